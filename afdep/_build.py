@@ -1,0 +1,184 @@
+"""Source digest, NVRTC compilation and the cubin cache.
+
+A kernel is named once: `impls/<name>.cuh` defines `afdep::<name>_impl`, a
+`KernelSpec` names it with its template arguments, and its cache entry is
+`<name>-<key>.cubin`. Compilation needs no GPU (CI compiles every kernel);
+loading does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+CSRC = Path(__file__).resolve().parent / "csrc"
+ARCH = "sm_90a"
+
+# Template parameters of each kernel, in declaration order.
+KERNEL_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "source_dispatch": ("kHidden", "kTopK", "kFp8", "kNumThreads"),
+    "copy_epilogue": ("kHidden", "kTopK", "kFp8", "kCollectView", "kNumThreads"),
+    "ffn_combine": ("kHidden", "kTopK", "kNumThreads"),
+    "source_combine": ("kHidden", "kNumThreads"),
+}
+
+
+class CompileError(RuntimeError):
+    """NVRTC rejected a kernel; the message carries the compiler's log."""
+
+
+def source_digest(root: Path = CSRC) -> str:
+    """sha256 over every file under `root`: sorted relative path, then bytes."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(root).rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+@cache
+def _tree_digest() -> str:
+    return source_digest(CSRC)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One instantiation: the kernel's name and its template arguments by name."""
+
+    name: str
+    template: tuple[tuple[str, int | bool], ...]
+
+    @classmethod
+    def make(cls, name: str, **template: int | bool) -> KernelSpec:
+        expected = KERNEL_TEMPLATES.get(name)
+        if expected is None:
+            raise ValueError(f"unknown kernel {name!r}; known: {sorted(KERNEL_TEMPLATES)}")
+        if set(template) != set(expected):
+            raise ValueError(
+                f"kernel {name!r} takes template arguments {list(expected)}, got {sorted(template)}"
+            )
+        return cls(name, tuple((key, template[key]) for key in expected))
+
+    def name_expression(self) -> str:
+        return f"afdep::{self.name}_impl<{', '.join(_render(v) for _, v in self.template)}>"
+
+    def jit_source(self) -> str:
+        """An include plus one instantiation, its template arguments named."""
+        args = ",\n    ".join(f"/* {key} */ {_render(value)}" for key, value in self.template)
+        return (
+            f'#include "impls/{self.name}.cuh"\n\n'
+            f"static constexpr auto* afdep_instance = &afdep::{self.name}_impl<\n    {args}>;\n"
+        )
+
+    def label(self) -> str:
+        return f"{self.name}<{', '.join(f'{k}={_render(v)}' for k, v in self.template)}>"
+
+
+def _render(value: int | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(int(value))
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    spec: KernelSpec
+    symbol: str  # the mangled name NVRTC gave the instantiation
+    cubin: bytes
+    path: Path
+    from_cache: bool
+
+
+def nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+def cache_dir() -> Path:
+    from afdep.config import Config
+
+    return Path(Config.from_env().jit_cache).expanduser()
+
+
+def cache_key(spec: KernelSpec, digest: str, arch: str, nvrtc: str) -> str:
+    material = json.dumps([digest, spec.name, spec.template, arch, nvrtc])
+    return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def compile_kernel(
+    spec: KernelSpec, *, root: Path | None = None, arch: str = ARCH
+) -> CompiledKernel:
+    """The cubin of `spec` for the sources under `root` (default: this package's)."""
+    root = CSRC if root is None else Path(root)
+    digest = _tree_digest() if root == CSRC else source_digest(root)
+    nvrtc = nvrtc_version()
+    path = cache_dir() / f"{spec.name}-{cache_key(spec, digest, arch, nvrtc)}.cubin"
+    if path.exists():
+        symbol, cubin = _read_entry(path)
+        return CompiledKernel(spec, symbol, cubin, path, from_cache=True)
+    symbol, cubin = _nvrtc_compile(spec, root, arch)
+    _write_entry(path, symbol, cubin)
+    return CompiledKernel(spec, symbol, cubin, path, from_cache=False)
+
+
+def _nvrtc_compile(spec: KernelSpec, root: Path, arch: str) -> tuple[str, bytes]:
+    from cuda.core import Program, ProgramOptions
+
+    options = ProgramOptions(
+        arch=arch, std="c++17", include_path=[str(root)], name=f"{spec.name}.cu", lineinfo=True
+    )
+    expression = spec.name_expression()
+    try:
+        program = Program(spec.jit_source(), "c++", options)
+        code = program.compile("cubin", name_expressions=(expression,))
+    except Exception as error:  # cuda.core raises NVRTCError with the log in its text
+        raise CompileError(f"{spec.label()} failed to compile for {arch}:\n{error}") from error
+    symbol = code.symbol_mapping[expression]
+    return (symbol.decode() if isinstance(symbol, bytes) else symbol), bytes(code.code)
+
+
+# A cache entry is one file: the mangled symbol, a newline, then the cubin. It
+# is written to a temporary file and renamed, so no reader sees half of it.
+def _write_entry(path: Path, symbol: str, cubin: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(symbol.encode() + b"\n" + cubin)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_entry(path: Path) -> tuple[str, bytes]:
+    data = path.read_bytes()
+    symbol, _, cubin = data.partition(b"\n")
+    if not symbol or not cubin:
+        raise CompileError(f"corrupt cache entry {path}: delete it to rebuild")
+    return symbol.decode(), cubin
+
+
+_loaded: dict[tuple[KernelSpec, int], object] = {}
+
+
+def load_kernel(spec: KernelSpec, device_index: int):
+    """The cuda.core Kernel for `spec` on a device (compiling when not cached)."""
+    key = (spec, device_index)
+    if key not in _loaded:
+        from cuda.core import Device, ObjectCode
+
+        Device(device_index).set_current()
+        compiled = compile_kernel(spec)
+        module = ObjectCode.from_cubin(compiled.cubin, name=spec.name)
+        _loaded[key] = module.get_kernel(compiled.symbol)
+    return _loaded[key]

@@ -1,0 +1,289 @@
+"""The symmetric workspace, roles, and the dispatch()/combine() entry points.
+
+Attention ranks call `dispatch(x, topk_idx, topk_weights, num_tokens)` then
+`combine()`; FFN ranks call `dispatch()` (it returns the received rows) then
+`combine(y)`. All ranks call both once per step, in that order. Every launch
+goes on the current torch stream, so a whole step can be captured in a CUDA
+graph: inputs are read from the tensors' memory at replay time, and the step's
+epoch lives on the device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from afdep.config import Config
+from afdep.kernels import ROLE_KERNELS, Launcher, kernel_specs, shared_bytes
+from afdep.workspace import Geometry, pack_params, symmetric_layout
+
+FP8 = torch.float8_e4m3fn
+
+
+@dataclass(frozen=True)
+class CollectBatch:
+    """One row per received (source, token): see docs/architecture.md."""
+
+    x: torch.Tensor
+    x_scales: torch.Tensor | None
+    src_rank: torch.Tensor
+    src_token: torch.Tensor
+    local_experts: torch.Tensor
+    weights: torch.Tensor
+    expert_rows: torch.Tensor
+
+
+@dataclass(frozen=True)
+class FfnBatch:
+    """An FFN rank's received rows, expert-major; the first
+    `expert_offsets[-1]` rows are this step's (x is None in the collect view)."""
+
+    x: torch.Tensor | None
+    x_scales: torch.Tensor | None
+    src_rank: torch.Tensor
+    src_token: torch.Tensor
+    topk_slot: torch.Tensor
+    weight: torch.Tensor
+    expert_offsets: torch.Tensor
+    collect_row: torch.Tensor
+    collect: CollectBatch | None
+
+
+class Buffer:
+    def __init__(
+        self,
+        group=None,
+        *,
+        num_experts: int,
+        hidden: int,
+        capacity: int,
+        top_k: int,
+        payload: str = "bf16",
+        ffn_ranks: int = 1,
+        num_sms: int = 24,
+        collect_view: bool = False,
+        config: Config | None = None,
+    ) -> None:
+        import torch.distributed as dist
+        import torch.distributed._symmetric_memory as symm_mem
+
+        if not dist.is_initialized():
+            raise RuntimeError("afdep.Buffer needs torch.distributed to be initialized")
+        self.group = group or dist.group.WORLD
+        self.rank = dist.get_rank(self.group)
+        self.geometry = g = Geometry(
+            world_size=dist.get_world_size(self.group),
+            ffn_ranks=ffn_ranks,
+            num_experts=num_experts,
+            capacity=capacity,
+            hidden=hidden,
+            top_k=top_k,
+            payload=payload,
+            collect_view=collect_view,
+            num_sms=num_sms,
+        )
+        self.config = config or Config.from_env()
+        self.role = "attention" if self.rank < g.num_attention else "ffn"
+        self.device = torch.device("cuda", torch.cuda.current_device())
+        layout = symmetric_layout(g)
+
+        self._symmetric = symm_mem.empty(
+            layout["total_bytes"], dtype=torch.uint8, device=self.device
+        )
+        self._symmetric.zero_()
+        handle = symm_mem.rendezvous(self._symmetric, self.group.group_name)
+        self._handle = handle
+        self._peer_bases = torch.tensor(handle.buffer_ptrs, dtype=torch.int64, device=self.device)
+
+        zeros = lambda *shape, dtype: torch.zeros(*shape, dtype=dtype, device=self.device)  # noqa: E731
+        a, c, k, h = g.num_attention, g.capacity, g.top_k, g.hidden
+        self._epoch = zeros(1, dtype=torch.int64)
+        self._num_tokens_used = zeros(1, dtype=torch.int32)
+        self._num_tokens_in = zeros(1, dtype=torch.int32)
+        self._token_ffn_mask = zeros(c, dtype=torch.int32)
+        self._slot_epoch = zeros(a * c, dtype=torch.int64)
+        self._slot_rows = zeros(a * c * k, dtype=torch.int32)
+        self._slot_weights = zeros(a * c * k, dtype=torch.float32)
+        self._out = zeros(c, h, dtype=torch.bfloat16) if self.role == "attention" else None
+        self.batch = self._allocate_ffn_outputs(zeros) if self.role == "ffn" else None
+
+        values = {name: layout[name] for name in layout if name.startswith("off_")}
+        values.update(
+            rank=self.rank,
+            world_size=g.world_size,
+            num_attention=a,
+            num_ffn=g.ffn_ranks,
+            num_experts=g.num_experts,
+            experts_per_ffn=g.experts_per_ffn,
+            capacity=c,
+            source_ctas=g.num_sms,
+            timeout_ns=self.config.timeout_ms * 1_000_000,
+            counts_stride=g.counts_stride,
+            slot_meta_bytes=g.slot_meta_bytes,
+            row_bytes=g.row_bytes,
+            peer_bases=self._peer_bases.data_ptr(),
+            epoch=self._epoch.data_ptr(),
+            num_tokens=self._num_tokens_used.data_ptr(),
+            token_ffn_mask=self._token_ffn_mask.data_ptr(),
+            slot_epoch=self._slot_epoch.data_ptr(),
+            slot_rows=self._slot_rows.data_ptr(),
+            slot_weights=self._slot_weights.data_ptr(),
+        )
+        values.update(self._output_pointers())
+        self._params = torch.tensor(pack_params(values), dtype=torch.int64, device=self.device)
+
+        specs = kernel_specs(g)
+        self._launch = {
+            name: Launcher(specs[name], self.device.index, g.num_sms, shared_bytes(name, g))
+            for name in ROLE_KERNELS[self.role]
+        }
+        torch.cuda.synchronize()
+        dist.barrier(group=self.group)
+
+    # ------------------------------------------------------------------ outputs
+    def _allocate_ffn_outputs(self, zeros) -> FfnBatch:
+        g = self.geometry
+        rows, crows, h, k, s = g.max_rows, g.max_collect_rows, g.hidden, g.top_k, g.num_scales
+        dtype = FP8 if g.payload == "fp8" else torch.bfloat16
+        fp8 = g.payload == "fp8"
+        collect = None
+        if g.collect_view:
+            collect = CollectBatch(
+                x=zeros(crows, h, dtype=dtype),
+                x_scales=zeros(crows, s, dtype=torch.float32) if fp8 else None,
+                src_rank=zeros(crows, dtype=torch.int32),
+                src_token=zeros(crows, dtype=torch.int32),
+                local_experts=zeros(crows, k, dtype=torch.int32),
+                weights=zeros(crows, k, dtype=torch.float32),
+                expert_rows=zeros(crows, k, dtype=torch.int32),
+            )
+        expanded = not g.collect_view
+        return FfnBatch(
+            x=zeros(rows, h, dtype=dtype) if expanded else None,
+            x_scales=zeros(rows, s, dtype=torch.float32) if expanded and fp8 else None,
+            src_rank=zeros(rows, dtype=torch.int32),
+            src_token=zeros(rows, dtype=torch.int32),
+            topk_slot=zeros(rows, dtype=torch.int32),
+            weight=zeros(rows, dtype=torch.float32),
+            expert_offsets=zeros(g.experts_per_ffn + 1, dtype=torch.int32),
+            collect_row=zeros(rows, dtype=torch.int32),
+            collect=collect,
+        )
+
+    def _output_pointers(self) -> dict[str, int]:
+        ptr = lambda t: 0 if t is None else t.data_ptr()  # noqa: E731
+        b, c = self.batch, self.batch.collect if self.batch else None
+        pointers = {
+            "out_x": ptr(b and b.x),
+            "out_scales": ptr(b and b.x_scales),
+            "out_src_rank": ptr(b and b.src_rank),
+            "out_src_token": ptr(b and b.src_token),
+            "out_topk_slot": ptr(b and b.topk_slot),
+            "out_weight": ptr(b and b.weight),
+            "out_expert_offsets": ptr(b and b.expert_offsets),
+            "out_collect_row": ptr(b and b.collect_row),
+            "col_x": ptr(c and c.x),
+            "col_scales": ptr(c and c.x_scales),
+            "col_src_rank": ptr(c and c.src_rank),
+            "col_src_token": ptr(c and c.src_token),
+            "col_local_experts": ptr(c and c.local_experts),
+            "col_weights": ptr(c and c.weights),
+            "col_expert_rows": ptr(c and c.expert_rows),
+        }
+        return pointers
+
+    # ------------------------------------------------------------------ steps
+    def dispatch(
+        self,
+        x: torch.Tensor | None = None,
+        topk_idx: torch.Tensor | None = None,
+        topk_weights: torch.Tensor | None = None,
+        num_tokens: int | torch.Tensor | None = None,
+        x_scales: torch.Tensor | None = None,
+        *,
+        skip_send: bool = False,
+    ) -> FfnBatch | None:
+        """Start a step. `skip_send` (tests only) advances the epoch and sends
+        nothing, so the peers' waits must time out naming their site."""
+        if self.role == "ffn":
+            if any(t is not None for t in (x, topk_idx, topk_weights, num_tokens, x_scales)):
+                raise ValueError("dispatch on an FFN rank takes no inputs")
+            self._epoch.add_(1)
+            if not skip_send:
+                self._launch["copy_epilogue"](self._params.data_ptr())
+            return self.batch
+        check_source_inputs(
+            self.geometry, self.device, x, topk_idx, topk_weights, num_tokens, x_scales
+        )
+        count = self._num_tokens_in
+        if isinstance(num_tokens, torch.Tensor):
+            count = num_tokens
+        else:
+            count.fill_(num_tokens)
+        self._epoch.add_(1)
+        if not skip_send:
+            self._launch["source_dispatch"](
+                self._params.data_ptr(),
+                x.data_ptr(),
+                0 if x_scales is None else x_scales.data_ptr(),
+                topk_idx.data_ptr(),
+                topk_weights.data_ptr(),
+                count.data_ptr(),
+            )
+        return None
+
+    def combine(self, y: torch.Tensor | None = None) -> torch.Tensor | None:
+        """FFN ranks pass `y` (bf16, expert-major rows); attention ranks get
+        `out [capacity, hidden]`, rows below this step's num_tokens written."""
+        if self.role == "attention":
+            if y is not None:
+                raise ValueError("combine on an attention rank takes no y")
+            self._launch["source_combine"](self._params.data_ptr(), self._out.data_ptr())
+            return self._out
+        check_expert_outputs(self.geometry, self.device, y)
+        self._launch["ffn_combine"](self._params.data_ptr(), y.data_ptr(), y.shape[0])
+        return None
+
+
+def check_source_inputs(
+    g: Geometry, device: torch.device, x, topk_idx, topk_weights, num_tokens, x_scales
+) -> None:
+    """An attention rank's step inputs, checked on the host: ValueError naming
+    the argument (routes themselves are checked on the device)."""
+    c, h, k = g.capacity, g.hidden, g.top_k
+    if g.payload == "fp8":
+        _check_tensor("x", x, FP8, (c, h), device)
+        _check_tensor("x_scales", x_scales, torch.float32, (c, h // 128), device)
+    else:
+        _check_tensor("x", x, torch.bfloat16, (c, h), device)
+        if x_scales is not None:
+            raise ValueError("x_scales is only for fp8 payloads")
+    _check_tensor("topk_idx", topk_idx, torch.int64, (c, k), device)
+    _check_tensor("topk_weights", topk_weights, torch.float32, (c, k), device)
+    if isinstance(num_tokens, torch.Tensor):
+        _check_tensor("num_tokens", num_tokens, torch.int32, (1,), device)
+    elif not isinstance(num_tokens, int) or isinstance(num_tokens, bool):
+        raise ValueError(f"num_tokens must be an int or an int32 tensor, got {num_tokens!r}")
+    elif not 0 <= num_tokens <= c:
+        raise ValueError(f"num_tokens={num_tokens} must lie in [0, capacity={c}]")
+
+
+def check_expert_outputs(g: Geometry, device: torch.device, y) -> None:
+    """An FFN rank's expert outputs: bf16 rows of `hidden`, expert-major."""
+    _check_tensor("y", y, torch.bfloat16, None, device)
+    if y.dim() != 2 or y.shape[1] != g.hidden or y.shape[0] < 1:
+        raise ValueError(f"y must have shape [rows, {g.hidden}], got {list(y.shape)}")
+
+
+def _check_tensor(name, t, dtype, shape, device) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name} must be a tensor, got {type(t).__name__}")
+    if t.dtype != dtype:
+        raise ValueError(f"{name} must be {dtype}, got {t.dtype}")
+    if shape is not None and tuple(t.shape) != shape:
+        raise ValueError(f"{name} must have shape {list(shape)}, got {list(t.shape)}")
+    if t.device != device:
+        raise ValueError(f"{name} must be on {device}, got {t.device}")
+    if not t.is_contiguous():
+        raise ValueError(f"{name} must be contiguous")

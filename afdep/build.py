@@ -1,0 +1,63 @@
+"""Compile every kernel for a set of configurations, with no GPU needed.
+
+    python -m afdep.build [--hidden 2048 7168] [--top-k 8] [--payload bf16 fp8]
+
+CI runs it; on a GPU machine it warms the cubin cache before the ranks start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+
+from afdep._build import CompileError, compile_kernel, source_digest
+from afdep.kernels import kernel_specs
+from afdep.workspace import Geometry
+
+
+def all_specs(hiddens, top_ks, payloads):
+    specs = {}
+    for hidden, top_k, payload, collect in itertools.product(
+        hiddens, top_ks, payloads, (False, True)
+    ):
+        g = Geometry(
+            world_size=2,
+            ffn_ranks=1,
+            num_experts=128,
+            capacity=2048,
+            hidden=hidden,
+            top_k=top_k,
+            payload=payload,
+            collect_view=collect,
+        )
+        for spec in kernel_specs(g).values():
+            specs[spec] = None
+    return list(specs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m afdep.build", description=__doc__)
+    parser.add_argument("--hidden", type=int, nargs="+", default=[2048, 7168])
+    parser.add_argument("--top-k", type=int, nargs="+", default=[8])
+    parser.add_argument("--payload", nargs="+", choices=("bf16", "fp8"), default=["bf16", "fp8"])
+    args = parser.parse_args(argv)
+    print(f"native_source_sha256 {source_digest()}")
+    failed = 0
+    for spec in all_specs(args.hidden, args.top_k, args.payload):
+        started = time.perf_counter()
+        try:
+            compiled = compile_kernel(spec)
+        except CompileError as error:
+            failed += 1
+            print(f"FAILED {spec.label()}\n{error}", file=sys.stderr)
+            continue
+        how = "cached" if compiled.from_cache else "compiled"
+        seconds = time.perf_counter() - started
+        print(f"{how:8} {seconds:6.2f}s {len(compiled.cubin):7d} B  {spec.label()}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+// The per-buffer parameters every kernel reads from device memory. Written once
+// at buffer creation by afdep/workspace.py, whose PARAM_FIELDS lists the same
+// names in the same order (a CPU test compares the two). Every field is a u64,
+// so the layout is an array and cannot drift with padding rules.
+#pragma once
+#include "common/types.cuh"
+
+namespace afdep {
+
+struct Params {
+  // World and roles.
+  u64 rank;
+  u64 world_size;
+  u64 num_attention;
+  u64 num_ffn;
+  u64 num_experts;
+  u64 experts_per_ffn;
+  u64 capacity;
+  u64 source_ctas;
+  u64 timeout_ns;
+  // Symmetric workspace: byte offsets, identical on every rank.
+  u64 off_abort;
+  u64 off_done;
+  u64 off_counts;
+  u64 off_slot_meta;
+  u64 off_slot_rows;
+  u64 off_combine_flags;
+  u64 off_combine_rows;
+  u64 counts_stride;    // i32 entries per source in the count table
+  u64 slot_meta_bytes;  // bytes per slot's metadata
+  u64 row_bytes;        // bytes per slot row: the payload, then fp8 scales
+  // Device arrays of this rank.
+  u64 peer_bases;       // u64[world_size]: every rank's symmetric base
+  u64 epoch;            // u64: the step counter
+  u64 num_tokens;       // i32: the token count the last dispatch used
+  u64 token_ffn_mask;   // u32[capacity]: FFN ranks (local index bits) each token routes to
+  u64 slot_epoch;       // u64[num_attention * capacity]: epoch a slot was last received
+  u64 slot_rows;        // i32[num_attention * capacity * top_k]: expert-major row per slot, -1
+  u64 slot_weights;     // f32[num_attention * capacity * top_k]
+  // FFN outputs: expert-major view.
+  u64 out_x;
+  u64 out_scales;
+  u64 out_src_rank;
+  u64 out_src_token;
+  u64 out_topk_slot;
+  u64 out_weight;
+  u64 out_expert_offsets;
+  u64 out_collect_row;
+  // FFN outputs: collect view.
+  u64 col_x;
+  u64 col_scales;
+  u64 col_src_rank;
+  u64 col_src_token;
+  u64 col_local_experts;
+  u64 col_weights;
+  u64 col_expert_rows;
+};
+
+template <typename T>
+__device__ __forceinline__ T* local_ptr(u64 address) {
+  return reinterpret_cast<T*>(address);
+}
+
+// `offset` bytes into rank `peer`'s symmetric workspace.
+template <typename T>
+__device__ __forceinline__ T* peer_ptr(const Params& p, int peer, u64 offset) {
+  const u64 base = reinterpret_cast<const u64*>(p.peer_bases)[peer];
+  return reinterpret_cast<T*>(base + offset);
+}
+
+}  // namespace afdep

@@ -1,0 +1,85 @@
+// ffn_combine: the FFN side of combine. For every slot received this step, a
+// warp reduces the expert outputs of its local top-k slots in slot order
+// (fp32, one rounding per multiply and per add), stores the bf16 partial into
+// the source's combine slot for this FFN rank, then releases that slot's flag.
+#pragma once
+#include "common/comm.cuh"
+#include "common/layout.cuh"
+#include "common/params.cuh"
+#include "common/ptx.cuh"
+
+namespace afdep {
+
+template <int kHidden, int kTopK, int kNumThreads>
+__global__ void __launch_bounds__(kNumThreads, 1)
+    ffn_combine_impl(const Params* __restrict__ params, const bf16* __restrict__ y,
+                     const u64 y_rows) {
+  constexpr int kNumWarps = kNumThreads / 32;
+  constexpr int kVecs = kHidden / 8;  // eight bf16 per 16-byte vector
+  static_assert(kHidden % 8 == 0, "rows are moved as 16-byte vectors");
+
+  const Params& p = *params;
+  const int thread_idx = static_cast<int>(threadIdx.x);
+  const int lane_idx = thread_idx % 32;
+  const int warp_idx = thread_idx / 32;
+  const int rank_idx = static_cast<int>(p.rank);
+  const int num_attention = static_cast<int>(p.num_attention);
+  const int capacity = static_cast<int>(p.capacity);
+  const int ffn_local = rank_idx - num_attention;
+  const u64 epoch = *local_ptr<const u64>(p.epoch);
+  const int total_warps = static_cast<int>(gridDim.x) * kNumWarps;
+  const auto* y_vecs = reinterpret_cast<const int4*>(y);
+
+  for (int slot_id = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
+       slot_id < num_attention * capacity; slot_id += total_warps) {
+    if (local_ptr<const u64>(p.slot_epoch)[slot_id] != epoch) continue;
+    const int source = slot_id / capacity;
+    const int token_idx = slot_id % capacity;
+    int rows[kTopK];
+    float weights[kTopK];
+    {
+      const bool slot_lane = lane_idx < kTopK;
+      const u64 entry = static_cast<u64>(slot_id) * kTopK + lane_idx;
+      const int mine = slot_lane ? local_ptr<const i32>(p.slot_rows)[entry] : -1;
+      const float w = slot_lane ? local_ptr<const float>(p.slot_weights)[entry] : 0.0f;
+#pragma unroll
+      for (int k = 0; k < kTopK; ++k) {
+        rows[k] = __shfl_sync(kFullMask, mine, k);
+        weights[k] = __shfl_sync(kFullMask, w, k);
+      }
+    }
+    if (lane_idx == 0)
+      for (int k = 0; k < kTopK; ++k)
+        AFDEP_ASSERT(rows[k] < static_cast<i64>(y_rows), "combine: expert row %d outside y (%llu rows)",
+                     rows[k], y_rows);
+    __syncwarp();
+
+    // @site cb.ffn.row_store kind=store
+    auto* partial = peer_ptr<int4>(p, source, p.off_combine_rows) +
+                    (static_cast<u64>(ffn_local) * capacity + token_idx) * kVecs;
+#pragma unroll 2
+    for (int v = lane_idx; v < kVecs; v += 32) {
+      float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int k = 0; k < kTopK; ++k) {
+        if (rows[k] < 0) continue;
+        float values[8];
+        unpack_bf16x8(ptx::ld_nc_v4(y_vecs + static_cast<u64>(rows[k]) * kVecs + v), values);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(weights[k], values[i]));
+      }
+      partial[v] = pack_bf16x8(acc);
+    }
+    // @end cb.ffn.row_store
+
+    // @site cb.ffn.row_release kind=release
+    __syncwarp();
+    if (lane_idx == 0) {
+      u64* flags = peer_ptr<u64>(p, source, p.off_combine_flags);
+      ptx::st_release_sys(flags + static_cast<u64>(ffn_local) * capacity + token_idx, epoch);
+    }
+    // @end cb.ffn.row_release
+  }
+}
+
+}  // namespace afdep

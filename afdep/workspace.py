@@ -1,0 +1,188 @@
+"""Geometry of a buffer: its validated shape, the symmetric workspace's byte
+layout (identical on every rank) and the Params block the kernels read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Same names, same order as `struct Params` in csrc/common/params.cuh.
+PARAM_FIELDS: tuple[str, ...] = (
+    "rank",
+    "world_size",
+    "num_attention",
+    "num_ffn",
+    "num_experts",
+    "experts_per_ffn",
+    "capacity",
+    "source_ctas",
+    "timeout_ns",
+    "off_abort",
+    "off_done",
+    "off_counts",
+    "off_slot_meta",
+    "off_slot_rows",
+    "off_combine_flags",
+    "off_combine_rows",
+    "counts_stride",
+    "slot_meta_bytes",
+    "row_bytes",
+    "peer_bases",
+    "epoch",
+    "num_tokens",
+    "token_ffn_mask",
+    "slot_epoch",
+    "slot_rows",
+    "slot_weights",
+    "out_x",
+    "out_scales",
+    "out_src_rank",
+    "out_src_token",
+    "out_topk_slot",
+    "out_weight",
+    "out_expert_offsets",
+    "out_collect_row",
+    "col_x",
+    "col_scales",
+    "col_src_rank",
+    "col_src_token",
+    "col_local_experts",
+    "col_weights",
+    "col_expert_rows",
+)
+
+PAYLOADS = ("bf16", "fp8")
+NUM_THREADS = 512
+MAX_SHARED_BYTES = 227 * 1024  # per block on sm_90
+MAX_WORLD = 32  # FFN masks are 32-bit; abort words carry 7 bits of rank
+
+
+def align(value: int, to: int) -> int:
+    return (value + to - 1) // to * to
+
+
+@dataclass(frozen=True)
+class Geometry:
+    world_size: int
+    ffn_ranks: int
+    num_experts: int
+    capacity: int
+    hidden: int
+    top_k: int
+    payload: str = "bf16"
+    collect_view: bool = False
+    num_sms: int = 24
+
+    def __post_init__(self) -> None:
+        for name in (
+            "world_size",
+            "ffn_ranks",
+            "num_experts",
+            "capacity",
+            "hidden",
+            "top_k",
+            "num_sms",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.payload not in PAYLOADS:
+            raise ValueError(f"payload must be one of {PAYLOADS}, got {self.payload!r}")
+        if self.world_size > MAX_WORLD:
+            raise ValueError(f"world_size={self.world_size} exceeds {MAX_WORLD} ranks")
+        if self.world_size < self.ffn_ranks + 1:
+            raise ValueError(
+                f"world_size={self.world_size} is too small for ffn_ranks={self.ffn_ranks} "
+                "plus at least one attention rank"
+            )
+        if self.num_experts % self.ffn_ranks:
+            raise ValueError(
+                f"num_experts={self.num_experts} is not divisible by ffn_ranks={self.ffn_ranks}"
+            )
+        if self.payload == "fp8" and self.hidden % 128:
+            raise ValueError(f"hidden={self.hidden} must be a multiple of 128 for fp8 payloads")
+        if self.hidden % 8:
+            raise ValueError(f"hidden={self.hidden} must be a multiple of 8 (16-byte rows)")
+        if self.top_k > min(32, self.num_experts):
+            raise ValueError(f"top_k={self.top_k} must be <= min(32, num_experts)")
+        if self.dispatch_smem_bytes > MAX_SHARED_BYTES:
+            raise ValueError(
+                f"capacity={self.capacity} with num_experts={self.num_experts} needs "
+                f"{self.dispatch_smem_bytes} bytes of shared memory for the route bitmaps; "
+                f"the limit is {MAX_SHARED_BYTES}"
+            )
+
+    @property
+    def num_attention(self) -> int:
+        return self.world_size - self.ffn_ranks
+
+    @property
+    def experts_per_ffn(self) -> int:
+        return self.num_experts // self.ffn_ranks
+
+    @property
+    def payload_bytes(self) -> int:
+        return self.hidden if self.payload == "fp8" else 2 * self.hidden
+
+    @property
+    def num_scales(self) -> int:
+        return self.hidden // 128 if self.payload == "fp8" else 0
+
+    @property
+    def row_bytes(self) -> int:
+        return align(self.payload_bytes + 4 * self.num_scales, 16)
+
+    @property
+    def slot_meta_bytes(self) -> int:
+        return align(16 + 12 * self.top_k, 16)  # SlotMeta<kTopK>
+
+    @property
+    def counts_stride(self) -> int:
+        return align(2 + self.experts_per_ffn, 4)
+
+    @property
+    def max_rows(self) -> int:
+        """Rows an FFN rank can receive in one step (expert-major view)."""
+        return self.num_attention * self.capacity * min(self.top_k, self.experts_per_ffn)
+
+    @property
+    def max_collect_rows(self) -> int:
+        return self.num_attention * self.capacity
+
+    @property
+    def dispatch_smem_bytes(self) -> int:
+        words = -(-self.capacity // 32)
+        return 2 * (self.num_experts + self.ffn_ranks) * words * 4
+
+    @property
+    def epilogue_smem_bytes(self) -> int:
+        a, e = self.num_attention, self.experts_per_ffn
+        return 4 * (a * self.counts_stride + e + (e + 1) + e * a + (a + 1))
+
+
+def symmetric_layout(g: Geometry) -> dict[str, int]:
+    """Byte offsets of each region of the symmetric workspace, and its total size."""
+    a, f, c = g.num_attention, g.ffn_ranks, g.capacity
+    sizes = {
+        "off_abort": 8,
+        "off_done": 8 * a,
+        "off_counts": 4 * a * g.counts_stride,
+        "off_slot_meta": a * c * g.slot_meta_bytes,
+        "off_slot_rows": a * c * g.row_bytes,
+        "off_combine_flags": 8 * f * c,
+        "off_combine_rows": 2 * f * c * g.hidden,
+    }
+    layout, offset = {}, 0
+    for name, size in sizes.items():
+        layout[name] = offset
+        offset = align(offset + size, 256)  # own cache lines: flags never share with data
+    layout["total_bytes"] = offset
+    return layout
+
+
+def pack_params(values: dict[str, int]) -> list[int]:
+    """The Params block as a list in field order; every field must be given."""
+    missing = [name for name in PARAM_FIELDS if name not in values]
+    extra = sorted(set(values) - set(PARAM_FIELDS))
+    if missing or extra:
+        raise ValueError(f"Params fields: missing {missing}, unknown {extra}")
+    return [int(values[name]) for name in PARAM_FIELDS]

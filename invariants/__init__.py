@@ -1,0 +1,1 @@
+"""Reference dispatch/combine, layout checks and route strategies for afdep tests."""

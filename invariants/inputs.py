@@ -1,0 +1,138 @@
+"""Deterministic per-step inputs of one attention rank (architecture.md, "Inputs")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+FP8_BLOCK = 128
+FP8_MAX = 448.0  # largest finite float8_e4m3fn value
+_AMAX_FLOOR = 1e-4  # keeps all-zero blocks from dividing by zero
+_WEIGHT_LOW, _WEIGHT_HIGH = 0.05, 1.0
+_PAYLOADS = ("bf16", "fp8")
+
+
+@dataclass
+class SourceInputs:
+    x: torch.Tensor  # [C, H] bf16 or float8_e4m3fn
+    x_scales: torch.Tensor | None  # [C, H/128] fp32, fp8 only
+    topk_idx: torch.Tensor  # [C, K] int64, -1 = no expert
+    topk_weights: torch.Tensor  # [C, K] fp32
+    num_tokens: int
+
+    @property
+    def capacity(self) -> int:
+        return self.topk_idx.shape[0]
+
+    @property
+    def top_k(self) -> int:
+        return self.topk_idx.shape[1]
+
+    def to(self, device) -> SourceInputs:
+        scales = None if self.x_scales is None else self.x_scales.to(device)
+        return SourceInputs(
+            self.x.to(device),
+            scales,
+            self.topk_idx.to(device),
+            self.topk_weights.to(device),
+            self.num_tokens,
+        )
+
+
+def quantize_fp8(x_f32: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row and 128-channel block: scale = amax / 448, x_fp8 = x / scale."""
+    if x_f32.dim() != 2 or x_f32.shape[1] % FP8_BLOCK != 0:
+        raise ValueError(
+            f"x_f32 must be [C, H] with H % {FP8_BLOCK} == 0, got shape={tuple(x_f32.shape)}"
+        )
+    rows, hidden = x_f32.shape
+    blocks = x_f32.float().reshape(rows, hidden // FP8_BLOCK, FP8_BLOCK)
+    amax = blocks.abs().amax(dim=2).clamp(min=_AMAX_FLOOR)
+    scales = amax / FP8_MAX
+    x_fp8 = (blocks / scales.unsqueeze(2)).to(torch.float8_e4m3fn)
+    return x_fp8.reshape(rows, hidden), scales
+
+
+def random_routes(
+    num_tokens: int,
+    capacity: int,
+    num_experts: int,
+    top_k: int,
+    generator: torch.Generator,
+    *,
+    empty_prob: float = 0.1,
+    skew: int | None = None,
+    device="cpu",
+) -> torch.Tensor:
+    """Valid int64 [C, K] routes; padding rows are all -1.
+
+    Random numbers are drawn for every row (padding included) so the stream
+    consumed from `generator` depends only on the shape, not on num_tokens.
+    """
+    if not 0 <= num_tokens <= capacity:
+        raise ValueError(f"num_tokens must be in [0, capacity={capacity}], got {num_tokens}")
+    if not 0 <= top_k <= num_experts:
+        raise ValueError(f"top_k must be in [0, num_experts={num_experts}], got {top_k}")
+    if skew is not None and not 0 <= skew < num_experts:
+        raise ValueError(f"skew must be an expert id in [0, {num_experts}), got {skew}")
+    scores = torch.rand(capacity, num_experts, generator=generator)
+    routes = scores.argsort(dim=1, stable=True)[:, :top_k].contiguous()
+    if skew is not None and top_k > 0:
+        # Swap the skew expert into slot 0 (or overwrite slot 0): rows stay distinct.
+        hit = routes == skew
+        pos = hit.to(torch.uint8).argmax(dim=1)  # 0 when absent
+        rows = torch.arange(capacity)
+        skewed = routes.clone()
+        skewed[rows, pos] = routes[:, 0]
+        skewed[:, 0] = skew
+        routes = skewed
+    drop = torch.rand(capacity, top_k, generator=generator) < empty_prob
+    if skew is not None and top_k > 0:
+        drop[:, 0] = False  # the skew is a guarantee, not a tendency
+    routes = routes.masked_fill(drop, -1)
+    routes[num_tokens:] = -1
+    return routes.to(device)
+
+
+def _step_seed(seed: int, step: int, rank: int) -> int:
+    # Odd multipliers mix the three ints; the result only needs to be distinct
+    # for the (seed, step, rank) triples a test uses.
+    mixed = (seed * 0x9E3779B97F4A7C15 + step) * 0xBF58476D1CE4E5B9 + rank
+    return mixed % (1 << 63)
+
+
+def make_source_inputs(
+    *,
+    rank: int,
+    step: int,
+    seed: int,
+    capacity: int,
+    hidden: int,
+    top_k: int,
+    num_experts: int,
+    num_tokens: int,
+    payload: str,
+    device="cpu",
+    empty_prob: float = 0.1,
+    skew: int | None = None,
+) -> SourceInputs:
+    """Inputs of attention rank `rank` at `step`, a pure function of its arguments."""
+    if payload not in _PAYLOADS:
+        raise ValueError(f"payload must be one of {_PAYLOADS}, got {payload!r}")
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(_step_seed(seed, step, rank))
+    topk_idx = random_routes(
+        num_tokens, capacity, num_experts, top_k, gen, empty_prob=empty_prob, skew=skew
+    )
+    weights = torch.empty(capacity, top_k).uniform_(_WEIGHT_LOW, _WEIGHT_HIGH, generator=gen)
+    # uniform_ can round up to the excluded upper bound in fp32.
+    below_one = torch.nextafter(torch.tensor(_WEIGHT_HIGH), torch.tensor(0.0)).item()
+    weights = weights.clamp(max=below_one)
+    x_f32 = torch.randn(capacity, hidden, generator=gen)
+    if payload == "bf16":
+        x, scales = x_f32.to(torch.bfloat16), None
+    else:
+        x, scales = quantize_fp8(x_f32)
+    inputs = SourceInputs(x, scales, topk_idx, weights, num_tokens)
+    return inputs.to(device)

@@ -1,0 +1,233 @@
+"""Pure-torch reference of dispatch, expert function and combine (architecture.md).
+
+Everything is vectorized over tokens and hidden; loops run only over ranks and
+top-k slots. Tensors are created on the inputs' device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from afdep.routes import validate
+from invariants.inputs import FP8_BLOCK, SourceInputs
+
+
+@dataclass
+class ExpertLayout:
+    """Dispatch output on one FFN rank, rows ordered by (local expert, src rank, src token)."""
+
+    x: torch.Tensor  # [R, H] source rows
+    x_scales: torch.Tensor | None  # [R, H/128] fp32, None for bf16
+    src_rank: torch.Tensor  # [R] int32
+    src_token: torch.Tensor  # [R] int32
+    topk_slot: torch.Tensor  # [R] int32
+    weight: torch.Tensor  # [R] fp32
+    expert_offsets: torch.Tensor  # [experts_per_ffn + 1] int32
+    collect_row: torch.Tensor  # [R] int32, row of the same (a, t) in the collect view
+
+
+@dataclass
+class CollectView:
+    """One row per (src rank, src token) routed to the FFN rank, in (a, t) order."""
+
+    x: torch.Tensor  # [N, H]
+    x_scales: torch.Tensor | None  # [N, H/128]
+    src_rank: torch.Tensor  # [N] int32
+    src_token: torch.Tensor  # [N] int32
+    local_experts: torch.Tensor  # [N, K] int32, -1 where the slot is not on this FFN
+    weights: torch.Tensor  # [N, K] fp32, +0 where the slot is not on this FFN
+    expert_rows: torch.Tensor  # [N, K] int32, expert-major row or -1
+
+
+def experts_per_ffn(num_experts: int, ffn_ranks: int) -> int:
+    if ffn_ranks <= 0 or num_experts <= 0 or num_experts % ffn_ranks != 0:
+        raise ValueError(
+            f"num_experts must be a positive multiple of ffn_ranks, got {num_experts=} {ffn_ranks=}"
+        )
+    return num_experts // ffn_ranks
+
+
+def expert_scale(e):
+    """s(e) = 0.5 + (e % 8) * 0.25, for an int (-> float) or a tensor (-> fp32)."""
+    if isinstance(e, torch.Tensor):
+        return 0.5 + (e % 8).to(torch.float32) * 0.25
+    return 0.5 + (e % 8) * 0.25
+
+
+def expert_function(
+    x: torch.Tensor, x_scales: torch.Tensor | None, global_expert: torch.Tensor
+) -> torch.Tensor:
+    """y[r] = (xf[r] * s(e_r)).to(bf16); fp8 rows are dequantized by one multiply."""
+    xf = x.float()
+    if x_scales is not None:
+        xf = xf * x_scales.repeat_interleave(FP8_BLOCK, dim=1)
+    return (xf * expert_scale(global_expert).unsqueeze(1)).to(torch.bfloat16)
+
+
+def local_expert_of_rows(expert_offsets: torch.Tensor) -> torch.Tensor:
+    """int64 [R]: the local expert j of each expert-major row, from the offsets."""
+    counts = (expert_offsets[1:] - expert_offsets[:-1]).long()
+    local = torch.arange(counts.numel(), device=expert_offsets.device)
+    return local.repeat_interleave(counts)
+
+
+def apply_experts(
+    layout: ExpertLayout, ffn_local: int, num_experts: int, ffn_ranks: int
+) -> torch.Tensor:
+    """The expert function over a materialized expert-major layout: y_f [R, H] bf16."""
+    epf = experts_per_ffn(num_experts, ffn_ranks)
+    rows = int(layout.expert_offsets[-1])
+    experts = ffn_local * epf + local_expert_of_rows(layout.expert_offsets)
+    scales = None if layout.x_scales is None else layout.x_scales[:rows]
+    return expert_function(layout.x[:rows], scales, experts)
+
+
+def take_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    # 1-byte floats are moved as bytes: not every device has fp8 indexing kernels.
+    if x.element_size() == 1 and x.dtype.is_floating_point:
+        return x.view(torch.uint8)[index].view(x.dtype)
+    return x[index]
+
+
+def _cat_rows(parts: list[torch.Tensor]) -> torch.Tensor:
+    if parts[0].element_size() == 1 and parts[0].dtype.is_floating_point:
+        return torch.cat([p.view(torch.uint8) for p in parts]).view(parts[0].dtype)
+    return torch.cat(parts)
+
+
+def _check_sources(sources: list[SourceInputs], num_experts: int) -> None:
+    if not sources:
+        raise ValueError("sources must hold at least one attention rank")
+    for source in sources:
+        validate(source.topk_idx, num_experts, source.num_tokens)
+
+
+def dispatch_reference(
+    sources: list[SourceInputs], num_experts: int, ffn_ranks: int
+) -> list[tuple[ExpertLayout, CollectView]]:
+    """Expert-major layout and collect view of every FFN rank (by local index)."""
+    epf = experts_per_ffn(num_experts, ffn_ranks)
+    _check_sources(sources, num_experts)
+    device = sources[0].topk_idx.device
+    # All real tokens of all attention ranks, stacked in (a, t) order.
+    topk = torch.cat([s.topk_idx[: s.num_tokens] for s in sources])
+    weights = torch.cat([s.topk_weights[: s.num_tokens] for s in sources])
+    x = _cat_rows([s.x[: s.num_tokens] for s in sources])
+    scales = (
+        None
+        if sources[0].x_scales is None
+        else torch.cat([s.x_scales[: s.num_tokens] for s in sources])
+    )
+    rank_of = torch.cat(
+        [
+            torch.full((s.num_tokens,), a, dtype=torch.int64, device=device)
+            for a, s in enumerate(sources)
+        ]
+    )
+    token_of = torch.cat([torch.arange(s.num_tokens, device=device) for s in sources])
+    capacity_bound = max(max(s.capacity for s in sources), 1)
+    total = topk.shape[0]
+
+    results = []
+    for f in range(ffn_ranks):
+        first = f * epf
+        on_f = (topk >= first) & (topk < first + epf)
+        g, k = on_f.nonzero(as_tuple=True)
+        j = topk[g, k] - first
+        # (j, a, t) is unique because a token names each expert at most once.
+        key = (j * len(sources) + rank_of[g]) * capacity_bound + token_of[g]
+        order = torch.argsort(key, stable=True)
+        g, k, j = g[order], k[order], j[order]
+        offsets = torch.zeros(epf + 1, dtype=torch.int32, device=device)
+        offsets[1:] = torch.bincount(j, minlength=epf).cumsum(0)
+
+        routed = on_f.any(dim=1).nonzero().squeeze(1)  # increasing, so in (a, t) order
+        collect_of = torch.full((total,), -1, dtype=torch.int64, device=device)
+        collect_of[routed] = torch.arange(routed.numel(), device=device)
+        collect_row = collect_of[g]
+        expert_rows = torch.full(
+            (routed.numel(), topk.shape[1]), -1, dtype=torch.int32, device=device
+        )
+        expert_rows[collect_row, k] = torch.arange(g.numel(), dtype=torch.int32, device=device)
+        on_routed = on_f[routed]
+
+        layout = ExpertLayout(
+            x=take_rows(x, g),
+            x_scales=None if scales is None else scales[g],
+            src_rank=rank_of[g].int(),
+            src_token=token_of[g].int(),
+            topk_slot=k.int(),
+            weight=weights[g, k],
+            expert_offsets=offsets,
+            collect_row=collect_row.int(),
+        )
+        view = CollectView(
+            x=take_rows(x, routed),
+            x_scales=None if scales is None else scales[routed],
+            src_rank=rank_of[routed].int(),
+            src_token=token_of[routed].int(),
+            local_experts=torch.where(on_routed, topk[routed] - first, -1).int(),
+            weights=torch.where(on_routed, weights[routed], 0.0),
+            expert_rows=expert_rows,
+        )
+        results.append((layout, view))
+    return results
+
+
+def _slot_rows(layout: ExpertLayout, src_rank: int, num_tokens: int, top_k: int) -> torch.Tensor:
+    """int64 [n, K]: the expert-major row holding (src_rank, t, k), or -1."""
+    rows = int(layout.expert_offsets[-1])
+    device = layout.src_rank.device
+    mine = layout.src_rank[:rows] == src_rank
+    row_of = torch.full((num_tokens, top_k), -1, dtype=torch.int64, device=device)
+    row_of[layout.src_token[:rows][mine].long(), layout.topk_slot[:rows][mine].long()] = (
+        torch.arange(rows, device=device)[mine]
+    )
+    return row_of
+
+
+def combine_reference(
+    sources: list[SourceInputs],
+    layouts: list[ExpertLayout],
+    ys: list[torch.Tensor],
+    num_experts: int,
+    ffn_ranks: int,
+) -> list[torch.Tensor]:
+    """out_a [n_a, H] bf16 per attention rank, with the two-level fixed-order reduction."""
+    epf = experts_per_ffn(num_experts, ffn_ranks)
+    _check_sources(sources, num_experts)
+    if len(layouts) != ffn_ranks or len(ys) != ffn_ranks:
+        raise ValueError(
+            f"need one layout and one y per FFN rank, got {len(layouts)=} {len(ys)=} {ffn_ranks=}"
+        )
+    outs = []
+    for a, source in enumerate(sources):
+        n, hidden = source.num_tokens, source.x.shape[1]
+        topk, w = source.topk_idx[:n], source.topk_weights[:n]
+        device = topk.device
+        acc = torch.zeros(n, hidden, dtype=torch.float32, device=device)
+        for f in range(ffn_ranks):
+            on_f = (topk >= f * epf) & (topk < (f + 1) * epf)
+            row_of = _slot_rows(layouts[f], a, n, topk.shape[1])
+            if not torch.equal(row_of >= 0, on_f):
+                raise ValueError(
+                    f"layout of ffn_local={f} does not hold exactly the "
+                    f"slots of src_rank={a} routed to it"
+                )
+            y = ys[f]
+            partial = torch.zeros(n, hidden, dtype=torch.float32, device=device)
+            for k in range(topk.shape[1]):
+                take = on_f[:, k]
+                if not bool(take.any()):
+                    continue
+                yk = y[row_of[:, k].clamp(min=0)].float()
+                # where, not a 0/1 mask multiply: a skipped slot adds nothing, not even
+                # a signed zero or a NaN from the unrelated row it was clamped to.
+                partial = torch.where(take.unsqueeze(1), partial + w[:, k : k + 1] * yk, partial)
+            partial_bf16 = partial.to(torch.bfloat16)
+            routes_to_f = on_f.any(dim=1, keepdim=True)
+            acc = torch.where(routes_to_f, acc + partial_bf16.float(), acc)
+        outs.append(acc.to(torch.bfloat16))
+    return outs

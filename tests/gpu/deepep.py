@@ -1,0 +1,198 @@
+"""The correctness driver: dispatch -> per-expert function -> combine, checked
+bitwise against invariants.reference on every step.
+
+    torchrun --standalone --nproc-per-node=2 -m tests.gpu.deepep --payload bf16 --graph
+
+Prints the source digest, `Mismatched ...` lines on failure, and one final line
+`AFDEP_RESULT {json}`. Exit 0 only when every check matched. A CUDA error (a
+route assertion, a wait timeout) ends the rank with exit 1 at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+import afdep
+from afdep.routes import ROUTE_KINDS
+from invariants.inputs import make_source_inputs
+from tests.gpu.steps import StepRunner, inject_invalid_route
+
+INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.gpu.deepep", description=__doc__)
+    parser.add_argument("--payload", choices=("bf16", "fp8"), default="bf16")
+    parser.add_argument("--ffn-ranks", type=int, default=1)
+    parser.add_argument("--num-experts", type=int, default=128)
+    parser.add_argument(
+        "--experts-per-ffn",
+        type=int,
+        default=None,
+        help="overrides --num-experts: experts = this x ffn ranks",
+    )
+    parser.add_argument("--capacity", type=int, default=2048)
+    parser.add_argument("--hidden-size", type=int, default=2048)
+    parser.add_argument("--top-k", type=int, default=8)
+    parser.add_argument("--num-sms", type=int, default=24)
+    parser.add_argument("--tokens", type=int, nargs="+", default=[1, 8, 128, 512, 2048])
+    execution = parser.add_mutually_exclusive_group()
+    execution.add_argument("--graph", dest="graph", action="store_true")
+    execution.add_argument("--eager", dest="graph", action="store_false")
+    parser.set_defaults(graph=False)
+    parser.add_argument("--collect-view", action="store_true")
+    parser.add_argument("--steps", type=int, default=3, help="steps per token count")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--empty-prob", type=float, default=0.1, help="probability that a top-k entry is -1"
+    )
+    parser.add_argument(
+        "--skew", type=int, default=None, help="route every real token's slot 0 to this expert"
+    )
+    parser.add_argument("--invalid-route", choices=ROUTE_KINDS, default=None)
+    parser.add_argument("--invalid-execution", choices=("eager", "graph"), default=None)
+    parser.add_argument(
+        "--bench-iters",
+        type=int,
+        default=0,
+        help="after the checks, time this many graph replays per token count",
+    )
+    parser.add_argument(
+        "--test-skip-dispatch-rank",
+        type=int,
+        default=None,
+        help="test only: this rank sends nothing at the first step",
+    )
+    args = parser.parse_args(argv)
+    if args.experts_per_ffn is not None:
+        args.num_experts = args.experts_per_ffn * args.ffn_ranks
+    if args.invalid_execution is not None:
+        args.graph = args.invalid_execution == "graph"
+    if args.invalid_route is not None and max(args.tokens) >= args.capacity:
+        parser.error("--invalid-route needs a token count below --capacity (dummy uses padding)")
+    if args.steps < 1 or args.invalid_route and args.steps <= INVALID_STEP:
+        parser.error(f"--steps must be >= 1 (> {INVALID_STEP} with --invalid-route)")
+    return args
+
+
+def log(rank: int, message: str) -> None:
+    print(f"[rank {rank}] {message}", flush=True)
+
+
+def run(args: argparse.Namespace, rank: int) -> dict:
+    buffer = afdep.Buffer(
+        num_experts=args.num_experts,
+        hidden=args.hidden_size,
+        capacity=args.capacity,
+        top_k=args.top_k,
+        payload=args.payload,
+        ffn_ranks=args.ffn_ranks,
+        num_sms=args.num_sms,
+        collect_view=args.collect_view,
+    )
+    g = buffer.geometry
+    runner = StepRunner(buffer, graph=args.graph)
+    checks, mismatches, protocols, timings = 0, [], [], {}
+    global_step = 0
+    for num_tokens in args.tokens:
+        for _ in range(args.steps):
+            sources = [
+                make_source_inputs(
+                    rank=a,
+                    step=global_step,
+                    seed=args.seed,
+                    capacity=g.capacity,
+                    hidden=g.hidden,
+                    top_k=g.top_k,
+                    num_experts=g.num_experts,
+                    num_tokens=num_tokens,
+                    payload=g.payload,
+                    device=buffer.device,
+                    empty_prob=args.empty_prob,
+                    skew=args.skew,
+                )
+                for a in range(g.num_attention)
+            ]
+            invalid = args.invalid_route is not None and global_step == INVALID_STEP
+            if invalid:
+                kind, token, slot = inject_invalid_route(sources, args.invalid_route, g.num_experts)
+                log(rank, f"injected: route {kind} token={token} slot={slot}")
+            skip = args.test_skip_dispatch_rank == rank and global_step == 0
+            runner.step(sources, skip_send=skip)
+            torch.cuda.synchronize()  # a trap or timeout surfaces here as a CUDA error
+            if invalid:
+                mismatches.append(f"Mismatched route {args.invalid_route}: the step ran clean")
+            else:
+                step_checks, step_mismatches = runner.check(sources, global_step, num_tokens)
+                checks += step_checks
+                mismatches += step_mismatches
+            protocols.append("payload-first")
+            global_step += 1
+        if args.bench_iters:
+            timings[str(num_tokens)] = runner.bench(sources, args.bench_iters)
+    for line in mismatches:
+        log(rank, line)
+    return {
+        "rank": rank,
+        "role": buffer.role,
+        "checks": checks,
+        "mismatches": len(mismatches),
+        "protocols": sorted(set(protocols)),
+        "steps": global_step,
+        "timings_us": timings,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    rank = dist.get_rank()
+    digest = afdep.source_digest()
+    if rank == 0:
+        print(f'"native_source_sha256": "{digest}"', flush=True)
+        print(f"afdep.__file__ = {afdep.__file__}", flush=True)
+    started = time.perf_counter()
+    try:
+        result = run(args, rank)
+    except Exception as error:  # a CUDA error leaves the context unusable: report, exit now
+        traceback.print_exc()
+        failure = {
+            "ok": False,
+            "rank": rank,
+            "error": f"{type(error).__name__}: {error}"[:800],
+            "native_source_sha256": digest,
+        }
+        print(f"AFDEP_RESULT {json.dumps(failure)}", flush=True)
+        sys.stdout.flush()
+        os._exit(1)
+    gathered: list[dict | None] = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, result)
+    ok = all(r["mismatches"] == 0 for r in gathered)
+    if rank == 0:
+        summary = {
+            "ok": ok,
+            "checks": sum(r["checks"] for r in gathered),
+            "mismatches": sum(r["mismatches"] for r in gathered),
+            "native_source_sha256": digest,
+            "afdep_file": afdep.__file__,
+            "config": {**vars(args), "afdep": afdep.Config.from_env().__dict__},
+            "wall_s": round(time.perf_counter() - started, 3),
+            "ranks": gathered,
+        }
+        print(f"AFDEP_RESULT {json.dumps(summary)}", flush=True)
+    dist.destroy_process_group()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""One driver step on one rank, eager or replayed from a CUDA graph, and its
+bitwise checks against the reference."""
+
+from __future__ import annotations
+
+import statistics
+
+import torch
+
+from afdep.buffer import Buffer, FfnBatch
+from afdep.routes import find_invalid
+from invariants.inputs import SourceInputs
+from invariants.layout import LayoutError, check_expert_layout, first_mismatch
+from invariants.reference import (
+    ExpertLayout,
+    combine_reference,
+    dispatch_reference,
+    expert_function,
+    take_rows,
+)
+
+
+def inject_invalid_route(sources: list[SourceInputs], kind: str, num_experts: int):
+    """Break every attention rank's routes with one entry of `kind`; returns the
+    first violation as the host check (afdep.routes) reports it."""
+    found = None
+    for source in sources:
+        topk, n = source.topk_idx, source.num_tokens
+        if kind == "negative":
+            topk[0, 0] = -5
+        elif kind == "wide":
+            topk[0, 0] = num_experts + 3
+        elif kind == "dummy":
+            topk[n, 0] = 0  # the first padding token names a real expert
+        else:  # duplicate: slot 1 repeats slot 0
+            topk[0, :] = -1
+            topk[0, 0] = topk[0, 1] = 0
+        found = find_invalid(topk, num_experts, n)
+        if found is None or found[0] != kind:
+            raise AssertionError(f"injecting {kind=} gave {found=}")
+    return found
+
+
+def expert_outputs(batch: FfnBatch, buffer: Buffer) -> torch.Tensor:
+    """The expert function over every row of the receive buffers, with no host
+    sync (graph-safe): rows past this step's count get a harmless expert id."""
+    g = buffer.geometry
+    rows = torch.arange(g.max_rows, device=buffer.device, dtype=torch.int32)
+    local = torch.searchsorted(batch.expert_offsets[1:], rows, right=True)
+    experts = (buffer.rank - g.num_attention) * g.experts_per_ffn + local
+    if batch.collect is None:
+        return expert_function(batch.x, batch.x_scales, experts)
+    index = batch.collect_row.clamp(0, g.max_collect_rows - 1).long()
+    x = take_rows(batch.collect.x, index)
+    scales = None if batch.collect.x_scales is None else batch.collect.x_scales[index]
+    return expert_function(x, scales, experts)
+
+
+class StepRunner:
+    def __init__(self, buffer: Buffer, *, graph: bool) -> None:
+        self.buffer = buffer
+        self.graph = graph
+        g = buffer.geometry
+        self.out: torch.Tensor | None = None
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._bench_graphs: tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph] | None = None
+        if buffer.role == "attention":
+            dev, c = buffer.device, g.capacity
+            dtype = torch.float8_e4m3fn if g.payload == "fp8" else torch.bfloat16
+            self.static = {
+                "x": torch.zeros(c, g.hidden, dtype=dtype, device=dev),
+                "x_scales": (
+                    torch.zeros(c, g.hidden // 128, dtype=torch.float32, device=dev)
+                    if g.payload == "fp8"
+                    else None
+                ),
+                "topk_idx": torch.full((c, g.top_k), -1, dtype=torch.int64, device=dev),
+                "topk_weights": torch.zeros(c, g.top_k, dtype=torch.float32, device=dev),
+                "num_tokens": torch.zeros(1, dtype=torch.int32, device=dev),
+            }
+
+    # ---------------------------------------------------------------- running
+    def _dispatch(self, skip_send: bool = False, experts: bool = True) -> None:
+        if self.buffer.role == "attention":
+            self.buffer.dispatch(**self.static, skip_send=skip_send)
+        else:
+            self._batch = self.buffer.dispatch(skip_send=skip_send)
+            if experts:
+                self._y = expert_outputs(self._batch, self.buffer)
+
+    def _combine(self) -> None:
+        if self.buffer.role == "attention":
+            self.out = self.buffer.combine()
+        else:
+            self.buffer.combine(self._y)
+
+    def _load(self, sources: list[SourceInputs]) -> None:
+        if self.buffer.role != "attention":
+            return
+        mine = sources[self.buffer.rank]
+        for name in ("x", "x_scales", "topk_idx", "topk_weights"):
+            if self.static[name] is not None:
+                self.static[name].copy_(getattr(mine, name))
+        self.static["num_tokens"].fill_(mine.num_tokens)
+
+    def step(self, sources: list[SourceInputs], *, skip_send: bool = False) -> None:
+        self._load(sources)
+        if not self.graph:
+            self._dispatch(skip_send)
+            self._combine()
+            return
+        if self._graph is None:  # captured once, at the first step
+            self._graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self._graph):
+                self._dispatch(skip_send)
+                self._combine()
+        self._graph.replay()
+
+    def bench(self, sources: list[SourceInputs], iters: int) -> dict[str, float]:
+        """Median µs of dispatch, combine and the round trip over graph replays
+        (dispatch and combine captured as two graphs so events can sit between).
+        The FFN reuses the last step's expert outputs: only afdep is timed."""
+        import torch.distributed as dist
+
+        if self._bench_graphs is None:
+            graphs = (torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph())
+            with torch.cuda.graph(graphs[0]):
+                self._dispatch(experts=False)
+            with torch.cuda.graph(graphs[1]):
+                self._combine()
+            self._bench_graphs = graphs
+        self._load(sources)
+        samples: dict[str, list[float]] = {"dispatch": [], "combine": [], "round_trip": []}
+        for _ in range(iters):
+            marks = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+            dist.barrier()
+            marks[0].record()
+            self._bench_graphs[0].replay()
+            marks[1].record()
+            self._bench_graphs[1].replay()
+            marks[2].record()
+            marks[2].synchronize()
+            samples["dispatch"].append(marks[0].elapsed_time(marks[1]) * 1e3)
+            samples["combine"].append(marks[1].elapsed_time(marks[2]) * 1e3)
+            samples["round_trip"].append(marks[0].elapsed_time(marks[2]) * 1e3)
+        return {name: round(statistics.median(v), 2) for name, v in samples.items()}
+
+    # ---------------------------------------------------------------- checking
+    def check(self, sources: list[SourceInputs], step: int, num_tokens: int):
+        g = self.buffer.geometry
+        references = dispatch_reference(sources, g.num_experts, g.ffn_ranks)
+        where = f"rank={self.buffer.rank} step={step} tokens={num_tokens}"
+        compared: list[tuple[str, torch.Tensor, torch.Tensor]] = []
+        if self.buffer.role == "ffn":
+            layout, view = references[self.buffer.rank - g.num_attention]
+            batch = self._batch
+            rows = int(layout.expert_offsets[-1])
+            compared.append(("expert_offsets", batch.expert_offsets, layout.expert_offsets))
+            for name in ("src_rank", "src_token", "topk_slot", "weight", "collect_row"):
+                compared.append((name, getattr(batch, name)[:rows], getattr(layout, name)))
+            if batch.collect is None:
+                compared.append(("x", batch.x[:rows], layout.x))
+                if layout.x_scales is not None:
+                    compared.append(("x_scales", batch.x_scales[:rows], layout.x_scales))
+            else:
+                n = view.src_rank.shape[0]
+                for name in (
+                    "x",
+                    "x_scales",
+                    "src_rank",
+                    "src_token",
+                    "local_experts",
+                    "weights",
+                    "expert_rows",
+                ):
+                    if getattr(view, name) is not None:
+                        compared.append(
+                            (
+                                f"collect.{name}",
+                                getattr(batch.collect, name)[:n],
+                                getattr(view, name),
+                            )
+                        )
+        else:
+            layouts = [layout for layout, _ in references]
+            ys = []
+            for f, layout in enumerate(layouts):
+                local = torch.searchsorted(
+                    layout.expert_offsets[1:],
+                    torch.arange(
+                        layout.src_rank.shape[0], device=layout.src_rank.device, dtype=torch.int32
+                    ),
+                    right=True,
+                )
+                ys.append(expert_function(layout.x, layout.x_scales, f * g.experts_per_ffn + local))
+            expected = combine_reference(sources, layouts, ys, g.num_experts, g.ffn_ranks)
+            n = sources[self.buffer.rank].num_tokens
+            compared.append(("out", self.out[:n], expected[self.buffer.rank]))
+        mismatches = []
+        if self.buffer.role == "ffn":  # a second oracle: the invariants, from the sources
+            try:
+                check_expert_layout(
+                    self._as_layout(rows),
+                    sources,
+                    self.buffer.rank - g.num_attention,
+                    g.num_experts,
+                    g.ffn_ranks,
+                )
+            except LayoutError as error:
+                mismatches.append(f"Mismatched layout invariant {where}: {error}")
+        for name, got, want in compared:
+            problem = first_mismatch(got, want)
+            if problem is not None:
+                mismatches.append(f"Mismatched {name} {where}: {problem}")
+        return len(compared) + (self.buffer.role == "ffn"), mismatches
+
+    def _as_layout(self, rows: int) -> ExpertLayout:
+        """afdep's expert-major output as the reference's type (rows gathered
+        from the collect view when that is what afdep produced)."""
+        batch = self._batch
+        x, scales = batch.x, batch.x_scales
+        if batch.collect is not None:
+            index = batch.collect_row[:rows].long()
+            x = take_rows(batch.collect.x, index)
+            scales = None if batch.collect.x_scales is None else batch.collect.x_scales[index]
+        return ExpertLayout(
+            x=x[:rows],
+            x_scales=None if scales is None else scales[:rows],
+            src_rank=batch.src_rank[:rows],
+            src_token=batch.src_token[:rows],
+            topk_slot=batch.topk_slot[:rows],
+            weight=batch.weight[:rows],
+            expert_offsets=batch.expert_offsets,
+            collect_row=batch.collect_row[:rows],
+        )

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import pytest
+
+from tools.validate import ROUTE_DEADLINE_S, Run, judge, main, matrix_2gpu
+
+DIGEST = "b" * 64
+
+
+def record(**changes):
+    base = {
+        "outer_timeout": False,
+        "wall_s": 10.0,
+        "digests": [DIGEST],
+        "exit_code": 0,
+        "mismatches": 0,
+        "timeouts": [],
+        "assertions": 0,
+        "route_asserts": [],
+        "result": {"ok": True, "checks": 10},
+    }
+    return {**base, **changes}
+
+
+PASS = Run("p", [], "pass", "correctness")
+ROUTE = Run("r", [], "route:wide", "failures")
+TIMEOUT = Run("t", [], "timeout", "failures")
+
+
+def test_clean_pass_is_ok():
+    assert judge(PASS, record(), DIGEST) == []
+
+
+@pytest.mark.parametrize(
+    "changes, problem",
+    [
+        ({"exit_code": 1}, "exit 1"),
+        ({"mismatches": 2}, "mismatch, timeout or assertion lines"),
+        ({"result": {"ok": True, "checks": 0}}, "AFDEP_RESULT not ok or no checks"),
+        ({"digests": ["c" * 64]}, "is not the tree's bbbbbbbb"),
+        ({"outer_timeout": True}, "hung: killed by the outer timeout"),
+    ],
+)
+def test_pass_problems(changes, problem):
+    assert any(problem in p for p in judge(PASS, record(**changes), DIGEST))
+
+
+def test_route_needs_a_line_from_every_rank_in_time():
+    both = [("wide", 0, 0, 0), ("wide", 0, 0, 1)]
+    assert judge(ROUTE, record(exit_code=1, route_asserts=both), DIGEST) == []
+    one = judge(ROUTE, record(exit_code=1, route_asserts=both[:1]), DIGEST)
+    assert one == ["no `afdep assertion failed: route wide` line from ranks [1]"]
+    late = judge(
+        ROUTE, record(exit_code=1, route_asserts=both, wall_s=ROUTE_DEADLINE_S + 1), DIGEST
+    )
+    assert late and "took" in late[0]
+    assert "exit 0: the failure was not detected" in judge(ROUTE, record(), DIGEST)
+
+
+def test_timeout_needs_a_site_line():
+    assert judge(TIMEOUT, record(exit_code=1, timeouts=[("cb.source.row_wait", 0)]), DIGEST) == []
+    assert judge(TIMEOUT, record(exit_code=1), DIGEST) == ["no `afdep timeout: site=` line"]
+
+
+def test_matrix_covers_the_acceptance():
+    runs = {run.name: run for run in matrix_2gpu()}
+    for payload in ("bf16", "fp8"):
+        for execution in ("eager", "graph"):
+            for hidden in (2048, 7168):
+                for sms in (7, 24):
+                    run = runs[f"{payload}-{execution}-h{hidden}-sms{sms}"]
+                    assert "1 8 128 512 2048" in " ".join(run.args)
+                assert f"view-{payload}-{execution}-h{hidden}" in runs
+    for execution in ("eager", "graph"):
+        for kind in ("negative", "wide", "duplicate", "dummy"):
+            assert runs[f"invalid-{execution}-{kind}"].expect == f"route:{kind}"
+    assert runs["skip-dispatch-attention"].expect == "timeout"
+
+
+def test_cpu_machine_compiles_checks_reference_and_lists_gpu_runs(monkeypatch, tmp_path, capsys):
+    import torch
+
+    monkeypatch.setenv("AFDEP_JIT_CACHE", str(tmp_path / "jit"))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    assert main(["--only", "invalid-eager"]) == 0
+    out = capsys.readouterr().out
+    assert "reference 2A:2F E=16 bf16: ok" in out
+    assert "4 runs need 2 GPUs" in out and "invalid-eager-dummy" in out

@@ -1,0 +1,271 @@
+"""The correctness matrix: the seed's validation runner made a program.
+
+    python -m tools.validate [--select all|correctness|failures] [--results-dir docs/results]
+
+With 2+ GPUs it runs the driver over the matrix, prints one seed-style summary
+line per run and writes `validate-<machine>.json` (every run's command, exit,
+mismatches, digest, log sha256). On a CPU-only machine it compiles every
+kernel, checks the reference on the CPU and lists the runs that need GPUs.
+Exit 0 only when every run met its expectation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from afdep._build import source_digest
+from tools.driverlog import driver_command, outcome_record, parse_log, run_logged
+
+ROUTE_KINDS = ("negative", "wide", "duplicate", "dummy")
+COMMON = ["--capacity", "2048", "--top-k", "8", "--num-experts", "128"]
+TOKENS = ["--tokens", "1", "8", "128", "512", "2048"]
+ROUTE_DEADLINE_S = 60.0
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    args: list[str]
+    expect: str  # "pass", "route:<kind>" or "timeout"
+    group: str  # "correctness" or "failures"
+    env: dict[str, str] = field(default_factory=dict)
+    nproc: int = 2
+    outer_timeout_s: float = 300.0
+
+
+def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
+    runs = []
+    for payload in ("bf16", "fp8"):
+        for execution in ("eager", "graph"):
+            for hidden in (2048, 7168):
+                for sms in (7, 24):
+                    args = [
+                        *COMMON,
+                        *TOKENS,
+                        "--payload",
+                        payload,
+                        f"--{execution}",
+                        "--hidden-size",
+                        str(hidden),
+                        "--num-sms",
+                        str(sms),
+                    ]
+                    if (payload, execution, hidden, sms) == ("bf16", "graph", 2048, 24):
+                        args += ["--bench-iters", str(bench_iters)]
+                    runs.append(
+                        Run(
+                            f"{payload}-{execution}-h{hidden}-sms{sms}", args, "pass", "correctness"
+                        )
+                    )
+            for hidden in (2048, 7168):
+                args = [
+                    *COMMON,
+                    *TOKENS,
+                    "--payload",
+                    payload,
+                    f"--{execution}",
+                    "--hidden-size",
+                    str(hidden),
+                    "--num-sms",
+                    "24",
+                    "--collect-view",
+                ]
+                runs.append(
+                    Run(f"view-{payload}-{execution}-h{hidden}", args, "pass", "correctness")
+                )
+    for execution in ("eager", "graph"):
+        for kind in ROUTE_KINDS:
+            args = [
+                *COMMON,
+                "--tokens",
+                "128",
+                "--steps",
+                "3",
+                "--payload",
+                "bf16",
+                "--invalid-route",
+                kind,
+                "--invalid-execution",
+                execution,
+            ]
+            runs.append(
+                Run(
+                    f"invalid-{execution}-{kind}",
+                    args,
+                    f"route:{kind}",
+                    "failures",
+                    outer_timeout_s=ROUTE_DEADLINE_S + 30,
+                )
+            )
+    for skip_rank, role in ((0, "attention"), (1, "ffn")):
+        args = [
+            *COMMON,
+            "--tokens",
+            "128",
+            "--steps",
+            "2",
+            "--payload",
+            "bf16",
+            "--test-skip-dispatch-rank",
+            str(skip_rank),
+        ]
+        runs.append(
+            Run(
+                f"skip-dispatch-{role}",
+                args,
+                "timeout",
+                "failures",
+                env={"AFDEP_TIMEOUT_MS": "3000"},
+                outer_timeout_s=90,
+            )
+        )
+    return runs
+
+
+def judge(run: Run, record: dict, digest: str) -> list[str]:
+    """Why a run missed its expectation; empty when it met it."""
+    problems = []
+    if record["outer_timeout"]:
+        return [f"hung: killed by the outer timeout after {record['wall_s']} s"]
+    if record["digests"] != [digest]:
+        problems.append(f"digest seen {record['digests']} is not the tree's {digest[:8]}")
+    if run.expect == "pass":
+        result = record["result"] or {}
+        if record["exit_code"] != 0:
+            problems.append(f"exit {record['exit_code']}")
+        if record["mismatches"] or record["timeouts"] or record["assertions"]:
+            problems.append("mismatch, timeout or assertion lines in the log")
+        if not result.get("ok") or result.get("checks", 0) == 0:
+            problems.append(f"AFDEP_RESULT not ok or no checks: {str(result)[:200]}")
+        return problems
+    if record["exit_code"] == 0:
+        problems.append("exit 0: the failure was not detected")
+    if run.expect == "timeout":
+        if not record["timeouts"]:
+            problems.append("no `afdep timeout: site=` line")
+        return problems
+    kind = run.expect.split(":", 1)[1]
+    ranks = {rank for k, _, _, rank in record["route_asserts"] if k == kind}
+    missing = sorted(set(range(run.nproc)) - ranks)
+    if missing:
+        problems.append(f"no `afdep assertion failed: route {kind}` line from ranks {missing}")
+    if record["wall_s"] > ROUTE_DEADLINE_S:
+        problems.append(f"took {record['wall_s']} s (> {ROUTE_DEADLINE_S} s)")
+    return problems
+
+
+def summary_line(run: Run, record: dict, problems: list[str]) -> str:
+    digest = " ".join(d[:8] for d in record["digests"]) or "-"
+    verdict = "ok" if not problems else "FAIL: " + "; ".join(problems)
+    return (
+        f"{run.name} exit={record['exit_code']} mismatch={record['mismatches']} "
+        f"timeout={len(record['timeouts'])} assert={record['assertions']} "
+        f"digest={digest} wall={record['wall_s']}s {verdict}"
+    )
+
+
+def machine_name() -> str:
+    import torch
+
+    count = torch.cuda.device_count()
+    name = torch.cuda.get_device_name(0).replace("NVIDIA ", "").split()[0] if count else "cpu"
+    return f"{count}x{name}"
+
+
+def write_json_atomic(path: Path, document: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(document, handle, indent=1)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+def cpu_only(runs: list[Run]) -> int:
+    """What a machine without GPUs can do: compile every kernel and check the reference."""
+    from afdep.build import main as build_main
+    from tools.cpu_checks import reference_self_check
+
+    print("no 2 GPUs here: compiling every kernel and checking the reference on the CPU")
+    status = build_main([])
+    status |= reference_self_check()
+    print(f"\n{len(runs)} runs need 2 GPUs (nvidia-h200-x2):")
+    for run in runs:
+        print(f"  {run.name}: {' '.join(driver_command(run.nproc, run.args)[2:])}")
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.validate", description=__doc__)
+    parser.add_argument("--select", choices=("all", "correctness", "failures"), default="all")
+    parser.add_argument("--only", default=None, help="regular expression over run names")
+    parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
+    parser.add_argument("--logs-dir", type=Path, default=None)
+    parser.add_argument("--bench-iters", type=int, default=50)
+    parser.add_argument("--list", action="store_true", help="print the runs and exit")
+    args = parser.parse_args(argv)
+    runs = [
+        r
+        for r in matrix_2gpu(args.bench_iters)
+        if args.select in ("all", r.group) and (not args.only or re.search(args.only, r.name))
+    ]
+    if args.list:
+        for run in runs:
+            print(run.name, " ".join(run.args))
+        return 0
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        return cpu_only(runs)
+
+    digest = source_digest()
+    machine = machine_name()
+    logs = args.logs_dir or Path(tempfile.mkdtemp(prefix="afdep-validate-"))
+    print(f"native_source_sha256 {digest}  machine {machine}  logs {logs}", flush=True)
+    path = args.results_dir / f"validate-{machine}.json"
+    previous = json.loads(path.read_text()) if path.exists() else {}
+    # Runs of the same tree accumulate across invocations (--select parts).
+    records = previous.get("runs", {}) if previous.get("native_source_sha256") == digest else {}
+    for run in runs:
+        env = {**os.environ, **run.env}
+        outcome = run_logged(
+            driver_command(run.nproc, run.args),
+            logs / f"{run.name}.log",
+            timeout_s=run.outer_timeout_s,
+            env=env,
+        )
+        facts = parse_log(Path(outcome.log_path).read_text(errors="replace"))
+        record = outcome_record(outcome, facts)
+        problems = judge(run, record, digest)
+        record.update(
+            name=run.name, expect=run.expect, env=run.env, problems=problems, ok=not problems
+        )
+        records[run.name] = record
+        print(summary_line(run, record, problems), flush=True)
+        write_json_atomic(path, results_document(machine, digest, records))
+    print(f"wrote {path}: {sum(r['ok'] for r in records.values())}/{len(records)} runs ok")
+    return 0 if all(records[r.name]["ok"] for r in runs) else 1
+
+
+def results_document(machine: str, digest: str, records: dict) -> dict:
+    return {
+        "tool": "tools.validate",
+        "machine": machine,
+        "native_source_sha256": digest,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "ok": all(r["ok"] for r in records.values()),
+        "counts": {"runs": len(records), "ok": sum(r["ok"] for r in records.values())},
+        "runs": records,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
