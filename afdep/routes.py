@@ -1,7 +1,8 @@
 """Host-side route validation (docs/architecture.md, "Route validity").
 
-The device kernel reports the same first violation with the same kind, so the
-host check is the oracle the invalid-route tests compare the device log against.
+The device kernel (source_dispatch) applies the same rules and kind names; with
+one invalid entry it reports that entry, so the host check is the oracle the
+invalid-route runs compare the device log against.
 """
 
 from __future__ import annotations
