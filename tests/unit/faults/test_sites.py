@@ -1,0 +1,142 @@
+"""faults.sites: the site parser and `python -m faults sites --check`."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from faults.__main__ import main
+from faults.sites import parse_tree, site_body
+
+CSRC = Path(__file__).parents[3] / "afdep" / "csrc"
+
+GOOD = """\
+    // @site fx.source.row_store kind=store
+    row[0] = 1;
+    // @end fx.source.row_store
+    // @site fx.source.flag_release kind=release
+    ptx::st_release_sys(flag, epoch);
+    // @end fx.source.flag_release
+    // @site fx.sink.flag_wait kind=wait guards=fx.source.row_store
+    wait_until(flag, epoch, "fx.sink.flag_wait", p);  // spins
+    // @end fx.sink.flag_wait
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "impls/kernel.cuh") -> Path:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def messages(tmp_path: Path) -> list[str]:
+    return [str(v) for v in parse_tree(tmp_path)[1]]
+
+
+def test_real_sources_pass_and_name_every_protocol_site():
+    sites, violations = parse_tree(CSRC)
+    assert violations == []
+    names = {s.name: s for s in sites}
+    assert names["pf.epilogue.done_wait"].guards == "pf.source.row_store"
+    assert names["cb.source.row_wait"].kind == "wait"
+    assert {
+        "pf.source.row_store",
+        "pf.source.done_release",
+        "cb.ffn.row_store",
+        "cb.ffn.row_release",
+        "cb.source.reduce",
+        "pf.epilogue.copy",
+    } <= set(names)
+
+
+def test_good_fixture_parses(tmp_path):
+    write(tmp_path, GOOD)
+    sites, violations = parse_tree(tmp_path)
+    assert violations == []
+    assert [(s.name, s.kind, s.guards, s.start, s.end) for s in sites] == [
+        ("fx.source.row_store", "store", None, 1, 3),
+        ("fx.source.flag_release", "release", None, 4, 6),
+        ("fx.sink.flag_wait", "wait", "fx.source.row_store", 7, 9),
+    ]
+    assert site_body(sites[0]) == ["row[0] = 1;"]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "ptx::st_release_sys(flag, 1);\n",
+            "kernel.cuh:1: ordering primitive st_release_sys( outside any site",
+        ),
+        (
+            'x = 1;\nwait_until(flag, 1, "s", p);\n',
+            "kernel.cuh:2: ordering primitive wait_until( outside any site",
+        ),
+        ("atomicAdd(&count, 1);\n", "kernel.cuh:1: ordering primitive atomicAdd( outside"),
+        (
+            "// @site a.b kind=store\n// @site a.c kind=store\n// @end a.c\n// @end a.b\n",
+            "kernel.cuh:2: site a.c opens inside site a.b (opened at line 1)",
+        ),
+        ("// @site a.b kind=store\nx = 1;\n", "kernel.cuh:1: site a.b is never closed"),
+        ("// @end a.b\n", "kernel.cuh:1: @end a.b without an open site"),
+        (
+            "// @site a.b kind=store\n// @end a.c\n",
+            "kernel.cuh:2: @end a.c closes site a.b (opened at line 1)",
+        ),
+        (
+            "// @site a.b kind=load\n// @end a.b\n",
+            "kernel.cuh:1: site a.b: kind=load is not one of store, release, wait, compute",
+        ),
+        (
+            "// @site a.b kind=wait\n// @end a.b\n",
+            "kernel.cuh:1: site a.b: a wait must name the site it guards",
+        ),
+        (
+            "// @site a.b kind=wait guards=a.zz\n// @end a.b\n",
+            "kernel.cuh:1: site a.b guards unknown site a.zz",
+        ),
+        (
+            "// @site a.b kind=store guards=a.b\n// @end a.b\n",
+            "kernel.cuh:1: site a.b: only a wait guards a site",
+        ),
+        (
+            "// @site a.b kind=store color=red\n// @end a.b\n",
+            "kernel.cuh:1: site a.b: unknown attributes ['color']",
+        ),
+        (
+            "// @site RowStore kind=store\n// @end RowStore\n",
+            "kernel.cuh:1: site name 'RowStore' is not dotted lower_case",
+        ),
+    ],
+)
+def test_each_broken_fixture_names_file_and_line(tmp_path, text, expected):
+    path = write(tmp_path, text)
+    found = messages(tmp_path)
+    assert any(m.startswith(str(path.parent)) and expected in m for m in found), found
+
+
+def test_duplicate_names_across_files(tmp_path):
+    write(tmp_path, "// @site a.b kind=store\n// @end a.b\n", "impls/one.cuh")
+    second = write(tmp_path, "\n// @site a.b kind=store\n// @end a.b\n", "impls/two.cuh")
+    assert messages(tmp_path) == [
+        f"{second}:2: site a.b defined again (first at {tmp_path / 'impls/one.cuh'}:1)"
+    ]
+
+
+def test_definitions_under_common_are_exempt_and_comments_ignored(tmp_path):
+    write(tmp_path, "inline void f() { ptx::fence_acq_rel_sys(); }\n", "common/ptx.cuh")
+    write(tmp_path, "// a comment naming st_release_sys(x) is fine\n")
+    assert messages(tmp_path) == []
+
+
+def test_cli_check(tmp_path, capsys):
+    assert main(["sites", "--check", str(CSRC)]) == 0
+    assert "sites in" in capsys.readouterr().out
+    broken = write(tmp_path, "ptx::red_add_release_sys(p, 1);\n")
+    assert main(["sites", "--check", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert f"{broken}:1: ordering primitive red_add_release_sys(" in captured.err
+    assert main(["sites", str(tmp_path / "missing")]) == 2
