@@ -30,8 +30,8 @@ ATTR = re.compile(r"(\w+)=(\S+)")
 # atomics and reductions, and the wait helper built on them.
 PRIMITIVE = re.compile(
     r"\b(ld_acquire\w*|st_release\w*|red_\w+|atom_\w+|atomic[A-Z]\w*|fence_\w+"
-    r"|__threadfence\w*|wait_until|std::atomic\w*|\.(?:load|store|fetch_\w+)\s*\(\s*"
-    r"(?:std::)?memory_order\w*)\s*\("
+    r"|__threadfence\w*|wait_until|std::atomic_thread_fence)\s*\("
+    r"|(?:\.|->)(load|store|exchange|fetch_\w+|compare_exchange_\w+)\s*\([^;]*memory_order"
 )
 
 
@@ -122,7 +122,9 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
             use = PRIMITIVE.search(_code(line))
             if use:
                 violations.append(
-                    Violation(path, number, f"ordering primitive {use[1]}( outside any site")
+                    Violation(
+                        path, number, f"ordering primitive {use[1] or use[2]}( outside any site"
+                    )
                 )
     if open_site is not None:
         violations.append(Violation(path, open_site[3], f"site {open_site[0]} is never closed"))

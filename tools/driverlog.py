@@ -8,16 +8,12 @@ alone.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+
+from faults.run import ProcessOutcome
 
 DIGEST_LINE = re.compile(r'"native_source_sha256": "([0-9a-f]{64})"')
 TIMEOUT_LINE = re.compile(r"afdep timeout: site=(\S+) rank=(\d+)")
@@ -60,44 +56,6 @@ def parse_log(text: str) -> LogFacts:
         except json.JSONDecodeError:
             facts.results.append({"unparsed": m[1][:200]})
     return facts
-
-
-@dataclass
-class ProcessOutcome:
-    command: list[str]
-    exit_code: int | None  # None when the outer timeout killed it
-    wall_s: float
-    outer_timeout: bool
-    log_path: str
-    log_sha256: str
-
-
-def run_logged(
-    command: list[str],
-    log_path: Path,
-    *,
-    timeout_s: float,
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-) -> ProcessOutcome:
-    """Run `command` in its own process group with stdout+stderr to `log_path`.
-    Past `timeout_s` the whole group is killed, so no GPU process is orphaned."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True
-        )
-        try:
-            exit_code = process.wait(timeout=timeout_s)
-            outer_timeout = False
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            exit_code, outer_timeout = None, True
-    wall = time.perf_counter() - started
-    digest = hashlib.sha256(log_path.read_bytes()).hexdigest()
-    return ProcessOutcome(command, exit_code, round(wall, 2), outer_timeout, str(log_path), digest)
 
 
 def driver_command(nproc: int, args: list[str]) -> list[str]:

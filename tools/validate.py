@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from afdep._build import source_digest
-from tools.driverlog import driver_command, outcome_record, parse_log, run_logged
+from faults.run import run_logged
+from tools.driverlog import driver_command, outcome_record, parse_log
 
 ROUTE_KINDS = ("negative", "wide", "duplicate", "dummy")
 COMMON = ["--capacity", "2048", "--top-k", "8", "--num-experts", "128"]

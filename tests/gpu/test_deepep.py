@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from afdep._build import source_digest
-from tools.driverlog import driver_command, parse_log, run_logged
+from faults.run import run_logged
+from tools.driverlog import driver_command, parse_log
 
 pytestmark = pytest.mark.gpu
 COMMON = ["--capacity", "2048", "--top-k", "8", "--num-experts", "128", "--steps", "2"]

@@ -3,7 +3,8 @@ from __future__ import annotations
 import sys
 import time
 
-from tools.driverlog import driver_command, parse_log, run_logged
+from faults.run import run_logged
+from tools.driverlog import driver_command, parse_log
 
 DIGEST = "a" * 64
 LOG = f"""\

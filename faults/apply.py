@@ -1,0 +1,156 @@
+"""Apply a fault's patches to a scratch tree. Each action is a small function
+in one table; every injected line ends with a `// AFDFAULT <id>` comment, and
+a marker prints `AFDFAULT <id> rank=<r>` (sampled by its condition) whenever
+the injected code runs, so a run proves the fault fired."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from faults.catalog import Catalog, Patch, Target
+from faults.sites import Site, parse_tree
+
+
+class ApplyError(RuntimeError):
+    """A patch that does not apply: the site or anchor is missing or ambiguous."""
+
+
+Action = Callable[[list[str], Patch, Target, str], list[str]]
+ACTIONS: dict[str, Action] = {}
+
+
+def action(name: str) -> Callable[[Action], Action]:
+    def register(function: Action) -> Action:
+        ACTIONS[name] = function
+        return function
+
+    return register
+
+
+def _clock(target: Target) -> str:
+    if target.clock:
+        return target.clock
+    return "afdep_fault_clock()" if target.language == "cuda" else ""
+
+
+def marker_line(patch: Patch, target: Target) -> str:
+    printf = "printf" if target.language == "cuda" else "std::printf"
+    return (
+        f'if ({patch.marker}) {printf}("AFDFAULT {patch.owner} rank=%d\\n", '
+        f"static_cast<int>({target.rank}));"
+    )
+
+
+def spin_line(patch: Patch, target: Target) -> str:
+    if target.language == "cuda":
+        clock = _clock(target)
+        return (
+            f"const unsigned long long afd_t0 = {clock}; "
+            f"while ({clock} - afd_t0 < {patch.ns}ull) {{ }}"
+        )
+    return (
+        "const auto afd_t0 = std::chrono::steady_clock::now(); "
+        "while (std::chrono::steady_clock::now() - afd_t0 < "
+        f"std::chrono::nanoseconds({patch.ns})) {{ }}"
+    )
+
+
+def _tag(line: str, indent: str, patch: Patch, note: str) -> str:
+    return f"{indent}{line}  // AFDFAULT {patch.owner} {note}"
+
+
+@action("delay")
+def delay(body: list[str], patch: Patch, target: Target, indent: str) -> list[str]:
+    """`code` -> `if (when) { spin ns; marker }` then `code` (at=start), or after it (at=end)."""
+    injected = _tag(
+        f"if ({patch.when}) {{ {spin_line(patch, target)} {marker_line(patch, target)} }}",
+        indent,
+        patch,
+        f"delay {patch.ns} ns at {patch.at} of {patch.site}",
+    )
+    return [injected, *body] if patch.at == "start" else [*body, injected]
+
+
+@action("skip")
+def skip(body: list[str], patch: Patch, target: Target, indent: str) -> list[str]:
+    """`code` -> `marker` (the region's code is removed)."""
+    return [_tag(marker_line(patch, target), indent, patch, f"skip {patch.site}")]
+
+
+def _find_site(sources: Path, name: str, owner: str) -> Site:
+    sites, _ = parse_tree(sources)
+    found = [s for s in sites if s.name == name]
+    if len(found) != 1:
+        state = "missing" if not found else f"defined {len(found)} times"
+        raise ApplyError(f"fault {owner}: site {name} is {state} in {sources}")
+    return found[0]
+
+
+def apply_site_patch(sources: Path, patch: Patch, target: Target) -> Path:
+    site = _find_site(sources, patch.site, patch.owner)
+    lines = site.path.read_text().splitlines(keepends=False)
+    opening = lines[site.start - 1]
+    indent = opening[: len(opening) - len(opening.lstrip())]
+    body = lines[site.start : site.end - 1]
+    replaced = ACTIONS[patch.action](body, patch, target, indent)
+    lines[site.start : site.end - 1] = replaced
+    site.path.write_text("\n".join(lines) + "\n")
+    return site.path
+
+
+def apply_text_patch(sources: Path, patch: Patch) -> Path:
+    path = sources / patch.file
+    if not path.is_file():
+        raise ApplyError(f"fault {patch.owner}: text patch file {patch.file} not in {sources}")
+    text = path.read_text()
+    count = text.count(patch.old)
+    if count != 1:
+        raise ApplyError(
+            f"fault {patch.owner}: text patch anchor found {count} times in "
+            f"{patch.file} (needs exactly 1): {patch.old[:80]!r}"
+        )
+    path.write_text(text.replace(patch.old, patch.new))
+    return path
+
+
+def apply_patches(tree: Path, catalog: Catalog, patches: list[Patch]) -> list[Path]:
+    """Apply `patches` in order to the scratch `tree`; returns the files changed."""
+    sources = Path(tree) / catalog.target.sources
+    changed = []
+    for patch in patches:
+        if patch.file is not None:
+            changed.append(apply_text_patch(sources, patch))
+        else:
+            changed.append(apply_site_patch(sources, patch, catalog.target))
+    if catalog.target.language == "cuda" and not catalog.target.clock:
+        _add_default_clock(changed)
+    return sorted(set(changed))
+
+
+def _add_default_clock(files: list[Path]) -> None:
+    """A target with no clock expression gets a %globaltimer reader in each
+    patched file (scratch trees only: the user's sources never hold it)."""
+    helper = (
+        "static __device__ __forceinline__ unsigned long long afdep_fault_clock() { "
+        'unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); '
+        "return t; }  // AFDFAULT clock\n"
+    )
+    for path in set(files):
+        text = path.read_text()
+        if "afdep_fault_clock()" in text and "AFDFAULT clock" not in text:
+            lines = text.splitlines(keepends=True)
+            last_include = max(
+                (
+                    i
+                    for i, line in enumerate(lines)
+                    if line.lstrip().startswith(("#include", "#pragma once"))
+                ),
+                default=-1,
+            )
+            lines.insert(last_include + 1, helper)
+            path.write_text("".join(lines))
+
+
+def apply_fault(tree: Path, catalog: Catalog, fault_id: str) -> list[Path]:
+    return apply_patches(tree, catalog, catalog.all_patches(fault_id))

@@ -1,0 +1,290 @@
+"""Catalogs: a target (how to build and run a tree), its configurations, a
+forced-fail control and the faults, loaded from TOML and checked on load.
+Every error names the file, the fault and the field at fault."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomllib
+
+from faults.sites import parse_tree
+
+LANGUAGES = ("cuda", "cpp")
+ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
+    "delay": {"ns", "at", "when", "marker"},
+    "skip": {"marker"},
+}
+FAULT_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+
+
+class CatalogError(ValueError):
+    """A catalog that cannot be used as written."""
+
+
+@dataclass(frozen=True)
+class Patch:
+    owner: str  # the fault whose patch this is (markers print this id)
+    site: str | None = None
+    action: str | None = None  # delay | skip, for site patches
+    ns: int = 0
+    at: str = "start"
+    when: str = "true"
+    marker: str = "true"
+    file: str | None = None  # text patches: exact-once replacement of old by new
+    old: str | None = None
+    new: str | None = None
+
+
+@dataclass(frozen=True)
+class Fault:
+    id: str
+    title: str
+    expect: str  # pass | fail
+    patches: tuple[Patch, ...]
+    includes: tuple[str, ...] = ()
+    survivor_ok: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    sources: str  # directory of the native sources, relative to the tree root
+    language: str
+    run: tuple[str, ...]
+    build: tuple[str, ...] = ()
+    clock: str = ""  # expression giving nanoseconds, for delays
+    rank: str = "0"  # expression a marker prints as its rank
+    timeout_s: float = 300.0
+    env: dict[str, str] = field(default_factory=dict)
+    gpus: int = 0  # GPUs a run needs; with fewer, faults are applied and built only
+
+
+@dataclass(frozen=True)
+class Catalog:
+    path: Path
+    target: Target
+    configs: tuple[Config, ...]
+    faults: dict[str, Fault]
+    control: tuple[Patch, ...]  # the forced-fail control's patches
+
+    def config(self, name: str) -> Config:
+        for config in self.configs:
+            if config.name == name:
+                return config
+        raise CatalogError(
+            f"{self.path}: no config {name!r}; known: {[c.name for c in self.configs]}"
+        )
+
+    def fault(self, fault_id: str) -> Fault:
+        if fault_id not in self.faults:
+            raise CatalogError(f"{self.path}: no fault {fault_id!r}; known: {sorted(self.faults)}")
+        return self.faults[fault_id]
+
+    def all_patches(self, fault_id: str) -> list[Patch]:
+        """The patches of `fault_id`, those of its includes first (depth first)."""
+        fault = self.fault(fault_id)
+        patches = [p for included in fault.includes for p in self.all_patches(included)]
+        return patches + list(fault.patches)
+
+
+def _fail(path: Path, where: str, message: str) -> CatalogError:
+    return CatalogError(f"{path}: {where}: {message}")
+
+
+def _expect_type(path, where, key, value, kind, name):
+    if not isinstance(value, kind):
+        raise _fail(path, where, f"{key} must be {name}, got {value!r}")
+    return value
+
+
+def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
+    """Load and check a catalog. With `tree_root`, site names are checked
+    against the sites of `<tree_root>/<target.sources>`."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise CatalogError(f"{path}: cannot read: {error}") from None
+    unknown = sorted(set(data) - {"target", "config", "fault", "control"})
+    if unknown:
+        raise _fail(path, "top level", f"unknown tables {unknown}")
+    target = _target(path, data.get("target"))
+    configs = _configs(path, data.get("config", []))
+    faults: dict[str, Fault] = {}
+    for index, raw in enumerate(
+        _expect_type(path, "top level", "fault", data.get("fault", []), list, "an array of tables")
+    ):
+        fault = _fault(path, index, raw)
+        if fault.id in faults:
+            raise _fail(path, f"fault {fault.id}", "id: duplicate fault id")
+        faults[fault.id] = fault
+    control_raw = data.get("control", {}).get("patches", [])
+    control = tuple(_patch(path, "control", "control", i, raw) for i, raw in enumerate(control_raw))
+    catalog = Catalog(path, target, configs, faults, control)
+    _check_includes(catalog)
+    if tree_root is not None:
+        check_sites_exist(catalog, Path(tree_root) / target.sources)
+    return catalog
+
+
+def _target(path: Path, raw) -> Target:
+    if not isinstance(raw, dict):
+        raise _fail(path, "target", "a [target] table is required")
+    where = "target"
+    for key in ("name", "sources", "language", "run"):
+        if key not in raw:
+            raise _fail(path, where, f"{key}: required")
+    unknown = sorted(
+        set(raw)
+        - {"name", "sources", "language", "run", "build", "clock", "rank", "timeout_s", "env"}
+    )
+    if unknown:
+        raise _fail(path, where, f"unknown keys {unknown}")
+    if raw["language"] not in LANGUAGES:
+        raise _fail(path, where, f"language: {raw['language']!r} is not one of {LANGUAGES}")
+    for key in ("run", "build"):
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _fail(path, where, f"{key} must be a list of strings")
+    return Target(
+        name=raw["name"],
+        sources=raw["sources"],
+        language=raw["language"],
+        run=tuple(raw["run"]),
+        build=tuple(raw.get("build", [])),
+        clock=raw.get("clock", ""),
+        rank=raw.get("rank", "0"),
+        timeout_s=float(raw.get("timeout_s", 300)),
+        env={k: str(v) for k, v in raw.get("env", {}).items()},
+        gpus=int(raw.get("gpus", 0)),
+    )
+
+
+def _configs(path: Path, raw) -> tuple[Config, ...]:
+    configs, names = [], set()
+    for index, entry in enumerate(
+        _expect_type(path, "top level", "config", raw, list, "an array of tables")
+    ):
+        where = f"config #{index}"
+        if "name" not in entry:
+            raise _fail(path, where, "name: required")
+        if entry["name"] in names:
+            raise _fail(path, f"config {entry['name']}", "name: duplicate config name")
+        names.add(entry["name"])
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise _fail(path, f"config {entry['name']}", "args must be a list of strings")
+        configs.append(
+            Config(entry["name"], tuple(args), {k: str(v) for k, v in entry.get("env", {}).items()})
+        )
+    if not configs:
+        configs.append(Config("default"))
+    return tuple(configs)
+
+
+def _fault(path: Path, index: int, raw: dict) -> Fault:
+    fault_id = raw.get("id")
+    where = f"fault {fault_id}" if fault_id else f"fault #{index}"
+    if not isinstance(fault_id, str) or not FAULT_ID.match(fault_id):
+        raise _fail(path, where, f"id: {fault_id!r} is not a valid fault id")
+    unknown = sorted(set(raw) - {"id", "title", "expect", "includes", "survivor_ok", "patches"})
+    if unknown:
+        raise _fail(path, where, f"unknown keys {unknown}")
+    if raw.get("expect") not in ("pass", "fail"):
+        raise _fail(path, where, f"expect: {raw.get('expect')!r} is not 'pass' or 'fail'")
+    if "survivor_ok" in raw and raw["expect"] != "fail":
+        raise _fail(path, where, "survivor_ok: only a must-fail fault can be a known survivor")
+    includes = tuple(
+        _expect_type(path, where, "includes", raw.get("includes", []), list, "a list of fault ids")
+    )
+    patches = tuple(
+        _patch(path, where, fault_id, i, p) for i, p in enumerate(raw.get("patches", []))
+    )
+    if not patches and not includes:
+        raise _fail(path, where, "patches: a fault needs patches or includes")
+    return Fault(
+        fault_id, raw.get("title", ""), raw["expect"], patches, includes, raw.get("survivor_ok")
+    )
+
+
+def _patch(path: Path, where: str, owner: str, index: int, raw: dict) -> Patch:
+    where = f"{where} patch #{index}"
+    if "file" in raw:
+        extra = sorted(set(raw) - {"file", "old", "new"})
+        if extra:
+            raise _fail(path, where, f"{', '.join(extra)}: a text patch takes only file, old, new")
+        for key in ("old", "new"):
+            if not isinstance(raw.get(key), str):
+                raise _fail(path, where, f"{key}: required string for a text patch")
+        if not raw["old"]:
+            raise _fail(path, where, "old: must not be empty")
+        return Patch(owner, file=raw["file"], old=raw["old"], new=raw["new"])
+    if "site" not in raw:
+        raise _fail(path, where, "site: required (or file/old/new for a text patch)")
+    action = raw.get("action")
+    if action not in ACTIONS_TAKING:
+        raise _fail(path, where, f"action: {action!r} is not one of {sorted(ACTIONS_TAKING)}")
+    extra = sorted(set(raw) - {"site", "action"} - ACTIONS_TAKING[action])
+    if extra:
+        raise _fail(path, where, f"{', '.join(extra)}: the {action} action takes none")
+    if action == "delay":
+        ns = raw.get("ns")
+        if not isinstance(ns, int) or isinstance(ns, bool) or ns <= 0:
+            raise _fail(path, where, f"ns: a delay needs a positive int of nanoseconds, got {ns!r}")
+        if raw.get("at", "start") not in ("start", "end"):
+            raise _fail(path, where, f"at: {raw['at']!r} is not 'start' or 'end'")
+    for key in ("when", "marker"):
+        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
+            raise _fail(path, where, f"{key}: must be a non-empty C condition")
+    return Patch(
+        owner,
+        site=raw["site"],
+        action=action,
+        ns=raw.get("ns", 0),
+        at=raw.get("at", "start"),
+        when=raw.get("when", "true"),
+        marker=raw.get("marker", "true"),
+    )
+
+
+def _check_includes(catalog: Catalog) -> None:
+    for fault in catalog.faults.values():
+        for included in fault.includes:
+            if included not in catalog.faults:
+                raise _fail(
+                    catalog.path, f"fault {fault.id}", f"includes: unknown fault id {included!r}"
+                )
+
+    def visit(fault_id: str, chain: tuple[str, ...]) -> None:
+        if fault_id in chain:
+            cycle = " -> ".join((*chain[chain.index(fault_id) :], fault_id))
+            raise _fail(catalog.path, f"fault {chain[0]}", f"includes: cycle {cycle}")
+        for included in catalog.faults[fault_id].includes:
+            visit(included, (*chain, fault_id))
+
+    for fault_id in catalog.faults:
+        visit(fault_id, ())
+
+
+def check_sites_exist(catalog: Catalog, sources: Path) -> None:
+    """Every site patch names a site of `sources` (an unknown site is a stale catalog)."""
+    known = {site.name for site in parse_tree(sources)[0]}
+    groups = [(f"fault {f.id}", f.patches) for f in catalog.faults.values()]
+    for where, patches in [*groups, ("control", catalog.control)]:
+        for index, patch in enumerate(patches):
+            if patch.site is not None and patch.site not in known:
+                raise _fail(
+                    catalog.path,
+                    f"{where} patch #{index}",
+                    f"site: unknown site {patch.site!r} in {sources}",
+                )

@@ -1,0 +1,179 @@
+"""The pipeline: scratch tree -> apply -> build -> run each config -> parse ->
+verdict. Controls come first: the unpatched tree must pass and the forced-fail
+control must be killed, or the harness is broken and no fault is judged."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from faults.apply import ApplyError, apply_fault, apply_patches
+from faults.catalog import Catalog, Config
+from faults.parse import Outcome, parse_outcome
+from faults.run import BuildError, build_tree, run_config
+from faults.scratch import UserTreeGuard, make_scratch, tree_digest
+from faults.sites import parse_tree
+from faults.verdict import Judgement, Verdict, judge
+
+CLEAN = "control.clean"
+FORCED = "control.forced_fail"
+
+
+@dataclass
+class Prepared:
+    """A scratch tree with one fault (or none) applied and built."""
+
+    label: str
+    tree: Path
+    digest: str = ""
+    apply_s: float = 0.0
+    build_s: float = 0.0
+    error: Judgement | None = None
+
+
+@dataclass
+class RunResult:
+    fault: str
+    config: str
+    repeat: int
+    verdict: str
+    ok: bool
+    reason: str
+    tree_digest: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    outcome: dict | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Engine:
+    def __init__(
+        self,
+        catalog: Catalog,
+        root: Path,
+        workdir: Path,
+        *,
+        ref: str | None = None,
+        env: dict[str, str] | None = None,
+    ):
+        self.catalog = catalog
+        self.root = Path(root).resolve()
+        self.workdir = Path(workdir)
+        self.ref = ref
+        self.env = env or {}  # e.g. this worker's CUDA_VISIBLE_DEVICES
+
+    @property
+    def user_sources(self) -> Path:
+        return self.root / self.catalog.target.sources
+
+    def guard(self) -> UserTreeGuard:
+        return UserTreeGuard(self.user_sources)
+
+    # ------------------------------------------------------------------ stages
+    def prepare(self, label: str, fault_id: str | None = None, patches=None) -> Prepared:
+        started = time.perf_counter()
+        prepared = Prepared(label, self.workdir / label / "tree")
+        make_scratch(self.root, prepared.tree, ref=self.ref)
+        try:
+            if fault_id is not None:
+                apply_fault(prepared.tree, self.catalog, fault_id)
+            elif patches:
+                apply_patches(prepared.tree, self.catalog, list(patches))
+        except ApplyError as error:
+            prepared.error = Judgement(Verdict.APPLY_ERROR, False, str(error))
+            return prepared
+        prepared.digest = tree_digest(prepared.tree / self.catalog.target.sources)
+        prepared.apply_s = time.perf_counter() - started
+        started = time.perf_counter()
+        try:
+            build_tree(self.catalog.target, prepared.tree, self.workdir / label, prepared.digest)
+        except BuildError as error:
+            prepared.error = Judgement(Verdict.BUILD_ERROR, False, str(error))
+        prepared.build_s = time.perf_counter() - started
+        return prepared
+
+    def run(self, prepared: Prepared, config: Config, repeat: int = 0) -> Outcome:
+        suffix = f"-r{repeat}" if repeat else ""
+        process = run_config(
+            self.catalog.target,
+            config,
+            prepared.tree,
+            self.workdir / prepared.label,
+            prepared.digest,
+            f"{prepared.label}-{config.name}{suffix}",
+        )
+        return parse_outcome(process)
+
+    def _result(self, prepared, config, repeat, judgement, outcome=None, run_s=0.0) -> RunResult:
+        return RunResult(
+            fault=prepared.label,
+            config=config.name,
+            repeat=repeat,
+            verdict=judgement.verdict.value,
+            ok=judgement.ok,
+            reason=judgement.reason,
+            tree_digest=prepared.digest,
+            seconds={
+                "apply": round(prepared.apply_s, 3),
+                "build": round(prepared.build_s, 3),
+                "run": round(run_s, 3),
+            },
+            outcome=outcome.to_dict() if outcome else None,
+        )
+
+    # ------------------------------------------------------------------ faults
+    def evaluate(self, fault_id: str, configs: list[Config], repeats: int = 1) -> list[RunResult]:
+        fault = self.catalog.fault(fault_id)
+        prepared = self.prepare(fault_id, fault_id)
+        if prepared.error:
+            return [self._result(prepared, c, 0, prepared.error) for c in configs]
+        patches = self.catalog.all_patches(fault_id)
+        guards = {
+            s.name: s.guards for s in parse_tree(prepared.tree / self.catalog.target.sources)[0]
+        }
+        results = []
+        for config in configs:
+            for repeat in range(repeats):
+                outcome = self.run(prepared, config, repeat)
+                judgement = judge(fault, outcome, prepared.digest, patches=patches, guards=guards)
+                results.append(
+                    self._result(prepared, config, repeat, judgement, outcome, outcome.wall_s)
+                )
+        return results
+
+    def controls(self, configs: list[Config]) -> list[RunResult]:
+        """The unpatched tree must pass; the forced-fail control must be killed."""
+        results = []
+        for label, patches, must_fail in ((CLEAN, (), False), (FORCED, self.catalog.control, True)):
+            if must_fail and not patches:
+                continue
+            prepared = self.prepare(label, patches=patches)
+            for config in configs:
+                if prepared.error:
+                    results.append(self._result(prepared, config, 0, prepared.error))
+                    continue
+                outcome = self.run(prepared, config)
+                judgement = judge_control(outcome, prepared.digest, must_fail)
+                results.append(
+                    self._result(prepared, config, 0, judgement, outcome, outcome.wall_s)
+                )
+        return results
+
+
+def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:
+    if outcome.digests != [digest]:
+        return Judgement(Verdict.WRONG_TREE, False, "the log's digest is not the scratch tree's")
+    if must_fail:
+        if outcome.exit_code not in (0, None) and outcome.detected:
+            return Judgement(Verdict.KILLED, True, "the forced failure was detected")
+        return Judgement(
+            Verdict.SURVIVED,
+            False,
+            "the forced-fail control was not detected: the tests cannot see a "
+            "corrupted row, so no fault can be judged",
+        )
+    if outcome.exit_code == 0 and not outcome.detected:
+        return Judgement(Verdict.PASSED, True, "the unpatched tree passes")
+    return Judgement(Verdict.BROKE, False, "the unpatched tree fails: the harness is broken")

@@ -1,0 +1,97 @@
+"""Scratch trees: the only place faults are applied. A scratch tree is a copy
+of the user's working tree (tracked and untracked-but-not-ignored files) or an
+archive of a git ref; the user's tree is never written, and a guard checks its
+digest before and after."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import tarfile
+from pathlib import Path
+
+SKIP_PARTS = {".git", "__pycache__", ".jit", ".hypothesis", ".ruff_cache", ".pytest_cache"}
+
+
+class UserTreeChanged(RuntimeError):
+    """The user's sources changed while the engine ran: it must never write them."""
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over every file under `root`: sorted relative path, NUL, bytes, NUL
+    (the same rule afdep._build.source_digest uses, so logs can be matched)."""
+    digest = hashlib.sha256()
+    root = Path(root)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _git_files(root: Path) -> list[str] | None:
+    try:
+        import git
+
+        repo = git.Repo(root, search_parent_directories=False)
+    except Exception:  # not a repository (or no gitpython): copy the directory
+        return None
+    listed = repo.git.ls_files("--cached", "--others", "--exclude-standard", "-z")
+    return [name for name in listed.split("\0") if name]
+
+
+def copy_working_tree(root: Path, dest: Path) -> Path:
+    """Copy `root` into `dest` (which must not exist yet)."""
+    root, dest = Path(root), Path(dest)
+    names = _git_files(root)
+    if names is None:
+        shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*SKIP_PARTS))
+        return dest
+    dest.mkdir(parents=True)
+    for name in names:
+        source = root / name
+        if not source.is_file() or SKIP_PARTS.intersection(Path(name).parts):
+            continue  # deleted in the working tree, or a cache
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    return dest
+
+
+def archive_ref(root: Path, ref: str, dest: Path) -> Path:
+    """Extract the tree of git `ref` (a commit, branch or tag) into `dest`."""
+    import git
+
+    repo = git.Repo(root)
+    buffer = io.BytesIO()
+    repo.archive(buffer, treeish=ref, format="tar")
+    buffer.seek(0)
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=buffer) as archive:
+        archive.extractall(dest, filter="data")
+    return dest
+
+
+def make_scratch(root: Path, dest: Path, *, ref: str | None = None) -> Path:
+    return archive_ref(root, ref, dest) if ref else copy_working_tree(root, dest)
+
+
+class UserTreeGuard:
+    """`with UserTreeGuard(sources): ...` fails loudly if `sources` changed."""
+
+    def __init__(self, sources: Path) -> None:
+        self.sources = Path(sources)
+        self.before = ""
+
+    def __enter__(self) -> UserTreeGuard:
+        self.before = tree_digest(self.sources)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        after = tree_digest(self.sources)
+        if after != self.before and exc[0] is None:
+            raise UserTreeChanged(
+                f"{self.sources} changed during the run: digest {self.before[:12]} -> {after[:12]}"
+            )

@@ -1,0 +1,35 @@
+"""Every catalog fault under every config (`pytest -m faults`): applied and
+built always; run and judged when the hardware its target needs is present.
+
+The CPU fixture's faults are engine tests with known verdicts, N1 (a `when`
+that is never true) included; a real catalog's faults must meet their
+expectation (a must-pass PASSED, a must-fail KILLED or a known survivor)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.faults.conftest import enough_gpus
+
+pytestmark = pytest.mark.faults
+
+FIXTURE_VERDICTS = {"D1": "PASSED", "S1": "KILLED", "S2": "SURVIVED", "N1": "NOT FIRED"}
+
+
+def test_fault(catalog_case, engines, pytestconfig):
+    path, fault_id, config_name = catalog_case
+    engine = engines(path)
+    catalog = engine.catalog
+    if not enough_gpus(catalog.target.gpus):
+        prepared = engine.prepare(f"{fault_id}-build-only", fault_id)
+        assert prepared.error is None, prepared.error.reason
+        pytest.skip(f"applied and built; running needs {catalog.target.gpus} GPUs")
+    repeats = pytestconfig.getoption("--faults-repeat", 1)
+    results = engine.evaluate(fault_id, [catalog.config(config_name)], repeats)
+    for result in results:
+        assert result.tree_digest and result.outcome is not None, result.reason
+        assert result.outcome["digests"] == [result.tree_digest]
+        if catalog.target.name == "flag_payload":
+            assert result.verdict == FIXTURE_VERDICTS[fault_id], result.reason
+        else:
+            assert result.ok, f"{result.verdict}: {result.reason}"

@@ -1,0 +1,138 @@
+"""Catalog loading: each error names the file, the fault and the field."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from faults.catalog import CatalogError, load_catalog
+
+REPO = Path(__file__).parents[3]
+FIXTURE = REPO / "tests/fixtures/flag_payload/catalog.toml"
+TARGET = """\
+[target]
+name = "t"
+sources = "tests/fixtures/flag_payload"
+language = "cpp"
+run = ["true"]
+"""
+
+
+def load(tmp_path: Path, faults: str, *, target: str = TARGET, sites: bool = False):
+    path = tmp_path / "catalog.toml"
+    path.write_text(target + textwrap.dedent(faults))
+    return path, (lambda: load_catalog(path, tree_root=REPO if sites else None))
+
+
+def test_fixture_catalog_loads():
+    catalog = load_catalog(FIXTURE, tree_root=REPO)
+    assert list(catalog.faults) == ["D1", "S1", "S2", "N1"]
+    assert [p.owner for p in catalog.all_patches("S1")] == ["D1", "S1"]
+    assert catalog.all_patches("S1")[0].ns == 200_000_000
+    assert catalog.faults["S2"].survivor_ok.startswith("the consumer's 50 ms")
+    assert catalog.control[0].file == "main.cpp"
+    assert [c.name for c in catalog.configs] == ["default"]
+
+
+@pytest.mark.parametrize(
+    "faults, message",
+    [
+        (
+            '[[fault]]\nid = "A"\nexpect = "pass"\n'
+            'patches = [{ site = "fx.nope.x", action = "skip" }]\n',
+            "fault A patch #0: site: unknown site 'fx.nope.x'",
+        ),
+        (
+            '[[fault]]\nid = "A"\nexpect = "pass"\n'
+            'patches = [{ site = "fx.consumer.check", action = "poke" }]\n',
+            "fault A patch #0: action: 'poke' is not one of ['delay', 'skip']",
+        ),
+        (
+            '[[fault]]\nid = "A"\nexpect = "fail"\nincludes = ["B"]\n'
+            'patches = [{ site = "fx.consumer.check", action = "skip" }]\n'
+            '[[fault]]\nid = "B"\nexpect = "fail"\nincludes = ["A"]\n'
+            'patches = [{ site = "fx.consumer.check", action = "skip" }]\n',
+            "fault A: includes: cycle A -> B -> A",
+        ),
+        (
+            '[[fault]]\nid = "A"\nexpect = "fail"\nincludes = ["Z"]\n',
+            "fault A: includes: unknown fault id 'Z'",
+        ),
+        (
+            '[[fault]]\nid = "A"\nexpect = "pass"\n'
+            'patches = [{ site = "fx.consumer.check", action = "skip" }]\n'
+            '[[fault]]\nid = "A"\nexpect = "pass"\n'
+            'patches = [{ site = "fx.consumer.check", action = "skip" }]\n',
+            "fault A: id: duplicate fault id",
+        ),
+        (
+            '[[fault]]\nid = "A"\nexpect = "fail"\n'
+            'patches = [{ site = "fx.consumer.flag_wait", action = "skip", when = "x > 1" }]\n',
+            "fault A patch #0: when: the skip action takes none",
+        ),
+        (
+            '[[fault]]\nid = "A"\nexpect = "fail"\n'
+            'patches = [{ file = "main.cpp", old = "a", new = "b", marker = "true" }]\n',
+            "fault A patch #0: marker: a text patch takes only file, old, new",
+        ),
+        (
+            '[[fault]]\nid = "A"\nexpect = "pass"\n'
+            'patches = [{ site = "fx.consumer.check", action = "delay" }]\n',
+            "fault A patch #0: ns: a delay needs a positive int of nanoseconds, got None",
+        ),
+        (
+            '[[fault]]\nid = "A"\nexpect = "pass"\n'
+            'patches = [{ site = "fx.consumer.check", action = "delay", ns = 5, at = "middle" }]\n',
+            "fault A patch #0: at: 'middle' is not 'start' or 'end'",
+        ),
+        ('[[fault]]\nid = "A"\nexpect = "maybe"\n', "fault A: expect: 'maybe' is not"),
+        (
+            '[[fault]]\nid = "A"\nexpect = "pass"\nsurvivor_ok = "x"\n'
+            'patches = [{ site = "fx.consumer.check", action = "skip" }]\n',
+            "fault A: survivor_ok: only a must-fail fault",
+        ),
+        ('[[fault]]\nid = "A"\nexpect = "pass"\n', "fault A: patches: a fault needs patches"),
+        ('[[fault]]\nid = "1x"\nexpect = "pass"\n', "fault 1x: id: '1x' is not a valid fault id"),
+        (
+            '[[fault]]\nid = "A"\nexpect = "pass"\ncolour = "red"\n',
+            "fault A: unknown keys ['colour']",
+        ),
+    ],
+)
+def test_catalog_errors_name_file_fault_and_field(tmp_path, faults, message):
+    path, loader = load(tmp_path, faults, sites=True)
+    with pytest.raises(CatalogError) as error:
+        loader()
+    assert str(error.value).startswith(f"{path}: ")
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("", "target: a [target] table is required"),
+        (
+            '[target]\nname = "t"\nsources = "s"\nlanguage = "rust"\nrun = []\n',
+            "target: language: 'rust' is not one of ('cuda', 'cpp')",
+        ),
+        ('[target]\nname = "t"\nsources = "s"\nlanguage = "cpp"\n', "target: run: required"),
+        (
+            '[target]\nname = "t"\nsources = "s"\nlanguage = "cpp"\nrun = "x"\n',
+            "target: run must be a list of strings",
+        ),
+    ],
+)
+def test_target_errors(tmp_path, target, message):
+    _, loader = load(tmp_path, "", target=target)
+    with pytest.raises(CatalogError) as error:
+        loader()
+    assert message in str(error.value)
+
+
+def test_unreadable_catalog_is_named(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text("[target\n")
+    with pytest.raises(CatalogError, match=f"{path}: cannot read"):
+        load_catalog(path)

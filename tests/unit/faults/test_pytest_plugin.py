@@ -1,0 +1,46 @@
+"""The pytest plugin: marker, options, and each xdist worker's GPU group."""
+
+from __future__ import annotations
+
+import pytest
+
+from faults.pytest_plugin import gpu_group
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.mark.parametrize(
+    "worker, size, visible, count, expected",
+    [
+        (None, 2, None, 8, ["0", "1"]),
+        ("gw0", 2, None, 8, ["0", "1"]),
+        ("gw3", 2, None, 8, ["6", "7"]),
+        ("gw1", 2, "4,5,6,7", 8, ["6", "7"]),
+        ("gw0", 1, "3", 8, ["3"]),
+    ],
+)
+def test_gpu_group(worker, size, visible, count, expected):
+    assert gpu_group(worker, size, visible, count) == expected
+
+
+def test_gpu_group_refuses_a_worker_without_enough_devices():
+    with pytest.raises(LookupError, match=r"worker gw2 needs devices 4..5 of \['0', '1'\]"):
+        gpu_group("gw2", 2, "0,1", 2)
+
+
+def test_plugin_registers_marker_and_options(pytester):
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.faults
+        def test_marked(pytestconfig):
+            assert pytestconfig.getoption("--faults-repeat") == 3
+    """)
+    # Load it by module name whether or not the pytest11 entry point is installed.
+    plugin = ["-p", "no:afdep_faults", "-p", "faults.pytest_plugin"]
+    result = pytester.runpytest(*plugin, "--strict-markers", "--faults-repeat", "3", "-m", "faults")
+    result.assert_outcomes(passed=1)
+    help_text = pytester.runpytest(*plugin, "--help")
+    help_text.stdout.fnmatch_lines(["*afdep fault catalogs*", "*--faults-catalog*"])
+    markers = pytester.runpytest(*plugin, "--markers")
+    markers.stdout.fnmatch_lines(["@pytest.mark.faults:*"])
