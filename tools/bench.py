@@ -1,0 +1,201 @@
+"""Screens: arms (environment sets) interleaved across processes, the arm
+order rotated from one process to the next, against two references measured
+in the same processes (NCCL all_to_all_single, a plain peer copy).
+
+    python -m tools.bench [--arm NAME:VAR=VAL,...] [--processes 3] [--buckets ...]
+
+Per bucket: each arm's median µs, paired change % against the control arm in
+each process, their geometric mean, and how many processes saw the arm faster.
+Writes `bench-<machine>.json` and prints the table and the DESIGN §7 ratios
+(reported, not gated).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from faults.run import run_logged
+from tools.validate import machine_name, write_json_atomic
+
+BUCKETS = (1, 8, 32, 128, 512, 1024, 2048)
+CONTROL = "C"
+DEFAULT_ARMS = {CONTROL: {}}  # payload-first: the only protocol until count-first lands
+
+
+def parse_arm(text: str) -> tuple[str, dict[str, str]]:
+    name, _, assignments = text.partition(":")
+    variables = {}
+    for item in filter(None, assignments.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or not key.startswith("AFDEP_"):
+            raise argparse.ArgumentTypeError(f"--arm {text!r}: expected NAME:AFDEP_VAR=VALUE,...")
+        variables[key] = value
+    if not name:
+        raise argparse.ArgumentTypeError(f"--arm {text!r}: the arm needs a name")
+    return name, variables
+
+
+def rotated(names: list[str], shift: int) -> list[str]:
+    shift %= len(names)
+    return names[shift:] + names[:shift]
+
+
+def paired_change(arm: float, control: float) -> float:
+    return (arm - control) / control * 100.0
+
+
+def geomean_change(changes: list[float]) -> float:
+    return (math.exp(sum(math.log1p(c / 100.0) for c in changes) / len(changes)) - 1) * 100
+
+
+def summarize(processes: list[dict], arms: list[str], buckets: list[int]) -> list[dict]:
+    """One row per bucket from the attention rank's (rank 0) medians."""
+    rows = []
+    for bucket in map(str, buckets):
+        row = {"tokens": int(bucket)}
+        per_process = [p["ranks"][0]["results"] for p in processes]
+        for arm in arms:
+            values = [r[arm][bucket]["round_trip_us"] for r in per_process]
+            changes = [
+                paired_change(r[arm][bucket]["round_trip_us"], r[CONTROL][bucket]["round_trip_us"])
+                for r in per_process
+            ]
+            row[arm] = {
+                "median_us": round(sorted(values)[len(values) // 2], 2),
+                "dispatch_us": round(
+                    sorted(r[arm][bucket]["dispatch_us"] for r in per_process)[len(values) // 2], 2
+                ),
+                "paired_change_pct": [round(c, 2) for c in changes],
+                "geomean_change_pct": round(geomean_change(changes), 2),
+                "repeats_faster": sum(c < 0 for c in changes),
+            }
+        nccl = sorted(r["nccl"][bucket]["round_trip_us"] for r in per_process)
+        copies = sorted(r["peer_copy"][bucket]["gb_per_s"] for r in per_process)
+        row["nccl_round_trip_us"] = nccl[len(nccl) // 2]
+        row["peer_copy_gb_per_s"] = copies[len(copies) // 2]
+        rows.append(row)
+    return rows
+
+
+def targets(rows: list[dict], arms: list[str], row_bytes: int) -> dict:
+    """DESIGN §7 as ratios in this run (reported, never gated here)."""
+    report = {}
+    by_tokens = {row["tokens"]: row for row in rows}
+    if 2048 in by_tokens:
+        row = by_tokens[2048]
+        for arm in arms:
+            gbps = 2048 * row_bytes / row[arm]["dispatch_us"] / 1e3
+            report[f"{arm}.dispatch_2048_vs_peer_copy"] = round(gbps / row["peer_copy_gb_per_s"], 3)
+    for tokens in (t for t in by_tokens if t <= 128):
+        row = by_tokens[tokens]
+        for arm in arms:
+            ratio = row["nccl_round_trip_us"] / row[arm]["median_us"]
+            report[f"{arm}.speedup_vs_nccl_at_{tokens}"] = round(ratio, 2)
+    return report
+
+
+def print_table(rows: list[dict], arms: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="round trip µs (median over processes; change % vs C, geomean)")
+    for column in ("tokens", *arms, "NCCL a2a", "peer copy GB/s"):
+        table.add_column(column, justify="right")
+    for row in rows:
+        cells = [str(row["tokens"])]
+        for arm in arms:
+            cell = f"{row[arm]['median_us']:.1f}"
+            if arm != CONTROL:
+                cell += f" ({row[arm]['geomean_change_pct']:+.1f}%, {row[arm]['repeats_faster']}×)"
+            cells.append(cell)
+        cells += [f"{row['nccl_round_trip_us']:.1f}", f"{row['peer_copy_gb_per_s']:.0f}"]
+        table.add_row(*cells)
+    Console(width=160).print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--arm", type=parse_arm, action="append", default=None)
+    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--buckets", type=int, nargs="+", default=list(BUCKETS))
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
+    parser.add_argument("--logs-dir", type=Path, default=None)
+    parser.add_argument("worker_args", nargs="*", help="passed to the worker after --")
+    args = parser.parse_args(argv)
+    arms = dict(DEFAULT_ARMS)
+    arms.update(dict(args.arm or []))
+    if CONTROL not in arms:
+        parser.error(f"the control arm {CONTROL} is required")
+    names = list(arms)
+    logs = args.logs_dir or Path(tempfile.mkdtemp(prefix="afdep-bench-"))
+    processes = []
+    for index in range(args.processes):
+        order = rotated(names, index)
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={args.nproc}",
+            "-m",
+            "tools.bench_worker",
+            "--arms",
+            json.dumps(arms),
+            "--order",
+            *order,
+            "--buckets",
+            *map(str, args.buckets),
+            "--iters",
+            str(args.iters),
+            *args.worker_args,
+        ]
+        outcome = run_logged(
+            command, logs / f"bench-{index}.log", timeout_s=900, env=dict(os.environ)
+        )
+        text = Path(outcome.log_path).read_text(errors="replace")
+        lines = [line for line in text.splitlines() if "AFDEP_BENCH " in line]
+        if outcome.exit_code != 0 or not lines:
+            print(
+                f"bench process {index} failed (exit {outcome.exit_code}); log "
+                f"{outcome.log_path}:\n{text[-3000:]}",
+                file=sys.stderr,
+            )
+            return 1
+        processes.append(json.loads(lines[-1].split("AFDEP_BENCH ", 1)[1]))
+        print(f"process {index}: order {' '.join(order)} done", flush=True)
+    rows = summarize(processes, names, args.buckets)
+    print_table(rows, names)
+    ratios = targets(rows, names, processes[0]["row_bytes"])
+    for key, value in ratios.items():
+        print(f"{key} = {value}")
+    machine = machine_name()
+    document = {
+        "tool": "tools.bench",
+        "machine": machine,
+        "arms": arms,
+        "native_source_sha256": processes[0]["native_source_sha256"],
+        "buckets": args.buckets,
+        "table": rows,
+        "targets": ratios,
+        "processes": processes,
+    }
+    path = args.results_dir / f"bench-{machine}.json"
+    write_json_atomic(path, document)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

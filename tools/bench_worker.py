@@ -1,0 +1,246 @@
+"""One bench process (run by tools.bench under torchrun): every arm, in the
+order given, at every bucket, plus two references measured in the same
+process: the same exchange through NCCL's all_to_all_single, and a plain peer
+copy of the dispatched bytes. Prints one `AFDEP_BENCH {json}` line on rank 0.
+
+Arms are environment sets: each gets its own Buffer built from
+`Config.from_env(<the process env + the arm's variables>)`, so arms share a
+process, its GPUs and its clocks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import torch
+import torch.distributed as dist
+
+import afdep
+from afdep.config import Config
+from invariants.inputs import make_source_inputs
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_worker")
+    parser.add_argument("--arms", required=True, help="JSON object: arm name -> {VAR: value}")
+    parser.add_argument("--order", nargs="+", required=True)
+    parser.add_argument("--buckets", type=int, nargs="+", required=True)
+    parser.add_argument("--payload", default="bf16")
+    parser.add_argument("--hidden-size", type=int, default=2048)
+    parser.add_argument("--capacity", type=int, default=2048)
+    parser.add_argument("--top-k", type=int, default=8)
+    parser.add_argument("--num-experts", type=int, default=128)
+    parser.add_argument("--ffn-ranks", type=int, default=1)
+    parser.add_argument("--num-sms", type=int, default=24)
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=10)
+    return parser.parse_args(argv)
+
+
+def arm_config(variables: dict[str, str]) -> Config:
+    """The process environment with the arm's variables on top."""
+    return Config.from_env({**os.environ, **variables})
+
+
+class ArmTimer:
+    """A Buffer for one arm, its step captured as a dispatch graph and a
+    combine graph, timed back to back (the protocol itself paces the ranks)."""
+
+    def __init__(self, args, config: Config) -> None:
+        self.buffer = buffer = afdep.Buffer(
+            num_experts=args.num_experts,
+            hidden=args.hidden_size,
+            capacity=args.capacity,
+            top_k=args.top_k,
+            payload=args.payload,
+            ffn_ranks=args.ffn_ranks,
+            num_sms=args.num_sms,
+            config=config,
+        )
+        g, dev = buffer.geometry, buffer.device
+        dtype = torch.float8_e4m3fn if g.payload == "fp8" else torch.bfloat16
+        self.inputs = {
+            "x": torch.zeros(g.capacity, g.hidden, dtype=dtype, device=dev),
+            "x_scales": (
+                torch.zeros(g.capacity, g.hidden // 128, device=dev) if g.payload == "fp8" else None
+            ),
+            "topk_idx": torch.full((g.capacity, g.top_k), -1, dtype=torch.int64, device=dev),
+            "topk_weights": torch.zeros(g.capacity, g.top_k, device=dev),
+            "num_tokens": torch.zeros(1, dtype=torch.int32, device=dev),
+        }
+        self.y = torch.zeros(g.max_rows, g.hidden, dtype=torch.bfloat16, device=dev)
+        self.graphs = (torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph())
+        with torch.cuda.graph(self.graphs[0]):
+            if buffer.role == "attention":
+                buffer.dispatch(**self.inputs)
+            else:
+                buffer.dispatch()
+        with torch.cuda.graph(self.graphs[1]):
+            buffer.combine(None if buffer.role == "attention" else self.y)
+
+    def load(self, source) -> None:
+        for name in ("x", "x_scales", "topk_idx", "topk_weights"):
+            if self.inputs[name] is not None:
+                self.inputs[name].copy_(getattr(source, name))
+        self.inputs["num_tokens"].fill_(source.num_tokens)
+
+    def time(self, iters: int, warmup: int) -> dict[str, float]:
+        for _ in range(warmup):
+            self.graphs[0].replay()
+            self.graphs[1].replay()
+        torch.cuda.synchronize()
+        dist.barrier()
+        marks = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(iters)]
+        for begin, middle, end in marks:
+            begin.record()
+            self.graphs[0].replay()
+            middle.record()
+            self.graphs[1].replay()
+            end.record()
+        torch.cuda.synchronize()
+        return _medians(marks)
+
+
+def _medians(marks) -> dict[str, float]:
+    spans = {"dispatch_us": (0, 1), "combine_us": (1, 2), "round_trip_us": (0, 2)}
+    return {
+        name: round(statistics.median(m[a].elapsed_time(m[b]) * 1e3 for m in marks), 2)
+        for name, (a, b) in spans.items()
+    }
+
+
+def nccl_round_trip(source, args, iters: int, warmup: int) -> dict[str, float]:
+    """The same exchange through all_to_all_single: every routed token's row to
+    each FFN rank it names, then one bf16 row back per (token, FFN rank)."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    attention = world - args.ffn_ranks
+    row_bytes = source.x[0].numel() * source.x.element_size() + (
+        0 if source.x_scales is None else source.x_scales[0].numel() * 4
+    )
+    epf = args.num_experts // args.ffn_ranks
+    routed = [0] * world
+    topk = source.topk_idx[: source.num_tokens]
+    for f in range(args.ffn_ranks):
+        on_f = ((topk >= f * epf) & (topk < (f + 1) * epf)).any(dim=1)
+        routed[attention + f] = int(on_f.sum())
+    # Every rank knows every source's counts: all sources share the bucket's routes here.
+    send = [0] * world
+    receive = [0] * world
+    if rank < attention:
+        send = [routed[p] * row_bytes for p in range(world)]
+    else:
+        receive = [routed[rank] * row_bytes if p < attention else 0 for p in range(world)]
+    back_send = [r // row_bytes * args.hidden_size * 2 for r in receive]
+    back_receive = [s // row_bytes * args.hidden_size * 2 for s in send]
+    dev = torch.device("cuda", torch.cuda.current_device())
+    tensors = [
+        torch.zeros(max(sum(sizes), 1), dtype=torch.uint8, device=dev)
+        for sizes in (send, receive, back_send, back_receive)
+    ]
+
+    def exchange():
+        dist.all_to_all_single(tensors[1][: sum(receive)], tensors[0][: sum(send)], receive, send)
+        dist.all_to_all_single(
+            tensors[3][: sum(back_receive)], tensors[2][: sum(back_send)], back_receive, back_send
+        )
+
+    for _ in range(warmup):
+        exchange()
+    torch.cuda.synchronize()
+    dist.barrier()
+    marks = []
+    for _ in range(iters):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        exchange()
+        end.record()
+        marks.append((begin, end))
+    torch.cuda.synchronize()
+    return {"round_trip_us": round(statistics.median(b.elapsed_time(e) * 1e3 for b, e in marks), 2)}
+
+
+def peer_copy(
+    nbytes: int, peer_view: torch.Tensor, local: torch.Tensor, iters: int, warmup: int
+) -> dict[str, float]:
+    """A plain copy of `nbytes` into the peer's memory (NVLink), from rank 0."""
+    if nbytes == 0:
+        return {"copy_us": 0.0, "gb_per_s": 0.0}
+    for _ in range(warmup):
+        peer_view[:nbytes].copy_(local[:nbytes])
+    torch.cuda.synchronize()
+    marks = []
+    for _ in range(iters):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        peer_view[:nbytes].copy_(local[:nbytes])
+        end.record()
+        marks.append((begin, end))
+    torch.cuda.synchronize()
+    us = statistics.median(b.elapsed_time(e) * 1e3 for b, e in marks)
+    return {"copy_us": round(us, 2), "gb_per_s": round(nbytes / us / 1e3, 1)}
+
+
+def main(argv=None) -> int:
+    import torch.distributed._symmetric_memory as symm_mem
+
+    args = parse_args(argv)
+    arms = json.loads(args.arms)
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    rank = dist.get_rank()
+    timers = {name: ArmTimer(args, arm_config(arms[name])) for name in args.order}
+    geometry = next(iter(timers.values())).buffer.geometry
+    dev = torch.device("cuda", local_rank)
+    largest = geometry.capacity * geometry.row_bytes
+    copy_buffer = symm_mem.empty(largest, dtype=torch.uint8, device=dev)
+    handle = symm_mem.rendezvous(copy_buffer, dist.group.WORLD.group_name)
+    peer_view = handle.get_buffer(geometry.num_attention, [largest], torch.uint8)
+    local = torch.randint(0, 255, (largest,), dtype=torch.uint8, device=dev)
+    results: dict[str, dict] = {name: {} for name in args.order}
+    results["nccl"], results["peer_copy"] = {}, {}
+    for bucket in args.buckets:
+        source = make_source_inputs(
+            rank=0,
+            step=bucket,
+            seed=1,
+            capacity=geometry.capacity,
+            hidden=geometry.hidden,
+            top_k=geometry.top_k,
+            num_experts=geometry.num_experts,
+            num_tokens=bucket,
+            payload=geometry.payload,
+            device=dev,
+        )
+        for name in args.order:
+            timers[name].load(source)
+            results[name][str(bucket)] = timers[name].time(args.iters, args.warmup)
+        results["nccl"][str(bucket)] = nccl_round_trip(source, args, args.iters, args.warmup)
+        if rank == 0:
+            nbytes = bucket * geometry.row_bytes
+            results["peer_copy"][str(bucket)] = peer_copy(
+                nbytes, peer_view, local, args.iters, args.warmup
+            )
+        dist.barrier()
+    gathered = [None] * dist.get_world_size()
+    dist.all_gather_object(
+        gathered, {"rank": rank, "role": timers[args.order[0]].buffer.role, "results": results}
+    )
+    if rank == 0:
+        document = {
+            "order": args.order,
+            "native_source_sha256": afdep.source_digest(),
+            "row_bytes": geometry.row_bytes,
+            "ranks": gathered,
+        }
+        print(f"AFDEP_BENCH {json.dumps(document)}", flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
