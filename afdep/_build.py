@@ -21,8 +21,17 @@ ARCH = "sm_90a"
 
 # Template parameters of each kernel, in declaration order.
 KERNEL_TEMPLATES: dict[str, tuple[str, ...]] = {
-    "source_dispatch": ("kHidden", "kTopK", "kFp8", "kNumThreads"),
+    "source_dispatch": ("kHidden", "kTopK", "kFp8", "kCountFirst", "kArmSource", "kNumThreads"),
     "copy_epilogue": ("kHidden", "kTopK", "kFp8", "kCollectView", "kNumThreads"),
+    "ffn_stream_dispatch": ("kNumThreads",),
+    "ffn_stream_epilogue": (
+        "kHidden",
+        "kTopK",
+        "kFp8",
+        "kCollectView",
+        "kArmSource",
+        "kNumThreads",
+    ),
     "ffn_combine": ("kHidden", "kTopK", "kNumThreads"),
     "source_combine": ("kHidden", "kNumThreads"),
 }

@@ -14,8 +14,14 @@ from dataclasses import dataclass
 
 import torch
 
-from afdep.config import Config
-from afdep.kernels import ROLE_KERNELS, Launcher, kernel_specs, shared_bytes
+from afdep.config import Config, ConfigError, disagreement
+from afdep.kernels import (
+    COUNT_FIRST,
+    PAYLOAD_FIRST,
+    Launcher,
+    combine_launch,
+    dispatch_launches,
+)
 from afdep.workspace import Geometry, pack_params, symmetric_layout
 
 FP8 = torch.float8_e4m3fn
@@ -72,6 +78,9 @@ class Buffer:
             raise RuntimeError("afdep.Buffer needs torch.distributed to be initialized")
         self.group = group or dist.group.WORLD
         self.rank = dist.get_rank(self.group)
+        self.config = config or Config.from_env()
+        self._agree_on_config(dist)
+        self.protocols = (PAYLOAD_FIRST,) + ((COUNT_FIRST,) if self.config.min_bucket else ())
         self.geometry = g = Geometry(
             world_size=dist.get_world_size(self.group),
             ffn_ranks=ffn_ranks,
@@ -82,11 +91,11 @@ class Buffer:
             payload=payload,
             collect_view=collect_view,
             num_sms=num_sms,
+            arm_source=COUNT_FIRST in self.protocols and self.config.arm == "source",
         )
-        self.config = config or Config.from_env()
         self.role = "attention" if self.rank < g.num_attention else "ffn"
         self.device = torch.device("cuda", torch.cuda.current_device())
-        layout = symmetric_layout(g)
+        self.layout = layout = symmetric_layout(g)
 
         self._symmetric = symm_mem.empty(
             layout["total_bytes"], dtype=torch.uint8, device=self.device
@@ -101,6 +110,7 @@ class Buffer:
         self._epoch = zeros(1, dtype=torch.int64)
         self._num_tokens_used = zeros(1, dtype=torch.int32)
         self._num_tokens_in = zeros(1, dtype=torch.int32)
+        self._protocol_log = zeros(1, dtype=torch.int32)
         self._token_ffn_mask = zeros(c, dtype=torch.int32)
         self._slot_epoch = zeros(a * c, dtype=torch.int64)
         self._slot_rows = zeros(a * c * k, dtype=torch.int32)
@@ -122,6 +132,11 @@ class Buffer:
             counts_stride=g.counts_stride,
             slot_meta_bytes=g.slot_meta_bytes,
             row_bytes=g.row_bytes,
+            gate=int(not self.config.ungate),
+            ungated_tokens=self.config.ungated_tokens,
+            warp_count=self.config.warp_count,
+            unit_min_rows=self.config.unit_min_rows,
+            collect_view=int(g.collect_view),
             peer_bases=self._peer_bases.data_ptr(),
             epoch=self._epoch.data_ptr(),
             num_tokens=self._num_tokens_used.data_ptr(),
@@ -129,39 +144,75 @@ class Buffer:
             slot_epoch=self._slot_epoch.data_ptr(),
             slot_rows=self._slot_rows.data_ptr(),
             slot_weights=self._slot_weights.data_ptr(),
+            protocol_log=self._protocol_log.data_ptr(),
         )
         values.update(self._output_pointers())
         self._params = torch.tensor(pack_params(values), dtype=torch.int64, device=self.device)
 
-        specs = kernel_specs(g)
-        self._launch = {
-            name: Launcher(specs[name], self.device.index, g.num_sms, shared_bytes(name, g))
-            for name in ROLE_KERNELS[self.role]
+        self._dispatch_kernels = {
+            protocol: [
+                Launcher(launch, self.device.index)
+                for launch in dispatch_launches(g, self.role, protocol, self.config.epilogue_sms)
+            ]
+            for protocol in self.protocols
         }
+        self._combine_kernel = Launcher(combine_launch(g, self.role), self.device.index)
         torch.cuda.synchronize()
         dist.barrier(group=self.group)
 
+    def _agree_on_config(self, dist) -> None:
+        """Every rank must run the same protocol knobs: a mismatch fails on every
+        rank, naming the knob and each rank's value."""
+        mine = self.config.protocol()
+        gathered: list[dict | None] = [None] * dist.get_world_size(self.group)
+        dist.all_gather_object(gathered, mine, group=self.group)
+        problem = disagreement(gathered)
+        if problem is not None:
+            raise ConfigError(problem)
+
     # ------------------------------------------------------------------ outputs
+    def _symmetric_rows(self, offset: str, rows: int, width: int, dtype: torch.dtype):
+        """`rows` x `width` elements of the symmetric workspace (ARM=source rows)."""
+        start = self.layout[offset]
+        size = rows * width * torch.empty(0, dtype=dtype).element_size()
+        return self._symmetric[start : start + size].view(dtype).view(rows, width)
+
     def _allocate_ffn_outputs(self, zeros) -> FfnBatch:
         g = self.geometry
         rows, crows, h, k, s = g.max_rows, g.max_collect_rows, g.hidden, g.top_k, g.num_scales
         dtype = FP8 if g.payload == "fp8" else torch.bfloat16
         fp8 = g.payload == "fp8"
+
+        def rows_of(count: int):
+            """The received rows (and scales): the sources' own target under ARM=source."""
+            if g.arm_source:
+                x = self._symmetric_rows("off_direct_x", count, h, dtype)
+                scales = (
+                    self._symmetric_rows("off_direct_scales", count, s, torch.float32)
+                    if fp8
+                    else None
+                )
+                return x, scales
+            return zeros(count, h, dtype=dtype), zeros(
+                count, s, dtype=torch.float32
+            ) if fp8 else None
+
         collect = None
         if g.collect_view:
+            x, scales = rows_of(crows)
             collect = CollectBatch(
-                x=zeros(crows, h, dtype=dtype),
-                x_scales=zeros(crows, s, dtype=torch.float32) if fp8 else None,
+                x=x,
+                x_scales=scales,
                 src_rank=zeros(crows, dtype=torch.int32),
                 src_token=zeros(crows, dtype=torch.int32),
                 local_experts=zeros(crows, k, dtype=torch.int32),
                 weights=zeros(crows, k, dtype=torch.float32),
                 expert_rows=zeros(crows, k, dtype=torch.int32),
             )
-        expanded = not g.collect_view
+        x, scales = (None, None) if g.collect_view else rows_of(rows)
         return FfnBatch(
-            x=zeros(rows, h, dtype=dtype) if expanded else None,
-            x_scales=zeros(rows, s, dtype=torch.float32) if expanded and fp8 else None,
+            x=x,
+            x_scales=scales,
             src_rank=zeros(rows, dtype=torch.int32),
             src_token=zeros(rows, dtype=torch.int32),
             topk_slot=zeros(rows, dtype=torch.int32),
@@ -194,6 +245,9 @@ class Buffer:
         return pointers
 
     # ------------------------------------------------------------------ steps
+    def protocol_for(self, bucket: int) -> str:
+        return COUNT_FIRST if self.config.count_first(bucket) else PAYLOAD_FIRST
+
     def dispatch(
         self,
         x: torch.Tensor | None = None,
@@ -202,28 +256,42 @@ class Buffer:
         num_tokens: int | torch.Tensor | None = None,
         x_scales: torch.Tensor | None = None,
         *,
+        bucket: int | None = None,
         skip_send: bool = False,
     ) -> FfnBatch | None:
-        """Start a step. `skip_send` (tests only) advances the epoch and sends
-        nothing, so the peers' waits must time out naming their site."""
+        """Start a step. `bucket` is the host-known bound on this step's tokens
+        that picks the protocol; every rank must pass the same one. It defaults
+        to num_tokens when that is an int, else to the capacity. FFN ranks must
+        pass it when count-first is configured. `skip_send` (tests only)
+        advances the epoch and sends nothing, so the peers' waits must time out
+        naming their site."""
+        g = self.geometry
         if self.role == "ffn":
             if any(t is not None for t in (x, topk_idx, topk_weights, num_tokens, x_scales)):
                 raise ValueError("dispatch on an FFN rank takes no inputs")
+            if bucket is None and COUNT_FIRST in self.protocols:
+                raise ValueError(
+                    "bucket: FFN ranks must pass the step's bucket when "
+                    "AFDEP_COUNT_FIRST_MIN_BUCKET is set"
+                )
             self._epoch.add_(1)
             if not skip_send:
-                self._launch["copy_epilogue"](self._params.data_ptr())
+                for kernel in self._dispatch_kernels[self.protocol_for(bucket or g.capacity)]:
+                    kernel(self._params.data_ptr())
             return self.batch
-        check_source_inputs(
-            self.geometry, self.device, x, topk_idx, topk_weights, num_tokens, x_scales
-        )
+        check_source_inputs(g, self.device, x, topk_idx, topk_weights, num_tokens, x_scales)
         count = self._num_tokens_in
         if isinstance(num_tokens, torch.Tensor):
             count = num_tokens
         else:
             count.fill_(num_tokens)
+        if bucket is None:
+            bucket = num_tokens if isinstance(num_tokens, int) else g.capacity
+        _check_bucket(bucket, g.capacity)
         self._epoch.add_(1)
         if not skip_send:
-            self._launch["source_dispatch"](
+            (kernel,) = self._dispatch_kernels[self.protocol_for(bucket)]
+            kernel(
                 self._params.data_ptr(),
                 x.data_ptr(),
                 0 if x_scales is None else x_scales.data_ptr(),
@@ -239,11 +307,20 @@ class Buffer:
         if self.role == "attention":
             if y is not None:
                 raise ValueError("combine on an attention rank takes no y")
-            self._launch["source_combine"](self._params.data_ptr(), self._out.data_ptr())
+            self._combine_kernel(self._params.data_ptr(), self._out.data_ptr())
             return self._out
         check_expert_outputs(self.geometry, self.device, y)
-        self._launch["ffn_combine"](self._params.data_ptr(), y.data_ptr(), y.shape[0])
+        self._combine_kernel(self._params.data_ptr(), y.data_ptr(), y.shape[0])
         return None
+
+    def last_protocol(self) -> str:
+        """The protocol this rank's kernels recorded for the last dispatch (syncs)."""
+        return {1: PAYLOAD_FIRST, 2: COUNT_FIRST}.get(int(self._protocol_log.item()), "none")
+
+
+def _check_bucket(bucket, capacity: int) -> None:
+    if not isinstance(bucket, int) or isinstance(bucket, bool) or not 0 <= bucket <= capacity:
+        raise ValueError(f"bucket={bucket!r} must be an int in [0, capacity={capacity}]")
 
 
 def check_source_inputs(

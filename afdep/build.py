@@ -13,15 +13,15 @@ import sys
 import time
 
 from afdep._build import CompileError, compile_kernel, source_digest
-from afdep.kernels import kernel_specs
+from afdep.kernels import COUNT_FIRST, PAYLOAD_FIRST, all_launches
 from afdep.workspace import Geometry
 
 
 def all_specs(hiddens, top_ks, payloads):
+    """Every kernel either role launches, both protocols and both count-first arms."""
     specs = {}
-    for hidden, top_k, payload, collect in itertools.product(
-        hiddens, top_ks, payloads, (False, True)
-    ):
+    variants = itertools.product(hiddens, top_ks, payloads, (False, True), (False, True))
+    for hidden, top_k, payload, collect, arm_source in variants:
         g = Geometry(
             world_size=2,
             ffn_ranks=1,
@@ -31,9 +31,11 @@ def all_specs(hiddens, top_ks, payloads):
             top_k=top_k,
             payload=payload,
             collect_view=collect,
+            arm_source=arm_source,
         )
-        for spec in kernel_specs(g).values():
-            specs[spec] = None
+        for role in ("attention", "ffn"):
+            for launch in all_launches(g, role, (PAYLOAD_FIRST, COUNT_FIRST)):
+                specs[launch.spec] = None
     return list(specs)
 
 

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 
 class ConfigError(ValueError):
@@ -24,6 +24,35 @@ def _positive_int(name: str, text: str) -> int:
         raise ConfigError(f"{name}={text!r}: expected a positive integer") from None
     if value <= 0:
         raise ConfigError(f"{name}={text!r}: expected a positive integer")
+    return value
+
+
+def _count(name: str, text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise ConfigError(f"{name}={text!r}: expected a non-negative integer") from None
+    if value < 0:
+        raise ConfigError(f"{name}={text!r}: expected a non-negative integer")
+    return value
+
+
+def _flag(name: str, text: str) -> bool:
+    if text not in ("0", "1"):
+        raise ConfigError(f"{name}={text!r}: expected 0 or 1")
+    return text == "1"
+
+
+def _arm(name: str, text: str) -> str:
+    if text not in ("ffn", "source"):
+        raise ConfigError(f"{name}={text!r}: expected ffn or source")
+    return text
+
+
+def _warps(name: str, text: str) -> int:
+    value = _positive_int(name, text)
+    if value > 16:
+        raise ConfigError(f"{name}={text!r}: an epilogue CTA has 16 warps at most")
     return value
 
 
@@ -54,13 +83,68 @@ KNOBS: dict[str, Knob] = {
         "~/.cache/afdep/jit",
         "directory of the cubin cache",
     ),
+    "AFDEP_PAYLOAD_FIRST": Knob(
+        "payload_first", _flag, False, "1 forces payload-first (the control) at every bucket"
+    ),
+    "AFDEP_COUNT_FIRST_MIN_BUCKET": Knob(
+        "min_bucket",
+        _positive_int,
+        None,
+        "count-first for buckets >= this many tokens; unset: count-first is off",
+    ),
+    "AFDEP_COUNT_FIRST_EPILOGUE_SMS": Knob(
+        "epilogue_sms", _positive_int, None, "CTAs of the streaming epilogue (default: num_sms)"
+    ),
+    "AFDEP_COUNT_FIRST_ARM": Knob(
+        "arm",
+        _arm,
+        "ffn",
+        "ffn: the epilogue expands each row to its experts; source: the source stores every "
+        "expert row itself, at offsets it reads from the FFN",
+    ),
+    "AFDEP_COUNT_FIRST_WARP_COUNT": Knob(
+        "warp_count", _warps, 16, "warps per epilogue CTA that expand rows (1-16)"
+    ),
+    "AFDEP_COUNT_FIRST_UNIT_MIN_ROWS": Knob(
+        "unit_min_rows", _positive_int, 1, "consecutive slots an epilogue warp claims at once"
+    ),
+    "AFDEP_COUNT_FIRST_UNGATE": Knob(
+        "ungate",
+        _flag,
+        False,
+        "1: the epilogue relies on per-row flags only; 0: it first waits for the source's "
+        "all-rows-sent flag (the payload gate)",
+    ),
+    "AFDEP_COUNT_FIRST_UNGATED_TOKENS": Knob(
+        "ungated_tokens", _count, 0, "steps with at most this many tokens per source run ungated"
+    ),
 }
+
+# The knobs every rank must agree on: they decide the protocol each step runs.
+PROTOCOL_FIELDS = (
+    "payload_first",
+    "min_bucket",
+    "epilogue_sms",
+    "arm",
+    "warp_count",
+    "unit_min_rows",
+    "ungate",
+    "ungated_tokens",
+)
 
 
 @dataclass(frozen=True)
 class Config:
     timeout_ms: int = 10_000
     jit_cache: str = "~/.cache/afdep/jit"
+    payload_first: bool = False
+    min_bucket: int | None = None
+    epilogue_sms: int | None = None
+    arm: str = "ffn"
+    warp_count: int = 16
+    unit_min_rows: int = 1
+    ungate: bool = False
+    ungated_tokens: int = 0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -79,6 +163,27 @@ class Config:
         }
         return cls(**values)
 
+    def protocol(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in PROTOCOL_FIELDS}
+
     def digest(self) -> str:
-        """A short digest ranks compare to prove they run the same configuration."""
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+        """A short digest of the protocol knobs, which every rank must share."""
+        return hashlib.sha256(json.dumps(self.protocol(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def count_first(self, bucket: int) -> bool:
+        """Does a step of `bucket` tokens (a host-known bound) run count-first?"""
+        return not self.payload_first and self.min_bucket is not None and bucket >= self.min_bucket
+
+
+def disagreement(configs: list[dict[str, object]]) -> str | None:
+    """The agreement error for per-rank protocol knobs, or None when all agree."""
+    for name in PROTOCOL_FIELDS:
+        values = [c[name] for c in configs]
+        if len(set(map(repr, values))) > 1:
+            per_rank = ", ".join(f"rank {r}: {v!r}" for r, v in enumerate(values))
+            variable = next(k for k, knob in KNOBS.items() if knob.field == name)
+            return (
+                f"all ranks must use the same count-first configuration: {variable} "
+                f"differs ({per_rank})"
+            )
+    return None

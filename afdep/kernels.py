@@ -2,57 +2,120 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from afdep._build import KernelSpec, load_kernel
 from afdep.workspace import NUM_THREADS, Geometry
 
-ROLE_KERNELS: dict[str, tuple[str, ...]] = {
-    "attention": ("source_dispatch", "source_combine"),
-    "ffn": ("copy_epilogue", "ffn_combine"),
-}
+PAYLOAD_FIRST = "payload-first"
+COUNT_FIRST = "count-first"
 
 
-def kernel_specs(g: Geometry) -> dict[str, KernelSpec]:
-    """The instantiation of every kernel a buffer of geometry `g` launches."""
-    fp8 = g.payload == "fp8"
-    return {
-        "source_dispatch": KernelSpec.make(
-            "source_dispatch", kHidden=g.hidden, kTopK=g.top_k, kFp8=fp8, kNumThreads=NUM_THREADS
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a protocol step: its spec, grid, shared bytes, and
+    whether it may start before the previous kernel ends (programmatic launch)."""
+
+    spec: KernelSpec
+    grid: int
+    smem_bytes: int
+    programmatic: bool = False
+
+
+def dispatch_launches(
+    g: Geometry, role: str, protocol: str, epilogue_sms: int | None = None
+) -> list[Launch]:
+    """The kernels of one dispatch, in launch order, for `role` and `protocol`."""
+    fp8, count_first = g.payload == "fp8", protocol == COUNT_FIRST
+    if role == "attention":
+        return [
+            Launch(
+                KernelSpec.make(
+                    "source_dispatch",
+                    kHidden=g.hidden,
+                    kTopK=g.top_k,
+                    kFp8=fp8,
+                    kCountFirst=count_first,
+                    kArmSource=count_first and g.arm_source,
+                    kNumThreads=NUM_THREADS,
+                ),
+                g.num_sms,
+                g.dispatch_smem_bytes,
+            )
+        ]
+    if not count_first:
+        return [
+            Launch(
+                KernelSpec.make(
+                    "copy_epilogue",
+                    kHidden=g.hidden,
+                    kTopK=g.top_k,
+                    kFp8=fp8,
+                    kCollectView=g.collect_view,
+                    kNumThreads=NUM_THREADS,
+                ),
+                g.num_sms,
+                g.epilogue_smem_bytes,
+            )
+        ]
+    return [
+        Launch(
+            KernelSpec.make("ffn_stream_dispatch", kNumThreads=NUM_THREADS),
+            1,
+            4 * g.experts_per_ffn,
         ),
-        "copy_epilogue": KernelSpec.make(
-            "copy_epilogue",
-            kHidden=g.hidden,
-            kTopK=g.top_k,
-            kFp8=fp8,
-            kCollectView=g.collect_view,
-            kNumThreads=NUM_THREADS,
+        Launch(
+            KernelSpec.make(
+                "ffn_stream_epilogue",
+                kHidden=g.hidden,
+                kTopK=g.top_k,
+                kFp8=fp8,
+                kCollectView=g.collect_view,
+                kArmSource=g.arm_source,
+                kNumThreads=NUM_THREADS,
+            ),
+            epilogue_sms or g.num_sms,
+            4 * g.placement_ints,
+            programmatic=True,
         ),
-        "ffn_combine": KernelSpec.make(
+    ]
+
+
+def combine_launch(g: Geometry, role: str) -> Launch:
+    if role == "attention":
+        spec = KernelSpec.make("source_combine", kHidden=g.hidden, kNumThreads=NUM_THREADS)
+    else:
+        spec = KernelSpec.make(
             "ffn_combine", kHidden=g.hidden, kTopK=g.top_k, kNumThreads=NUM_THREADS
-        ),
-        "source_combine": KernelSpec.make(
-            "source_combine", kHidden=g.hidden, kNumThreads=NUM_THREADS
-        ),
-    }
+        )
+    return Launch(spec, g.num_sms, 0)
 
 
-def shared_bytes(name: str, g: Geometry) -> int:
-    return {
-        "source_dispatch": g.dispatch_smem_bytes,
-        "copy_epilogue": g.epilogue_smem_bytes,
-    }.get(name, 0)
+def all_launches(
+    g: Geometry, role: str, protocols: tuple[str, ...], epilogue_sms: int | None = None
+) -> list[Launch]:
+    launches = [
+        launch
+        for protocol in protocols
+        for launch in dispatch_launches(g, role, protocol, epilogue_sms)
+    ]
+    return [*launches, combine_launch(g, role)]
 
 
 class Launcher:
     """Launches one kernel on the current torch stream (graph capture included)."""
 
-    def __init__(self, spec: KernelSpec, device_index: int, grid: int, smem_bytes: int) -> None:
+    def __init__(self, launch: Launch, device_index: int) -> None:
         from cuda.core import LaunchConfig
 
-        self.spec = spec
-        self.kernel = load_kernel(spec, device_index)
-        if smem_bytes > 48 * 1024:
-            _allow_shared_bytes(self.kernel, device_index, smem_bytes)
-        self.config = LaunchConfig(grid=grid, block=NUM_THREADS, shmem_size=smem_bytes)
+        self.spec = launch.spec
+        self.kernel = load_kernel(launch.spec, device_index)
+        if launch.smem_bytes > 48 * 1024:
+            _allow_shared_bytes(self.kernel, device_index, launch.smem_bytes)
+        options = {"programmatic_stream_serialization": True} if launch.programmatic else {}
+        self.config = LaunchConfig(
+            grid=launch.grid, block=NUM_THREADS, shmem_size=launch.smem_bytes, **options
+        )
 
     def __call__(self, *args: int) -> None:
         """Every argument is a device pointer or an integer passed as 64 bits."""

@@ -23,9 +23,20 @@ PARAM_FIELDS: tuple[str, ...] = (
     "off_slot_rows",
     "off_combine_flags",
     "off_combine_rows",
+    "off_count_ready",
+    "off_slot_flags",
+    "off_prefix_ready",
+    "off_placement",
+    "off_direct_x",
+    "off_direct_scales",
     "counts_stride",
     "slot_meta_bytes",
     "row_bytes",
+    "gate",
+    "ungated_tokens",
+    "warp_count",
+    "unit_min_rows",
+    "collect_view",
     "peer_bases",
     "epoch",
     "num_tokens",
@@ -33,6 +44,7 @@ PARAM_FIELDS: tuple[str, ...] = (
     "slot_epoch",
     "slot_rows",
     "slot_weights",
+    "protocol_log",
     "out_x",
     "out_scales",
     "out_src_rank",
@@ -54,6 +66,7 @@ PAYLOADS = ("bf16", "fp8")
 NUM_THREADS = 512
 MAX_SHARED_BYTES = 227 * 1024  # per block on sm_90
 MAX_WORLD = 32  # FFN masks are 32-bit; abort words carry 7 bits of rank
+COUNT_HEADER = 4  # i32 before the per-expert counts of a count-table row (layout.cuh)
 
 
 def align(value: int, to: int) -> int:
@@ -71,6 +84,7 @@ class Geometry:
     payload: str = "bf16"
     collect_view: bool = False
     num_sms: int = 24
+    arm_source: bool = False  # count-first ARM=source: sources write the FFN's output rows
 
     def __post_init__(self) -> None:
         for name in (
@@ -137,7 +151,7 @@ class Geometry:
 
     @property
     def counts_stride(self) -> int:
-        return align(2 + self.experts_per_ffn, 4)
+        return align(COUNT_HEADER + self.experts_per_ffn, 4)
 
     @property
     def max_rows(self) -> int:
@@ -149,14 +163,27 @@ class Geometry:
         return self.num_attention * self.capacity
 
     @property
+    def placement_ints(self) -> int:
+        a, e = self.num_attention, self.experts_per_ffn
+        return a + (a + 1) + (e + 1) + e * a  # common/dispatch.cuh placement_ints
+
+    @property
     def dispatch_smem_bytes(self) -> int:
+        """Route bitmaps and their prefix sums, then ARM=source's remote bases."""
         words = -(-self.capacity // 32)
-        return 2 * (self.num_experts + self.ffn_ranks) * words * 4
+        maps = self.num_experts + self.ffn_ranks
+        return 2 * maps * words * 4 + 4 * (self.num_experts + self.ffn_ranks)
 
     @property
     def epilogue_smem_bytes(self) -> int:
-        a, e = self.num_attention, self.experts_per_ffn
-        return 4 * (a * self.counts_stride + e + (e + 1) + e * a + (a + 1))
+        return 4 * (self.placement_ints + self.experts_per_ffn)
+
+    @property
+    def direct_rows(self) -> int:
+        """Rows the sources write directly under ARM=source (0 otherwise)."""
+        if not self.arm_source:
+            return 0
+        return self.max_collect_rows if self.collect_view else self.max_rows
 
 
 def symmetric_layout(g: Geometry) -> dict[str, int]:
@@ -170,6 +197,12 @@ def symmetric_layout(g: Geometry) -> dict[str, int]:
         "off_slot_rows": a * c * g.row_bytes,
         "off_combine_flags": 8 * f * c,
         "off_combine_rows": 2 * f * c * g.hidden,
+        "off_count_ready": 8 * a,
+        "off_slot_flags": 8 * a * c,
+        "off_prefix_ready": 8,
+        "off_placement": 4 * g.placement_ints,
+        "off_direct_x": g.direct_rows * g.payload_bytes,
+        "off_direct_scales": g.direct_rows * 4 * g.num_scales,
     }
     layout, offset = {}, 0
     for name, size in sizes.items():

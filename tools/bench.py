@@ -25,7 +25,13 @@ from tools.validate import machine_name, write_json_atomic
 
 BUCKETS = (1, 8, 32, 128, 512, 1024, 2048)
 CONTROL = "C"
-DEFAULT_ARMS = {CONTROL: {}}  # payload-first: the only protocol until count-first lands
+CF = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}
+DEFAULT_ARMS = {
+    CONTROL: {"AFDEP_PAYLOAD_FIRST": "1"},
+    "CF": CF,
+    "CF_ungate": {**CF, "AFDEP_COUNT_FIRST_UNGATE": "1"},
+    "CF_src": {**CF, "AFDEP_COUNT_FIRST_ARM": "source"},
+}
 
 
 def parse_arm(text: str) -> tuple[str, dict[str, str]]:
@@ -125,7 +131,13 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--arm", type=parse_arm, action="append", default=None)
+    parser.add_argument(
+        "--arm",
+        type=parse_arm,
+        action="append",
+        default=None,
+        help="replaces the default arms (C, CF, CF_ungate, CF_src)",
+    )
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--buckets", type=int, nargs="+", default=list(BUCKETS))
     parser.add_argument("--iters", type=int, default=50)
@@ -134,8 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logs-dir", type=Path, default=None)
     parser.add_argument("worker_args", nargs="*", help="passed to the worker after --")
     args = parser.parse_args(argv)
-    arms = dict(DEFAULT_ARMS)
-    arms.update(dict(args.arm or []))
+    arms = dict(args.arm) if args.arm else dict(DEFAULT_ARMS)
     if CONTROL not in arms:
         parser.error(f"the control arm {CONTROL} is required")
     names = list(arms)

@@ -73,33 +73,44 @@ class ArmTimer:
             "num_tokens": torch.zeros(1, dtype=torch.int32, device=dev),
         }
         self.y = torch.zeros(g.max_rows, g.hidden, dtype=torch.bfloat16, device=dev)
-        self.graphs = (torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph())
-        with torch.cuda.graph(self.graphs[0]):
-            if buffer.role == "attention":
-                buffer.dispatch(**self.inputs)
-            else:
-                buffer.dispatch()
-        with torch.cuda.graph(self.graphs[1]):
-            buffer.combine(None if buffer.role == "attention" else self.y)
+        self.graphs: dict[str, tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]] = {}
+        self.bucket = g.capacity
+
+    def _capture(self) -> tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]:
+        """Dispatch and combine as two graphs, once per protocol."""
+        protocol = self.buffer.protocol_for(self.bucket)
+        if protocol not in self.graphs:
+            buffer, graphs = self.buffer, (torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph())
+            with torch.cuda.graph(graphs[0]):
+                if buffer.role == "attention":
+                    buffer.dispatch(**self.inputs, bucket=self.bucket)
+                else:
+                    buffer.dispatch(bucket=self.bucket)
+            with torch.cuda.graph(graphs[1]):
+                buffer.combine(None if buffer.role == "attention" else self.y)
+            self.graphs[protocol] = graphs
+        return self.graphs[protocol]
 
     def load(self, source) -> None:
         for name in ("x", "x_scales", "topk_idx", "topk_weights"):
             if self.inputs[name] is not None:
                 self.inputs[name].copy_(getattr(source, name))
         self.inputs["num_tokens"].fill_(source.num_tokens)
+        self.bucket = source.num_tokens
 
     def time(self, iters: int, warmup: int) -> dict[str, float]:
+        graphs = self._capture()
         for _ in range(warmup):
-            self.graphs[0].replay()
-            self.graphs[1].replay()
+            graphs[0].replay()
+            graphs[1].replay()
         torch.cuda.synchronize()
         dist.barrier()
         marks = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(iters)]
         for begin, middle, end in marks:
             begin.record()
-            self.graphs[0].replay()
+            graphs[0].replay()
             middle.record()
-            self.graphs[1].replay()
+            graphs[1].replay()
             end.record()
         torch.cuda.synchronize()
         return _medians(marks)

@@ -22,6 +22,9 @@ ROUTE_ASSERT = re.compile(
     r"afdep assertion failed: route (\w+) token=(\d+) slot=(\d+)"
     r"(?: rank=(\d+)| \(detected on rank \d+, seen on rank (\d+)\))"
 )
+AGREEMENT_LINE = re.compile(
+    r"\[default(\d+)\]:.*all ranks must use the same count-first configuration"
+)
 RESULT_LINE = re.compile(r"AFDEP_RESULT (\{.*\})\s*$", re.MULTILINE)
 
 
@@ -33,6 +36,7 @@ class LogFacts:
     route_asserts: list[tuple[str, int, int, int]] = field(default_factory=list)  # kind,t,k,rank
     digests: list[str] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
+    agreement_ranks: list[int] = field(default_factory=list)  # ranks that named a disagreement
 
     @property
     def final_result(self) -> dict | None:
@@ -50,6 +54,7 @@ def parse_log(text: str) -> LogFacts:
         rank = m[4] if m[4] is not None else m[5]
         facts.route_asserts.append((m[1], int(m[2]), int(m[3]), int(rank)))
     facts.digests = sorted(set(DIGEST_LINE.findall(text)))
+    facts.agreement_ranks = sorted({int(m[1]) for m in AGREEMENT_LINE.finditer(text)})
     for m in RESULT_LINE.finditer(text):
         try:
             facts.results.append(json.loads(m[1]))

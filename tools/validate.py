@@ -106,6 +106,7 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
                     outer_timeout_s=ROUTE_DEADLINE_S + 30,
                 )
             )
+    runs += matrix_count_first()
     for skip_rank, role in ((0, "attention"), (1, "ffn")):
         args = [
             *COMMON,
@@ -131,6 +132,128 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
     return runs
 
 
+CF = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}
+LARGE = ["--hidden-size", "2048", "--num-sms", "24"]
+# The seed's runner set each knob so; each runs on its own with count-first forced.
+KNOB_SETTINGS = (
+    "UNGATED_TOKENS=48",
+    "UNGATE=1",
+    "WARP_COUNT=1",
+    "UNIT_MIN_ROWS=32",
+    "EPILOGUE_SMS=48",
+)
+
+
+def matrix_count_first() -> list[Run]:
+    """Count-first (AFDEP_COUNT_FIRST_MIN_BUCKET=1: count-first at every bucket)."""
+    runs = []
+    for payload in ("bf16", "fp8"):
+        for execution in ("eager", "graph"):
+            for hidden in (2048, 7168):
+                args = [
+                    *COMMON,
+                    *TOKENS,
+                    "--payload",
+                    payload,
+                    f"--{execution}",
+                    "--hidden-size",
+                    str(hidden),
+                    "--num-sms",
+                    "24",
+                ]
+                runs.append(
+                    Run(f"cf-{payload}-{execution}-h{hidden}", args, "pass", "count-first", env=CF)
+                )
+            args = [
+                *COMMON,
+                *TOKENS,
+                "--payload",
+                payload,
+                f"--{execution}",
+                *LARGE,
+                "--collect-view",
+            ]
+            runs.append(Run(f"cf-view-{payload}-{execution}", args, "pass", "count-first", env=CF))
+    for sms in (7, 23):
+        args = [*COMMON, *TOKENS, "--payload", "bf16", "--graph", "--num-sms", str(sms)]
+        runs.append(Run(f"cf-sms{sms}", args, "pass", "count-first", env=CF))
+    for setting in KNOB_SETTINGS:
+        name, _, value = setting.partition("=")
+        args = [*COMMON, *TOKENS, "--payload", "bf16", "--graph", *LARGE]
+        runs.append(
+            Run(
+                f"cf-knob-{name}",
+                args,
+                "pass",
+                "count-first",
+                env={**CF, f"AFDEP_COUNT_FIRST_{name}": value},
+            )
+        )
+    arm = {**CF, "AFDEP_COUNT_FIRST_ARM": "source"}
+    for payload, extra in (("bf16", []), ("fp8", []), ("bf16", ["--collect-view"])):
+        for execution in ("eager", "graph"):
+            args = [*COMMON, *TOKENS, "--payload", payload, f"--{execution}", *LARGE, *extra]
+            view = "-view" if extra else ""
+            runs.append(
+                Run(
+                    f"cf-arm-source-{payload}{view}-{execution}",
+                    args,
+                    "pass",
+                    "count-first",
+                    env=arm,
+                )
+            )
+    for execution in ("eager", "graph"):  # the protocol switches between buckets
+        args = [*COMMON, *TOKENS, "--payload", "bf16", f"--{execution}", *LARGE]
+        runs.append(
+            Run(
+                f"cf-mixed-min512-{execution}",
+                args,
+                "pass",
+                "count-first",
+                env={"AFDEP_COUNT_FIRST_MIN_BUCKET": "512"},
+            )
+        )
+    for execution in ("eager", "graph"):
+        for kind in ROUTE_KINDS:
+            args = [
+                *COMMON,
+                "--tokens",
+                "128",
+                "--steps",
+                "3",
+                "--payload",
+                "bf16",
+                "--invalid-route",
+                kind,
+                "--invalid-execution",
+                execution,
+            ]
+            runs.append(
+                Run(
+                    f"cf-invalid-{execution}-{kind}",
+                    args,
+                    f"route:{kind}",
+                    "count-first",
+                    env=CF,
+                    outer_timeout_s=ROUTE_DEADLINE_S + 30,
+                )
+            )
+    args = [
+        *COMMON,
+        "--tokens",
+        "128",
+        "--steps",
+        "2",
+        "--payload",
+        "bf16",
+        "--role-env",
+        "ffn:AFDEP_COUNT_FIRST_UNGATE=1",
+    ]
+    runs.append(Run("cf-disagree", args, "agreement", "count-first", env=CF, outer_timeout_s=120))
+    return runs
+
+
 def judge(run: Run, record: dict, digest: str) -> list[str]:
     """Why a run missed its expectation; empty when it met it."""
     problems = []
@@ -152,6 +275,11 @@ def judge(run: Run, record: dict, digest: str) -> list[str]:
     if run.expect == "timeout":
         if not record["timeouts"]:
             problems.append("no `afdep timeout: site=` line")
+        return problems
+    if run.expect == "agreement":
+        missing = sorted(set(range(run.nproc)) - set(record.get("agreement_ranks", [])))
+        if missing:
+            problems.append(f"no agreement error from ranks {missing}")
         return problems
     kind = run.expect.split(":", 1)[1]
     ranks = {rank for k, _, _, rank in record["route_asserts"] if k == kind}
@@ -206,7 +334,9 @@ def cpu_only(runs: list[Run]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.validate", description=__doc__)
-    parser.add_argument("--select", choices=("all", "correctness", "failures"), default="all")
+    parser.add_argument(
+        "--select", choices=("all", "correctness", "failures", "count-first"), default="all"
+    )
     parser.add_argument("--only", default=None, help="regular expression over run names")
     parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
     parser.add_argument("--logs-dir", type=Path, default=None)

@@ -66,12 +66,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="after the checks, time this many graph replays per token count",
     )
     parser.add_argument(
+        "--role-env",
+        action="append",
+        default=[],
+        metavar="ROLE:VAR=VAL",
+        help="set an environment variable on one role only (attention or ffn)",
+    )
+    parser.add_argument(
         "--test-skip-dispatch-rank",
         type=int,
         default=None,
         help="test only: this rank sends nothing at the first step",
     )
     args = parser.parse_args(argv)
+    for item in args.role_env:
+        role, _, assignment = item.partition(":")
+        if role not in ("attention", "ffn") or "=" not in assignment:
+            parser.error(f"--role-env {item!r}: expected attention|ffn:VAR=VALUE")
     if args.experts_per_ffn is not None:
         args.num_experts = args.experts_per_ffn * args.ffn_ranks
     if args.invalid_execution is not None:
@@ -85,6 +96,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def log(rank: int, message: str) -> None:
     print(f"[rank {rank}] {message}", flush=True)
+
+
+def apply_role_env(args: argparse.Namespace, rank: int, world_size: int) -> None:
+    role = "attention" if rank < world_size - args.ffn_ranks else "ffn"
+    for item in args.role_env:
+        target, _, assignment = item.partition(":")
+        if target == role:
+            name, _, value = assignment.partition("=")
+            os.environ[name] = value
 
 
 def run(args: argparse.Namespace, rank: int) -> dict:
@@ -126,7 +146,7 @@ def run(args: argparse.Namespace, rank: int) -> dict:
                 kind, token, slot = inject_invalid_route(sources, args.invalid_route, g.num_experts)
                 log(rank, f"injected: route {kind} token={token} slot={slot}")
             skip = args.test_skip_dispatch_rank == rank and global_step == 0
-            runner.step(sources, skip_send=skip)
+            runner.step(sources, bucket=num_tokens, skip_send=skip)
             torch.cuda.synchronize()  # a trap or timeout surfaces here as a CUDA error
             if invalid:
                 mismatches.append(f"Mismatched route {args.invalid_route}: the step ran clean")
@@ -134,7 +154,13 @@ def run(args: argparse.Namespace, rank: int) -> dict:
                 step_checks, step_mismatches = runner.check(sources, global_step, num_tokens)
                 checks += step_checks
                 mismatches += step_mismatches
-            protocols.append("payload-first")
+            ran, expected = buffer.last_protocol(), buffer.protocol_for(num_tokens)
+            protocols.append(ran)
+            if ran != expected:
+                mismatches.append(
+                    f"Mismatched protocol rank={rank} step={global_step} "
+                    f"tokens={num_tokens}: ran {ran}, not {expected}"
+                )
             global_step += 1
         if args.bench_iters:
             timings[str(num_tokens)] = runner.bench(sources, args.bench_iters)
@@ -157,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank = dist.get_rank()
+    apply_role_env(args, rank, dist.get_world_size())
     digest = afdep.source_digest()
     if rank == 0:
         print(f'"native_source_sha256": "{digest}"', flush=True)

@@ -43,7 +43,7 @@ def _worker(rank, world_size, port, buffer_kwargs, inbox, outbox) -> None:
         step = 0
         while (request := inbox.get()) is not None:
             sources = [s.to(runner.buffer.device) for s in request]
-            runner.step(sources)
+            runner.step(sources, bucket=sources[0].num_tokens)
             torch.cuda.synchronize()
             checks, mismatches = runner.check(sources, step, sources[0].num_tokens)
             outbox.put((rank, checks, mismatches))

@@ -62,8 +62,9 @@ class StepRunner:
         self.graph = graph
         g = buffer.geometry
         self.out: torch.Tensor | None = None
-        self._graph: torch.cuda.CUDAGraph | None = None
-        self._bench_graphs: tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph] | None = None
+        self.bucket = g.capacity  # the host-known bound that picks the protocol
+        self._graphs: dict[str, torch.cuda.CUDAGraph] = {}  # one per protocol, captured once
+        self._bench_graphs: dict[str, tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]] = {}
         if buffer.role == "attention":
             dev, c = buffer.device, g.capacity
             dtype = torch.float8_e4m3fn if g.payload == "fp8" else torch.bfloat16
@@ -82,9 +83,9 @@ class StepRunner:
     # ---------------------------------------------------------------- running
     def _dispatch(self, skip_send: bool = False, experts: bool = True) -> None:
         if self.buffer.role == "attention":
-            self.buffer.dispatch(**self.static, skip_send=skip_send)
+            self.buffer.dispatch(**self.static, bucket=self.bucket, skip_send=skip_send)
         else:
-            self._batch = self.buffer.dispatch(skip_send=skip_send)
+            self._batch = self.buffer.dispatch(bucket=self.bucket, skip_send=skip_send)
             if experts:
                 self._y = expert_outputs(self._batch, self.buffer)
 
@@ -103,18 +104,22 @@ class StepRunner:
                 self.static[name].copy_(getattr(mine, name))
         self.static["num_tokens"].fill_(mine.num_tokens)
 
-    def step(self, sources: list[SourceInputs], *, skip_send: bool = False) -> None:
+    def step(self, sources: list[SourceInputs], *, bucket: int, skip_send: bool = False) -> None:
+        """One step of `bucket` tokens (every rank passes the same bucket)."""
+        self.bucket = bucket
         self._load(sources)
         if not self.graph:
             self._dispatch(skip_send)
             self._combine()
             return
-        if self._graph is None:  # captured once, at the first step
-            self._graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self._graph):
+        protocol = self.buffer.protocol_for(bucket)
+        if protocol not in self._graphs:  # the whole step, captured once per protocol
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
                 self._dispatch(skip_send)
                 self._combine()
-        self._graph.replay()
+            self._graphs[protocol] = graph
+        self._graphs[protocol].replay()
 
     def bench(self, sources: list[SourceInputs], iters: int) -> dict[str, float]:
         """Median µs of dispatch, combine and the round trip over graph replays
@@ -122,22 +127,24 @@ class StepRunner:
         The FFN reuses the last step's expert outputs: only afdep is timed."""
         import torch.distributed as dist
 
-        if self._bench_graphs is None:
+        protocol = self.buffer.protocol_for(self.bucket)
+        if protocol not in self._bench_graphs:
             graphs = (torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph())
             with torch.cuda.graph(graphs[0]):
                 self._dispatch(experts=False)
             with torch.cuda.graph(graphs[1]):
                 self._combine()
-            self._bench_graphs = graphs
+            self._bench_graphs[protocol] = graphs
+        bench_graphs = self._bench_graphs[protocol]
         self._load(sources)
         samples: dict[str, list[float]] = {"dispatch": [], "combine": [], "round_trip": []}
         for _ in range(iters):
             marks = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
             dist.barrier()
             marks[0].record()
-            self._bench_graphs[0].replay()
+            bench_graphs[0].replay()
             marks[1].record()
-            self._bench_graphs[1].replay()
+            bench_graphs[1].replay()
             marks[2].record()
             marks[2].synchronize()
             samples["dispatch"].append(marks[0].elapsed_time(marks[1]) * 1e3)

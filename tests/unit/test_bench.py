@@ -17,7 +17,10 @@ def test_parse_arm():
 
 def test_rotation_and_changes():
     assert [rotated(["C", "A", "B"], i) for i in range(3)] == [
-        ["C", "A", "B"], ["A", "B", "C"], ["B", "C", "A"]]
+        ["C", "A", "B"],
+        ["A", "B", "C"],
+        ["B", "C", "A"],
+    ]
     assert paired_change(90.0, 100.0) == pytest.approx(-10.0)
     assert geomean_change([-10.0, -10.0]) == pytest.approx(-10.0)
     assert geomean_change([100.0, -50.0]) == pytest.approx(0.0)
@@ -25,9 +28,12 @@ def test_rotation_and_changes():
 
 def process(c: float, a: float) -> dict:
     cell = lambda us: {"round_trip_us": us, "dispatch_us": us / 4}  # noqa: E731
-    results = {"C": {"2048": cell(c)}, "A": {"2048": cell(a)},
-               "nccl": {"2048": {"round_trip_us": 3 * c}},
-               "peer_copy": {"2048": {"copy_us": 10.0, "gb_per_s": 400.0}}}
+    results = {
+        "C": {"2048": cell(c)},
+        "A": {"2048": cell(a)},
+        "nccl": {"2048": {"round_trip_us": 3 * c}},
+        "peer_copy": {"2048": {"copy_us": 10.0, "gb_per_s": 400.0}},
+    }
     return {"ranks": [{"rank": 0, "results": results}]}
 
 

@@ -27,9 +27,64 @@ def test_empty_cache_path_is_named():
         Config.from_env({"AFDEP_JIT_CACHE": " "})
 
 
-def test_digest_tells_configurations_apart():
+def test_digest_covers_the_protocol_knobs_only():
     assert Config.from_env({}).digest() == Config().digest()
-    assert Config(timeout_ms=1).digest() != Config().digest()
+    assert Config(ungate=True).digest() != Config().digest()
+    assert Config(timeout_ms=1).digest() == Config().digest()  # a per-rank choice
+
+
+def test_count_first_knobs_and_protocol_choice():
+    config = Config.from_env(
+        {
+            "AFDEP_COUNT_FIRST_MIN_BUCKET": "512",
+            "AFDEP_COUNT_FIRST_ARM": "source",
+            "AFDEP_COUNT_FIRST_WARP_COUNT": "4",
+            "AFDEP_COUNT_FIRST_UNGATE": "1",
+            "AFDEP_COUNT_FIRST_UNGATED_TOKENS": "48",
+            "AFDEP_COUNT_FIRST_EPILOGUE_SMS": "48",
+            "AFDEP_COUNT_FIRST_UNIT_MIN_ROWS": "32",
+        }
+    )
+    assert (config.min_bucket, config.arm, config.warp_count, config.ungate) == (
+        512,
+        "source",
+        4,
+        True,
+    )
+    assert (config.ungated_tokens, config.epilogue_sms, config.unit_min_rows) == (48, 48, 32)
+    assert not config.count_first(511) and config.count_first(512)
+    assert not Config().count_first(2048)  # unset MIN_BUCKET: count-first is off
+    assert not Config(min_bucket=1, payload_first=True).count_first(2048)
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("AFDEP_COUNT_FIRST_ARM", "gpu", "expected ffn or source"),
+        ("AFDEP_COUNT_FIRST_WARP_COUNT", "17", "an epilogue CTA has 16 warps at most"),
+        ("AFDEP_COUNT_FIRST_UNGATE", "yes", "expected 0 or 1"),
+        ("AFDEP_PAYLOAD_FIRST", "2", "expected 0 or 1"),
+        ("AFDEP_COUNT_FIRST_UNGATED_TOKENS", "-1", "expected a non-negative integer"),
+        ("AFDEP_COUNT_FIRST_MIN_BUCKET", "0", "expected a positive integer"),
+    ],
+)
+def test_bad_count_first_values_are_named(name, value, message):
+    with pytest.raises(ConfigError, match=f"{name}={value!r}: {message}"):
+        Config.from_env({name: value})
+
+
+def test_disagreement_names_the_knob_and_every_rank():
+    from afdep.config import disagreement
+
+    same = [Config(min_bucket=1).protocol()] * 2
+    assert disagreement(same) is None
+    problem = disagreement(
+        [Config(min_bucket=1).protocol(), Config(min_bucket=1, ungate=True).protocol()]
+    )
+    assert problem == (
+        "all ranks must use the same count-first configuration: "
+        "AFDEP_COUNT_FIRST_UNGATE differs (rank 0: False, rank 1: True)"
+    )
 
 
 def test_every_knob_is_documented_in_the_readme():

@@ -82,7 +82,7 @@ def test_cpu_machine_compiles_checks_reference_and_lists_gpu_runs(monkeypatch, t
 
     monkeypatch.setenv("AFDEP_JIT_CACHE", str(tmp_path / "jit"))
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
-    assert main(["--only", "invalid-eager"]) == 0
+    assert main(["--only", "^invalid-eager"]) == 0
     out = capsys.readouterr().out
     assert "reference 2A:2F E=16 bf16: ok" in out
     assert "4 runs need 2 GPUs" in out and "invalid-eager-dummy" in out

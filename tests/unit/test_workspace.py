@@ -46,14 +46,20 @@ def test_row_geometry():
 
 
 def test_symmetric_regions_are_aligned_and_disjoint():
-    g = geometry(world_size=4, ffn_ranks=2, payload="fp8")
-    layout = symmetric_layout(g)
-    offsets = [v for k, v in layout.items() if k.startswith("off_")]
-    assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
-    assert all(offset % 256 == 0 for offset in offsets)
-    rows_end = layout["off_slot_rows"] + g.num_attention * g.capacity * g.row_bytes
-    assert rows_end <= layout["off_combine_flags"]
-    assert layout["total_bytes"] >= layout["off_combine_rows"] + 2 * 2 * 2048 * 2048
+    for g in (
+        geometry(world_size=4, ffn_ranks=2, payload="fp8"),
+        geometry(arm_source=True, collect_view=True),
+    ):
+        layout = symmetric_layout(g)
+        regions = [(v, k) for k, v in layout.items() if k.startswith("off_")]
+        assert [v for v, _ in regions] == sorted(v for v, _ in regions)
+        assert all(offset % 256 == 0 for offset, _ in regions)
+        assert layout["total_bytes"] >= layout["off_direct_scales"]
+    plain, direct = symmetric_layout(geometry()), symmetric_layout(geometry(arm_source=True))
+    assert plain["off_direct_scales"] == plain["off_direct_x"]  # no ARM=source rows
+    assert direct["off_direct_scales"] - direct["off_direct_x"] >= geometry().max_rows * 4096
+    rows_end = plain["off_slot_rows"] + 2048 * geometry().row_bytes
+    assert rows_end <= plain["off_combine_flags"]
 
 
 def test_pack_params_needs_every_field():

@@ -8,6 +8,17 @@ namespace afdep {
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
+// Protocols, as recorded in the count table and in each rank's protocol log.
+constexpr int kProtocolPayloadFirst = 1;
+constexpr int kProtocolCountFirst = 2;
+
+// A count table row (one per source on each FFN rank), in i32: the header,
+// then the rows of each local expert.
+constexpr int kCountTokens = 0;    // the source's num_tokens this step
+constexpr int kCountRouted = 1;    // its tokens that name an expert of this FFN
+constexpr int kCountProtocol = 2;  // the protocol it dispatched with
+constexpr int kCountHeader = 4;
+
 // What a source writes beside each token row it sends to an FFN rank.
 // `epoch` marks the slot as this step's; stale slots keep an older epoch.
 template <int kTopK>

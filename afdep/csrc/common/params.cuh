@@ -26,9 +26,21 @@ struct Params {
   u64 off_slot_rows;
   u64 off_combine_flags;
   u64 off_combine_rows;
+  u64 off_count_ready;   // count-first: u64[num_attention], released by each source
+  u64 off_slot_flags;    // count-first: u64[num_attention * capacity], one per slot
+  u64 off_prefix_ready;  // count-first: u64, the FFN's placement table is this step's
+  u64 off_placement;     // count-first: i32 placement table (common/dispatch.cuh)
+  u64 off_direct_x;      // ARM=source: the FFN's output rows, written by the sources
+  u64 off_direct_scales;
   u64 counts_stride;    // i32 entries per source in the count table
   u64 slot_meta_bytes;  // bytes per slot's metadata
   u64 row_bytes;        // bytes per slot row: the payload, then fp8 scales
+  // Count-first knobs.
+  u64 gate;             // 1: the epilogue waits for a source's all-rows flag first
+  u64 ungated_tokens;   // steps with at most this many tokens per source run ungated
+  u64 warp_count;       // warps per epilogue CTA that expand rows
+  u64 unit_min_rows;    // consecutive slots an epilogue warp claims at once
+  u64 collect_view;     // 1: FFN ranks receive the collect view
   // Device arrays of this rank.
   u64 peer_bases;       // u64[world_size]: every rank's symmetric base
   u64 epoch;            // u64: the step counter
@@ -37,6 +49,7 @@ struct Params {
   u64 slot_epoch;       // u64[num_attention * capacity]: epoch a slot was last received
   u64 slot_rows;        // i32[num_attention * capacity * top_k]: expert-major row per slot, -1
   u64 slot_weights;     // f32[num_attention * capacity * top_k]
+  u64 protocol_log;     // i32: the protocol this rank's last dispatch ran
   // FFN outputs: expert-major view.
   u64 out_x;
   u64 out_scales;

@@ -1,36 +1,33 @@
-// source_dispatch: the attention (source) side of payload-first dispatch.
+// source_dispatch: the attention (source) side of dispatch, both protocols.
 //
 // Every CTA first checks the whole step's routes and builds, in shared memory,
-// one token bitmap per expert and per FFN rank with their word prefix sums; so
-// no CTA sends anything from an invalid step, and every token knows its rank
-// within each expert (the FFN then places rows without sorting). Warps then
-// send each token once per FFN rank it routes to, with its metadata; each CTA
-// finally releases one increment of `done[source]` on every FFN rank.
+// one token bitmap per expert and per FFN rank with their word prefix sums, so
+// no CTA sends anything from an invalid step and every token knows its rank
+// within each expert (the FFN places rows without sorting).
+//
+// Payload-first: counts and rows go out, then each CTA adds one to `done` on
+// every FFN rank. Count-first: counts go out and are released first; each
+// slot's flag follows its row, so the FFN's epilogue can stream rows as they
+// land; `done` still follows every row (the payload gate). With kArmSource the
+// source waits for each FFN's placement and stores every expert row itself.
 #pragma once
 #include "common/comm.cuh"
+#include "common/dispatch.cuh"
 #include "common/layout.cuh"
 #include "common/params.cuh"
 #include "common/ptx.cuh"
 
 namespace afdep {
 
-// Shared memory: (experts + FFN ranks) bitmaps of ceil(capacity / 32) words,
-// then as many word prefix sums.
-__device__ __forceinline__ int bitmap_rank(const u32* bits, const u32* prefix, int token_idx) {
-  const int word = token_idx >> 5;
-  const u32 below = (1u << (token_idx & 31)) - 1u;
-  return static_cast<int>(prefix[word]) + __popc(bits[word] & below);
-}
-
-template <int kHidden, int kTopK, bool kFp8, int kNumThreads>
+template <int kHidden, int kTopK, bool kFp8, bool kCountFirst, bool kArmSource, int kNumThreads>
 __global__ void __launch_bounds__(kNumThreads, 1)
     source_dispatch_impl(const Params* __restrict__ params, const void* __restrict__ x,
                          const float* __restrict__ x_scales, const i64* __restrict__ topk_idx,
                          const float* __restrict__ topk_weights,
                          const i32* __restrict__ num_tokens_ptr) {
-  using Shape = RowShape<kHidden, kFp8>;
-  constexpr int kNumWarps = kNumThreads / 32;
+  static_assert(kCountFirst || !kArmSource, "ARM=source is a count-first variant");
   static_assert(kTopK <= 32, "one lane per top-k slot");
+  constexpr int kNumWarps = kNumThreads / 32;
   extern __shared__ u32 smem[];
 
   const Params& p = *params;
@@ -49,6 +46,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const u64 epoch = *local_ptr<const u64>(p.epoch);
   u32* bits = smem;
   u32* prefix = smem + num_maps * words;
+  // ARM=source: each FFN's bases for this source, then its collect base.
+  i32* direct_bases = reinterpret_cast<i32*>(prefix + num_maps * words);
 
   if (thread_idx == 0) {
     AFDEP_ASSERT(num_tokens >= 0 && num_tokens <= capacity, "num_tokens=%d outside [0, %d]",
@@ -59,69 +58,61 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   for (int i = thread_idx; i < num_maps * words; i += kNumThreads) bits[i] = 0;
   __syncthreads();
 
-  // @site pf.source.route_layout kind=compute
-  // Check every route, padding included (a thread per token, its row in
-  // registers), and mark the (expert, token) and (ffn, token) bits.
-  for (int token_idx = thread_idx; token_idx < capacity; token_idx += kNumThreads) {
-    i64 row[kTopK];
-#pragma unroll
-    for (int k = 0; k < kTopK; ++k) row[k] = topk_idx[token_idx * kTopK + k];
-    const u32 bit = 1u << (token_idx & 31);
-#pragma unroll
-    for (int slot_idx = 0; slot_idx < kTopK; ++slot_idx) {
-      const i64 expert = row[slot_idx];
-      if (expert < -1) route_fail(p, kRouteNegative, token_idx, slot_idx);
-      if (expert >= num_experts) route_fail(p, kRouteWide, token_idx, slot_idx);
-      if (expert < 0) continue;
-      if (token_idx >= num_tokens) route_fail(p, kRouteDummy, token_idx, slot_idx);
-#pragma unroll
-      for (int earlier = 0; earlier < slot_idx; ++earlier)
-        if (row[earlier] == expert) route_fail(p, kRouteDuplicate, token_idx, slot_idx);
-      const int e = static_cast<int>(expert);
-      atomicOr(&bits[e * words + (token_idx >> 5)], bit);
-      atomicOr(&bits[(num_experts + e / experts_per_ffn) * words + (token_idx >> 5)], bit);
-    }
-  }
-  // @end pf.source.route_layout
+  // @site dispatch.source.route_layout kind=compute
+  mark_routes<kTopK, kNumThreads>(p, topk_idx, num_tokens, bits, words, thread_idx);
+  // @end dispatch.source.route_layout
+  __syncthreads();
+  scan_bitmaps<kNumWarps>(bits, prefix, num_maps, words, warp_idx, lane_idx);
   __syncthreads();
 
-  // Word prefix sums of every bitmap, one warp per bitmap.
-  for (int map = warp_idx; map < num_maps; map += kNumWarps) {
-    int running = 0;
-    for (int base = 0; base < words; base += 32) {
-      const int word = base + lane_idx;
-      const int count = word < words ? __popc(bits[map * words + word]) : 0;
-      const int inclusive = warp_inclusive_sum(count, lane_idx);
-      if (word < words) prefix[map * words + word] = running + inclusive - count;
-      running += __shfl_sync(kFullMask, inclusive, 31);
+  if constexpr (kCountFirst) {
+    // @site cf.source.count_put kind=store
+    if (blockIdx.x == 0)
+      put_counts<kNumThreads>(p, bits, prefix, words, num_tokens, kProtocolCountFirst,
+                              thread_idx);
+    // @end cf.source.count_put
+    // @site cf.source.count_release kind=release
+    if (blockIdx.x == 0) {
+      __syncthreads();
+      if (thread_idx == 0) {
+        ptx::fence_acq_rel_sys();
+        for (int ffn = 0; ffn < num_ffn; ++ffn)
+          ptx::st_release_sys(peer_ptr<u64>(p, num_attention + ffn, p.off_count_ready) + rank_idx,
+                              epoch);
+      }
     }
+    // @end cf.source.count_release
+  } else {
+    // @site pf.source.count_put kind=store
+    if (blockIdx.x == 0)
+      put_counts<kNumThreads>(p, bits, prefix, words, num_tokens, kProtocolPayloadFirst,
+                              thread_idx);
+    // @end pf.source.count_put
   }
-  __syncthreads();
-  const auto map_total = [&](int map) {
-    return static_cast<int>(prefix[map * words + words - 1]) +
-           __popc(bits[map * words + words - 1]);
-  };
+  if (blockIdx.x == 0 && thread_idx == 0) {
+    *local_ptr<i32>(p.num_tokens) = num_tokens;
+    *local_ptr<i32>(p.protocol_log) = kCountFirst ? kProtocolCountFirst : kProtocolPayloadFirst;
+  }
 
-  // @site pf.source.count_put kind=store
-  // Count table row on FFN f: [num_tokens, tokens for f, rows of each local expert].
-  if (blockIdx.x == 0) {
-    const int stride = static_cast<int>(p.counts_stride);
-    for (int i = thread_idx; i < num_ffn * stride; i += kNumThreads) {
-      const int ffn = i / stride;
-      const int column = i % stride;
-      int value = 0;
-      if (column == 0) value = num_tokens;
-      if (column == 1) value = map_total(num_experts + ffn);
-      if (column >= 2 && column < 2 + experts_per_ffn)
-        value = map_total(ffn * experts_per_ffn + column - 2);
-      peer_ptr<i32>(p, num_attention + ffn, p.off_counts)[rank_idx * stride + column] = value;
+  if constexpr (kArmSource) {
+    // @site cf.source.prefix_wait kind=wait guards=cf.ffn.prefix_compute
+    if (thread_idx == 0)
+      for (int ffn = 0; ffn < num_ffn; ++ffn)
+        wait_until(peer_ptr<const u64>(p, num_attention + ffn, p.off_prefix_ready), epoch,
+                   "cf.source.prefix_wait", p);
+    __syncthreads();
+    // @end cf.source.prefix_wait
+    for (int i = thread_idx; i < num_ffn * (experts_per_ffn + 1); i += kNumThreads) {
+      const int ffn = i / (experts_per_ffn + 1), j = i % (experts_per_ffn + 1);
+      const Placement remote = placement_at(
+          peer_ptr<i32>(p, num_attention + ffn, p.off_placement), num_attention, experts_per_ffn);
+      direct_bases[i] = ptx::ld_cg_s32(j < experts_per_ffn
+                                           ? remote.bases + j * num_attention + rank_idx
+                                           : remote.collect_bases + rank_idx);
     }
+    __syncthreads();
   }
-  // @end pf.source.count_put
 
-  if (blockIdx.x == 0 && thread_idx == 0) *local_ptr<i32>(p.num_tokens) = num_tokens;
-
-  // @site pf.source.row_store kind=store
   const int total_warps = static_cast<int>(gridDim.x) * kNumWarps;
   for (int token_idx = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
        token_idx < num_tokens; token_idx += total_warps) {
@@ -135,45 +126,73 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1) {
       const int ffn = __ffs(pending) - 1;
       const int ffn_rank = num_attention + ffn;
-      const u64 slot = static_cast<u64>(rank_idx) * capacity + token_idx;
+      const int e = static_cast<int>(expert);
+      const bool here = expert_ffn == ffn;
+      const int local_expert = here ? e % experts_per_ffn : -1;
+      const int pos = here ? bitmap_rank(bits + e * words, prefix + e * words, token_idx) : -1;
+      const int map = num_experts + ffn;
+      const int collect_pos = bitmap_rank(bits + map * words, prefix + map * words, token_idx);
+      // Count-first slots are compact (the FFN knows how many from the counts);
+      // payload-first slots are indexed by token.
+      const int slot_id = kCountFirst ? collect_pos : token_idx;
+      const u64 slot = static_cast<u64>(rank_idx) * capacity + slot_id;
       auto* meta = reinterpret_cast<SlotMeta<kTopK>*>(
           peer_ptr<u8>(p, ffn_rank, p.off_slot_meta) + slot * p.slot_meta_bytes);
-      if (slot_idx < kTopK) {
-        const bool here = expert_ffn == ffn;
-        const int e = static_cast<int>(expert);
-        meta->local_expert[slot_idx] = here ? e % experts_per_ffn : -1;
-        meta->weight[slot_idx] = weight;
-        meta->pos[slot_idx] = here ? bitmap_rank(bits + e * words, prefix + e * words, token_idx)
-                                   : -1;
-      }
-      if (lane_idx == 0) {
-        const int map = num_experts + ffn;
-        meta->token = token_idx;
-        meta->collect_pos = bitmap_rank(bits + map * words, prefix + map * words, token_idx);
-        meta->epoch = epoch;
-      }
       u8* row = peer_ptr<u8>(p, ffn_rank, p.off_slot_rows) + slot * p.row_bytes;
-      const auto* src = reinterpret_cast<const int4*>(static_cast<const u8*>(x) +
-                                                      static_cast<u64>(token_idx) *
-                                                          Shape::kPayloadBytes);
-      copy_row<Shape::kPayloadVecs>(reinterpret_cast<int4*>(row), src, lane_idx);
-      if constexpr (kFp8) {
-        float* scales = reinterpret_cast<float*>(row + Shape::kPayloadBytes);
-        for (int s = lane_idx; s < Shape::kNumScales; s += 32)
-          scales[s] = x_scales[token_idx * Shape::kNumScales + s];
+      if constexpr (kCountFirst) {
+        // @site cf.source.row_store kind=store
+        write_slot_meta<kTopK>(meta, lane_idx, token_idx, collect_pos, local_expert, weight, pos,
+                               epoch);
+        if constexpr (kArmSource) {
+          const i32* bases = direct_bases + ffn * (experts_per_ffn + 1);
+          constexpr int kDestinations = 1 + kTopK;  // the collect row, then each slot's row
+          int destinations[kDestinations];
+          destinations[0] = p.collect_view ? bases[experts_per_ffn] + collect_pos : -1;
+          const int mine = local_expert >= 0 && !p.collect_view ? bases[local_expert] + pos : -1;
+#pragma unroll
+          for (int k = 0; k < kTopK; ++k) destinations[1 + k] = __shfl_sync(kFullMask, mine, k);
+          write_direct_rows<kHidden, kFp8, kDestinations>(
+              peer_ptr<u8>(p, ffn_rank, p.off_direct_x),
+              peer_ptr<float>(p, ffn_rank, p.off_direct_scales), x, x_scales, token_idx,
+              destinations, lane_idx);
+        } else {
+          write_slot_row<kHidden, kFp8>(row, x, x_scales, token_idx, lane_idx);
+        }
+        // @end cf.source.row_store
+        // @site cf.source.row_release kind=release
+        __syncwarp();
+        if (lane_idx == 0)
+          ptx::st_release_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags) + slot, epoch);
+        // @end cf.source.row_release
+      } else {
+        // @site pf.source.row_store kind=store
+        write_slot_meta<kTopK>(meta, lane_idx, token_idx, collect_pos, local_expert, weight, pos,
+                               epoch);
+        write_slot_row<kHidden, kFp8>(row, x, x_scales, token_idx, lane_idx);
+        // @end pf.source.row_store
       }
     }
   }
-  // @end pf.source.row_store
 
-  // @site pf.source.done_release kind=release
-  __syncthreads();
-  if (thread_idx == 0) {
-    ptx::fence_acq_rel_sys();
-    for (int ffn = 0; ffn < num_ffn; ++ffn)
-      ptx::red_add_release_sys(peer_ptr<u64>(p, num_attention + ffn, p.off_done) + rank_idx, 1);
+  if constexpr (kCountFirst) {
+    // @site cf.source.done_release kind=release
+    __syncthreads();
+    if (thread_idx == 0) {
+      ptx::fence_acq_rel_sys();
+      for (int ffn = 0; ffn < num_ffn; ++ffn)
+        ptx::red_add_release_sys(peer_ptr<u64>(p, num_attention + ffn, p.off_done) + rank_idx, 1);
+    }
+    // @end cf.source.done_release
+  } else {
+    // @site pf.source.done_release kind=release
+    __syncthreads();
+    if (thread_idx == 0) {
+      ptx::fence_acq_rel_sys();
+      for (int ffn = 0; ffn < num_ffn; ++ffn)
+        ptx::red_add_release_sys(peer_ptr<u64>(p, num_attention + ffn, p.off_done) + rank_idx, 1);
+    }
+    // @end pf.source.done_release
   }
-  // @end pf.source.done_release
 }
 
 }  // namespace afdep

@@ -1,0 +1,86 @@
+// ffn_stream_epilogue: the FFN side of count-first dispatch, row by row.
+//
+// Launched early (programmatic dependent launch), it waits for the placement
+// table, then - unless ungated - for each source's all-rows flag, and then
+// streams: per slot, lane 0 waits for the slot's flag, the warp syncs and the
+// row is expanded to each of its expert rows (kArmSource: the source already
+// stored them; only the metadata is recorded).
+#pragma once
+#include "common/comm.cuh"
+#include "common/dispatch.cuh"
+#include "common/layout.cuh"
+#include "common/params.cuh"
+#include "common/ptx.cuh"
+
+namespace afdep {
+
+__host__ __device__ constexpr int ffn_stream_epilogue_smem_ints(int num_attention,
+                                                                int experts_per_ffn) {
+  return placement_ints(num_attention, experts_per_ffn);
+}
+
+template <int kHidden, int kTopK, bool kFp8, bool kCollectView, bool kArmSource, int kNumThreads>
+__global__ void __launch_bounds__(kNumThreads, 1)
+    ffn_stream_epilogue_impl(const Params* __restrict__ params) {
+  extern __shared__ i32 smem_i32[];
+  const Params& p = *params;
+  const int thread_idx = static_cast<int>(threadIdx.x);
+  const int lane_idx = thread_idx % 32;
+  const int warp_idx = thread_idx / 32;
+  const int rank_idx = static_cast<int>(p.rank);
+  const int num_attention = static_cast<int>(p.num_attention);
+  const int capacity = static_cast<int>(p.capacity);
+  const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
+  const int warps = static_cast<int>(p.warp_count);
+  const int unit = static_cast<int>(p.unit_min_rows);
+  const u64 epoch = *local_ptr<const u64>(p.epoch);
+  const int ints = placement_ints(num_attention, experts_per_ffn);
+  const Placement placement = placement_at(smem_i32, num_attention, experts_per_ffn);
+
+  // @site cf.epilogue.prefix_wait kind=wait guards=cf.ffn.prefix_compute
+  if (thread_idx == 0)
+    wait_until(peer_ptr<const u64>(p, rank_idx, p.off_prefix_ready), epoch,
+               "cf.epilogue.prefix_wait", p);
+  __syncthreads();
+  // @end cf.epilogue.prefix_wait
+
+  const i32* table = peer_ptr<const i32>(p, rank_idx, p.off_placement);
+  for (int i = thread_idx; i < ints; i += kNumThreads) smem_i32[i] = ptx::ld_cg_s32(table + i);
+  __syncthreads();
+
+  // @site cf.epilogue.gate_wait kind=wait guards=cf.source.row_store
+  if (thread_idx == 0 && p.gate) {
+    const u64* done = peer_ptr<const u64>(p, rank_idx, p.off_done);
+    for (int source = 0; source < num_attention; ++source)
+      if (placement.tokens[source] > static_cast<int>(p.ungated_tokens))
+        wait_until(done + source, epoch * p.source_ctas, "cf.epilogue.gate_wait", p);
+  }
+  __syncthreads();
+  // @end cf.epilogue.gate_wait
+
+  if (warp_idx >= warps) return;
+  const int total_warps = static_cast<int>(gridDim.x) * warps;
+  const int first_warp = static_cast<int>(blockIdx.x) * warps + warp_idx;
+  const u64* flags = peer_ptr<const u64>(p, rank_idx, p.off_slot_flags);
+  for (int source = 0; source < num_attention; ++source) {
+    const int slots = placement.collect_bases[source + 1] - placement.collect_bases[source];
+    for (int start = first_warp * unit; start < slots; start += total_warps * unit) {
+      for (int slot_id = start; slot_id < start + unit && slot_id < slots; ++slot_id) {
+        const u64 slot = static_cast<u64>(source) * capacity + slot_id;
+        // @site cf.epilogue.row_wait kind=wait guards=cf.source.row_store
+        if (lane_idx == 0) wait_until(flags + slot, epoch, "cf.epilogue.row_wait", p);
+        __syncwarp();
+        // @end cf.epilogue.row_wait
+        // @site cf.epilogue.expand kind=store
+        const auto* meta = reinterpret_cast<const SlotMeta<kTopK>*>(
+            peer_ptr<const u8>(p, rank_idx, p.off_slot_meta) + slot * p.slot_meta_bytes);
+        const u8* row = peer_ptr<const u8>(p, rank_idx, p.off_slot_rows) + slot * p.row_bytes;
+        receive_slot<kHidden, kTopK, kFp8, kCollectView, !kArmSource>(p, placement, source, meta,
+                                                                      row, epoch, lane_idx);
+        // @end cf.epilogue.expand
+      }
+    }
+  }
+}
+
+}  // namespace afdep
