@@ -87,6 +87,7 @@ def outcome_record(outcome: ProcessOutcome, facts: LogFacts) -> dict:
         timeouts=facts.timeouts,
         assertions=len(facts.assertions),
         route_asserts=facts.route_asserts,
+        agreement_ranks=facts.agreement_ranks,
         digests=facts.digests,
         result=facts.final_result,
     )

@@ -86,3 +86,21 @@ def test_cpu_machine_compiles_checks_reference_and_lists_gpu_runs(monkeypatch, t
     out = capsys.readouterr().out
     assert "reference 2A:2F E=16 bf16: ok" in out
     assert "4 runs need 2 GPUs" in out and "invalid-eager-dummy" in out
+
+
+def test_agreement_run_judged_from_its_log(tmp_path):
+    """The whole path a validate run takes: log -> facts -> record -> verdict."""
+    from faults.run import ProcessOutcome
+    from tools.driverlog import outcome_record, parse_log
+
+    line = ("all ranks must use the same count-first configuration: "
+            "AFDEP_COUNT_FIRST_UNGATE differs (rank 0: False, rank 1: True)")
+    log = (f'[default0]:"native_source_sha256": "{DIGEST}"\n'
+           f"[default1]:afdep.config.ConfigError: {line}\n"
+           f"[default0]:afdep.config.ConfigError: {line}\n")
+    process = ProcessOutcome([], 1, 5.0, False, str(tmp_path / "x.log"), "0" * 64)
+    record = outcome_record(process, parse_log(log))
+    run = Run("d", [], "agreement", "count-first")
+    assert judge(run, record, DIGEST) == []
+    one_rank = outcome_record(process, parse_log(log.rsplit("[default0]:afdep", 1)[0]))
+    assert judge(run, one_rank, DIGEST) == ["no agreement error from ranks [0]"]
