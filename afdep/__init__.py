@@ -1,19 +1,27 @@
 """afdep: expert-parallel MoE dispatch and combine for attention-FFN
-disaggregation inside one NVLink domain. See docs/architecture.md."""
+disaggregation inside one NVLink domain. See docs/architecture.md.
+
+The GPU-facing names load on first use, so tools that only compile kernels
+(`python -m afdep.build`, the fault engine's build stage) never import torch."""
 
 from afdep._build import source_digest
-from afdep.buffer import Buffer, CollectBatch, FfnBatch
 from afdep.config import Config, ConfigError
-from afdep.routes import InvalidRouteError, validate
 
 __all__ = [
-    "Buffer",
-    "CollectBatch",
-    "Config",
-    "ConfigError",
-    "FfnBatch",
-    "InvalidRouteError",
-    "source_digest",
-    "validate",
+    "Buffer", "CollectBatch", "Config", "ConfigError", "FfnBatch", "InvalidRouteError",
+    "source_digest", "validate",
 ]
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Buffer": "afdep.buffer", "CollectBatch": "afdep.buffer", "FfnBatch": "afdep.buffer",
+    "InvalidRouteError": "afdep.routes", "validate": "afdep.routes",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'afdep' has no attribute {name!r}")

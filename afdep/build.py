@@ -1,6 +1,8 @@
 """Compile every kernel for a set of configurations, with no GPU needed.
 
     python -m afdep.build [--hidden 2048 7168] [--top-k 8] [--payload bf16 fp8]
+                          [--protocol payload-first count-first] [--view expanded collect]
+                          [--arm ffn source]
 
 CI runs it; on a GPU machine it warms the cubin cache before the ranks start.
 """
@@ -17,24 +19,17 @@ from afdep.kernels import COUNT_FIRST, PAYLOAD_FIRST, all_launches
 from afdep.workspace import Geometry
 
 
-def all_specs(hiddens, top_ks, payloads):
-    """Every kernel either role launches, both protocols and both count-first arms."""
+def all_specs(hiddens, top_ks, payloads, protocols=(PAYLOAD_FIRST, COUNT_FIRST),
+              views=("expanded", "collect"), arms=("ffn", "source")):
+    """Every kernel either role launches for the chosen configurations."""
     specs = {}
-    variants = itertools.product(hiddens, top_ks, payloads, (False, True), (False, True))
-    for hidden, top_k, payload, collect, arm_source in variants:
-        g = Geometry(
-            world_size=2,
-            ffn_ranks=1,
-            num_experts=128,
-            capacity=2048,
-            hidden=hidden,
-            top_k=top_k,
-            payload=payload,
-            collect_view=collect,
-            arm_source=arm_source,
-        )
+    for hidden, top_k, payload, view, arm in itertools.product(hiddens, top_ks, payloads, views,
+                                                               arms):
+        g = Geometry(world_size=2, ffn_ranks=1, num_experts=128, capacity=2048, hidden=hidden,
+                     top_k=top_k, payload=payload, collect_view=view == "collect",
+                     arm_source=arm == "source")
         for role in ("attention", "ffn"):
-            for launch in all_launches(g, role, (PAYLOAD_FIRST, COUNT_FIRST)):
+            for launch in all_launches(g, role, tuple(protocols)):
                 specs[launch.spec] = None
     return list(specs)
 
@@ -44,10 +39,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hidden", type=int, nargs="+", default=[2048, 7168])
     parser.add_argument("--top-k", type=int, nargs="+", default=[8])
     parser.add_argument("--payload", nargs="+", choices=("bf16", "fp8"), default=["bf16", "fp8"])
+    parser.add_argument("--protocol", nargs="+", choices=(PAYLOAD_FIRST, COUNT_FIRST),
+                        default=[PAYLOAD_FIRST, COUNT_FIRST])
+    parser.add_argument("--view", nargs="+", choices=("expanded", "collect"),
+                        default=["expanded", "collect"])
+    parser.add_argument("--arm", nargs="+", choices=("ffn", "source"), default=["ffn", "source"])
     args = parser.parse_args(argv)
     print(f"native_source_sha256 {source_digest()}")
     failed = 0
-    for spec in all_specs(args.hidden, args.top_k, args.payload):
+    for spec in all_specs(args.hidden, args.top_k, args.payload, args.protocol, args.view,
+                          args.arm):
         started = time.perf_counter()
         try:
             compiled = compile_kernel(spec)

@@ -162,6 +162,9 @@ def sweep_command(args: argparse.Namespace) -> int:
     if args.report:
         write_json(args.report, document)
         print(f"report: {args.report}")
+    for result in (*controls, *results):
+        if result.outcome:
+            print(f"{result.outcome['log_sha256']} {Path(result.outcome['log_path']).name}")
     stages = document["stage_seconds"]
     print(
         f"apply {stages['apply']} s, build {stages['build']} s, run {stages['run']} s, "

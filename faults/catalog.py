@@ -146,7 +146,18 @@ def _target(path: Path, raw) -> Target:
             raise _fail(path, where, f"{key}: required")
     unknown = sorted(
         set(raw)
-        - {"name", "sources", "language", "run", "build", "clock", "rank", "timeout_s", "env"}
+        - {
+            "name",
+            "sources",
+            "language",
+            "run",
+            "build",
+            "clock",
+            "rank",
+            "timeout_s",
+            "env",
+            "gpus",
+        }
     )
     if unknown:
         raise _fail(path, where, f"unknown keys {unknown}")

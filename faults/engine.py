@@ -63,6 +63,7 @@ class Engine:
         self.workdir = Path(workdir)
         self.ref = ref
         self.env = env or {}  # e.g. this worker's CUDA_VISIBLE_DEVICES
+        self._prepared: dict[str, Prepared] = {}  # one tree per label, shared by its configs
 
     @property
     def user_sources(self) -> Path:
@@ -73,6 +74,12 @@ class Engine:
 
     # ------------------------------------------------------------------ stages
     def prepare(self, label: str, fault_id: str | None = None, patches=None) -> Prepared:
+        """The scratch tree `label`, applied and built (once per engine)."""
+        if label not in self._prepared:
+            self._prepared[label] = self._prepare(label, fault_id, patches)
+        return self._prepared[label]
+
+    def _prepare(self, label: str, fault_id: str | None, patches) -> Prepared:
         started = time.perf_counter()
         prepared = Prepared(label, self.workdir / label / "tree")
         make_scratch(self.root, prepared.tree, ref=self.ref)

@@ -21,7 +21,7 @@ def test_fault(catalog_case, engines, pytestconfig):
     engine = engines(path)
     catalog = engine.catalog
     if not enough_gpus(catalog.target.gpus):
-        prepared = engine.prepare(f"{fault_id}-build-only", fault_id)
+        prepared = engine.prepare(fault_id, fault_id)
         assert prepared.error is None, prepared.error.reason
         pytest.skip(f"applied and built; running needs {catalog.target.gpus} GPUs")
     repeats = pytestconfig.getoption("--faults-repeat", 1)
