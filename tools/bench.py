@@ -20,8 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from faults.report import write_json
 from faults.run import run_logged
-from tools.validate import machine_name, write_json_atomic
+from tools.validate import machine_name
 
 BUCKETS = (1, 8, 32, 128, 512, 1024, 2048)
 CONTROL = "C"
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         "processes": processes,
     }
     path = args.results_dir / f"bench-{machine}.json"
-    write_json_atomic(path, document)
+    write_json(path, document)
     print(f"wrote {path}")
     return 0
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from afdep._build import source_digest
+from faults.report import write_json
 from faults.run import run_logged
 from tools.driverlog import driver_command, outcome_record, parse_log
 
@@ -40,6 +41,37 @@ class Run:
     env: dict[str, str] = field(default_factory=dict)
     nproc: int = 2
     outer_timeout_s: float = 300.0
+
+
+def invalid_route_runs(prefix: str, group: str, env: dict[str, str]) -> list[Run]:
+    """Each invalid kind in each execution: it must assert on every rank in time."""
+    runs = []
+    for execution in ("eager", "graph"):
+        for kind in ROUTE_KINDS:
+            args = [
+                *COMMON,
+                "--tokens",
+                "128",
+                "--steps",
+                "3",
+                "--payload",
+                "bf16",
+                "--invalid-route",
+                kind,
+                "--invalid-execution",
+                execution,
+            ]
+            runs.append(
+                Run(
+                    f"{prefix}invalid-{execution}-{kind}",
+                    args,
+                    f"route:{kind}",
+                    group,
+                    env=env,
+                    outer_timeout_s=ROUTE_DEADLINE_S + 30,
+                )
+            )
+    return runs
 
 
 def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
@@ -82,30 +114,7 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
                 runs.append(
                     Run(f"view-{payload}-{execution}-h{hidden}", args, "pass", "correctness")
                 )
-    for execution in ("eager", "graph"):
-        for kind in ROUTE_KINDS:
-            args = [
-                *COMMON,
-                "--tokens",
-                "128",
-                "--steps",
-                "3",
-                "--payload",
-                "bf16",
-                "--invalid-route",
-                kind,
-                "--invalid-execution",
-                execution,
-            ]
-            runs.append(
-                Run(
-                    f"invalid-{execution}-{kind}",
-                    args,
-                    f"route:{kind}",
-                    "failures",
-                    outer_timeout_s=ROUTE_DEADLINE_S + 30,
-                )
-            )
+    runs += invalid_route_runs("", "failures", {})
     runs += matrix_count_first()
     for skip_rank, role in ((0, "attention"), (1, "ffn")):
         args = [
@@ -214,31 +223,7 @@ def matrix_count_first() -> list[Run]:
                 env={"AFDEP_COUNT_FIRST_MIN_BUCKET": "512"},
             )
         )
-    for execution in ("eager", "graph"):
-        for kind in ROUTE_KINDS:
-            args = [
-                *COMMON,
-                "--tokens",
-                "128",
-                "--steps",
-                "3",
-                "--payload",
-                "bf16",
-                "--invalid-route",
-                kind,
-                "--invalid-execution",
-                execution,
-            ]
-            runs.append(
-                Run(
-                    f"cf-invalid-{execution}-{kind}",
-                    args,
-                    f"route:{kind}",
-                    "count-first",
-                    env=CF,
-                    outer_timeout_s=ROUTE_DEADLINE_S + 30,
-                )
-            )
+    runs += invalid_route_runs("cf-", "count-first", CF)
     args = [
         *COMMON,
         "--tokens",
@@ -309,15 +294,6 @@ def machine_name() -> str:
     return f"{count}x{name}"
 
 
-def write_json_atomic(path: Path, document: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(document, handle, indent=1)
-        handle.write("\n")
-    os.replace(tmp, path)
-
-
 def cpu_only(runs: list[Run]) -> int:
     """What a machine without GPUs can do: compile every kernel and check the reference."""
     from afdep.build import main as build_main
@@ -381,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         records[run.name] = record
         print(summary_line(run, record, problems), flush=True)
-        write_json_atomic(path, results_document(machine, digest, records))
+        write_json(path, results_document(machine, digest, records))
     print(f"wrote {path}: {sum(r['ok'] for r in records.values())}/{len(records)} runs ok")
     return 0 if all(records[r.name]["ok"] for r in runs) else 1
 
