@@ -41,7 +41,13 @@ def sites_command(args: argparse.Namespace) -> int:
 
 
 def _catalog(args: argparse.Namespace) -> Catalog:
-    return load_catalog(args.catalog, tree_root=args.root)
+    catalog = load_catalog(args.catalog, tree_root=args.root)
+    wanted = getattr(args, "id", "") or ""
+    if args.generated or wanted.startswith("gen."):
+        from faults.generate import with_generated
+
+        catalog = with_generated(catalog, args.root)
+    return catalog
 
 
 def list_command(args: argparse.Namespace) -> int:
@@ -90,7 +96,9 @@ def _engine(args: argparse.Namespace, catalog: Catalog):
 
 
 def _configs(catalog: Catalog, names: list[str] | None):
-    return [catalog.config(n) for n in names] if names else list(catalog.configs)
+    for name in names or []:
+        catalog.config(name)  # an unknown name is an error that names it
+    return names
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -100,7 +108,9 @@ def run_command(args: argparse.Namespace) -> int:
     engine = _engine(args, catalog)
     started = time.perf_counter()
     with engine.guard() as guard:
-        results = engine.evaluate(args.id, _configs(catalog, args.config), args.repeat)
+        results = engine.evaluate(
+            args.id, catalog.configs_for(args.id, _configs(catalog, args.config)), args.repeat
+        )
     for result in results:
         print(summary_line(result))
     if args.report:
@@ -127,7 +137,8 @@ def sweep_command(args: argparse.Namespace) -> int:
 
     catalog = _catalog(args)
     engine = _engine(args, catalog)
-    configs = _configs(catalog, args.config)
+    names = _configs(catalog, args.config)
+    configs = [c for c in catalog.configs if not names or c.name in names]
     fault_ids = [f for f in catalog.faults if not args.only or f in args.only]
     started = time.perf_counter()
     results = []
@@ -144,7 +155,9 @@ def sweep_command(args: argparse.Namespace) -> int:
             progress.console.print("HARNESS BROKEN: a control is wrong, no fault is judged")
         for fault_id in fault_ids if harness_ok else []:
             progress.update(task, description=fault_id)
-            for result in engine.evaluate(fault_id, configs, args.repeat):
+            for result in engine.evaluate(
+                fault_id, catalog.configs_for(fault_id, names), args.repeat
+            ):
                 results.append(result)
                 progress.console.print(
                     summary_line(result), soft_wrap=True, markup=False, highlight=False
@@ -183,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("."), help="the user's tree")
     parser.add_argument("--ref", default=None, help="a git ref to build scratch trees from")
     parser.add_argument("--workdir", type=Path, default=None, help="scratch trees and logs")
+    parser.add_argument("--generated", action="store_true",
+                        help="add the faults generated from every site (ids gen.skip.*, gen.delay.*)")
     commands = parser.add_subparsers(dest="command", required=True)
     sites = commands.add_parser("sites", help="list the sites under DIR, or --check their rules")
     sites.add_argument("root", help="a source directory (afdep/csrc) or one file")

@@ -46,6 +46,7 @@ class Fault:
     patches: tuple[Patch, ...]
     includes: tuple[str, ...] = ()
     survivor_ok: str | None = None
+    configs: tuple[str, ...] = ()  # the configs it runs under (empty: all)
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class Catalog:
     configs: tuple[Config, ...]
     faults: dict[str, Fault]
     control: tuple[Patch, ...]  # the forced-fail control's patches
+    generate: object = None  # faults.generate.GenerateSettings for site-generated faults
 
     def config(self, name: str) -> Config:
         for config in self.configs:
@@ -89,6 +91,15 @@ class Catalog:
         if fault_id not in self.faults:
             raise CatalogError(f"{self.path}: no fault {fault_id!r}; known: {sorted(self.faults)}")
         return self.faults[fault_id]
+
+    def configs_for(self, fault_id: str, names: list[str] | None = None) -> list[Config]:
+        """The configs `fault_id` runs under, narrowed to `names` when given."""
+        allowed = self.fault(fault_id).configs
+        return [
+            c
+            for c in self.configs
+            if (not allowed or c.name in allowed) and (not names or c.name in names)
+        ]
 
     def all_patches(self, fault_id: str) -> list[Patch]:
         """The patches of `fault_id`, those of its includes first (depth first)."""
@@ -115,7 +126,7 @@ def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise CatalogError(f"{path}: cannot read: {error}") from None
-    unknown = sorted(set(data) - {"target", "config", "fault", "control"})
+    unknown = sorted(set(data) - {"target", "config", "fault", "control", "generate"})
     if unknown:
         raise _fail(path, "top level", f"unknown tables {unknown}")
     target = _target(path, data.get("target"))
@@ -130,7 +141,7 @@ def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
         faults[fault.id] = fault
     control_raw = data.get("control", {}).get("patches", [])
     control = tuple(_patch(path, "control", "control", i, raw) for i, raw in enumerate(control_raw))
-    catalog = Catalog(path, target, configs, faults, control)
+    catalog = Catalog(path, target, configs, faults, control, _generate(path, data))
     _check_includes(catalog)
     if tree_root is not None:
         check_sites_exist(catalog, Path(tree_root) / target.sources)
@@ -208,7 +219,9 @@ def _fault(path: Path, index: int, raw: dict) -> Fault:
     where = f"fault {fault_id}" if fault_id else f"fault #{index}"
     if not isinstance(fault_id, str) or not FAULT_ID.match(fault_id):
         raise _fail(path, where, f"id: {fault_id!r} is not a valid fault id")
-    unknown = sorted(set(raw) - {"id", "title", "expect", "includes", "survivor_ok", "patches"})
+    unknown = sorted(
+        set(raw) - {"id", "title", "expect", "includes", "survivor_ok", "patches", "configs"}
+    )
     if unknown:
         raise _fail(path, where, f"unknown keys {unknown}")
     if raw.get("expect") not in ("pass", "fail"):
@@ -223,8 +236,17 @@ def _fault(path: Path, index: int, raw: dict) -> Fault:
     )
     if not patches and not includes:
         raise _fail(path, where, "patches: a fault needs patches or includes")
+    configs = tuple(
+        _expect_type(path, where, "configs", raw.get("configs", []), list, "a list of names")
+    )
     return Fault(
-        fault_id, raw.get("title", ""), raw["expect"], patches, includes, raw.get("survivor_ok")
+        fault_id,
+        raw.get("title", ""),
+        raw["expect"],
+        patches,
+        includes,
+        raw.get("survivor_ok"),
+        configs,
     )
 
 
@@ -268,8 +290,25 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict) -> Patch:
     )
 
 
+def _generate(path: Path, data: dict):
+    from faults.generate import GenerateSettings
+
+    raw = data.get("generate", {})
+    unknown = sorted(set(raw) - {"ns", "when", "marker"})
+    if unknown:
+        raise _fail(path, "generate", f"unknown keys {unknown}")
+    ns = raw.get("ns", GenerateSettings.ns)
+    if not isinstance(ns, int) or isinstance(ns, bool) or ns <= 0:
+        raise _fail(path, "generate", f"ns: a positive int of nanoseconds, got {ns!r}")
+    return GenerateSettings(ns=ns, when=raw.get("when", "true"), marker=raw.get("marker", "true"))
+
+
 def _check_includes(catalog: Catalog) -> None:
+    names = {c.name for c in catalog.configs}
     for fault in catalog.faults.values():
+        for name in fault.configs:
+            if name not in names:
+                raise _fail(catalog.path, f"fault {fault.id}", f"configs: unknown config {name!r}")
         for included in fault.includes:
             if included not in catalog.faults:
                 raise _fail(

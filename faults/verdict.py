@@ -3,6 +3,7 @@ table of rules (mutmut's way): the first rule whose condition holds decides."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -129,3 +130,107 @@ def survivor_hint(patches: list[Patch], guards: dict[str, str | None]) -> str:
         else:
             hints.append(f"delay {guarded}, the site {patch.site} guards")
     return "; ".join(hints) or "no wait was skipped: this fault cannot open a race"
+
+
+FLAKY = "FLAKY"
+ERRORS = (Verdict.APPLY_ERROR.value, Verdict.BUILD_ERROR.value, Verdict.WRONG_TREE.value)
+
+
+@dataclass(frozen=True)
+class FaultSummary:
+    """A fault over all its configs and repeats."""
+
+    fault: str
+    expect: str
+    verdict: str
+    ok: bool
+    runs: int
+    fired: int
+    killed: int
+    kill_rate: float | None  # must-fail faults that fired: killed / fired
+    repeats_for_99: int | None  # repeats a kill rate this low needs for 99 % confidence
+    reason: str
+
+
+def repeats_for_confidence(kill_rate: float, confidence: float = 0.99) -> int | None:
+    """n >= ln(1 - confidence) / ln(1 - p): runs that kill at rate p at least once
+    with that confidence (None when p = 0: no number of runs will do)."""
+    if kill_rate <= 0:
+        return None
+    if kill_rate >= 1:
+        return 1
+    return math.ceil(math.log(1 - confidence) / math.log(1 - kill_rate))
+
+
+def summarize_fault(fault: Fault, results: list) -> FaultSummary:
+    """Configs where the fault's code never ran (NOT FIRED) do not count against
+    it when another config fired it: a protocol's sites run only under it."""
+    verdicts = [r.verdict for r in results]
+    errors = [v for v in verdicts if v in ERRORS]
+    fired = [r for r in results if r.verdict != Verdict.NOT_FIRED.value]
+    killed = sum(r.verdict == Verdict.KILLED.value for r in fired)
+    base = dict(
+        fault=fault.id, expect=fault.expect, runs=len(results), fired=len(fired), killed=killed
+    )
+    if errors:
+        return FaultSummary(
+            **base,
+            verdict=errors[0],
+            ok=False,
+            kill_rate=None,
+            repeats_for_99=None,
+            reason=_first_reason(results, errors[0]),
+        )
+    if not fired:
+        return FaultSummary(
+            **base,
+            verdict=Verdict.NOT_FIRED.value,
+            ok=False,
+            kill_rate=None,
+            repeats_for_99=None,
+            reason="no config ran the patched code",
+        )
+    if fault.expect == "pass":
+        broke = [r for r in fired if r.verdict != Verdict.PASSED.value]
+        verdict = broke[0].verdict if broke else Verdict.PASSED.value
+        return FaultSummary(
+            **base,
+            verdict=verdict,
+            ok=not broke,
+            kill_rate=None,
+            repeats_for_99=None,
+            reason=_first_reason(results, verdict),
+        )
+    rate = killed / len(fired)
+    if killed == len(fired):
+        verdict, ok = Verdict.KILLED.value, True
+    elif killed:
+        verdict, ok = FLAKY, False
+    else:
+        worst = next(
+            (
+                v
+                for v in (Verdict.HUNG.value, Verdict.BROKE.value)
+                if any(r.verdict == v for r in fired)
+            ),
+            Verdict.SURVIVED.value,
+        )
+        verdict = worst
+        ok = worst == Verdict.SURVIVED.value and fault.survivor_ok is not None
+    reason = (
+        f"killed in {killed} of {len(fired)} runs"
+        if verdict == FLAKY
+        else _first_reason(results, verdict)
+    )
+    return FaultSummary(
+        **base,
+        verdict=verdict,
+        ok=ok,
+        kill_rate=round(rate, 4),
+        repeats_for_99=repeats_for_confidence(rate),
+        reason=reason,
+    )
+
+
+def _first_reason(results: list, verdict: str) -> str:
+    return next((r.reason for r in results if r.verdict == verdict), "")

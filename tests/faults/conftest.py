@@ -26,7 +26,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for path in catalog_paths(metafunc.config):
         catalog = load_catalog(path, tree_root=REPO)
         for fault_id in catalog.faults:
-            for config in catalog.configs:
+            for config in catalog.configs_for(fault_id):
                 cases.append(
                     pytest.param(
                         (path, fault_id, config.name),

@@ -93,11 +93,15 @@ def test_agreement_run_judged_from_its_log(tmp_path):
     from faults.run import ProcessOutcome
     from tools.driverlog import outcome_record, parse_log
 
-    line = ("all ranks must use the same count-first configuration: "
-            "AFDEP_COUNT_FIRST_UNGATE differs (rank 0: False, rank 1: True)")
-    log = (f'[default0]:"native_source_sha256": "{DIGEST}"\n'
-           f"[default1]:afdep.config.ConfigError: {line}\n"
-           f"[default0]:afdep.config.ConfigError: {line}\n")
+    line = (
+        "all ranks must use the same count-first configuration: "
+        "AFDEP_COUNT_FIRST_UNGATE differs (rank 0: False, rank 1: True)"
+    )
+    log = (
+        f'[default0]:"native_source_sha256": "{DIGEST}"\n'
+        f"[default1]:afdep.config.ConfigError: {line}\n"
+        f"[default0]:afdep.config.ConfigError: {line}\n"
+    )
     process = ProcessOutcome([], 1, 5.0, False, str(tmp_path / "x.log"), "0" * 64)
     record = outcome_record(process, parse_log(log))
     run = Run("d", [], "agreement", "count-first")

@@ -1,0 +1,71 @@
+"""Faults generated from sites, so coverage does not depend on who thought of
+what: every wait is skipped while the site it guards is delayed (must fail),
+and every store, release and compute site is delayed (must pass)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from faults.catalog import Catalog, Fault, Patch
+from faults.sites import Site, parse_tree
+
+SKIP_PREFIX = "gen.skip."
+DELAY_PREFIX = "gen.delay."
+
+
+@dataclass(frozen=True)
+class GenerateSettings:
+    ns: int = 20_000
+    when: str = "true"
+    marker: str = "true"  # a condition in scope at every site (the catalog narrows it)
+
+
+def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str, Fault]:
+    faults: dict[str, Fault] = {}
+    for site in sites:
+        if site.kind == "wait":
+            fault_id = SKIP_PREFIX + site.name
+            patches = (
+                Patch(
+                    fault_id,
+                    site=site.guards,
+                    action="delay",
+                    ns=settings.ns,
+                    when=settings.when,
+                    marker=settings.marker,
+                ),
+                Patch(fault_id, site=site.name, action="skip", marker=settings.marker),
+            )
+            faults[fault_id] = Fault(
+                fault_id,
+                f"skip {site.name} while delaying {site.guards}, the site it guards",
+                "fail",
+                patches,
+            )
+        else:
+            fault_id = DELAY_PREFIX + site.name
+            patch = Patch(
+                fault_id,
+                site=site.name,
+                action="delay",
+                ns=settings.ns,
+                when=settings.when,
+                marker=settings.marker,
+            )
+            faults[fault_id] = Fault(fault_id, f"delay {site.name} ({site.kind})", "pass", (patch,))
+    return faults
+
+
+def with_generated(
+    catalog: Catalog, tree_root: Path, settings: GenerateSettings | None = None
+) -> Catalog:
+    """The catalog plus a generated fault for every site under its sources."""
+    settings = settings or catalog.generate
+    sites, _ = parse_tree(Path(tree_root) / catalog.target.sources)
+    extra = {k: v for k, v in generated_faults(sites, settings).items() if k not in catalog.faults}
+    return replace(catalog, faults={**catalog.faults, **extra})
+
+
+def is_generated(fault_id: str) -> bool:
+    return fault_id.startswith((SKIP_PREFIX, DELAY_PREFIX))

@@ -1,0 +1,84 @@
+"""Sweep history in SQLite: one row per sweep, one per fault summary, and the
+sites each sweep saw, so a sweep can say what changed since the last one."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sweeps (
+    id INTEGER PRIMARY KEY, catalog TEXT NOT NULL, digest TEXT NOT NULL,
+    machine TEXT NOT NULL, started TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS verdicts (
+    sweep INTEGER NOT NULL REFERENCES sweeps(id), fault TEXT NOT NULL,
+    verdict TEXT NOT NULL, ok INTEGER NOT NULL, kill_rate REAL,
+    PRIMARY KEY (sweep, fault));
+CREATE TABLE IF NOT EXISTS sites (
+    sweep INTEGER NOT NULL REFERENCES sweeps(id), site TEXT NOT NULL,
+    PRIMARY KEY (sweep, site));
+"""
+
+
+@dataclass
+class Changes:
+    previous: int | None = None  # the sweep compared against
+    verdicts: list[tuple[str, str, str]] = field(default_factory=list)  # fault, before, now
+    new_survivors: list[str] = field(default_factory=list)
+    new_sites: list[str] = field(default_factory=list)
+    new_sites_without_faults: list[str] = field(default_factory=list)
+
+
+class History:
+    def __init__(self, path: Path) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path))
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def last(self, catalog: str) -> int | None:
+        row = self.db.execute("SELECT max(id) FROM sweeps WHERE catalog = ?", (catalog,))
+        return row.fetchone()[0]
+
+    def record(self, *, catalog: str, digest: str, machine: str, summaries, sites) -> int:
+        """Store one sweep in a single transaction (all of it or nothing)."""
+        with self.db:
+            cursor = self.db.execute(
+                "INSERT INTO sweeps (catalog, digest, machine, started) VALUES (?, ?, ?, ?)",
+                (catalog, digest, machine, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())),
+            )
+            sweep = cursor.lastrowid
+            self.db.executemany(
+                "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?)",
+                [(sweep, s.fault, s.verdict, int(s.ok), s.kill_rate) for s in summaries],
+            )
+            self.db.executemany(
+                "INSERT INTO sites VALUES (?, ?)", [(sweep, site) for site in sorted(set(sites))]
+            )
+        return sweep
+
+    def changes(self, catalog: str, summaries, sites, covered_sites) -> Changes:
+        """What differs from the last recorded sweep of `catalog` (call before record)."""
+        previous = self.last(catalog)
+        changes = Changes(previous=previous)
+        if previous is None:
+            return changes
+        before = dict(
+            self.db.execute("SELECT fault, verdict FROM verdicts WHERE sweep = ?", (previous,))
+        )
+        for summary in summaries:
+            old = before.get(summary.fault)
+            if old is not None and old != summary.verdict:
+                changes.verdicts.append((summary.fault, old, summary.verdict))
+            if summary.verdict == "SURVIVED" and old != "SURVIVED":
+                changes.new_survivors.append(summary.fault)
+        seen = {
+            row[0] for row in self.db.execute("SELECT site FROM sites WHERE sweep = ?", (previous,))
+        }
+        changes.new_sites = sorted(set(sites) - seen)
+        changes.new_sites_without_faults = [s for s in changes.new_sites if s not in covered_sites]
+        return changes

@@ -1,0 +1,296 @@
+"""The nightly sweep: the catalog's faults and one generated from every site,
+over the catalog's configs, in parallel over GPU groups, controls first.
+
+    python -m tools.sweep [--catalog faults/catalogs/afdep.toml] [--repeat N]
+
+Writes `sweep-<machine>.json`, `.md` and `.xml` (JUnit), keeps a SQLite
+history and reports what changed since the last sweep of the catalog: verdict
+changes, new survivors, new sites without a catalog fault. Per fault: its
+verdict over configs and repeats (FLAKY when a must-fail fault is killed only
+sometimes, with its kill rate and the repeats that rate needs for 99 %
+confidence), the mutation score and the firing rate. With fewer GPUs than the
+target needs, every fault is applied and built, and the runs that need GPUs
+are listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from faults.catalog import Catalog, CatalogError, load_catalog
+from faults.engine import Engine, RunResult
+from faults.generate import is_generated, with_generated
+from faults.pytest_plugin import gpu_group
+from faults.report import summary_line, write_json
+from faults.scratch import UserTreeGuard
+from faults.sites import parse_tree
+from faults.verdict import FaultSummary, summarize_fault
+from tools.history import History
+from tools.sweep_report import junit, markdown
+
+DEFAULT_CATALOG = Path("faults/catalogs/afdep.toml")
+
+
+def gpu_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:  # no torch with CUDA: a CPU machine
+        return 0
+
+
+def covered_by_catalog(catalog: Catalog) -> set[str]:
+    """Sites some hand-written fault patches."""
+    return {
+        p.site
+        for f in catalog.faults.values()
+        if not is_generated(f.id)
+        for p in f.patches
+        if p.site
+    }
+
+
+def scores(summaries: list[FaultSummary]) -> tuple[float | None, float]:
+    """Mutation score (killed / must-fail that fired) and firing rate."""
+    must_fail = [s for s in summaries if s.expect == "fail" and s.fired]
+    killed = sum(s.verdict == "KILLED" for s in must_fail)
+    mutation = round(killed / len(must_fail), 4) if must_fail else None
+    fired = sum(bool(s.fired) for s in summaries)
+    return mutation, round(fired / len(summaries), 4) if summaries else 0.0
+
+
+def run_groups(
+    engines: list[Engine], fault_ids: list[str], configs, repeats: int, on_result
+) -> list[RunResult]:
+    """Faults round-robin over the engines (one per GPU group), each group in order."""
+    results: list[RunResult] = []
+    lock = threading.Lock()
+
+    def work(engine: Engine, ids: list[str]) -> None:
+        for fault_id in ids:
+            names = [c.name for c in configs]
+            found = engine.evaluate(fault_id, engine.catalog.configs_for(fault_id, names), repeats)
+            with lock:
+                results.extend(found)
+                on_result(fault_id, found)
+
+    with ThreadPoolExecutor(max_workers=len(engines)) as pool:
+        jobs = [
+            pool.submit(work, engine, fault_ids[i :: len(engines)])
+            for i, engine in enumerate(engines)
+        ]
+        for job in jobs:
+            job.result()
+    order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
+    return sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.sweep",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--catalog", type=Path, default=DEFAULT_CATALOG)
+    parser.add_argument("--root", type=Path, default=Path("."))
+    parser.add_argument("--no-generated", action="store_true")
+    parser.add_argument("--config", action="append", default=None)
+    parser.add_argument("--only", default=None, help="regular expression over fault ids")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=None,
+        help="reports go here (default: docs/results with GPUs, else the workdir)",
+    )
+    parser.add_argument(
+        "--history",
+        type=Path,
+        default=None,
+        help="SQLite history (default: <results-dir>/sweep-history.sqlite)",
+    )
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    try:
+        catalog = load_catalog(args.catalog, tree_root=args.root)
+    except CatalogError as error:
+        print(f"catalog error: {error}", file=sys.stderr)
+        return 2
+    if not args.no_generated:
+        catalog = with_generated(catalog, args.root)
+    configs = [catalog.config(n) for n in args.config] if args.config else list(catalog.configs)
+    fault_ids = [f for f in catalog.faults if not args.only or re.search(args.only, f)]
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="afdep-sweep-"))
+    gpus = gpu_count()
+    runnable = gpus >= catalog.target.gpus
+    results_dir = args.results_dir or (
+        Path("docs/results") if runnable and catalog.target.gpus else workdir
+    )
+    machine = _machine() if gpus else "cpu"
+    sources = Path(args.root) / catalog.target.sources
+    sites = [s.name for s in parse_tree(sources)[0]]
+    started = time.perf_counter()
+    controls: list[RunResult] = []
+    results: list[RunResult] = []
+    from rich.progress import Progress
+
+    with UserTreeGuard(sources) as guard, Progress(transient=True) as progress:
+        task = progress.add_task("faults", total=len(fault_ids))
+        say = lambda line: progress.console.print(
+            line,
+            soft_wrap=True,
+            markup=False,  # noqa: E731
+            highlight=False,
+        )
+        if not runnable:
+            engine = Engine(catalog, args.root, workdir)
+            for fault_id in fault_ids:
+                prepared = engine.prepare(fault_id, fault_id)
+                state = prepared.error.verdict.value if prepared.error else "built"
+                say(
+                    f"{fault_id} tree={prepared.digest[:8]} {state}"
+                    f" (apply {prepared.apply_s:.2f} s, build {prepared.build_s:.2f} s)"
+                )
+                if prepared.error:
+                    results.append(engine._result(prepared, configs[0], 0, prepared.error))
+                progress.advance(task)
+        else:
+            group_size = max(catalog.target.gpus, 1)
+            count = max(gpus // group_size, 1) if catalog.target.gpus else 1
+            engines = [
+                Engine(
+                    catalog,
+                    args.root,
+                    workdir / f"group{i}",
+                    env=(
+                        {
+                            "CUDA_VISIBLE_DEVICES": ",".join(
+                                gpu_group(f"gw{i}", group_size, None, gpus)
+                            )
+                        }
+                        if catalog.target.gpus
+                        else {}
+                    ),
+                )
+                for i in range(count)
+            ]
+            controls = engines[0].controls(configs)
+            for result in controls:
+                say(summary_line(result))
+            if all(r.ok for r in controls):
+
+                def on_result(fault_id, found):
+                    for result in found:
+                        say(summary_line(result))
+                    progress.advance(task)
+
+                results = run_groups(engines, fault_ids, configs, args.repeat, on_result)
+            else:
+                say("HARNESS BROKEN: a control is wrong, no fault is judged")
+    wall = time.perf_counter() - started
+    document = build_document(
+        catalog,
+        args,
+        guard.before,
+        machine,
+        controls,
+        results,
+        fault_ids,
+        configs,
+        sites,
+        runnable,
+        wall,
+    )
+    history = History(args.history or results_dir / "sweep-history.sqlite")
+    summaries = [FaultSummary(**s) for s in document["faults"]]
+    document["changes"] = vars(
+        history.changes(str(args.catalog), summaries, sites, covered_by_catalog(catalog))
+    )
+    if runnable:
+        history.record(
+            catalog=str(args.catalog),
+            digest=guard.before,
+            machine=machine,
+            summaries=summaries,
+            sites=sites,
+        )
+    history.close()
+    stem = results_dir / f"sweep-{machine}"
+    write_json(stem.with_suffix(".json"), document)
+    _write_text(stem.with_suffix(".md"), markdown(document))
+    _write_text(stem.with_suffix(".xml"), junit(document))
+    print(markdown(document))
+    print(f"reports: {stem}.json .md .xml; logs and trees: {workdir}")
+    if not runnable:
+        built = not any(r.verdict in ("APPLY ERROR", "BUILD ERROR") for r in results)
+        return 0 if built else 1
+    return 0 if document["ok"] else 1
+
+
+def build_document(
+    catalog, args, digest, machine, controls, results, fault_ids, configs, sites, runnable, wall
+) -> dict:
+    summaries = []
+    if runnable:
+        for fault_id in fault_ids:
+            mine = [r for r in results if r.fault == fault_id]
+            summaries.append(summarize_fault(catalog.fault(fault_id), mine))
+    mutation, firing = scores(summaries)
+    harness_ok = all(r.ok for r in controls) if runnable else False
+    document = {
+        "tool": "tools.sweep",
+        "catalog": str(args.catalog),
+        "machine": machine,
+        "native_source_sha256": digest,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "gpus_needed": catalog.target.gpus,
+        "runnable": runnable,
+        "harness_ok": harness_ok,
+        "ok": harness_ok and all(s.ok for s in summaries),
+        "mutation_score": mutation,
+        "firing_rate": firing,
+        "wall_s": round(wall, 2),
+        "engine_share": _engine_share(controls + results, wall),
+        "sites": sites,
+        "controls": [r.to_dict() for r in controls],
+        "results": [r.to_dict() for r in results],
+        "faults": [vars(s) for s in summaries],
+        "gpu_runs_needed": []
+        if runnable
+        else [f"{f}:{c.name}" for f in fault_ids for c in configs],
+    }
+    return document
+
+
+def _engine_share(results: list[RunResult], wall: float) -> float:
+    run = sum(r.seconds.get("run", 0.0) for r in results)
+    builds = {r.fault: r.seconds.get("build", 0.0) for r in results}
+    return round(max(wall - run - sum(builds.values()), 0.0) / wall, 4) if wall else 0.0
+
+
+def _machine() -> str:
+    from tools.validate import machine_name
+
+    return machine_name()
+
+
+def _write_text(path: Path, text: str) -> None:
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The sweep's Markdown and JUnit XML, from its JSON document."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+
+def _controls_line(controls: list[dict]) -> str:
+    if not controls:
+        return "- controls: not run (no GPUs)"
+    return "- controls: " + ", ".join(f"{c['fault']} {c['verdict']}" for c in controls)
+
+
+def markdown(document: dict) -> str:
+    lines = [
+        f"# Fault sweep: {document['catalog']}",
+        "",
+        f"- tree `{document['native_source_sha256'][:12]}` on {document['machine']}, "
+        f"{document['written']}",
+        f"- mutation score {document['mutation_score']} (killed / must-fail that fired), "
+        f"firing rate {document['firing_rate']}",
+        _controls_line(document["controls"]),
+        "",
+    ]
+    if document.get("gpu_runs_needed"):
+        lines += [
+            f"Runs need {document['gpus_needed']} GPUs: "
+            f"{len(document['gpu_runs_needed'])} (fault, config) runs were applied and "
+            "built only.",
+            "",
+        ]
+    lines += [
+        "| fault | expect | verdict | ok | fired/runs | kill rate | repeats for 99 % | why |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in document["faults"]:
+        rate = "" if s["kill_rate"] is None else f"{s['kill_rate']:.2f}"
+        need = "" if s["repeats_for_99"] is None else str(s["repeats_for_99"])
+        why = s["reason"].replace("|", "/").splitlines()[0][:160] if s["reason"] else ""
+        lines.append(
+            f"| {s['fault']} | {s['expect']} | {s['verdict']} | "
+            f"{'yes' if s['ok'] else 'NO'} | {s['fired']}/{s['runs']} | {rate} | "
+            f"{need} | {why} |"
+        )
+    changes = document.get("changes")
+    if changes and changes.get("previous") is not None:
+        lines += ["", f"## Changed since sweep {changes['previous']}", ""]
+        lines += [f"- {fault}: {before} -> {now}" for fault, before, now in changes["verdicts"]]
+        lines += [f"- new survivor: {fault}" for fault in changes["new_survivors"]]
+        lines += [
+            f"- new site without a catalog fault: {site}"
+            for site in changes["new_sites_without_faults"]
+        ]
+        if not any(changes[k] for k in ("verdicts", "new_survivors", "new_sites")):
+            lines.append("- nothing")
+    return "\n".join(lines) + "\n"
+
+
+def junit(document: dict) -> str:
+    """One testcase per (fault, config, repeat); a missed expectation is a failure."""
+    results = document["controls"] + document["results"]
+    suite = ET.Element(
+        "testsuite",
+        name=f"faults:{document['catalog']}",
+        tests=str(len(results)),
+        failures=str(sum(not r["ok"] for r in results)),
+    )
+    for r in results:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=r["fault"],
+            name=f"{r['config']}-r{r['repeat']}",
+            time=str(r["seconds"].get("run", 0.0)),
+        )
+        if not r["ok"]:
+            failure = ET.SubElement(case, "failure", message=r["verdict"])
+            failure.text = r["reason"]
+        elif r["verdict"] in ("SURVIVED", "NOT FIRED"):
+            ET.SubElement(case, "system-out").text = f"{r['verdict']}: {r['reason']}"
+    return ET.tostring(suite, encoding="unicode") + "\n"
