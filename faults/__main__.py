@@ -196,8 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("."), help="the user's tree")
     parser.add_argument("--ref", default=None, help="a git ref to build scratch trees from")
     parser.add_argument("--workdir", type=Path, default=None, help="scratch trees and logs")
-    parser.add_argument("--generated", action="store_true",
-                        help="add the faults generated from every site (ids gen.skip.*, gen.delay.*)")
+    parser.add_argument(
+        "--generated",
+        action="store_true",
+        help="add the faults generated from every site (ids gen.skip.*, gen.delay.*)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     sites = commands.add_parser("sites", help="list the sites under DIR, or --check their rules")
     sites.add_argument("root", help="a source directory (afdep/csrc) or one file")

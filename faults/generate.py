@@ -1,6 +1,8 @@
 """Faults generated from sites, so coverage does not depend on who thought of
 what: every wait is skipped while the site it guards is delayed (must fail),
-and every store, release and compute site is delayed (must pass)."""
+and every store, release and compute site is delayed (must pass). Beyond
+DESIGN §6, every release is also skipped (must fail: its waiter can only time
+out), so each release has a fault that proves something waits for it."""
 
 from __future__ import annotations
 
@@ -44,6 +46,14 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
                 patches,
             )
         else:
+            if site.kind == "release":
+                skip_id = SKIP_PREFIX + site.name
+                faults[skip_id] = Fault(
+                    skip_id,
+                    f"skip the release {site.name}: its waiter must time out",
+                    "fail",
+                    (Patch(skip_id, site=site.name, action="skip", marker=settings.marker),),
+                )
             fault_id = DELAY_PREFIX + site.name
             patch = Patch(
                 fault_id,

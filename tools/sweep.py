@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     controls: list[RunResult] = []
     results: list[RunResult] = []
+    built: list[dict] = []  # without the GPUs the target needs: each fault applied and built
     from rich.progress import Progress
 
     with UserTreeGuard(sources) as guard, Progress(transient=True) as progress:
@@ -159,8 +160,16 @@ def main(argv: list[str] | None = None) -> int:
                     f"{fault_id} tree={prepared.digest[:8]} {state}"
                     f" (apply {prepared.apply_s:.2f} s, build {prepared.build_s:.2f} s)"
                 )
-                if prepared.error:
-                    results.append(engine._result(prepared, configs[0], 0, prepared.error))
+                built.append(
+                    {
+                        "fault": fault_id,
+                        "state": state,
+                        "tree_digest": prepared.digest,
+                        "apply_s": round(prepared.apply_s, 3),
+                        "build_s": round(prepared.build_s, 3),
+                        "reason": prepared.error.reason if prepared.error else "",
+                    }
+                )
                 progress.advance(task)
         else:
             group_size = max(catalog.target.gpus, 1)
@@ -197,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                 say("HARNESS BROKEN: a control is wrong, no fault is judged")
     wall = time.perf_counter() - started
     document = build_document(
+        built,
         catalog,
         args,
         guard.before,
@@ -211,12 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     history = History(args.history or results_dir / "sweep-history.sqlite")
     summaries = [FaultSummary(**s) for s in document["faults"]]
+    # History is kept per target, so a catalog moved or edited keeps its past.
     document["changes"] = vars(
-        history.changes(str(args.catalog), summaries, sites, covered_by_catalog(catalog))
+        history.changes(catalog.target.name, summaries, sites, covered_by_catalog(catalog))
     )
     if runnable:
         history.record(
-            catalog=str(args.catalog),
+            catalog=catalog.target.name,
             digest=guard.before,
             machine=machine,
             summaries=summaries,
@@ -230,13 +241,23 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(document))
     print(f"reports: {stem}.json .md .xml; logs and trees: {workdir}")
     if not runnable:
-        built = not any(r.verdict in ("APPLY ERROR", "BUILD ERROR") for r in results)
-        return 0 if built else 1
+        return 0 if all(b["state"] == "built" for b in built) else 1
     return 0 if document["ok"] else 1
 
 
 def build_document(
-    catalog, args, digest, machine, controls, results, fault_ids, configs, sites, runnable, wall
+    built,
+    catalog,
+    args,
+    digest,
+    machine,
+    controls,
+    results,
+    fault_ids,
+    configs,
+    sites,
+    runnable,
+    wall,
 ) -> dict:
     summaries = []
     if runnable:
@@ -263,9 +284,14 @@ def build_document(
         "controls": [r.to_dict() for r in controls],
         "results": [r.to_dict() for r in results],
         "faults": [vars(s) for s in summaries],
+        "built": built,
         "gpu_runs_needed": []
         if runnable
-        else [f"{f}:{c.name}" for f in fault_ids for c in configs],
+        else [
+            f"{f}:{c.name}"
+            for f in fault_ids
+            for c in catalog.configs_for(f, [c.name for c in configs])
+        ],
     }
     return document
 

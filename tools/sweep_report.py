@@ -24,11 +24,18 @@ def markdown(document: dict) -> str:
     ]
     if document.get("gpu_runs_needed"):
         lines += [
-            f"Runs need {document['gpus_needed']} GPUs: "
-            f"{len(document['gpu_runs_needed'])} (fault, config) runs were applied and "
-            "built only.",
+            f"Runs need {document['gpus_needed']} GPUs: {len(document['gpu_runs_needed'])} "
+            "(fault, config) runs are listed in the JSON; every fault was applied and built:",
             "",
+            "| fault | state | tree | apply s | build s |",
+            "|---|---|---|---|---|",
         ]
+        lines += [
+            f"| {b['fault']} | {b['state']} | `{b['tree_digest'][:8]}` | {b['apply_s']} | "
+            f"{b['build_s']} |"
+            for b in document.get("built", [])
+        ]
+        return "\n".join(lines) + "\n"
     lines += [
         "| fault | expect | verdict | ok | fired/runs | kill rate | repeats for 99 % | why |",
         "|---|---|---|---|---|---|---|---|",

@@ -1,0 +1,127 @@
+"""tools.review on synthetic git repositories built from the CPU fixture."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tools.review import main
+
+FIXTURE = Path(__file__).parents[2] / "tests/fixtures/flag_payload"
+SRC = "tests/fixtures/flag_payload"
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root / SRC)
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def edit(repo: Path, old: str, new: str) -> None:
+    path = repo / SRC / "main.cpp"
+    text = path.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+
+
+def review(repo: Path, capsys, *extra: str) -> tuple[int, str]:
+    status = main(
+        [
+            "HEAD",
+            "--root",
+            str(repo),
+            "--catalog",
+            str(repo / SRC / "catalog.toml"),
+            "--workdir",
+            str(repo.parent / "work"),
+            *extra,
+        ]
+    )
+    return status, capsys.readouterr().out
+
+
+def test_clean_diff_passes(repo, capsys):
+    status, out = review(repo, capsys)
+    assert status == 0
+    assert "None: the change leaves every synchronization site as it was." in out
+
+
+def test_release_added_outside_a_site_is_flagged(repo, capsys):
+    edit(
+        repo,
+        "int mismatches = 0;\n",
+        "int mismatches = 0;\n  channel.flag.store(7, std::memory_order_release);\n",
+    )
+    status, out = review(repo, capsys)
+    assert status == 1
+    assert "main.cpp:" in out and "ordering primitive store( outside any site" in out
+
+
+def test_new_site_with_no_fault_is_flagged(repo, capsys):
+    edit(
+        repo,
+        "  int mismatches = 0;\n",
+        "  int mismatches = 0;\n  // @site fx.consumer.tally kind=compute\n"
+        "  mismatches += 0;\n  // @end fx.consumer.tally\n",
+    )
+    status, out = review(repo, capsys, "--no-generated")
+    assert status == 1
+    assert (
+        "`fx.consumer.tally` (compute" in out and "UNCOVERED: no must-pass fault delays it" in out
+    )
+    status, out = review(repo, capsys)  # generated faults cover it
+    assert status == 0 and "must pass: gen.delay.fx.consumer.tally" in out
+
+
+def test_change_inside_a_covered_site_lists_its_faults(repo, capsys):
+    edit(
+        repo,
+        "for (int word_idx = 0; word_idx < kWords; ++word_idx) channel.payload",
+        "for (int word_idx = 0; word_idx != kWords; ++word_idx) channel.payload",
+    )
+    status, out = review(repo, capsys)
+    assert status == 0
+    assert "`fx.producer.payload_store` (store" in out and ": covered" in out
+    assert "must pass: D1, gen.delay.fx.producer.payload_store" in out
+    assert "must fail: S1, gen.skip.fx.consumer.flag_wait" in out
+
+
+def test_run_executes_the_covering_faults_on_head(repo, capsys):
+    edit(repo, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
+    git(repo, "commit", "-qam", "head")
+    status = main(
+        [
+            "HEAD~1",
+            "HEAD",
+            "--root",
+            str(repo),
+            "--catalog",
+            str(repo / SRC / "catalog.toml"),
+            "--workdir",
+            str(repo.parent / "w"),
+            "--run",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert "Review: HEAD~1..HEAD" not in out and "HEAD~1..HEAD" in out
+    assert (
+        "- S1 [default]: KILLED" in out
+        and "- gen.skip.fx.consumer.flag_wait [default]: KILLED" in out
+    )
+    assert "- D1 [default]: PASSED" in out and "- S2 [default]: SURVIVED" in out
+    assert status == 0

@@ -1,0 +1,89 @@
+"""tools.sweep: history, changes between sweeps, reports, scores."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from faults.verdict import FaultSummary, repeats_for_confidence, summarize_fault
+from tools.history import History
+from tools.sweep import main, scores
+
+REPO = Path(__file__).parents[2]
+CATALOG = REPO / "tests/fixtures/flag_payload/catalog.toml"
+
+
+def summary(fault: str, verdict: str, expect: str = "fail", ok: bool = True) -> FaultSummary:
+    killed = int(verdict == "KILLED")
+    return FaultSummary(fault, expect, verdict, ok, 1, 1, killed, float(killed), 1, "")
+
+
+def test_history_reports_a_verdict_change_and_new_sites(tmp_path):
+    history = History(tmp_path / "h.sqlite")
+    first = [summary("N2", "KILLED"), summary("P1", "PASSED", "pass")]
+    assert history.changes("c", first, ["a.b"], set()).previous is None
+    history.record(catalog="c", digest="d1", machine="m", summaries=first, sites=["a.b"])
+    second = [summary("N2", "SURVIVED", ok=False), summary("P1", "PASSED", "pass")]
+    changes = history.changes("c", second, ["a.b", "a.new"], covered_sites={"a.b"})
+    assert changes.previous == 1
+    assert changes.verdicts == [("N2", "KILLED", "SURVIVED")]
+    assert changes.new_survivors == ["N2"]
+    assert changes.new_sites == ["a.new"] and changes.new_sites_without_faults == ["a.new"]
+    history.close()
+
+
+def test_kill_rate_repeats_and_flaky():
+    from faults.catalog import Fault
+    from faults.engine import RunResult
+
+    fault = Fault("N", "t", "fail", ())
+    run = lambda v: RunResult("N", "c", 0, v, v == "KILLED", v, "d")  # noqa: E731
+    flaky = summarize_fault(
+        fault, [run("KILLED"), run("SURVIVED"), run("KILLED"), run("NOT FIRED")]
+    )
+    assert (flaky.verdict, flaky.fired, flaky.killed) == ("FLAKY", 3, 2)
+    assert flaky.kill_rate == round(2 / 3, 4) and flaky.repeats_for_99 == 5
+    assert repeats_for_confidence(1.0) == 1 and repeats_for_confidence(0.0) is None
+    assert repeats_for_confidence(0.5) == 7  # 0.5 ** 7 < 0.01 < 0.5 ** 6
+    assert summarize_fault(fault, [run("NOT FIRED")]).verdict == "NOT FIRED"
+    assert scores([summary("A", "KILLED"), summary("B", "SURVIVED", ok=False)]) == (0.5, 1.0)
+
+
+def test_two_sweeps_of_the_fixture_report_what_changed(tmp_path, capsys):
+    history = tmp_path / "history.sqlite"
+    base = [
+        "--catalog",
+        str(CATALOG),
+        "--root",
+        str(REPO),
+        "--only",
+        "^(D1|S1)$",
+        "--history",
+        str(history),
+    ]
+    assert main([*base, "--results-dir", str(tmp_path / "one")]) == 0
+    document = json.loads((tmp_path / "one/sweep-cpu.json").read_text())
+    assert [(f["fault"], f["verdict"]) for f in document["faults"]] == [
+        ("D1", "PASSED"),
+        ("S1", "KILLED"),
+    ]
+    assert document["mutation_score"] == 1.0 and document["firing_rate"] == 1.0
+    assert document["harness_ok"] and document["ok"]
+    suite = ET.parse(tmp_path / "one/sweep-cpu.xml").getroot()
+    assert suite.get("tests") == "4" and suite.get("failures") == "0"
+    # The second night, D1 no longer fires: the report says so.
+    changed = tmp_path / "catalog.toml"
+    changed.write_text(
+        CATALOG.read_text().replace(
+            'action = "delay", ns = 200_000_000 }]',
+            'action = "delay", ns = 200_000_000, when = "round_idx < 0" }]',
+            1,
+        )
+    )
+    base[1] = str(changed)
+    assert main([*base, "--results-dir", str(tmp_path / "two")]) == 1
+    markdown = (tmp_path / "two/sweep-cpu.md").read_text()
+    assert "## Changed since sweep" in markdown
+    assert "- D1: PASSED -> NOT FIRED" in markdown
+    capsys.readouterr()
