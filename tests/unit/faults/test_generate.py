@@ -1,0 +1,52 @@
+"""Site-generated faults and the review's coverage rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from faults.catalog import load_catalog
+from faults.generate import GenerateSettings, generated_faults, is_generated, with_generated
+from faults.sites import parse_tree
+from tools.review import coverage
+
+REPO = Path(__file__).parents[3]
+
+
+def test_every_site_gets_its_generated_faults():
+    sites, _ = parse_tree(REPO / "afdep/csrc")
+    faults = generated_faults(sites, GenerateSettings(ns=5, marker="m"))
+    waits = [s for s in sites if s.kind == "wait"]
+    releases = [s for s in sites if s.kind == "release"]
+    assert len(faults) == len(sites) + len(releases)
+    row_wait = faults["gen.skip.cf.epilogue.row_wait"]
+    assert row_wait.expect == "fail"
+    assert [(p.action, p.site, p.ns) for p in row_wait.patches] == [
+        ("delay", "cf.source.row_store", 5),
+        ("skip", "cf.epilogue.row_wait", 0),
+    ]
+    assert faults["gen.delay.cf.source.row_store"].expect == "pass"
+    assert faults["gen.skip.cf.source.row_release"].expect == "fail"
+    assert all(f"gen.skip.{w.name}" in faults for w in waits)
+    assert all(is_generated(f) for f in faults) and not is_generated("N2")
+
+
+def test_catalog_settings_reach_the_generated_faults():
+    catalog = with_generated(load_catalog(REPO / "faults/catalogs/afdep.toml"), REPO)
+    patch = catalog.faults["gen.delay.cf.epilogue.expand"].patches[0]
+    assert (patch.ns, patch.marker) == (20_000, "threadIdx.x % 32 == 0 && blockIdx.x == 0")
+    assert catalog.faults["N2"].configs == ("bf16-eager", "bf16-graph", "fp8-eager")
+    assert [c.name for c in catalog.configs_for("gen.skip.cf.source.prefix_wait")][
+        -1
+    ] == "bf16-eager-arm-source"
+
+
+def test_coverage_of_the_afdep_sites():
+    catalog = with_generated(load_catalog(REPO / "faults/catalogs/afdep.toml"), REPO)
+    covers = coverage(catalog, parse_tree(REPO / "afdep/csrc")[0])
+    assert all(not c.missing for c in covers.values()), {
+        n: c.missing for n, c in covers.items() if c.missing
+    }
+    row_store = covers["cf.source.row_store"]
+    assert "P1" in row_store.passing and "N2" in row_store.failing
+    assert covers["cf.epilogue.prefix_wait"].failing[:2] == ["N3", "N3b"]
+    assert not covers["cf.epilogue.expand"].needs_failing  # no wait guards it
