@@ -133,36 +133,28 @@ def run_command(args: argparse.Namespace) -> int:
 def sweep_command(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
+    from faults.engine import sweep
     from faults.report import report_document, summary_line, write_json
 
     catalog = _catalog(args)
     engine = _engine(args, catalog)
     names = _configs(catalog, args.config)
-    configs = [c for c in catalog.configs if not names or c.name in names]
     fault_ids = [f for f in catalog.faults if not args.only or f in args.only]
     started = time.perf_counter()
-    results = []
     with engine.guard() as guard, Progress(transient=True) as progress:
-        task = progress.add_task("controls", total=len(fault_ids) + 1)
-        controls = engine.controls(configs)
-        harness_ok = all(r.ok for r in controls)
-        progress.advance(task)
-        for result in controls:
-            progress.console.print(
-                summary_line(result), soft_wrap=True, markup=False, highlight=False
-            )
-        if not harness_ok:
-            progress.console.print("HARNESS BROKEN: a control is wrong, no fault is judged")
-        for fault_id in fault_ids if harness_ok else []:
-            progress.update(task, description=fault_id)
-            for result in engine.evaluate(
-                fault_id, catalog.configs_for(fault_id, names), args.repeat
-            ):
-                results.append(result)
+        task = progress.add_task("faults", total=len(fault_ids) + 1)
+
+        def on_results(found) -> None:
+            for result in found:
                 progress.console.print(
                     summary_line(result), soft_wrap=True, markup=False, highlight=False
                 )
             progress.advance(task)
+
+        controls, results = sweep([engine], fault_ids, names, args.repeat, on_results)
+        harness_ok = all(r.ok for r in controls)
+        if not harness_ok:
+            progress.console.print("HARNESS BROKEN: a control is wrong, no fault is judged")
     document = report_document(
         catalog=str(args.catalog),
         target=catalog.target.name,

@@ -4,7 +4,10 @@ control must be killed, or the harness is broken and no fault is judged."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -167,6 +170,45 @@ class Engine:
                     self._result(prepared, config, 0, judgement, outcome, outcome.wall_s)
                 )
         return results
+
+
+def sweep(
+    engines: list[Engine],
+    fault_ids: list[str],
+    config_names: list[str] | None,
+    repeats: int,
+    on_results: Callable[[list[RunResult]], None],
+) -> tuple[list[RunResult], list[RunResult]]:
+    """Controls first (on the first engine); if either is wrong the harness is
+    broken and no fault runs. Then the faults, round-robin over the engines (one
+    per GPU group), each group in order. Returns (controls, results), results
+    in fault order; `on_results` sees each batch as it lands."""
+    catalog = engines[0].catalog
+    controls = engines[0].controls(
+        [c for c in catalog.configs if not config_names or c.name in config_names]
+    )
+    on_results(controls)
+    if not all(r.ok for r in controls):
+        return controls, []
+    results: list[RunResult] = []
+    lock = threading.Lock()
+
+    def work(engine: Engine, ids: list[str]) -> None:
+        for fault_id in ids:
+            found = engine.evaluate(fault_id, catalog.configs_for(fault_id, config_names), repeats)
+            with lock:
+                results.extend(found)
+                on_results(found)
+
+    with ThreadPoolExecutor(max_workers=len(engines)) as pool:
+        jobs = [
+            pool.submit(work, engine, fault_ids[i :: len(engines)])
+            for i, engine in enumerate(engines)
+        ]
+        for job in jobs:
+            job.result()
+    order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
+    return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
 
 
 def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:

@@ -29,6 +29,25 @@ def summary_line(result: RunResult) -> str:
     )
 
 
+def stage_seconds(results: list[RunResult]) -> dict[str, float]:
+    """Seconds in apply, build and run. A tree's apply and build serve all its
+    configs and repeats, so they count once per tree."""
+    once: dict[str, dict[str, float]] = {}
+    for result in results:
+        once.setdefault(result.fault, result.seconds)
+    return {
+        "apply": round(sum(s.get("apply", 0.0) for s in once.values()), 3),
+        "build": round(sum(s.get("build", 0.0) for s in once.values()), 3),
+        "run": round(sum(r.seconds.get("run", 0.0) for r in results), 3),
+    }
+
+
+def engine_share(stages: dict[str, float], wall_s: float) -> float:
+    """The engine's own share of a sweep: what is neither building nor running."""
+    engine_s = max(wall_s - stages["build"] - stages["run"], 0.0)
+    return round(engine_s / wall_s, 4) if wall_s else 0.0
+
+
 def report_document(
     *,
     catalog: str,
@@ -39,19 +58,7 @@ def report_document(
     wall_s: float,
     harness_ok: bool,
 ) -> dict:
-    stage = {
-        key: round(sum(r.seconds.get(key, 0.0) for r in (*controls, *results)), 3)
-        for key in ("apply", "build", "run")
-    }
-    # A tree's apply and build serve all its configs and repeats: count them once.
-    seen, once = set(), {"apply": 0.0, "build": 0.0}
-    for result in (*controls, *results):
-        if result.fault not in seen:
-            seen.add(result.fault)
-            once["apply"] += result.seconds.get("apply", 0.0)
-            once["build"] += result.seconds.get("build", 0.0)
-    stage.update({k: round(v, 3) for k, v in once.items()})
-    engine_s = max(wall_s - stage["build"] - stage["run"], 0.0)
+    stage = stage_seconds([*controls, *results])
     return {
         "tool": "faults",
         "catalog": catalog,
@@ -62,18 +69,22 @@ def report_document(
         "ok": harness_ok and all(r.ok for r in results),
         "wall_s": round(wall_s, 3),
         "stage_seconds": stage,
-        "engine_share": round(engine_s / wall_s, 4) if wall_s else 0.0,
+        "engine_share": engine_share(stage, wall_s),
         "controls": [r.to_dict() for r in controls],
         "results": [r.to_dict() for r in results],
         "summary": [summary_line(r) for r in (*controls, *results)],
     }
 
 
-def write_json(path: Path, document: dict) -> None:
+def write_text(path: Path, text: str) -> None:
+    """Written to a temporary file and renamed: no reader sees half a report."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     with os.fdopen(fd, "w") as handle:
-        json.dump(document, handle, indent=1)
-        handle.write("\n")
+        handle.write(text)
     os.replace(tmp, path)
+
+
+def write_json(path: Path, document: dict) -> None:
+    write_text(path, json.dumps(document, indent=1) + "\n")

@@ -13,9 +13,9 @@ import re
 import sys
 from dataclasses import asdict, dataclass, field
 
+from faults.parse import DIGEST
 from faults.run import ProcessOutcome
 
-DIGEST_LINE = re.compile(r'"native_source_sha256": "([0-9a-f]{64})"')
 TIMEOUT_LINE = re.compile(r"afdep timeout: site=(\S+) rank=(\d+)")
 ASSERT_LINE = re.compile(r"afdep assertion failed: (.*)")
 ROUTE_ASSERT = re.compile(
@@ -53,7 +53,7 @@ def parse_log(text: str) -> LogFacts:
     for m in ROUTE_ASSERT.finditer(text):
         rank = m[4] if m[4] is not None else m[5]
         facts.route_asserts.append((m[1], int(m[2]), int(m[3]), int(rank)))
-    facts.digests = sorted(set(DIGEST_LINE.findall(text)))
+    facts.digests = sorted(set(DIGEST.findall(text)))
     facts.agreement_ranks = sorted({int(m[1]) for m in AGREEMENT_LINE.finditer(text)})
     for m in RESULT_LINE.finditer(text):
         try:

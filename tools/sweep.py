@@ -19,16 +19,14 @@ import argparse
 import re
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
-from faults.engine import Engine, RunResult
+from faults.engine import Engine, RunResult, sweep
 from faults.generate import is_generated, with_generated
 from faults.pytest_plugin import gpu_group
-from faults.report import summary_line, write_json
+from faults.report import engine_share, stage_seconds, summary_line, write_json, write_text
 from faults.scratch import UserTreeGuard
 from faults.sites import parse_tree
 from faults.verdict import FaultSummary, summarize_fault
@@ -65,32 +63,6 @@ def scores(summaries: list[FaultSummary]) -> tuple[float | None, float]:
     mutation = round(killed / len(must_fail), 4) if must_fail else None
     fired = sum(bool(s.fired) for s in summaries)
     return mutation, round(fired / len(summaries), 4) if summaries else 0.0
-
-
-def run_groups(
-    engines: list[Engine], fault_ids: list[str], configs, repeats: int, on_result
-) -> list[RunResult]:
-    """Faults round-robin over the engines (one per GPU group), each group in order."""
-    results: list[RunResult] = []
-    lock = threading.Lock()
-
-    def work(engine: Engine, ids: list[str]) -> None:
-        for fault_id in ids:
-            names = [c.name for c in configs]
-            found = engine.evaluate(fault_id, engine.catalog.configs_for(fault_id, names), repeats)
-            with lock:
-                results.extend(found)
-                on_result(fault_id, found)
-
-    with ThreadPoolExecutor(max_workers=len(engines)) as pool:
-        jobs = [
-            pool.submit(work, engine, fault_ids[i :: len(engines)])
-            for i, engine in enumerate(engines)
-        ]
-        for job in jobs:
-            job.result()
-    order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
-    return sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,18 +163,16 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 for i in range(count)
             ]
-            controls = engines[0].controls(configs)
-            for result in controls:
-                say(summary_line(result))
-            if all(r.ok for r in controls):
 
-                def on_result(fault_id, found):
-                    for result in found:
-                        say(summary_line(result))
+            def on_results(found) -> None:
+                for result in found:
+                    say(summary_line(result))
+                if found and found[0].fault in fault_ids:
                     progress.advance(task)
 
-                results = run_groups(engines, fault_ids, configs, args.repeat, on_result)
-            else:
+            names = [c.name for c in configs]
+            controls, results = sweep(engines, fault_ids, names, args.repeat, on_results)
+            if not all(r.ok for r in controls):
                 say("HARNESS BROKEN: a control is wrong, no fault is judged")
     wall = time.perf_counter() - started
     document = build_document(
@@ -236,8 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     history.close()
     stem = results_dir / f"sweep-{machine}"
     write_json(stem.with_suffix(".json"), document)
-    _write_text(stem.with_suffix(".md"), markdown(document))
-    _write_text(stem.with_suffix(".xml"), junit(document))
+    write_text(stem.with_suffix(".md"), markdown(document))
+    write_text(stem.with_suffix(".xml"), junit(document))
     print(markdown(document))
     print(f"reports: {stem}.json .md .xml; logs and trees: {workdir}")
     if not runnable:
@@ -279,7 +249,7 @@ def build_document(
         "mutation_score": mutation,
         "firing_rate": firing,
         "wall_s": round(wall, 2),
-        "engine_share": _engine_share(controls + results, wall),
+        "engine_share": engine_share(stage_seconds(controls + results), wall),
         "sites": sites,
         "controls": [r.to_dict() for r in controls],
         "results": [r.to_dict() for r in results],
@@ -296,26 +266,10 @@ def build_document(
     return document
 
 
-def _engine_share(results: list[RunResult], wall: float) -> float:
-    run = sum(r.seconds.get("run", 0.0) for r in results)
-    builds = {r.fault: r.seconds.get("build", 0.0) for r in results}
-    return round(max(wall - run - sum(builds.values()), 0.0) / wall, 4) if wall else 0.0
-
-
 def _machine() -> str:
     from tools.validate import machine_name
 
     return machine_name()
-
-
-def _write_text(path: Path, text: str) -> None:
-    import os
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":
