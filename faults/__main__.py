@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
+from faults.engine import slots_argument
 from faults.scratch import make_scratch
 from faults.sites import parse_tree
 
@@ -151,7 +152,9 @@ def sweep_command(args: argparse.Namespace) -> int:
                 )
             progress.advance(task)
 
-        controls, results = sweep([engine], fault_ids, names, args.repeat, on_results)
+        controls, results = sweep(
+            [engine], fault_ids, names, args.repeat, on_results, slots=args.slots
+        )
         harness_ok = all(r.ok for r in controls)
         if not harness_ok:
             progress.console.print("HARNESS BROKEN: a control is wrong, no fault is judged")
@@ -173,6 +176,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     stages = document["stage_seconds"]
     print(
         f"apply {stages['apply']} s, build {stages['build']} s, run {stages['run']} s, "
+        f"judge {stages['judge']} s, "
         f"engine share {document['engine_share']:.1%}; logs and trees: {engine.workdir}"
     )
     return 0 if document["ok"] else 1
@@ -212,6 +216,12 @@ def main(argv: list[str] | None = None) -> int:
             command.add_argument("id")
         else:
             command.add_argument("--only", nargs="+", default=None, help="fault ids")
+            command.add_argument(
+                "--slots",
+                type=slots_argument,
+                default=1,
+                help="must-pass faults run this many at a time on the GPUs (must-fail: one)",
+            )
         command.add_argument("--config", action="append", default=None)
         command.add_argument("--repeat", type=int, default=1)
         command.add_argument("--report", type=Path, default=None)

@@ -141,7 +141,7 @@ def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
         faults[fault.id] = fault
     control_raw = data.get("control", {}).get("patches", [])
     control = tuple(_patch(path, "control", "control", i, raw) for i, raw in enumerate(control_raw))
-    catalog = Catalog(path, target, configs, faults, control, _generate(path, data))
+    catalog = Catalog(path, target, configs, faults, control, _generate(path, data, configs))
     _check_includes(catalog)
     if tree_root is not None:
         check_sites_exist(catalog, Path(tree_root) / target.sources)
@@ -290,17 +290,38 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict) -> Patch:
     )
 
 
-def _generate(path: Path, data: dict):
+def _generate(path: Path, data: dict, configs: tuple[Config, ...]):
     from faults.generate import GenerateSettings
 
     raw = data.get("generate", {})
-    unknown = sorted(set(raw) - {"ns", "when", "marker"})
+    unknown = sorted(set(raw) - {"ns", "when", "marker", "configs", "site_configs"})
     if unknown:
         raise _fail(path, "generate", f"unknown keys {unknown}")
     ns = raw.get("ns", GenerateSettings.ns)
     if not isinstance(ns, int) or isinstance(ns, bool) or ns <= 0:
         raise _fail(path, "generate", f"ns: a positive int of nanoseconds, got {ns!r}")
-    return GenerateSettings(ns=ns, when=raw.get("when", "true"), marker=raw.get("marker", "true"))
+    known = {c.name for c in configs}
+
+    def names(key: str, value) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _fail(path, "generate", f"{key}: a list of config names, got {value!r}")
+        for name in value:
+            if name not in known:
+                raise _fail(path, "generate", f"{key}: unknown config {name!r}")
+        return tuple(value)
+
+    by_site = _expect_type(
+        path, "generate", "site_configs", raw.get("site_configs", {}), dict, "a table"
+    )
+    return GenerateSettings(
+        ns=ns,
+        when=raw.get("when", "true"),
+        marker=raw.get("marker", "true"),
+        configs=names("configs", raw.get("configs", [])),
+        site_configs=tuple(
+            (prefix, names(f"site_configs.{prefix!r}", value)) for prefix, value in by_site.items()
+        ),
+    )
 
 
 def _check_includes(catalog: Catalog) -> None:

@@ -4,6 +4,7 @@ control must be killed, or the harness is broken and no fault is judged."""
 
 from __future__ import annotations
 
+import argparse
 import threading
 import time
 from collections.abc import Callable
@@ -116,7 +117,9 @@ class Engine:
         )
         return parse_outcome(process)
 
-    def _result(self, prepared, config, repeat, judgement, outcome=None, run_s=0.0) -> RunResult:
+    def _result(
+        self, prepared, config, repeat, judgement, outcome=None, run_s=0.0, judge_s=0.0
+    ) -> RunResult:
         return RunResult(
             fault=prepared.label,
             config=config.name,
@@ -129,6 +132,7 @@ class Engine:
                 "apply": round(prepared.apply_s, 3),
                 "build": round(prepared.build_s, 3),
                 "run": round(run_s, 3),
+                "judge": round(judge_s, 4),  # parsing the log and the verdict
             },
             outcome=outcome.to_dict() if outcome else None,
         )
@@ -146,30 +150,38 @@ class Engine:
         results = []
         for config in configs:
             for repeat in range(repeats):
+                started = time.perf_counter()
                 outcome = self.run(prepared, config, repeat)
                 judgement = judge(fault, outcome, prepared.digest, patches=patches, guards=guards)
+                judge_s = time.perf_counter() - started - outcome.wall_s
                 results.append(
-                    self._result(prepared, config, repeat, judgement, outcome, outcome.wall_s)
+                    self._result(
+                        prepared, config, repeat, judgement, outcome, outcome.wall_s, judge_s
+                    )
                 )
         return results
 
-    def controls(self, configs: list[Config]) -> list[RunResult]:
-        """The unpatched tree must pass; the forced-fail control must be killed."""
-        results = []
+    def controls(self, configs: list[Config], slots: int = 1) -> list[RunResult]:
+        """The unpatched tree must pass; the forced-fail control must be killed.
+        Neither depends on timing, so they run `slots` at a time."""
+        runs = []
         for label, patches, must_fail in ((CLEAN, (), False), (FORCED, self.catalog.control, True)):
             if must_fail and not patches:
                 continue
             prepared = self.prepare(label, patches=patches)
-            for config in configs:
-                if prepared.error:
-                    results.append(self._result(prepared, config, 0, prepared.error))
-                    continue
-                outcome = self.run(prepared, config)
-                judgement = judge_control(outcome, prepared.digest, must_fail)
-                results.append(
-                    self._result(prepared, config, 0, judgement, outcome, outcome.wall_s)
-                )
-        return results
+            runs += [(prepared, config, must_fail) for config in configs]
+
+        def control(prepared: Prepared, config: Config, must_fail: bool) -> RunResult:
+            if prepared.error:
+                return self._result(prepared, config, 0, prepared.error)
+            started = time.perf_counter()
+            outcome = self.run(prepared, config)
+            judgement = judge_control(outcome, prepared.digest, must_fail)
+            judge_s = time.perf_counter() - started - outcome.wall_s
+            return self._result(prepared, config, 0, judgement, outcome, outcome.wall_s, judge_s)
+
+        with ThreadPoolExecutor(max_workers=slots) as pool:
+            return list(pool.map(lambda run: control(*run), runs))
 
 
 def sweep(
@@ -178,14 +190,21 @@ def sweep(
     config_names: list[str] | None,
     repeats: int,
     on_results: Callable[[list[RunResult]], None],
+    slots: int = 1,
 ) -> tuple[list[RunResult], list[RunResult]]:
     """Controls first (on the first engine); if either is wrong the harness is
-    broken and no fault runs. Then the faults, round-robin over the engines (one
-    per GPU group), each group in order. Returns (controls, results), results
-    in fault order; `on_results` sees each batch as it lands."""
+    broken and no fault runs. Then the faults, `slots` at a time on each
+    engine's GPU group: a correct protocol passes under any interleaving, and
+    a skipped release can only time out, so a neighbour's time-slicing only
+    stresses them. Last, one at a time per group, the must-fail faults whose
+    kill needs the window a delay opens: a neighbour would blur that window.
+    Returns (controls, results), results in fault order; `on_results` sees
+    each batch as it lands."""
+    if slots < 1:
+        raise ValueError(f"slots: at least 1 run per GPU group, got {slots}")
     catalog = engines[0].catalog
     controls = engines[0].controls(
-        [c for c in catalog.configs if not config_names or c.name in config_names]
+        [c for c in catalog.configs if not config_names or c.name in config_names], slots
     )
     on_results(controls)
     if not all(r.ok for r in controls):
@@ -200,15 +219,38 @@ def sweep(
                 results.extend(found)
                 on_results(found)
 
-    with ThreadPoolExecutor(max_workers=len(engines)) as pool:
-        jobs = [
-            pool.submit(work, engine, fault_ids[i :: len(engines)])
-            for i, engine in enumerate(engines)
-        ]
-        for job in jobs:
-            job.result()
+    alone = [f for f in fault_ids if needs_quiet_gpus(catalog, f)]
+    shared = [f for f in fault_ids if f not in alone]
+    for ids, per_engine in ((shared, slots), (alone, 1)):
+        workers = [engine for engine in engines for _ in range(per_engine)]
+        with ThreadPoolExecutor(max_workers=len(workers)) as pool:
+            jobs = [
+                pool.submit(work, engine, ids[i :: len(workers)])
+                for i, engine in enumerate(workers)
+            ]
+            for job in jobs:
+                job.result()
     order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
     return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
+
+
+def needs_quiet_gpus(catalog: Catalog, fault_id: str) -> bool:
+    """A must-fail fault that skips a wait while a delay holds the guarded
+    store back: its kill depends on that window, so it runs alone."""
+    return catalog.fault(fault_id).expect == "fail" and any(
+        patch.action == "delay" for patch in catalog.all_patches(fault_id)
+    )
+
+
+def slots_argument(text: str) -> int:
+    """argparse type for runs at a time on one GPU group (--slots, --jobs): at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"runs at a time: an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"runs at a time: at least 1, got {value}")
+    return value
 
 
 def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:

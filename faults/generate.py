@@ -21,6 +21,16 @@ class GenerateSettings:
     ns: int = 20_000
     when: str = "true"
     marker: str = "true"  # a condition in scope at every site (the catalog narrows it)
+    configs: tuple[str, ...] = ()  # the configs a generated fault runs under (empty: all)
+    # (site-name prefix, configs): a site that fires only under some configs runs
+    # there; the longest matching prefix wins over `configs`.
+    site_configs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def configs_for_site(self, site: str) -> tuple[str, ...]:
+        matches = [
+            (len(prefix), names) for prefix, names in self.site_configs if site.startswith(prefix)
+        ]
+        return max(matches)[1] if matches else self.configs
 
 
 def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str, Fault]:
@@ -44,6 +54,7 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
                 f"skip {site.name} while delaying {site.guards}, the site it guards",
                 "fail",
                 patches,
+                configs=settings.configs_for_site(site.name),
             )
         else:
             if site.kind == "release":
@@ -53,6 +64,7 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
                     f"skip the release {site.name}: its waiter must time out",
                     "fail",
                     (Patch(skip_id, site=site.name, action="skip", marker=settings.marker),),
+                    configs=settings.configs_for_site(site.name),
                 )
             fault_id = DELAY_PREFIX + site.name
             patch = Patch(
@@ -63,7 +75,13 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
                 when=settings.when,
                 marker=settings.marker,
             )
-            faults[fault_id] = Fault(fault_id, f"delay {site.name} ({site.kind})", "pass", (patch,))
+            faults[fault_id] = Fault(
+                fault_id,
+                f"delay {site.name} ({site.kind})",
+                "pass",
+                (patch,),
+                configs=settings.configs_for_site(site.name),
+            )
     return faults
 
 

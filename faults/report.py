@@ -30,8 +30,8 @@ def summary_line(result: RunResult) -> str:
 
 
 def stage_seconds(results: list[RunResult]) -> dict[str, float]:
-    """Seconds in apply, build and run. A tree's apply and build serve all its
-    configs and repeats, so they count once per tree."""
+    """Seconds in apply, build, run and judge (parse + verdict). A tree's apply
+    and build serve all its configs and repeats, so they count once per tree."""
     once: dict[str, dict[str, float]] = {}
     for result in results:
         once.setdefault(result.fault, result.seconds)
@@ -39,13 +39,17 @@ def stage_seconds(results: list[RunResult]) -> dict[str, float]:
         "apply": round(sum(s.get("apply", 0.0) for s in once.values()), 3),
         "build": round(sum(s.get("build", 0.0) for s in once.values()), 3),
         "run": round(sum(r.seconds.get("run", 0.0) for r in results), 3),
+        "judge": round(sum(r.seconds.get("judge", 0.0) for r in results), 3),
     }
 
 
-def engine_share(stages: dict[str, float], wall_s: float) -> float:
-    """The engine's own share of a sweep: what is neither building nor running."""
-    engine_s = max(wall_s - stages["build"] - stages["run"], 0.0)
-    return round(engine_s / wall_s, 4) if wall_s else 0.0
+def engine_share(stages: dict[str, float]) -> float:
+    """The engine's own share of a sweep's stage seconds: scratch trees and
+    patches (apply) and reading logs into verdicts (judge), against the
+    target's build and run. Stage seconds, not wall time: with several runs
+    per GPU group the stages overlap."""
+    total = sum(stages.values())
+    return round((stages["apply"] + stages["judge"]) / total, 4) if total else 0.0
 
 
 def report_document(
@@ -69,7 +73,7 @@ def report_document(
         "ok": harness_ok and all(r.ok for r in results),
         "wall_s": round(wall_s, 3),
         "stage_seconds": stage,
-        "engine_share": engine_share(stage, wall_s),
+        "engine_share": engine_share(stage),
         "controls": [r.to_dict() for r in controls],
         "results": [r.to_dict() for r in results],
         "summary": [summary_line(r) for r in (*controls, *results)],

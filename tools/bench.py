@@ -143,6 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--buckets", type=int, nargs="+", default=list(BUCKETS))
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument(
+        "--trace-buckets",
+        type=int,
+        nargs="*",
+        default=[512, 2048],
+        help="per-kernel traces at these buckets (first process only)",
+    )
     parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
     parser.add_argument("--logs-dir", type=Path, default=None)
     parser.add_argument("worker_args", nargs="*", help="passed to the worker after --")
@@ -171,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             *map(str, args.buckets),
             "--iters",
             str(args.iters),
+            *(["--trace-buckets", *map(str, args.trace_buckets)] if index == 0 else []),
             *args.worker_args,
         ]
         outcome = run_logged(
@@ -189,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"process {index}: order {' '.join(order)} done", flush=True)
     rows = summarize(processes, names, args.buckets)
     print_table(rows, names)
+    traces = processes[0].get("traces", {})
+    for lines in traces.values():
+        print("\n".join(lines))
     ratios = targets(rows, names, processes[0]["row_bytes"])
     for key, value in ratios.items():
         print(f"{key} = {value}")
@@ -201,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         "buckets": args.buckets,
         "table": rows,
         "targets": ratios,
+        "traces": traces,
         "processes": processes,
     }
     path = args.results_dir / f"bench-{machine}.json"

@@ -22,6 +22,7 @@ import torch.distributed as dist
 import afdep
 from afdep.config import Config
 from invariants.inputs import make_source_inputs
+from tools.traces import aligned_lines, record_spans
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -38,6 +39,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--num-sms", type=int, default=24)
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument(
+        "--trace-buckets", type=int, nargs="*", default=[], help="per-kernel traces at these"
+    )
+    parser.add_argument("--trace-replays", type=int, default=5)
     return parser.parse_args(argv)
 
 
@@ -114,6 +119,19 @@ class ArmTimer:
             end.record()
         torch.cuda.synchronize()
         return _medians(marks)
+
+    def trace(self, replays: int) -> list:
+        """This rank's kernel spans over `replays` dispatch+combine replays."""
+        graphs = self._capture()
+
+        def once() -> None:
+            graphs[0].replay()
+            graphs[1].replay()
+
+        try:
+            return record_spans(once, replays, dist.barrier)
+        except RuntimeError as error:  # no CUPTI here: the timings still stand
+            return f"profiler failed on rank {dist.get_rank()}: {error}"
 
 
 def _medians(marks) -> dict[str, float]:
@@ -195,6 +213,21 @@ def peer_copy(
     return {"copy_us": round(us, 2), "gb_per_s": round(nbytes / us / 1e3, 1)}
 
 
+def trace_lines(title: str, spans: list, replays: int) -> list[str]:
+    """Every rank's spans aligned on rank 0's (lines on rank 0 only)."""
+    gathered = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, spans)
+    if dist.get_rank() != 0:
+        return []
+    failures = [spans for spans in gathered if isinstance(spans, str)]
+    if failures:
+        return [f"## {title}", f"trace unavailable: {failures[0]}"]
+    try:
+        return aligned_lines(title, gathered, replays)
+    except ValueError as error:  # reported beside the timings, never fatal
+        return [f"## {title}", f"trace unavailable: {error}"]
+
+
 def main(argv=None) -> int:
     import torch.distributed._symmetric_memory as symm_mem
 
@@ -214,6 +247,7 @@ def main(argv=None) -> int:
     local = torch.randint(0, 255, (largest,), dtype=torch.uint8, device=dev)
     results: dict[str, dict] = {name: {} for name in args.order}
     results["nccl"], results["peer_copy"] = {}, {}
+    traces: dict[str, list[str]] = {}
     for bucket in args.buckets:
         source = make_source_inputs(
             rank=0,
@@ -230,6 +264,10 @@ def main(argv=None) -> int:
         for name in args.order:
             timers[name].load(source)
             results[name][str(bucket)] = timers[name].time(args.iters, args.warmup)
+            if bucket in args.trace_buckets:
+                traces[f"{name}-t{bucket}"] = trace_lines(
+                    f"{name} T={bucket}", timers[name].trace(args.trace_replays), args.trace_replays
+                )
         results["nccl"][str(bucket)] = nccl_round_trip(source, args, args.iters, args.warmup)
         if rank == 0:
             nbytes = bucket * geometry.row_bytes
@@ -247,6 +285,7 @@ def main(argv=None) -> int:
             "native_source_sha256": afdep.source_digest(),
             "row_bytes": geometry.row_bytes,
             "ranks": gathered,
+            "traces": traces,
         }
         print(f"AFDEP_BENCH {json.dumps(document)}", flush=True)
     dist.destroy_process_group()

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
-from faults.engine import Engine, RunResult, sweep
+from faults.engine import Engine, RunResult, slots_argument, sweep
 from faults.generate import is_generated, with_generated
 from faults.pytest_plugin import gpu_group
 from faults.report import engine_share, stage_seconds, summary_line, write_json, write_text
@@ -77,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", action="append", default=None)
     parser.add_argument("--only", default=None, help="regular expression over fault ids")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--slots",
+        type=slots_argument,
+        default=1,
+        help="must-pass faults run this many at a time per GPU group (must-fail: one)",
+    )
     parser.add_argument(
         "--results-dir",
         type=Path,
@@ -171,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                     progress.advance(task)
 
             names = [c.name for c in configs]
-            controls, results = sweep(engines, fault_ids, names, args.repeat, on_results)
+            controls, results = sweep(
+                engines, fault_ids, names, args.repeat, on_results, slots=args.slots
+            )
             if not all(r.ok for r in controls):
                 say("HARNESS BROKEN: a control is wrong, no fault is judged")
     wall = time.perf_counter() - started
@@ -249,7 +257,9 @@ def build_document(
         "mutation_score": mutation,
         "firing_rate": firing,
         "wall_s": round(wall, 2),
-        "engine_share": engine_share(stage_seconds(controls + results), wall),
+        "slots": args.slots,
+        "stage_seconds": stage_seconds(controls + results),
+        "engine_share": engine_share(stage_seconds(controls + results)),
         "sites": sites,
         "controls": [r.to_dict() for r in controls],
         "results": [r.to_dict() for r in results],

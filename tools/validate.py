@@ -17,11 +17,14 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from afdep._build import source_digest
+from faults.engine import slots_argument
 from faults.report import write_json
 from faults.run import run_logged
 from tools.driverlog import driver_command, outcome_record, parse_log
@@ -317,6 +320,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
     parser.add_argument("--logs-dir", type=Path, default=None)
     parser.add_argument("--bench-iters", type=int, default=50)
+    parser.add_argument(
+        "--jobs",
+        type=slots_argument,
+        default=1,
+        help="driver runs at a time on the same GPUs (timed runs still run alone)",
+    )
     parser.add_argument("--list", action="store_true", help="print the runs and exit")
     args = parser.parse_args(argv)
     runs = [
@@ -341,13 +350,14 @@ def main(argv: list[str] | None = None) -> int:
     previous = json.loads(path.read_text()) if path.exists() else {}
     # Runs of the same tree accumulate across invocations (--select parts).
     records = previous.get("runs", {}) if previous.get("native_source_sha256") == digest else {}
-    for run in runs:
-        env = {**os.environ, **run.env}
+    lock = threading.Lock()
+
+    def execute(run: Run) -> None:
         outcome = run_logged(
             driver_command(run.nproc, run.args),
             logs / f"{run.name}.log",
             timeout_s=run.outer_timeout_s,
-            env=env,
+            env={**os.environ, **run.env},
         )
         facts = parse_log(Path(outcome.log_path).read_text(errors="replace"))
         record = outcome_record(outcome, facts)
@@ -355,17 +365,28 @@ def main(argv: list[str] | None = None) -> int:
         record.update(
             name=run.name, expect=run.expect, env=run.env, problems=problems, ok=not problems
         )
-        records[run.name] = record
-        print(summary_line(run, record, problems), flush=True)
-        write_json(path, results_document(machine, digest, records))
+        with lock:
+            records[run.name] = record
+            print(summary_line(run, record, problems), flush=True)
+            write_json(path, results_document(machine, digest, records, args.jobs))
+
+    # Correctness holds under any interleaving, so runs may share the GPUs
+    # (--jobs); a run that times its replays (--bench-iters) runs alone after.
+    timed = [r for r in runs if "--bench-iters" in r.args]
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for job in [pool.submit(execute, r) for r in runs if r not in timed]:
+            job.result()
+    for run in timed:
+        execute(run)
     print(f"wrote {path}: {sum(r['ok'] for r in records.values())}/{len(records)} runs ok")
     return 0 if all(records[r.name]["ok"] for r in runs) else 1
 
 
-def results_document(machine: str, digest: str, records: dict) -> dict:
+def results_document(machine: str, digest: str, records: dict, jobs: int) -> dict:
     return {
         "tool": "tools.validate",
         "machine": machine,
+        "jobs": jobs,
         "native_source_sha256": digest,
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "ok": all(r["ok"] for r in records.values()),

@@ -99,6 +99,15 @@ def test_fixture_catalog_loads():
             '[[fault]]\nid = "A"\nexpect = "pass"\ncolour = "red"\n',
             "fault A: unknown keys ['colour']",
         ),
+        (
+            '[[config]]\nname = "c"\n[generate]\nconfigs = ["nope"]\n',
+            "generate: configs: unknown config 'nope'",
+        ),
+        (
+            '[[config]]\nname = "c"\n[generate.site_configs]\n"fx." = ["c", "nope"]\n',
+            "generate: site_configs.'fx.': unknown config 'nope'",
+        ),
+        ('[generate]\nconfigs = "c"\n', "generate: configs: a list of config names, got 'c'"),
     ],
 )
 def test_catalog_errors_name_file_fault_and_field(tmp_path, faults, message):

@@ -25,7 +25,8 @@ def test_engine_digest_rule_is_afdeps():
     assert tree_digest(CSRC) == source_digest()
 
 
-def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, capsys):
+@pytest.mark.parametrize("slots", [1, 2])
+def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, capsys, slots):
     before = tree_digest(SOURCES)
     report = tmp_path / "report.json"
     status = main(
@@ -37,6 +38,8 @@ def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, ca
             "--workdir",
             str(tmp_path / "work"),
             "sweep",
+            "--slots",
+            str(slots),
             "--report",
             str(report),
         ]
@@ -64,7 +67,7 @@ def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, ca
         assert len(result["outcome"]["log_sha256"]) == 64
     s1 = next(r for r in document["results"] if r["fault"] == "S1")
     assert s1["outcome"]["markers"] == {"D1": 4, "S1": 4}
-    assert set(document["stage_seconds"]) == {"apply", "build", "run"}
+    assert set(document["stage_seconds"]) == {"apply", "build", "run", "judge"}
     assert 0 <= document["engine_share"] < 1
     out = capsys.readouterr().out
     assert "S1-default tree=" in out and "markers=4 assert=0 -> KILLED" in out

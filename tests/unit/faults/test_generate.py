@@ -35,9 +35,27 @@ def test_catalog_settings_reach_the_generated_faults():
     patch = catalog.faults["gen.delay.cf.epilogue.expand"].patches[0]
     assert (patch.ns, patch.marker) == (20_000, "threadIdx.x % 32 == 0 && blockIdx.x == 0")
     assert catalog.faults["N2"].configs == ("bf16-eager", "bf16-graph", "fp8-eager")
-    assert [c.name for c in catalog.configs_for("gen.skip.cf.source.prefix_wait")][
-        -1
-    ] == "bf16-eager-arm-source"
+    runs_under = {
+        fault_id: [c.name for c in catalog.configs_for(fault_id)]
+        for fault_id in catalog.faults
+        if is_generated(fault_id)
+    }
+    # Each generated fault runs once, under the config where its site fires.
+    assert runs_under["gen.skip.cf.source.prefix_wait"] == ["bf16-eager-arm-source"]
+    assert runs_under["gen.skip.pf.epilogue.done_wait"] == ["bf16-eager-payload-first"]
+    assert runs_under["gen.delay.pf.source.row_store"] == ["bf16-eager-payload-first"]
+    assert runs_under["gen.skip.cf.epilogue.row_wait"] == ["bf16-graph"]
+    assert runs_under["gen.delay.cb.source.reduce"] == ["bf16-graph"]
+    assert all(len(names) == 1 for names in runs_under.values())
+
+
+def test_the_longest_site_prefix_picks_the_configs():
+    settings = GenerateSettings(
+        configs=("all",), site_configs=(("cf.", ("cf",)), ("cf.source.prefix", ("source",)))
+    )
+    assert settings.configs_for_site("cf.source.prefix_wait") == ("source",)
+    assert settings.configs_for_site("cf.source.row_store") == ("cf",)
+    assert settings.configs_for_site("pf.source.row_store") == ("all",)
 
 
 def test_coverage_of_the_afdep_sites():
