@@ -238,12 +238,12 @@ def build_document(
     wall,
 ) -> dict:
     summaries = []
-    if runnable:
+    harness_ok = all(r.ok for r in controls) if runnable else False
+    if harness_ok:  # with a wrong control no fault ran: nothing to summarize
         for fault_id in fault_ids:
             mine = [r for r in results if r.fault == fault_id]
             summaries.append(summarize_fault(catalog.fault(fault_id), mine))
     mutation, firing = scores(summaries)
-    harness_ok = all(r.ok for r in controls) if runnable else False
     document = {
         "tool": "tools.sweep",
         "catalog": str(args.catalog),

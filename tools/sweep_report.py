@@ -8,7 +8,9 @@ import xml.etree.ElementTree as ET
 def _controls_line(controls: list[dict]) -> str:
     if not controls:
         return "- controls: not run (no GPUs)"
-    return "- controls: " + ", ".join(f"{c['fault']} {c['verdict']}" for c in controls)
+    return "- controls: " + ", ".join(
+        f"{c['fault']}/{c['config']} {c['verdict']}" for c in controls
+    )
 
 
 def markdown(document: dict) -> str:
@@ -35,6 +37,14 @@ def markdown(document: dict) -> str:
             f"{b['build_s']} |"
             for b in document.get("built", [])
         ]
+        return "\n".join(lines) + "\n"
+    if not document["harness_ok"]:
+        wrong = [
+            f"{c['fault']} under {c['config']}: {c['verdict']}"
+            for c in document["controls"]
+            if not c["ok"]
+        ]
+        lines += ["**Harness broken, no fault judged:** " + "; ".join(wrong)]
         return "\n".join(lines) + "\n"
     lines += [
         "| fault | expect | verdict | ok | fired/runs | kill rate | repeats for 99 % | why |",

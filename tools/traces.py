@@ -24,12 +24,16 @@ def short_name(name: str) -> str:
     return base.split("::")[-1]
 
 
+def is_afdep_kernel(name: str) -> bool:
+    return "afdep::" in name or "_ZN5afdep" in name
+
+
 def record_spans(
     run_once: Callable[[], None], replays: int, start_together: Callable[[], None]
 ) -> list[Span]:
-    """The GPU activity of `replays` calls of `run_once`, in start order.
+    """afdep's kernels over `replays` calls of `run_once`, in start order.
     `start_together` (a barrier) runs once every rank's profiler is on; its
-    own NCCL kernel is left out."""
+    own kernels (NCCL's, a fill) are left out with anything else not afdep's."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -45,7 +49,7 @@ def record_spans(
     spans = [
         (short_name(e.name()), e.start_ns(), e.end_ns())
         for e in events
-        if e.device_type() == DeviceType.CUDA and not e.name().startswith("nccl")
+        if e.device_type() == DeviceType.CUDA and is_afdep_kernel(e.name())
     ]
     return sorted(spans, key=lambda span: span[1])
 

@@ -87,3 +87,26 @@ def test_two_sweeps_of_the_fixture_report_what_changed(tmp_path, capsys):
     assert "## Changed since sweep" in markdown
     assert "- D1: PASSED -> NOT FIRED" in markdown
     capsys.readouterr()
+
+
+def test_a_broken_harness_is_reported_not_a_table_of_not_fired():
+    from tools.sweep_report import markdown
+
+    control = {"fault": "control.forced_fail", "config": "arm-source", "verdict": "SURVIVED"}
+    document = {
+        "catalog": "c.toml",
+        "native_source_sha256": "ab" * 32,
+        "machine": "2xH200",
+        "written": "now",
+        "mutation_score": None,
+        "firing_rate": None,
+        "harness_ok": False,
+        "controls": [{**control, "ok": False}],
+        "faults": [],
+    }
+    text = markdown(document)
+    assert "control.forced_fail/arm-source SURVIVED" in text
+    assert text.endswith(
+        "**Harness broken, no fault judged:** control.forced_fail under arm-source: SURVIVED\n"
+    )
+    assert "| fault |" not in text
