@@ -294,7 +294,7 @@ def _generate(path: Path, data: dict, configs: tuple[Config, ...]):
     from faults.generate import GenerateSettings
 
     raw = data.get("generate", {})
-    unknown = sorted(set(raw) - {"ns", "when", "marker", "configs", "site_configs"})
+    unknown = sorted(set(raw) - {"ns", "when", "marker", "configs", "site_configs", "survivor_ok"})
     if unknown:
         raise _fail(path, "generate", f"unknown keys {unknown}")
     ns = raw.get("ns", GenerateSettings.ns)
@@ -313,6 +313,11 @@ def _generate(path: Path, data: dict, configs: tuple[Config, ...]):
     by_site = _expect_type(
         path, "generate", "site_configs", raw.get("site_configs", {}), dict, "a table"
     )
+    survivors = _expect_type(
+        path, "generate", "survivor_ok", raw.get("survivor_ok", {}), dict, "a table"
+    )
+    for site, why in survivors.items():
+        _expect_type(path, "generate", f"survivor_ok.{site!r}", why, str, "a string")
     return GenerateSettings(
         ns=ns,
         when=raw.get("when", "true"),
@@ -321,6 +326,7 @@ def _generate(path: Path, data: dict, configs: tuple[Config, ...]):
         site_configs=tuple(
             (prefix, names(f"site_configs.{prefix!r}", value)) for prefix, value in by_site.items()
         ),
+        survivor_ok=tuple(survivors.items()),
     )
 
 

@@ -21,6 +21,7 @@ from faults.sites import parse_tree
 from faults.verdict import Judgement, Verdict, judge
 
 CLEAN = "control.clean"
+BUILDS_AT_ONCE = 8
 FORCED = "control.forced_fail"
 
 
@@ -221,14 +222,18 @@ def sweep(
 
     alone = [f for f in fault_ids if needs_quiet_gpus(catalog, f)]
     shared = [f for f in fault_ids if f not in alone]
+    phases = []
     for ids, per_engine in ((shared, slots), (alone, 1)):
         workers = [engine for engine in engines for _ in range(per_engine)]
-        with ThreadPoolExecutor(max_workers=len(workers)) as pool:
-            jobs = [
-                pool.submit(work, engine, ids[i :: len(workers)])
-                for i, engine in enumerate(workers)
-            ]
-            for job in jobs:
+        phases.append([(engine, ids[i :: len(workers)]) for i, engine in enumerate(workers)])
+    # Every tree is applied and built first, several at once (CPU work), so
+    # the runs that go one at a time never wait on a build.
+    trees = [(engine, f) for phase in phases for engine, ids in phase for f in ids]
+    with ThreadPoolExecutor(max_workers=BUILDS_AT_ONCE) as pool:
+        list(pool.map(lambda tree: tree[0].prepare(tree[1], tree[1]), trees))
+    for phase in phases:
+        with ThreadPoolExecutor(max_workers=len(phase)) as pool:
+            for job in [pool.submit(work, engine, ids) for engine, ids in phase]:
                 job.result()
     order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
     return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))

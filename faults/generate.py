@@ -25,6 +25,8 @@ class GenerateSettings:
     # (site-name prefix, configs): a site that fires only under some configs runs
     # there; the longest matching prefix wins over `configs`.
     site_configs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # wait site -> why skipping it cannot open a race (another wait covers it)
+    survivor_ok: tuple[tuple[str, str], ...] = ()
 
     def configs_for_site(self, site: str) -> tuple[str, ...]:
         matches = [
@@ -54,6 +56,7 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
                 f"skip {site.name} while delaying {site.guards}, the site it guards",
                 "fail",
                 patches,
+                survivor_ok=dict(settings.survivor_ok).get(site.name),
                 configs=settings.configs_for_site(site.name),
             )
         else:
