@@ -294,19 +294,22 @@ def _generate(path: Path, data: dict, configs: tuple[Config, ...]):
     from faults.generate import GenerateSettings
 
     raw = data.get("generate", {})
-    unknown = sorted(set(raw) - {"ns", "when", "marker", "configs", "site_configs", "survivor_ok"})
+    keys = {"ns", "window_ns", "when", "marker", "configs", "site_configs", "survivor_ok"}
+    unknown = sorted(set(raw) - keys)
     if unknown:
         raise _fail(path, "generate", f"unknown keys {unknown}")
     ns = raw.get("ns", GenerateSettings.ns)
-    if not isinstance(ns, int) or isinstance(ns, bool) or ns <= 0:
-        raise _fail(path, "generate", f"ns: a positive int of nanoseconds, got {ns!r}")
-    known = {c.name for c in configs}
+    window_ns = raw.get("window_ns", ns)
+    for key, value in (("ns", ns), ("window_ns", window_ns)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise _fail(path, "generate", f"{key}: a positive int of nanoseconds, got {value!r}")
+    config_names = {c.name for c in configs}
 
     def names(key: str, value) -> tuple[str, ...]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise _fail(path, "generate", f"{key}: a list of config names, got {value!r}")
         for name in value:
-            if name not in known:
+            if name not in config_names:
                 raise _fail(path, "generate", f"{key}: unknown config {name!r}")
         return tuple(value)
 
@@ -320,6 +323,7 @@ def _generate(path: Path, data: dict, configs: tuple[Config, ...]):
         _expect_type(path, "generate", f"survivor_ok.{site!r}", why, str, "a string")
     return GenerateSettings(
         ns=ns,
+        window_ns=window_ns,
         when=raw.get("when", "true"),
         marker=raw.get("marker", "true"),
         configs=names("configs", raw.get("configs", [])),

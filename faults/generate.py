@@ -19,6 +19,9 @@ DELAY_PREFIX = "gen.delay."
 @dataclass(frozen=True)
 class GenerateSettings:
     ns: int = 20_000
+    # How long a wait-skip fault holds the guarded site back: the window must
+    # outlast the consumer's own start-up, or the skip opens no race.
+    window_ns: int | None = None  # None: ns
     when: str = "true"
     marker: str = "true"  # a condition in scope at every site (the catalog narrows it)
     configs: tuple[str, ...] = ()  # the configs a generated fault runs under (empty: all)
@@ -45,7 +48,7 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
                     fault_id,
                     site=site.guards,
                     action="delay",
-                    ns=settings.ns,
+                    ns=settings.window_ns or settings.ns,
                     when=settings.when,
                     marker=settings.marker,
                 ),

@@ -3,6 +3,7 @@ document per sweep, written to a temporary file and renamed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -66,6 +67,7 @@ def report_document(
     return {
         "tool": "faults",
         "catalog": catalog,
+        "catalog_sha256": catalog_sha256(catalog),
         "target": target,
         "user_tree_digest": user_digest,
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -78,6 +80,11 @@ def report_document(
         "results": [r.to_dict() for r in results],
         "summary": [summary_line(r) for r in (*controls, *results)],
     }
+
+
+def catalog_sha256(path) -> str:
+    """The catalog a report judged by: faults change, so reports say which."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def write_text(path: Path, text: str) -> None:

@@ -26,7 +26,14 @@ from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.engine import Engine, RunResult, slots_argument, sweep
 from faults.generate import is_generated, with_generated
 from faults.pytest_plugin import gpu_group
-from faults.report import engine_share, stage_seconds, summary_line, write_json, write_text
+from faults.report import (
+    catalog_sha256,
+    engine_share,
+    stage_seconds,
+    summary_line,
+    write_json,
+    write_text,
+)
 from faults.scratch import UserTreeGuard
 from faults.sites import parse_tree
 from faults.verdict import FaultSummary, summarize_fault
@@ -247,6 +254,7 @@ def build_document(
     document = {
         "tool": "tools.sweep",
         "catalog": str(args.catalog),
+        "catalog_sha256": catalog_sha256(args.catalog),
         "machine": machine,
         "native_source_sha256": digest,
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

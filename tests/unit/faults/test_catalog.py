@@ -108,6 +108,11 @@ def test_fixture_catalog_loads():
             "generate: site_configs.'fx.': unknown config 'nope'",
         ),
         ('[generate]\nconfigs = "c"\n', "generate: configs: a list of config names, got 'c'"),
+        (
+            "[generate]\nwindow_ns = 0\n",
+            "generate: window_ns: a positive int of nanoseconds, got 0",
+        ),
+        ("[generate]\nspeed = 1\n", "generate: unknown keys ['speed']"),
     ],
 )
 def test_catalog_errors_name_file_fault_and_field(tmp_path, faults, message):

@@ -34,6 +34,9 @@ def test_catalog_settings_reach_the_generated_faults():
     catalog = with_generated(load_catalog(REPO / "faults/catalogs/afdep.toml"), REPO)
     patch = catalog.faults["gen.delay.cf.epilogue.expand"].patches[0]
     assert (patch.ns, patch.marker) == (20_000, "threadIdx.x % 32 == 0 && blockIdx.x == 0")
+    window, skip = catalog.faults["gen.skip.cf.epilogue.row_wait"].patches
+    assert (window.site, window.action, window.ns) == ("cf.source.row_store", "delay", 200_000)
+    assert (skip.site, skip.action) == ("cf.epilogue.row_wait", "skip")
     assert catalog.faults["N2"].configs == ("bf16-eager", "bf16-graph", "fp8-eager")
     runs_under = {
         fault_id: [c.name for c in catalog.configs_for(fault_id)]
