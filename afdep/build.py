@@ -11,27 +11,52 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from afdep._build import CompileError, compile_kernel, source_digest
 from afdep.kernels import COUNT_FIRST, PAYLOAD_FIRST, all_launches
 from afdep.workspace import Geometry
 
 
-def all_specs(hiddens, top_ks, payloads, protocols=(PAYLOAD_FIRST, COUNT_FIRST),
-              views=("expanded", "collect"), arms=("ffn", "source")):
+def all_specs(
+    hiddens,
+    top_ks,
+    payloads,
+    protocols=(PAYLOAD_FIRST, COUNT_FIRST),
+    views=("expanded", "collect"),
+    arms=("ffn", "source"),
+):
     """Every kernel either role launches for the chosen configurations."""
     specs = {}
-    for hidden, top_k, payload, view, arm in itertools.product(hiddens, top_ks, payloads, views,
-                                                               arms):
-        g = Geometry(world_size=2, ffn_ranks=1, num_experts=128, capacity=2048, hidden=hidden,
-                     top_k=top_k, payload=payload, collect_view=view == "collect",
-                     arm_source=arm == "source")
+    for hidden, top_k, payload, view, arm in itertools.product(
+        hiddens, top_ks, payloads, views, arms
+    ):
+        g = Geometry(
+            world_size=2,
+            ffn_ranks=1,
+            num_experts=128,
+            capacity=2048,
+            hidden=hidden,
+            top_k=top_k,
+            payload=payload,
+            collect_view=view == "collect",
+            arm_source=arm == "source",
+        )
         for role in ("attention", "ffn"):
             for launch in all_launches(g, role, tuple(protocols)):
                 specs[launch.spec] = None
     return list(specs)
+
+
+def timed_compile(spec):
+    started = time.perf_counter()
+    try:
+        return compile_kernel(spec), time.perf_counter() - started, None
+    except CompileError as error:
+        return None, time.perf_counter() - started, error
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,25 +64,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hidden", type=int, nargs="+", default=[2048, 7168])
     parser.add_argument("--top-k", type=int, nargs="+", default=[8])
     parser.add_argument("--payload", nargs="+", choices=("bf16", "fp8"), default=["bf16", "fp8"])
-    parser.add_argument("--protocol", nargs="+", choices=(PAYLOAD_FIRST, COUNT_FIRST),
-                        default=[PAYLOAD_FIRST, COUNT_FIRST])
-    parser.add_argument("--view", nargs="+", choices=("expanded", "collect"),
-                        default=["expanded", "collect"])
+    parser.add_argument(
+        "--protocol",
+        nargs="+",
+        choices=(PAYLOAD_FIRST, COUNT_FIRST),
+        default=[PAYLOAD_FIRST, COUNT_FIRST],
+    )
+    parser.add_argument(
+        "--view", nargs="+", choices=("expanded", "collect"), default=["expanded", "collect"]
+    )
     parser.add_argument("--arm", nargs="+", choices=("ffn", "source"), default=["ffn", "source"])
     args = parser.parse_args(argv)
     print(f"native_source_sha256 {source_digest()}")
+    specs = all_specs(args.hidden, args.top_k, args.payload, args.protocol, args.view, args.arm)
+    # NVRTC releases the GIL: kernels compile side by side, reported in order.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        outcomes = list(pool.map(timed_compile, specs))
     failed = 0
-    for spec in all_specs(args.hidden, args.top_k, args.payload, args.protocol, args.view,
-                          args.arm):
-        started = time.perf_counter()
-        try:
-            compiled = compile_kernel(spec)
-        except CompileError as error:
+    for spec, (compiled, seconds, error) in zip(specs, outcomes, strict=True):
+        if error is not None:
             failed += 1
             print(f"FAILED {spec.label()}\n{error}", file=sys.stderr)
             continue
         how = "cached" if compiled.from_cache else "compiled"
-        seconds = time.perf_counter() - started
         print(f"{how:8} {seconds:6.2f}s {len(compiled.cubin):7d} B  {spec.label()}")
     return 1 if failed else 0
 
