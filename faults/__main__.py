@@ -18,6 +18,7 @@ from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.engine import slots_argument
+from faults.run import gpu_count
 from faults.scratch import make_scratch
 from faults.sites import parse_tree
 
@@ -96,10 +97,22 @@ def _engine(args: argparse.Namespace, catalog: Catalog):
     return Engine(catalog, args.root, workdir, ref=args.ref)
 
 
-def _configs(catalog: Catalog, names: list[str] | None):
-    for name in names or []:
-        catalog.config(name)  # an unknown name is an error that names it
-    return names
+def _configs(catalog: Catalog, names: list[str] | None) -> list[str]:
+    """The named configs (all by default) that fit this machine's GPUs; the
+    others are said and left out. None fitting is an error naming the need."""
+    chosen = [catalog.config(name) for name in names] if names else list(catalog.configs)
+    needs = {c.name: catalog.gpus_for(c) for c in chosen}
+    gpus = gpu_count() if any(needs.values()) else 0
+    fitting = [name for name, need in needs.items() if need <= gpus]
+    if not fitting:
+        raise CatalogError(
+            f"{catalog.path}: no chosen config fits this machine's {gpus} GPUs: "
+            + ", ".join(f"{name} needs {need}" for name, need in needs.items())
+        )
+    for name, need in needs.items():
+        if need > gpus:
+            print(f"not run here: config {name} needs {need} GPUs")
+    return fitting
 
 
 def run_command(args: argparse.Namespace) -> int:

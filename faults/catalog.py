@@ -54,6 +54,7 @@ class Config:
     name: str
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    gpus: int = 0  # GPUs this config's runs need (`{gpus}` in the run command); 0: the target's
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,9 @@ class Catalog:
         if fault_id not in self.faults:
             raise CatalogError(f"{self.path}: no fault {fault_id!r}; known: {sorted(self.faults)}")
         return self.faults[fault_id]
+
+    def gpus_for(self, config: Config) -> int:
+        return config.gpus or self.target.gpus
 
     def configs_for(self, fault_id: str, names: list[str] | None = None) -> list[Config]:
         """The configs `fault_id` runs under, narrowed to `names` when given."""
@@ -203,12 +207,18 @@ def _configs(path: Path, raw) -> tuple[Config, ...]:
         if entry["name"] in names:
             raise _fail(path, f"config {entry['name']}", "name: duplicate config name")
         names.add(entry["name"])
+        where = f"config {entry['name']}"
+        unknown = sorted(set(entry) - {"name", "args", "env", "gpus"})
+        if unknown:
+            raise _fail(path, where, f"unknown keys {unknown}")
         args = entry.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise _fail(path, f"config {entry['name']}", "args must be a list of strings")
-        configs.append(
-            Config(entry["name"], tuple(args), {k: str(v) for k, v in entry.get("env", {}).items()})
-        )
+            raise _fail(path, where, "args must be a list of strings")
+        gpus = entry.get("gpus", 0)
+        if "gpus" in entry and (not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1):
+            raise _fail(path, where, f"gpus: a positive int, got {gpus!r}")
+        env = {k: str(v) for k, v in entry.get("env", {}).items()}
+        configs.append(Config(entry["name"], tuple(args), env, gpus))
     if not configs:
         configs.append(Config("default"))
     return tuple(configs)

@@ -5,6 +5,7 @@ control must be killed, or the harness is broken and no fault is judged."""
 from __future__ import annotations
 
 import argparse
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -87,6 +88,8 @@ class Engine:
     def _prepare(self, label: str, fault_id: str | None, patches) -> Prepared:
         started = time.perf_counter()
         prepared = Prepared(label, self.workdir / label / "tree")
+        if prepared.tree.exists():  # a workdir reused: this engine's own old scratch tree
+            shutil.rmtree(prepared.tree)
         make_scratch(self.root, prepared.tree, ref=self.ref)
         try:
             if fault_id is not None:
@@ -115,6 +118,8 @@ class Engine:
             self.workdir / prepared.label,
             prepared.digest,
             f"{prepared.label}-{config.name}{suffix}",
+            gpus=self.catalog.gpus_for(config),
+            env=self.env,
         )
         return parse_outcome(process)
 

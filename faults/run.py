@@ -54,8 +54,17 @@ def run_logged(
     return ProcessOutcome(command, exit_code, wall, outer_timeout, str(log_path), digest)
 
 
+def gpu_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:  # no torch with CUDA: a CPU machine
+        return 0
+
+
 def substitute(words: tuple[str, ...], **values: str) -> list[str]:
-    """`{tree}`, `{out}`, `{python}`, `{digest}` in a command's words."""
+    """`{tree}`, `{out}`, `{python}`, `{digest}`, `{gpus}` in a command's words."""
     return [word.format(**values) for word in words]
 
 
@@ -93,15 +102,29 @@ def build_tree(target: Target, tree: Path, out: Path, digest: str) -> ProcessOut
 
 
 def run_config(
-    target: Target, config: Config, tree: Path, out: Path, digest: str, log_name: str
+    target: Target,
+    config: Config,
+    tree: Path,
+    out: Path,
+    digest: str,
+    log_name: str,
+    *,
+    gpus: int,
+    env: dict[str, str] | None = None,
 ) -> ProcessOutcome:
+    """One run of `config` in `tree`; `env` (the GPU group) goes over the config's."""
     command = substitute(
-        target.run + config.args, tree=str(tree), out=str(out), python=sys.executable, digest=digest
+        target.run + config.args,
+        tree=str(tree),
+        out=str(out),
+        python=sys.executable,
+        digest=digest,
+        gpus=str(gpus),
     )
     return run_logged(
         command,
         out / f"{log_name}.log",
         timeout_s=target.timeout_s,
-        env=stage_env(target, tree, config.env),
+        env=stage_env(target, tree, {**config.env, **(env or {})}),
         cwd=tree,
     )

@@ -151,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         help="per-kernel traces at these buckets (first process only)",
     )
     parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
+    parser.add_argument(
+        "--tag", default="", help="names the JSON bench-<machine>-<tag>.json (e.g. a split)"
+    )
     parser.add_argument("--logs-dir", type=Path, default=None)
     parser.add_argument("worker_args", nargs="*", help="passed to the worker after --")
     args = parser.parse_args(argv)
@@ -210,12 +213,13 @@ def main(argv: list[str] | None = None) -> int:
         "arms": arms,
         "native_source_sha256": processes[0]["native_source_sha256"],
         "buckets": args.buckets,
+        "worker_args": args.worker_args,
         "table": rows,
         "targets": ratios,
         "traces": traces,
         "processes": processes,
     }
-    path = args.results_dir / f"bench-{machine}.json"
+    path = args.results_dir / f"bench-{machine}{'-' + args.tag if args.tag else ''}.json"
     write_json(path, document)
     print(f"wrote {path}")
     return 0

@@ -7,7 +7,13 @@ from invariants.layout import LayoutError, check_collect_view, check_expert_layo
 from invariants.reference import apply_experts, combine_reference, dispatch_reference
 
 # (attention ranks, FFN ranks, experts, payload): the shapes the driver runs, small.
-CASES = ((1, 1, 128, "bf16"), (1, 1, 128, "fp8"), (2, 2, 16, "bf16"), (3, 1, 32, "fp8"))
+CASES = (
+    (1, 1, 128, "bf16"),
+    (1, 1, 128, "fp8"),
+    (2, 2, 16, "bf16"),
+    (3, 1, 32, "fp8"),
+    (1, 3, 96, "bf16"),
+)
 
 
 def reference_self_check(capacity: int = 64, hidden: int = 256, top_k: int = 8) -> int:

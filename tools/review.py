@@ -224,14 +224,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_covering(result: Review, catalog: Catalog, tree: Path, workdir: Path) -> list:
     from faults.engine import Engine
-    from tools.sweep import gpu_count
+    from faults.run import gpu_count
 
-    if gpu_count() < catalog.target.gpus:
+    gpus = gpu_count()
+    if gpus < catalog.target.gpus:
         print(f"--run: the target needs {catalog.target.gpus} GPUs; not running", file=sys.stderr)
         return []
     engine = Engine(catalog, tree, workdir / "runs")
     ids = list(dict.fromkeys(f for c in result.touched for f in (*c.passing, *c.failing)))
-    return [r for fault_id in ids for r in engine.evaluate(fault_id, catalog.configs_for(fault_id))]
+    fits = [c.name for c in catalog.configs if catalog.gpus_for(c) <= gpus]
+    return [
+        r
+        for fault_id in ids
+        for r in engine.evaluate(fault_id, catalog.configs_for(fault_id, fits))
+    ]
 
 
 if __name__ == "__main__":

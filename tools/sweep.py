@@ -34,6 +34,7 @@ from faults.report import (
     write_json,
     write_text,
 )
+from faults.run import gpu_count
 from faults.scratch import UserTreeGuard
 from faults.sites import parse_tree
 from faults.verdict import FaultSummary, summarize_fault
@@ -41,15 +42,6 @@ from tools.history import History
 from tools.sweep_report import junit, markdown
 
 DEFAULT_CATALOG = Path("faults/catalogs/afdep.toml")
-
-
-def gpu_count() -> int:
-    try:
-        import torch
-
-        return torch.cuda.device_count()
-    except Exception:  # no torch with CUDA: a CPU machine
-        return 0
 
 
 def covered_by_catalog(catalog: Catalog) -> set[str]:
@@ -115,7 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     fault_ids = [f for f in catalog.faults if not args.only or re.search(args.only, f)]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="afdep-sweep-"))
     gpus = gpu_count()
-    runnable = gpus >= catalog.target.gpus
+    # A config that needs more GPUs than this machine has is listed, not run.
+    too_big = [c for c in configs if catalog.gpus_for(c) > gpus]
+    configs = [c for c in configs if c not in too_big]
+    runnable = bool(configs)
+    if not runnable:
+        configs, too_big = too_big, []
+    else:
+        fault_ids = [f for f in fault_ids if catalog.configs_for(f, [c.name for c in configs])]
     results_dir = args.results_dir or (
         Path("docs/results") if runnable and catalog.target.gpus else workdir
     )
@@ -157,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 progress.advance(task)
         else:
-            group_size = max(catalog.target.gpus, 1)
-            count = max(gpus // group_size, 1) if catalog.target.gpus else 1
+            group_size = max(catalog.gpus_for(c) for c in configs)
+            count = max(gpus // group_size, 1) if group_size else 1
             engines = [
                 Engine(
                     catalog,
@@ -170,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                                 gpu_group(f"gw{i}", group_size, None, gpus)
                             )
                         }
-                        if catalog.target.gpus
+                        if group_size
                         else {}
                     ),
                 )
@@ -184,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                     progress.advance(task)
 
             names = [c.name for c in configs]
+            for config in too_big:
+                say(f"not run here: config {config.name} needs {catalog.gpus_for(config)} GPUs")
             controls, results = sweep(
                 engines, fault_ids, names, args.repeat, on_results, slots=args.slots
             )
@@ -203,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         sites,
         runnable,
         wall,
+        too_big,
     )
     history = History(args.history or results_dir / "sweep-history.sqlite")
     summaries = [FaultSummary(**s) for s in document["faults"]]
@@ -243,6 +245,7 @@ def build_document(
     sites,
     runnable,
     wall,
+    too_big=(),
 ) -> dict:
     summaries = []
     harness_ok = all(r.ok for r in controls) if runnable else False
@@ -258,7 +261,7 @@ def build_document(
         "machine": machine,
         "native_source_sha256": digest,
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "gpus_needed": catalog.target.gpus,
+        "gpus_needed": {c.name: catalog.gpus_for(c) for c in configs},
         "runnable": runnable,
         "harness_ok": harness_ok,
         "ok": harness_ok and all(s.ok for s in summaries),
@@ -273,6 +276,7 @@ def build_document(
         "results": [r.to_dict() for r in results],
         "faults": [vars(s) for s in summaries],
         "built": built,
+        "configs_not_run": {c.name: f"needs {catalog.gpus_for(c)} GPUs" for c in too_big},
         "gpu_runs_needed": []
         if runnable
         else [

@@ -13,6 +13,14 @@ def _controls_line(controls: list[dict]) -> str:
     )
 
 
+def _needs(by_config: dict[str, int]) -> str:
+    """`2 for bf16-eager, fp8-eager; 4 for 4gpu-f1`"""
+    groups: dict[int, list[str]] = {}
+    for name, gpus in by_config.items():
+        groups.setdefault(gpus, []).append(name)
+    return "; ".join(f"{gpus} for {', '.join(names)}" for gpus, names in sorted(groups.items()))
+
+
 def markdown(document: dict) -> str:
     lines = [
         f"# Fault sweep: {document['catalog']}",
@@ -26,7 +34,8 @@ def markdown(document: dict) -> str:
     ]
     if document.get("gpu_runs_needed"):
         lines += [
-            f"Runs need {document['gpus_needed']} GPUs: {len(document['gpu_runs_needed'])} "
+            f"Runs need GPUs ({_needs(document['gpus_needed'])}): "
+            f"{len(document['gpu_runs_needed'])} "
             "(fault, config) runs are listed in the JSON; every fault was applied and built:",
             "",
             "| fault | state | tree | apply s | build s |",

@@ -20,7 +20,6 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from afdep._build import source_digest
@@ -28,218 +27,7 @@ from faults.engine import slots_argument
 from faults.report import write_json
 from faults.run import run_logged
 from tools.driverlog import driver_command, outcome_record, parse_log
-
-ROUTE_KINDS = ("negative", "wide", "duplicate", "dummy")
-COMMON = ["--capacity", "2048", "--top-k", "8", "--num-experts", "128"]
-TOKENS = ["--tokens", "1", "8", "128", "512", "2048"]
-ROUTE_DEADLINE_S = 60.0
-
-
-@dataclass(frozen=True)
-class Run:
-    name: str
-    args: list[str]
-    expect: str  # "pass", "route:<kind>" or "timeout"
-    group: str  # "correctness" or "failures"
-    env: dict[str, str] = field(default_factory=dict)
-    nproc: int = 2
-    outer_timeout_s: float = 300.0
-
-
-def invalid_route_runs(prefix: str, group: str, env: dict[str, str]) -> list[Run]:
-    """Each invalid kind in each execution: it must assert on every rank in time."""
-    runs = []
-    for execution in ("eager", "graph"):
-        for kind in ROUTE_KINDS:
-            args = [
-                *COMMON,
-                "--tokens",
-                "128",
-                "--steps",
-                "3",
-                "--payload",
-                "bf16",
-                "--invalid-route",
-                kind,
-                "--invalid-execution",
-                execution,
-            ]
-            runs.append(
-                Run(
-                    f"{prefix}invalid-{execution}-{kind}",
-                    args,
-                    f"route:{kind}",
-                    group,
-                    env=env,
-                    outer_timeout_s=ROUTE_DEADLINE_S + 30,
-                )
-            )
-    return runs
-
-
-def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
-    runs = []
-    for payload in ("bf16", "fp8"):
-        for execution in ("eager", "graph"):
-            for hidden in (2048, 7168):
-                for sms in (7, 24):
-                    args = [
-                        *COMMON,
-                        *TOKENS,
-                        "--payload",
-                        payload,
-                        f"--{execution}",
-                        "--hidden-size",
-                        str(hidden),
-                        "--num-sms",
-                        str(sms),
-                    ]
-                    if (payload, execution, hidden, sms) == ("bf16", "graph", 2048, 24):
-                        args += ["--bench-iters", str(bench_iters)]
-                    runs.append(
-                        Run(
-                            f"{payload}-{execution}-h{hidden}-sms{sms}", args, "pass", "correctness"
-                        )
-                    )
-            for hidden in (2048, 7168):
-                args = [
-                    *COMMON,
-                    *TOKENS,
-                    "--payload",
-                    payload,
-                    f"--{execution}",
-                    "--hidden-size",
-                    str(hidden),
-                    "--num-sms",
-                    "24",
-                    "--collect-view",
-                ]
-                runs.append(
-                    Run(f"view-{payload}-{execution}-h{hidden}", args, "pass", "correctness")
-                )
-    runs += invalid_route_runs("", "failures", {})
-    runs += matrix_count_first()
-    for skip_rank, role in ((0, "attention"), (1, "ffn")):
-        args = [
-            *COMMON,
-            "--tokens",
-            "128",
-            "--steps",
-            "2",
-            "--payload",
-            "bf16",
-            "--test-skip-dispatch-rank",
-            str(skip_rank),
-        ]
-        runs.append(
-            Run(
-                f"skip-dispatch-{role}",
-                args,
-                "timeout",
-                "failures",
-                env={"AFDEP_TIMEOUT_MS": "3000"},
-                outer_timeout_s=90,
-            )
-        )
-    return runs
-
-
-CF = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}
-LARGE = ["--hidden-size", "2048", "--num-sms", "24"]
-# The seed's runner set each knob so; each runs on its own with count-first forced.
-KNOB_SETTINGS = (
-    "UNGATED_TOKENS=48",
-    "UNGATE=1",
-    "WARP_COUNT=1",
-    "UNIT_MIN_ROWS=32",
-    "EPILOGUE_SMS=48",
-)
-
-
-def matrix_count_first() -> list[Run]:
-    """Count-first (AFDEP_COUNT_FIRST_MIN_BUCKET=1: count-first at every bucket)."""
-    runs = []
-    for payload in ("bf16", "fp8"):
-        for execution in ("eager", "graph"):
-            for hidden in (2048, 7168):
-                args = [
-                    *COMMON,
-                    *TOKENS,
-                    "--payload",
-                    payload,
-                    f"--{execution}",
-                    "--hidden-size",
-                    str(hidden),
-                    "--num-sms",
-                    "24",
-                ]
-                runs.append(
-                    Run(f"cf-{payload}-{execution}-h{hidden}", args, "pass", "count-first", env=CF)
-                )
-            args = [
-                *COMMON,
-                *TOKENS,
-                "--payload",
-                payload,
-                f"--{execution}",
-                *LARGE,
-                "--collect-view",
-            ]
-            runs.append(Run(f"cf-view-{payload}-{execution}", args, "pass", "count-first", env=CF))
-    for sms in (7, 23):
-        args = [*COMMON, *TOKENS, "--payload", "bf16", "--graph", "--num-sms", str(sms)]
-        runs.append(Run(f"cf-sms{sms}", args, "pass", "count-first", env=CF))
-    for setting in KNOB_SETTINGS:
-        name, _, value = setting.partition("=")
-        args = [*COMMON, *TOKENS, "--payload", "bf16", "--graph", *LARGE]
-        runs.append(
-            Run(
-                f"cf-knob-{name}",
-                args,
-                "pass",
-                "count-first",
-                env={**CF, f"AFDEP_COUNT_FIRST_{name}": value},
-            )
-        )
-    arm = {**CF, "AFDEP_COUNT_FIRST_ARM": "source"}
-    for payload, extra in (("bf16", []), ("fp8", []), ("bf16", ["--collect-view"])):
-        for execution in ("eager", "graph"):
-            args = [*COMMON, *TOKENS, "--payload", payload, f"--{execution}", *LARGE, *extra]
-            view = "-view" if extra else ""
-            runs.append(
-                Run(
-                    f"cf-arm-source-{payload}{view}-{execution}",
-                    args,
-                    "pass",
-                    "count-first",
-                    env=arm,
-                )
-            )
-    for execution in ("eager", "graph"):  # the protocol switches between buckets
-        args = [*COMMON, *TOKENS, "--payload", "bf16", f"--{execution}", *LARGE]
-        runs.append(
-            Run(
-                f"cf-mixed-min512-{execution}",
-                args,
-                "pass",
-                "count-first",
-                env={"AFDEP_COUNT_FIRST_MIN_BUCKET": "512"},
-            )
-        )
-    runs += invalid_route_runs("cf-", "count-first", CF)
-    args = [
-        *COMMON,
-        "--tokens",
-        "128",
-        "--steps",
-        "2",
-        "--payload",
-        "bf16",
-        "--role-env",
-        "ffn:AFDEP_COUNT_FIRST_UNGATE=1",
-    ]
-    runs.append(Run("cf-disagree", args, "agreement", "count-first", env=CF, outer_timeout_s=120))
-    return runs
+from tools.matrix import ROUTE_DEADLINE_S, Run, matrix_2gpu, matrix_4gpu
 
 
 def judge(run: Run, record: dict, digest: str) -> list[str]:
@@ -302,19 +90,27 @@ def cpu_only(runs: list[Run]) -> int:
     from afdep.build import main as build_main
     from tools.cpu_checks import reference_self_check
 
-    print("no 2 GPUs here: compiling every kernel and checking the reference on the CPU")
+    print("fewer than 2 GPUs here: compiling every kernel and checking the reference on the CPU")
     status = build_main([])
     status |= reference_self_check()
-    print(f"\n{len(runs)} runs need 2 GPUs (nvidia-h200-x2):")
-    for run in runs:
-        print(f"  {run.name}: {' '.join(driver_command(run.nproc, run.args)[2:])}")
+    list_not_run(runs)
     return status
+
+
+def list_not_run(runs: list[Run]) -> None:
+    for gpus in sorted({run.nproc for run in runs}):
+        needing = [run for run in runs if run.nproc == gpus]
+        print(f"\n{len(needing)} runs need {gpus} GPUs (nvidia-h200-x{gpus}):")
+        for run in needing:
+            print(f"  {run.name}: {' '.join(driver_command(run.nproc, run.args)[2:])}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.validate", description=__doc__)
     parser.add_argument(
-        "--select", choices=("all", "correctness", "failures", "count-first"), default="all"
+        "--select",
+        choices=("all", "correctness", "failures", "count-first", "four-gpu"),
+        default="all",
     )
     parser.add_argument("--only", default=None, help="regular expression over run names")
     parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
@@ -330,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = [
         r
-        for r in matrix_2gpu(args.bench_iters)
+        for r in matrix_2gpu(args.bench_iters) + matrix_4gpu()
         if args.select in ("all", r.group) and (not args.only or re.search(args.only, r.name))
     ]
     if args.list:
@@ -339,8 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import torch
 
-    if torch.cuda.device_count() < 2:
+    gpus = torch.cuda.device_count()
+    if gpus < 2:
         return cpu_only(runs)
+    not_run = [run for run in runs if run.nproc > gpus]
+    runs = [run for run in runs if run.nproc <= gpus]
 
     digest = source_digest()
     machine = machine_name()
@@ -379,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     for run in timed:
         execute(run)
     print(f"wrote {path}: {sum(r['ok'] for r in records.values())}/{len(records)} runs ok")
+    if not_run:  # said, not failed: they wait for a larger machine
+        list_not_run(not_run)
     return 0 if all(records[r.name]["ok"] for r in runs) else 1
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import load_catalog
+from faults.run import gpu_count
 
 REPO = Path(__file__).parents[2]
 KNOWN_CATALOGS = ["tests/fixtures/flag_payload/catalog.toml", "faults/catalogs/afdep.toml"]
@@ -49,7 +50,12 @@ def engines(tmp_path_factory, pytestconfig):
     def engine_for(path: Path) -> Engine:
         if path not in made:
             catalog = load_catalog(path, tree_root=REPO)
-            env = worker_gpu_env(catalog.target.gpus) if enough_gpus(catalog.target.gpus) else {}
+            # This worker's GPU group holds the largest config that fits here.
+            fitting = [
+                catalog.gpus_for(c) for c in catalog.configs if enough_gpus(catalog.gpus_for(c))
+            ]
+            group = max(fitting, default=0)
+            env = worker_gpu_env(group) if group else {}
             made[path] = Engine(catalog, REPO, workdir / catalog.target.name, env=env)
         return made[path]
 
@@ -57,11 +63,4 @@ def engines(tmp_path_factory, pytestconfig):
 
 
 def enough_gpus(needed: int) -> bool:
-    if needed == 0:
-        return True
-    try:
-        import torch
-
-        return torch.cuda.device_count() >= needed
-    except Exception:
-        return False
+    return needed == 0 or gpu_count() >= needed

@@ -20,10 +20,11 @@ def test_fault(catalog_case, engines, pytestconfig):
     path, fault_id, config_name = catalog_case
     engine = engines(path)
     catalog = engine.catalog
-    if not enough_gpus(catalog.target.gpus):
+    needed = catalog.gpus_for(catalog.config(config_name))
+    if not enough_gpus(needed):
         prepared = engine.prepare(fault_id, fault_id)
         assert prepared.error is None, prepared.error.reason
-        pytest.skip(f"applied and built; running needs {catalog.target.gpus} GPUs")
+        pytest.skip(f"applied and built; running needs {needed} GPUs")
     repeats = pytestconfig.getoption("--faults-repeat", 1)
     results = engine.evaluate(fault_id, [catalog.config(config_name)], repeats)
     for result in results:

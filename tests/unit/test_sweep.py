@@ -110,3 +110,10 @@ def test_a_broken_harness_is_reported_not_a_table_of_not_fired():
         "**Harness broken, no fault judged:** control.forced_fail under arm-source: SURVIVED\n"
     )
     assert "| fault |" not in text
+
+
+def test_gpu_needs_are_said_per_config():
+    from tools.sweep_report import _needs
+
+    needs = {"bf16-eager": 2, "4gpu-f1": 4, "fp8-eager": 2}
+    assert _needs(needs) == "2 for bf16-eager, fp8-eager; 4 for 4gpu-f1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -150,3 +151,57 @@ def test_unreadable_catalog_is_named(tmp_path):
     path.write_text("[target\n")
     with pytest.raises(CatalogError, match=f"{path}: cannot read"):
         load_catalog(path)
+
+
+def test_a_config_may_need_more_gpus_than_the_target(tmp_path):
+    path, loader = load(
+        tmp_path,
+        '[[config]]\nname = "two"\n[[config]]\nname = "four"\ngpus = 4\n',
+        target=TARGET + "gpus = 2\n",
+    )
+    catalog = loader()
+    assert [catalog.gpus_for(c) for c in catalog.configs] == [2, 4]
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ('[[config]]\nname = "c"\ngpus = 0\n', "config c: gpus: a positive int, got 0"),
+        ('[[config]]\nname = "c"\ngpus = "4"\n', "config c: gpus: a positive int, got '4'"),
+        ('[[config]]\nname = "c"\nnodes = 2\n', "config c: unknown keys ['nodes']"),
+    ],
+)
+def test_config_errors(tmp_path, config, message):
+    _, loader = load(tmp_path, config)
+    with pytest.raises(CatalogError, match=re.escape(message)):
+        loader()
+
+
+def test_the_afdep_catalog_runs_each_config_on_its_gpus():
+    from faults.run import substitute
+
+    catalog = load_catalog(REPO / "faults/catalogs/afdep.toml", tree_root=REPO)
+    for name, gpus in (("bf16-eager", 2), ("4gpu-f1", 4), ("4gpu-f2", 4)):
+        config = catalog.config(name)
+        words = substitute(
+            catalog.target.run + config.args,
+            tree="t",
+            out="o",
+            python="py",
+            digest="d",
+            gpus=str(catalog.gpus_for(config)),
+        )
+        assert f"--nproc-per-node={gpus}" in words
+    assert "--ffn-ranks" in catalog.config("4gpu-f2").args
+
+
+def test_the_cli_says_which_configs_do_not_fit(monkeypatch, capsys):
+    import faults.__main__ as cli
+
+    catalog = load_catalog(REPO / "faults/catalogs/afdep.toml", tree_root=REPO)
+    monkeypatch.setattr(cli, "gpu_count", lambda: 2)
+    assert cli._configs(catalog, ["bf16-eager", "4gpu-f1"]) == ["bf16-eager"]
+    assert "not run here: config 4gpu-f1 needs 4 GPUs" in capsys.readouterr().out
+    monkeypatch.setattr(cli, "gpu_count", lambda: 0)
+    with pytest.raises(CatalogError, match="no chosen config fits this machine's 0 GPUs: "):
+        cli._configs(catalog, ["bf16-eager"])

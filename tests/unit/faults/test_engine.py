@@ -176,3 +176,12 @@ def test_cli_list_show_apply(tmp_path, capsys):
     assert main([*base, "apply", "S2", "--out", str(out)]) == 2  # never overwrites
     assert main([*base, "show", "ZZ"]) == 2
     assert "no fault 'ZZ'" in capsys.readouterr().err
+
+
+def test_a_reused_workdir_rebuilds_its_scratch_trees(tmp_path):
+    catalog = load_catalog(CATALOG, tree_root=REPO)
+    first = Engine(catalog, REPO, tmp_path).prepare("D1", "D1")
+    (first.tree / "stale").write_text("from an earlier sweep")
+    again = Engine(catalog, REPO, tmp_path).prepare("D1", "D1")
+    assert again.error is None and again.digest == first.digest
+    assert not (again.tree / "stale").exists()

@@ -37,7 +37,13 @@ def test_catalog_settings_reach_the_generated_faults():
     window, skip = catalog.faults["gen.skip.cf.epilogue.row_wait"].patches
     assert (window.site, window.action, window.ns) == ("cf.source.row_store", "delay", 200_000)
     assert (skip.site, skip.action) == ("cf.epilogue.row_wait", "skip")
-    assert catalog.faults["N2"].configs == ("bf16-eager", "bf16-graph", "fp8-eager")
+    assert catalog.faults["N2"].configs == (
+        "bf16-eager",
+        "bf16-graph",
+        "fp8-eager",
+        "4gpu-f1",
+        "4gpu-f2",
+    )
     runs_under = {
         fault_id: [c.name for c in catalog.configs_for(fault_id)]
         for fault_id in catalog.faults

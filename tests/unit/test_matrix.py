@@ -1,0 +1,62 @@
+"""The driver matrices: every run parses with the driver's own parser into a
+geometry the buffer accepts, names are unique, and the 4-GPU matrix covers
+issue E's grid."""
+
+from __future__ import annotations
+
+import itertools
+
+from afdep.workspace import Geometry
+from tests.gpu.deepep import parse_args
+from tools.matrix import matrix_2gpu, matrix_4gpu
+from tools.validate import list_not_run
+
+
+def geometry_of(run) -> Geometry:
+    args = parse_args(run.args)
+    return Geometry(
+        world_size=run.nproc,
+        ffn_ranks=args.ffn_ranks,
+        num_experts=args.num_experts,
+        capacity=args.capacity,
+        hidden=args.hidden_size,
+        top_k=args.top_k,
+        payload=args.payload,
+        collect_view=args.collect_view,
+        num_sms=args.num_sms,
+    )
+
+
+def test_every_run_is_a_valid_geometry_and_names_are_unique():
+    runs = matrix_2gpu() + matrix_4gpu()
+    assert len({r.name for r in runs}) == len(runs)
+    for run in runs:
+        geometry_of(run)  # raises ValueError naming the bad field
+
+
+def test_the_four_gpu_grid_of_issue_e():
+    runs = {r.name: r for r in matrix_4gpu()}
+    assert all(r.nproc == 4 for r in runs.values())
+    for split, protocol, payload, execution in itertools.product(
+        ("3a1f", "2a2f", "1a3f"), ("cf", "pf"), ("bf16", "fp8"), ("eager", "graph")
+    ):
+        run = runs[f"{split}-{protocol}-{payload}-{execution}"]
+        assert (run.env.get("AFDEP_COUNT_FIRST_MIN_BUCKET") == "1") == (protocol == "cf")
+        geometry = geometry_of(run)
+        assert (geometry.world_size - geometry.ffn_ranks, geometry.ffn_ranks) == (
+            int(split[0]),
+            int(split[2]),
+        )
+    assert geometry_of(runs["1a3f-cf-bf16-eager"]).num_experts == 96  # 32 per FFN rank
+    assert geometry_of(runs["3a1f-view-fp8-graph"]).collect_view
+    kinds = {r.expect for r in runs.values()}
+    assert kinds == {"pass", "agreement"} | {
+        f"route:{k}" for k in ("negative", "wide", "duplicate", "dummy")
+    }
+
+
+def test_runs_a_machine_cannot_hold_are_listed_with_their_gpus(capsys):
+    list_not_run(matrix_4gpu()[:2])
+    out = capsys.readouterr().out
+    assert "2 runs need 4 GPUs (nvidia-h200-x4):" in out
+    assert "--nproc-per-node=4" in out and "3a1f-cf-bf16-eager:" in out

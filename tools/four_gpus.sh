@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Issue E in one command on nvidia-h200-x4: the 4-GPU driver matrix, the fault
+# catalog at f1 (3A:1F) and f2 (2A:2F), and the C vs CF screen beside the
+# seed's table. Results and logs go under $1 (default docs/results). On fewer
+# GPUs each tool says what it would run and needs.
+set -u -o pipefail
+out=${1:-docs/results}
+mkdir -p "$out"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AFDEP_JIT_CACHE=${AFDEP_JIT_CACHE:-$PWD/.jit}
+status=0
+python3 -m afdep.build > "$out/build.log" 2>&1 || status=1
+python3 -m tools.validate --select four-gpu --jobs 4 --results-dir "$out" \
+    --logs-dir /tmp/afdep-e-validate || status=1
+python3 -m tools.sweep --no-generated --config 4gpu-f1 --config 4gpu-f2 --slots 2 \
+    --results-dir "$out" --workdir /tmp/afdep-e-sweep || status=1
+python3 -m tools.screen --results-dir "$out" || status=1
+exit $status
