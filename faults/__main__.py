@@ -122,9 +122,13 @@ def run_command(args: argparse.Namespace) -> int:
     engine = _engine(args, catalog)
     started = time.perf_counter()
     with engine.guard() as guard:
-        results = engine.evaluate(
-            args.id, catalog.configs_for(args.id, _configs(catalog, args.config)), args.repeat
-        )
+        configs = catalog.configs_for(args.id, _configs(catalog, args.config))
+        if not configs:
+            raise CatalogError(
+                f"{catalog.path}: fault {args.id} runs under {list(catalog.fault(args.id).configs)}"
+                f", none of them chosen or fitting here"
+            )
+        results = engine.evaluate(args.id, configs, args.repeat)
     for result in results:
         print(summary_line(result))
     if args.report:
@@ -154,6 +158,8 @@ def sweep_command(args: argparse.Namespace) -> int:
     engine = _engine(args, catalog)
     names = _configs(catalog, args.config)
     fault_ids = [f for f in catalog.faults if not args.only or f in args.only]
+    for fault_id in [f for f in fault_ids if not catalog.configs_for(f, names)]:
+        print(f"not run: fault {fault_id} has no config among {names}")
     started = time.perf_counter()
     with engine.guard() as guard, Progress(transient=True) as progress:
         task = progress.add_task("faults", total=len(fault_ids) + 1)

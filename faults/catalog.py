@@ -97,12 +97,13 @@ class Catalog:
         return config.gpus or self.target.gpus
 
     def configs_for(self, fault_id: str, names: list[str] | None = None) -> list[Config]:
-        """The configs `fault_id` runs under, narrowed to `names` when given."""
+        """The configs `fault_id` runs under, narrowed to `names` when given
+        (None: no narrowing; an empty list: none)."""
         allowed = self.fault(fault_id).configs
         return [
             c
             for c in self.configs
-            if (not allowed or c.name in allowed) and (not names or c.name in names)
+            if (not allowed or c.name in allowed) and (names is None or c.name in names)
         ]
 
     def all_patches(self, fault_id: str) -> list[Patch]:
@@ -318,6 +319,8 @@ def _generate(path: Path, data: dict, configs: tuple[Config, ...]):
     def names(key: str, value) -> tuple[str, ...]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise _fail(path, "generate", f"{key}: a list of config names, got {value!r}")
+        if key != "configs" and not value:
+            raise _fail(path, "generate", f"{key}: an empty list would run those faults nowhere")
         for name in value:
             if name not in config_names:
                 raise _fail(path, "generate", f"{key}: unknown config {name!r}")
@@ -368,8 +371,22 @@ def _check_includes(catalog: Catalog) -> None:
 
 
 def check_sites_exist(catalog: Catalog, sources: Path) -> None:
-    """Every site patch names a site of `sources` (an unknown site is a stale catalog)."""
-    known = {site.name for site in parse_tree(sources)[0]}
+    """Every site patch names a site of `sources` (an unknown site is a stale
+    catalog), and so does every site `[generate]` names."""
+    sites = parse_tree(sources)[0]
+    known = {site.name for site in sites}
+    waits = {site.name for site in sites if site.kind == "wait"}
+    settings = catalog.generate
+    for site in dict(settings.survivor_ok) if settings else {}:
+        if site not in waits:
+            raise _fail(
+                catalog.path, "generate", f"survivor_ok: {site!r} is not a wait site in {sources}"
+            )
+    for prefix, _ in settings.site_configs if settings else ():
+        if not any(name.startswith(prefix) for name in known):
+            raise _fail(
+                catalog.path, "generate", f"site_configs: no site in {sources} starts {prefix!r}"
+            )
     groups = [(f"fault {f.id}", f.patches) for f in catalog.faults.values()]
     for where, patches in [*groups, ("control", catalog.control)]:
         for index, patch in enumerate(patches):

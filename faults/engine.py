@@ -210,7 +210,7 @@ def sweep(
         raise ValueError(f"slots: at least 1 run per GPU group, got {slots}")
     catalog = engines[0].catalog
     controls = engines[0].controls(
-        [c for c in catalog.configs if not config_names or c.name in config_names], slots
+        [c for c in catalog.configs if config_names is None or c.name in config_names], slots
     )
     on_results(controls)
     if not all(r.ok for r in controls):
@@ -225,6 +225,7 @@ def sweep(
                 results.extend(found)
                 on_results(found)
 
+    fault_ids = [f for f in fault_ids if catalog.configs_for(f, config_names)]  # else nothing runs
     alone = [f for f in fault_ids if needs_quiet_gpus(catalog, f)]
     shared = [f for f in fault_ids if f not in alone]
     phases = []

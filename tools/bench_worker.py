@@ -22,7 +22,7 @@ import torch.distributed as dist
 import afdep
 from afdep.config import Config
 from invariants.inputs import make_source_inputs
-from tools.traces import aligned_lines, record_spans
+from tools.traces import ProfilerUnavailable, aligned_lines, record_spans
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -129,9 +129,16 @@ class ArmTimer:
             graphs[1].replay()
 
         try:
-            return record_spans(once, replays, dist.barrier)
-        except RuntimeError as error:  # no CUPTI here: the timings still stand
+            return record_spans(once, replays, all_ranks_agree, dist.barrier)
+        except ProfilerUnavailable as error:  # no CUPTI here: the timings still stand
             return f"profiler failed on rank {dist.get_rank()}: {error}"
+
+
+def all_ranks_agree(flag: bool) -> bool:
+    """True on every rank when `flag` is true on every rank."""
+    value = torch.tensor([1 if flag else 0], device="cuda")
+    dist.all_reduce(value, op=dist.ReduceOp.MIN)
+    return bool(value.item())
 
 
 def _medians(marks) -> dict[str, float]:

@@ -62,13 +62,20 @@ class History:
         return sweep
 
     def changes(self, catalog: str, summaries, sites, covered_sites) -> Changes:
-        """What differs from the last recorded sweep of `catalog` (call before record)."""
+        """What differs from the history of `catalog` (call before record): each
+        fault against its latest recorded verdict, so a partial sweep (--only,
+        --config) never hides a fault it left out; sites never seen before."""
         previous = self.last(catalog)
         changes = Changes(previous=previous)
         if previous is None:
             return changes
         before = dict(
-            self.db.execute("SELECT fault, verdict FROM verdicts WHERE sweep = ?", (previous,))
+            self.db.execute(
+                "SELECT v.fault, v.verdict FROM verdicts v JOIN sweeps s ON v.sweep = s.id "
+                "WHERE s.catalog = ? AND v.sweep = (SELECT max(v2.sweep) FROM verdicts v2 "
+                "JOIN sweeps s2 ON v2.sweep = s2.id WHERE s2.catalog = ? AND v2.fault = v.fault)",
+                (catalog, catalog),
+            )
         )
         for summary in summaries:
             old = before.get(summary.fault)
@@ -77,7 +84,12 @@ class History:
             if summary.verdict == "SURVIVED" and old != "SURVIVED":
                 changes.new_survivors.append(summary.fault)
         seen = {
-            row[0] for row in self.db.execute("SELECT site FROM sites WHERE sweep = ?", (previous,))
+            row[0]
+            for row in self.db.execute(
+                "SELECT DISTINCT site FROM sites JOIN sweeps ON sites.sweep = sweeps.id "
+                "WHERE sweeps.catalog = ?",
+                (catalog,),
+            )
         }
         changes.new_sites = sorted(set(sites) - seen)
         changes.new_sites_without_faults = [s for s in changes.new_sites if s not in covered_sites]

@@ -22,7 +22,8 @@ from tools.bench import main as bench_main
 GPUS = 4
 BUCKETS = (512, 1024, 2048)
 ARMS = ("C:AFDEP_PAYLOAD_FIRST=1", "CF:AFDEP_COUNT_FIRST_MIN_BUCKET=1")
-# split -> (FFN ranks, experts): the seed's screens (1A:3F with 96 experts).
+# split -> (FFN ranks, experts): as the seed's screens ran them, 128 experts
+# at 3A:1F and 2A:2F, 96 at 1A:3F (its correctness runs used 32 per FFN rank).
 SPLITS = {"3a1f": (1, 128), "2a2f": (2, 128), "1a3f": (3, 96)}
 # The seed's CF change against C, % (geomean over 3 processes; bf16, hidden
 # 2048, capacity 2048, 24 SMs, graphs). 3A:1F: screens of the rejected stage B

@@ -16,6 +16,7 @@ are listed.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import tempfile
@@ -157,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                 progress.advance(task)
         else:
             group_size = max(catalog.gpus_for(c) for c in configs)
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES")  # the caller's mask holds
             count = max(gpus // group_size, 1) if group_size else 1
             engines = [
                 Engine(
@@ -166,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                     env=(
                         {
                             "CUDA_VISIBLE_DEVICES": ",".join(
-                                gpu_group(f"gw{i}", group_size, None, gpus)
+                                gpu_group(f"gw{i}", group_size, visible, gpus)
                             )
                         }
                         if group_size
@@ -212,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     document["changes"] = vars(
         history.changes(catalog.target.name, summaries, sites, covered_by_catalog(catalog))
     )
-    if runnable:
+    # A sweep whose controls failed judged nothing: it is no baseline.
+    if runnable and document["harness_ok"]:
         history.record(
             catalog=catalog.target.name,
             digest=guard.before,
@@ -220,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             summaries=summaries,
             sites=sites,
         )
+    elif runnable:
+        print("history not recorded: the harness is broken, no fault was judged")
     history.close()
     stem = results_dir / f"sweep-{machine}"
     write_json(stem.with_suffix(".json"), document)

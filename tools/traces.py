@@ -28,23 +28,45 @@ def is_afdep_kernel(name: str) -> bool:
     return "afdep::" in name or "_ZN5afdep" in name
 
 
+class ProfilerUnavailable(RuntimeError):
+    """The profiler could not start on some rank; every rank raises it together."""
+
+
 def record_spans(
-    run_once: Callable[[], None], replays: int, start_together: Callable[[], None]
+    run_once: Callable[[], None],
+    replays: int,
+    all_agree: Callable[[bool], bool],
+    start_together: Callable[[], None],
 ) -> list[Span]:
     """afdep's kernels over `replays` calls of `run_once`, in start order.
-    `start_together` (a barrier) runs once every rank's profiler is on; its
-    own kernels (NCCL's, a fill) are left out with anything else not afdep's."""
+    `all_agree` (an all-reduce of a flag) tells every rank whether every
+    profiler started, so no rank enters a collective the others skip;
+    `start_together` (a barrier) then lines the ranks up. Their own kernels
+    (NCCL's, a fill) are left out with anything else not afdep's. An error
+    from `run_once` itself propagates: the timings would fail the same way."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    try:  # any failure to start (no CUPTI, a CPU build of torch) is the same news
+        prof = profile(activities=[ProfilerActivity.CUDA])
+        prof.__enter__()
+        started, why = True, ""
+    except Exception as error:
+        started, why = False, f"{type(error).__name__}: {error}"
+    if not all_agree(started):
+        if started:
+            prof.__exit__(None, None, None)
+        raise ProfilerUnavailable(why or "the profiler failed on another rank")
+    try:
         start_together()
         torch.cuda.synchronize()
         for _ in range(replays):
             run_once()
         torch.cuda.synchronize()
+    finally:
+        prof.__exit__(None, None, None)
     events = prof.profiler.kineto_results.events()
     spans = [
         (short_name(e.name()), e.start_ns(), e.end_ns())

@@ -170,8 +170,9 @@ def main(argv: list[str] | None = None) -> int:
             write_json(path, results_document(machine, digest, records, args.jobs))
 
     # Correctness holds under any interleaving, so runs may share the GPUs
-    # (--jobs); a run that times its replays (--bench-iters) runs alone after.
-    timed = [r for r in runs if "--bench-iters" in r.args]
+    # (--jobs); a run whose time is judged (replays timed with --bench-iters,
+    # a route assertion's deadline) runs alone after.
+    timed = [r for r in runs if "--bench-iters" in r.args or r.expect.startswith("route:")]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for job in [pool.submit(execute, r) for r in runs if r not in timed]:
             job.result()

@@ -50,6 +50,18 @@ def test_kill_rate_repeats_and_flaky():
     assert scores([summary("A", "KILLED"), summary("B", "SURVIVED", ok=False)]) == (0.5, 1.0)
 
 
+def test_a_partial_sweep_hides_no_fault_from_the_next(tmp_path):
+    history = History(tmp_path / "h.sqlite")
+    full = [summary("N2", "KILLED"), summary("N3", "KILLED")]
+    history.record(catalog="c", digest="d", machine="m", summaries=full, sites=["a", "b"])
+    history.record(catalog="c", digest="d", machine="m", summaries=full[:1], sites=["a"])
+    # N3 was left out of the last (partial) sweep: it is held against its own last verdict.
+    changes = history.changes("c", [summary("N3", "SURVIVED", ok=False)], ["a", "b"], set())
+    assert changes.verdicts == [("N3", "KILLED", "SURVIVED")]
+    assert changes.new_survivors == ["N3"] and changes.new_sites == []
+    history.close()
+
+
 def test_two_sweeps_of_the_fixture_report_what_changed(tmp_path, capsys):
     history = tmp_path / "history.sqlite"
     base = [

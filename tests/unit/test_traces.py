@@ -53,3 +53,20 @@ def test_ranks_align_on_rank_zero_and_pdl_swaps_do_not_matter():
 def test_spans_that_do_not_split_into_replays_are_an_error():
     with pytest.raises(ValueError, match="rank 1: 5 GPU activities do not split into 2 replays"):
         split_replays([("k", 0, 1)] * 5, 2, rank=1)
+
+
+def test_when_any_rank_lacks_the_profiler_all_skip_the_barrier(monkeypatch):
+    import torch
+
+    from tools.traces import ProfilerUnavailable, record_spans
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # no GPU in CI
+    called = []
+    with pytest.raises(ProfilerUnavailable):
+        record_spans(
+            lambda: called.append("run"),
+            3,
+            all_agree=lambda started: False,  # some rank could not start its profiler
+            start_together=lambda: called.append("barrier"),
+        )
+    assert called == []  # no collective and no replay that the other ranks skip

@@ -205,3 +205,26 @@ def test_the_cli_says_which_configs_do_not_fit(monkeypatch, capsys):
     monkeypatch.setattr(cli, "gpu_count", lambda: 0)
     with pytest.raises(CatalogError, match="no chosen config fits this machine's 0 GPUs: "):
         cli._configs(catalog, ["bf16-eager"])
+
+
+@pytest.mark.parametrize(
+    "generate, message",
+    [
+        (
+            '[generate.survivor_ok]\n"fx.producer.payload_store" = "x"\n',
+            "survivor_ok: 'fx.producer.payload_store' is not a wait site",
+        ),
+        ('[generate.site_configs]\n"zz." = ["c"]\n', "site_configs: no site in "),
+        ('[generate.site_configs]\n"fx." = []\n', "an empty list would run those faults nowhere"),
+    ],
+)
+def test_generate_names_real_sites(tmp_path, generate, message):
+    _, loader = load(tmp_path, '[[config]]\nname = "c"\n' + generate, sites=True)
+    with pytest.raises(CatalogError, match=re.escape(message)):
+        loader()
+
+
+def test_an_empty_list_of_config_names_selects_none():
+    catalog = load_catalog(FIXTURE, tree_root=REPO)
+    assert catalog.configs_for("D1", []) == []
+    assert [c.name for c in catalog.configs_for("D1")] == ["default"]
