@@ -13,6 +13,22 @@ TOKENS = ["--tokens", "1", "8", "128", "512", "2048"]
 ROUTE_DEADLINE_S = 60.0
 
 
+def grid(payload: str, execution: str, hidden: int = 2048, sms: int = 24, *extra: str) -> list[str]:
+    """The driver's arguments for one cell of a correctness grid (every token count)."""
+    return [
+        *COMMON,
+        *TOKENS,
+        "--payload",
+        payload,
+        f"--{execution}",
+        "--hidden-size",
+        str(hidden),
+        "--num-sms",
+        str(sms),
+        *extra,
+    ]
+
+
 @dataclass(frozen=True)
 class Run:
     name: str
@@ -65,17 +81,7 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
         for execution in ("eager", "graph"):
             for hidden in (2048, 7168):
                 for sms in (7, 24):
-                    args = [
-                        *COMMON,
-                        *TOKENS,
-                        "--payload",
-                        payload,
-                        f"--{execution}",
-                        "--hidden-size",
-                        str(hidden),
-                        "--num-sms",
-                        str(sms),
-                    ]
+                    args = grid(payload, execution, hidden, sms)
                     if (payload, execution, hidden, sms) == ("bf16", "graph", 2048, 24):
                         args += ["--bench-iters", str(bench_iters)]
                     runs.append(
@@ -84,18 +90,7 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
                         )
                     )
             for hidden in (2048, 7168):
-                args = [
-                    *COMMON,
-                    *TOKENS,
-                    "--payload",
-                    payload,
-                    f"--{execution}",
-                    "--hidden-size",
-                    str(hidden),
-                    "--num-sms",
-                    "24",
-                    "--collect-view",
-                ]
+                args = grid(payload, execution, hidden, 24, "--collect-view")
                 runs.append(
                     Run(f"view-{payload}-{execution}-h{hidden}", args, "pass", "correctness")
                 )
@@ -127,7 +122,6 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
 
 
 CF = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}
-LARGE = ["--hidden-size", "2048", "--num-sms", "24"]
 # The seed's runner set each knob so; each runs on its own with count-first forced.
 KNOB_SETTINGS = (
     "UNGATED_TOKENS=48",
@@ -144,36 +138,18 @@ def matrix_count_first() -> list[Run]:
     for payload in ("bf16", "fp8"):
         for execution in ("eager", "graph"):
             for hidden in (2048, 7168):
-                args = [
-                    *COMMON,
-                    *TOKENS,
-                    "--payload",
-                    payload,
-                    f"--{execution}",
-                    "--hidden-size",
-                    str(hidden),
-                    "--num-sms",
-                    "24",
-                ]
+                args = grid(payload, execution, hidden)
                 runs.append(
                     Run(f"cf-{payload}-{execution}-h{hidden}", args, "pass", "count-first", env=CF)
                 )
-            args = [
-                *COMMON,
-                *TOKENS,
-                "--payload",
-                payload,
-                f"--{execution}",
-                *LARGE,
-                "--collect-view",
-            ]
+            args = grid(payload, execution, 2048, 24, "--collect-view")
             runs.append(Run(f"cf-view-{payload}-{execution}", args, "pass", "count-first", env=CF))
     for sms in (7, 23):
-        args = [*COMMON, *TOKENS, "--payload", "bf16", "--graph", "--num-sms", str(sms)]
+        args = grid("bf16", "graph", 2048, sms)
         runs.append(Run(f"cf-sms{sms}", args, "pass", "count-first", env=CF))
     for setting in KNOB_SETTINGS:
         name, _, value = setting.partition("=")
-        args = [*COMMON, *TOKENS, "--payload", "bf16", "--graph", *LARGE]
+        args = grid("bf16", "graph")
         runs.append(
             Run(
                 f"cf-knob-{name}",
@@ -186,7 +162,7 @@ def matrix_count_first() -> list[Run]:
     arm = {**CF, "AFDEP_COUNT_FIRST_ARM": "source"}
     for payload, extra in (("bf16", []), ("fp8", []), ("bf16", ["--collect-view"])):
         for execution in ("eager", "graph"):
-            args = [*COMMON, *TOKENS, "--payload", payload, f"--{execution}", *LARGE, *extra]
+            args = grid(payload, execution, 2048, 24, *extra)
             view = "-view" if extra else ""
             runs.append(
                 Run(
@@ -198,7 +174,7 @@ def matrix_count_first() -> list[Run]:
                 )
             )
     for execution in ("eager", "graph"):  # the protocol switches between buckets
-        args = [*COMMON, *TOKENS, "--payload", "bf16", f"--{execution}", *LARGE]
+        args = grid("bf16", execution)
         runs.append(
             Run(
                 f"cf-mixed-min512-{execution}",
@@ -243,7 +219,7 @@ def matrix_4gpu() -> list[Run]:
         for payload in ("bf16", "fp8"):
             for execution in ("eager", "graph"):
                 for protocol, env in (("cf", CF), ("pf", {})):
-                    args = [*COMMON, *TOKENS, *LARGE, "--payload", payload, f"--{execution}"]
+                    args = grid(payload, execution)
                     runs.append(
                         Run(
                             f"{split_name(ffn_ranks)}-{protocol}-{payload}-{execution}",
@@ -256,7 +232,7 @@ def matrix_4gpu() -> list[Run]:
                     )
     for payload in ("bf16", "fp8"):
         for execution in ("eager", "graph"):
-            args = [*COMMON, *TOKENS, *LARGE, "--payload", payload, f"--{execution}"]
+            args = grid(payload, execution)
             runs.append(
                 Run(
                     f"3a1f-view-{payload}-{execution}",
