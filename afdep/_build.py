@@ -12,9 +12,12 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+_IMPORT_LOCK = threading.Lock()
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 ARCH = "sm_90a"
@@ -105,9 +108,10 @@ class CompiledKernel:
     from_cache: bool
 
 
+@cache
 def nvrtc_version() -> str:
-    from cuda.bindings import nvrtc
-
+    with _IMPORT_LOCK:  # threads compile side by side: one import at a time
+        from cuda.bindings import nvrtc
     _, major, minor = nvrtc.nvrtcVersion()
     return f"{major}.{minor}"
 
@@ -139,8 +143,18 @@ def compile_kernel(
     return CompiledKernel(spec, symbol, cubin, path, from_cache=False)
 
 
+@cache
+def _program_api():
+    """cuda.core's Program API, imported once: cuda.core picks its CUDA-version
+    module while importing, and threads importing it at once (afdep.build
+    compiles side by side) could see it half set up."""
+    with _IMPORT_LOCK:
+        from cuda.core import Program, ProgramOptions
+    return Program, ProgramOptions
+
+
 def _nvrtc_compile(spec: KernelSpec, root: Path, arch: str) -> tuple[str, bytes]:
-    from cuda.core import Program, ProgramOptions
+    Program, ProgramOptions = _program_api()
 
     options = ProgramOptions(
         arch=arch, std="c++17", include_path=[str(root)], name=f"{spec.name}.cu", lineinfo=True
