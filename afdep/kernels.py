@@ -26,15 +26,15 @@ def dispatch_launches(
     g: Geometry, role: str, protocol: str, epilogue_sms: int | None = None
 ) -> list[Launch]:
     """The kernels of one dispatch, in launch order, for `role` and `protocol`."""
-    fp8, count_first = g.payload == "fp8", protocol == COUNT_FIRST
+    count_first = protocol == COUNT_FIRST
+    # The row shape every dispatch kernel is specialized on.
+    row = {"kHidden": g.hidden, "kTopK": g.top_k, "kFp8": g.payload == "fp8"}
     if role == "attention":
         return [
             Launch(
                 KernelSpec.make(
                     "source_dispatch",
-                    kHidden=g.hidden,
-                    kTopK=g.top_k,
-                    kFp8=fp8,
+                    **row,
                     kCountFirst=count_first,
                     kArmSource=count_first and g.arm_source,
                     kNumThreads=NUM_THREADS,
@@ -48,9 +48,7 @@ def dispatch_launches(
             Launch(
                 KernelSpec.make(
                     "copy_epilogue",
-                    kHidden=g.hidden,
-                    kTopK=g.top_k,
-                    kFp8=fp8,
+                    **row,
                     kCollectView=g.collect_view,
                     kNumThreads=NUM_THREADS,
                 ),
@@ -67,9 +65,7 @@ def dispatch_launches(
         Launch(
             KernelSpec.make(
                 "ffn_stream_epilogue",
-                kHidden=g.hidden,
-                kTopK=g.top_k,
-                kFp8=fp8,
+                **row,
                 kCollectView=g.collect_view,
                 kArmSource=g.arm_source,
                 kNumThreads=NUM_THREADS,

@@ -11,6 +11,7 @@ ROUTE_KINDS = ("negative", "wide", "duplicate", "dummy")
 COMMON = ["--capacity", "2048", "--top-k", "8", "--num-experts", "128"]
 TOKENS = ["--tokens", "1", "8", "128", "512", "2048"]
 ROUTE_DEADLINE_S = 60.0
+CF = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}  # count-first at every bucket
 
 
 def grid(payload: str, execution: str, hidden: int = 2048, sms: int = 24, *extra: str) -> list[str]:
@@ -33,11 +34,22 @@ def grid(payload: str, execution: str, hidden: int = 2048, sms: int = 24, *extra
 class Run:
     name: str
     args: list[str]
-    expect: str  # "pass", "route:<kind>" or "timeout"
-    group: str  # "correctness" or "failures"
+    expect: str  # "pass", "route:<kind>", "timeout" or "agreement"
+    group: str  # "correctness", "failures", "count-first" or "four-gpu"
     env: dict[str, str] = field(default_factory=dict)
     nproc: int = 2
     outer_timeout_s: float = 300.0
+
+
+def failure_args(steps: int, *extra: str) -> list[str]:
+    """A short bf16 run at 128 tokens: where the failure runs break things."""
+    return [*COMMON, "--tokens", "128", "--steps", str(steps), "--payload", "bf16", *extra]
+
+
+def agreement_run(name: str, group: str, nproc: int = 2, extra: tuple[str, ...] = ()) -> Run:
+    """The FFN role alone ungated: every rank must fail with the agreement error."""
+    args = failure_args(2, *extra, "--role-env", "ffn:AFDEP_COUNT_FIRST_UNGATE=1")
+    return Run(name, args, "agreement", group, env=CF, nproc=nproc, outer_timeout_s=120)
 
 
 def invalid_route_runs(
@@ -47,20 +59,9 @@ def invalid_route_runs(
     runs = []
     for execution in ("eager", "graph"):
         for kind in ROUTE_KINDS:
-            args = [
-                *COMMON,
-                "--tokens",
-                "128",
-                "--steps",
-                "3",
-                "--payload",
-                "bf16",
-                "--invalid-route",
-                kind,
-                "--invalid-execution",
-                execution,
-                *extra,
-            ]
+            args = failure_args(
+                3, "--invalid-route", kind, "--invalid-execution", execution, *extra
+            )
             runs.append(
                 Run(
                     f"{prefix}invalid-{execution}-{kind}",
@@ -97,17 +98,7 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
     runs += invalid_route_runs("", "failures", {})
     runs += matrix_count_first()
     for skip_rank, role in ((0, "attention"), (1, "ffn")):
-        args = [
-            *COMMON,
-            "--tokens",
-            "128",
-            "--steps",
-            "2",
-            "--payload",
-            "bf16",
-            "--test-skip-dispatch-rank",
-            str(skip_rank),
-        ]
+        args = failure_args(2, "--test-skip-dispatch-rank", str(skip_rank))
         runs.append(
             Run(
                 f"skip-dispatch-{role}",
@@ -121,7 +112,6 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
     return runs
 
 
-CF = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}
 # The seed's runner set each knob so; each runs on its own with count-first forced.
 KNOB_SETTINGS = (
     "UNGATED_TOKENS=48",
@@ -185,18 +175,7 @@ def matrix_count_first() -> list[Run]:
             )
         )
     runs += invalid_route_runs("cf-", "count-first", CF)
-    args = [
-        *COMMON,
-        "--tokens",
-        "128",
-        "--steps",
-        "2",
-        "--payload",
-        "bf16",
-        "--role-env",
-        "ffn:AFDEP_COUNT_FIRST_UNGATE=1",
-    ]
-    runs.append(Run("cf-disagree", args, "agreement", "count-first", env=CF, outer_timeout_s=120))
+    runs.append(agreement_run("cf-disagree", "count-first"))
     return runs
 
 
@@ -244,20 +223,5 @@ def matrix_4gpu() -> list[Run]:
                 )
             )
     runs += invalid_route_runs("2a2f-", "four-gpu", CF, nproc=4, extra=("--ffn-ranks", "2"))
-    args = [
-        *COMMON,
-        "--tokens",
-        "128",
-        "--steps",
-        "2",
-        "--payload",
-        "bf16",
-        "--ffn-ranks",
-        "2",
-        "--role-env",
-        "ffn:AFDEP_COUNT_FIRST_UNGATE=1",
-    ]
-    runs.append(
-        Run("2a2f-disagree", args, "agreement", "four-gpu", env=CF, nproc=4, outer_timeout_s=120)
-    )
+    runs.append(agreement_run("2a2f-disagree", "four-gpu", nproc=4, extra=("--ffn-ranks", "2")))
     return runs

@@ -194,19 +194,19 @@ def main(argv: list[str] | None = None) -> int:
                 say("HARNESS BROKEN: a control is wrong, no fault is judged")
     wall = time.perf_counter() - started
     document = build_document(
-        built,
-        catalog,
-        args,
-        guard.before,
-        machine,
-        controls,
-        results,
-        fault_ids,
-        configs,
-        sites,
-        runnable,
-        wall,
-        too_big,
+        built=built,
+        catalog=catalog,
+        args=args,
+        digest=guard.before,
+        machine=machine,
+        controls=controls,
+        results=results,
+        fault_ids=fault_ids,
+        configs=configs,
+        sites=sites,
+        runnable=runnable,
+        wall=wall,
+        too_big=too_big,
     )
     history = History(args.history or results_dir / "sweep-history.sqlite")
     summaries = [FaultSummary(**s) for s in document["faults"]]
@@ -238,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_document(
+    *,
     built,
     catalog,
     args,
@@ -259,6 +260,7 @@ def build_document(
             mine = [r for r in results if r.fault == fault_id]
             summaries.append(summarize_fault(catalog.fault(fault_id), mine))
     mutation, firing = scores(summaries)
+    stages = stage_seconds(controls + results)
     document = {
         "tool": "tools.sweep",
         "catalog": str(args.catalog),
@@ -274,8 +276,8 @@ def build_document(
         "firing_rate": firing,
         "wall_s": round(wall, 2),
         "slots": args.slots,
-        "stage_seconds": stage_seconds(controls + results),
-        "engine_share": engine_share(stage_seconds(controls + results)),
+        "stage_seconds": stages,
+        "engine_share": engine_share(stages),
         "sites": sites,
         "controls": [r.to_dict() for r in controls],
         "results": [r.to_dict() for r in results],
