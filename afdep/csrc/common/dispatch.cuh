@@ -220,15 +220,23 @@ __device__ __forceinline__ void compute_placement(const Params& p, const Placeme
   __syncthreads();
 }
 
-// Read one received slot back: its metadata into the outputs and into the
-// per-slot arrays combine uses, and (kCopyRows) its row into every expert row
-// it names, or once into the collect view.
+// Read one received slot back (warp-wide): with `record`, its metadata into
+// the outputs and into the per-slot arrays combine uses; with `copy` (and
+// kCopyRows), its row into every expert row it names, or once into the collect
+// view. A slot whose metadata is not this step's was read before it landed.
 template <int kHidden, int kTopK, bool kFp8, bool kCollectView, bool kCopyRows>
 __device__ __forceinline__ void receive_slot(const Params& p, const Placement& placement,
                                              int source, const SlotMeta<kTopK>* meta,
-                                             const u8* row, u64 epoch, int lane_idx) {
+                                             const u8* row, u64 epoch, int lane_idx,
+                                             bool record = true, bool copy = true) {
   using Shape = RowShape<kHidden, kFp8>;
   const int num_attention = static_cast<int>(p.num_attention);
+  if (lane_idx == 0) {
+    const u64 seen = ptx::ld_cg_u64(&meta->epoch);
+    AFDEP_ASSERT(seen == epoch, "rank %d: a slot of source %d holds step %llu's metadata, not "
+                 "step %llu's (read before it landed)", static_cast<int>(p.rank), source,
+                 static_cast<unsigned long long>(seen), static_cast<unsigned long long>(epoch));
+  }
   const int token_idx = ptx::ld_cg_s32(&meta->token);
   const int slot_idx = lane_idx;
   int local_expert = -1, expert_row = -1;
@@ -242,7 +250,7 @@ __device__ __forceinline__ void receive_slot(const Params& p, const Placement& p
   }
   const int collect_row = placement.collect_bases[source] + ptx::ld_cg_s32(&meta->collect_pos);
   const u64 slot = static_cast<u64>(source) * p.capacity + token_idx;
-  if (slot_idx < kTopK) {
+  if (record && slot_idx < kTopK) {
     local_ptr<i32>(p.slot_rows)[slot * kTopK + slot_idx] = expert_row;
     local_ptr<float>(p.slot_weights)[slot * kTopK + slot_idx] = weight;
     if (expert_row >= 0) {
@@ -259,14 +267,14 @@ __device__ __forceinline__ void receive_slot(const Params& p, const Placement& p
       local_ptr<i32>(p.col_expert_rows)[collect_row * kTopK + slot_idx] = expert_row;
     }
   }
-  if (lane_idx == 0) {
+  if (record && lane_idx == 0) {
     local_ptr<u64>(p.slot_epoch)[slot] = epoch;
     if constexpr (kCollectView) {
       local_ptr<i32>(p.col_src_rank)[collect_row] = source;
       local_ptr<i32>(p.col_src_token)[collect_row] = token_idx;
     }
   }
-  if constexpr (!kCopyRows) return;
+  if (!kCopyRows || !copy) return;
 
   // Every destination row of this slot, known to all lanes.
   constexpr int kNumDestinations = kCollectView ? 1 : kTopK;

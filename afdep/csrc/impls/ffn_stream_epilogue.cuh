@@ -1,10 +1,12 @@
 // ffn_stream_epilogue: the FFN side of count-first dispatch, row by row.
 //
 // Launched early (programmatic dependent launch), it waits for the placement
-// table, then - unless ungated - for each source's all-rows flag, and then
-// streams: per slot, lane 0 waits for the slot's flag, the warp syncs and the
-// row is expanded to each of its expert rows (kArmSource: the source already
-// stored them; only the metadata is recorded).
+// table and then streams: per slot, lane 0 waits for the slot's flag, the warp
+// syncs, the slot's metadata is recorded and - unless the payload gate holds
+// its source - the row is expanded to each of its expert rows. Gated sources'
+// rows are expanded in a second pass, after their all-rows flag (the gate),
+// by the warps that recorded them. kArmSource: the source already stored the
+// expert rows; only the metadata is recorded.
 #pragma once
 #include "common/comm.cuh"
 #include "common/dispatch.cuh"
@@ -48,36 +50,53 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   for (int i = thread_idx; i < ints; i += kNumThreads) smem_i32[i] = ptx::ld_cg_s32(table + i);
   __syncthreads();
 
-  // @site cf.epilogue.gate_wait kind=wait guards=cf.source.row_store
-  if (thread_idx == 0 && p.gate) {
-    const u64* done = peer_ptr<const u64>(p, rank_idx, p.off_done);
-    for (int source = 0; source < num_attention; ++source)
-      if (placement.tokens[source] > static_cast<int>(p.ungated_tokens))
-        wait_until(done + source, epoch * p.source_ctas, "cf.epilogue.gate_wait", p);
-  }
-  __syncthreads();
-  // @end cf.epilogue.gate_wait
+  // A source is gated when the payload gate is on and its step is large
+  // enough: its rows are expanded only after its all-rows flag (pass 1), so
+  // their copies do not compete with the stream still arriving. Every slot's
+  // metadata is recorded as its flag lands (pass 0), gated or not.
+  auto gated = [&](int source) {
+    return p.gate && placement.tokens[source] > static_cast<int>(p.ungated_tokens);
+  };
+  bool any_gated = false;
+  for (int source = 0; source < num_attention; ++source) any_gated = any_gated || gated(source);
 
-  if (warp_idx >= warps) return;
   const int total_warps = static_cast<int>(gridDim.x) * warps;
   const int first_warp = static_cast<int>(blockIdx.x) * warps + warp_idx;
   const u64* flags = peer_ptr<const u64>(p, rank_idx, p.off_slot_flags);
-  for (int source = 0; source < num_attention; ++source) {
-    const int slots = placement.collect_bases[source + 1] - placement.collect_bases[source];
-    for (int start = first_warp * unit; start < slots; start += total_warps * unit) {
-      for (int slot_id = start; slot_id < start + unit && slot_id < slots; ++slot_id) {
-        const u64 slot = static_cast<u64>(source) * capacity + slot_id;
-        // @site cf.epilogue.row_wait kind=wait guards=cf.source.row_store
-        if (lane_idx == 0) wait_until(flags + slot, epoch, "cf.epilogue.row_wait", p);
-        __syncwarp();
-        // @end cf.epilogue.row_wait
-        // @site cf.epilogue.expand kind=store
-        const auto* meta = reinterpret_cast<const SlotMeta<kTopK>*>(
-            peer_ptr<const u8>(p, rank_idx, p.off_slot_meta) + slot * p.slot_meta_bytes);
-        const u8* row = peer_ptr<const u8>(p, rank_idx, p.off_slot_rows) + slot * p.row_bytes;
-        receive_slot<kHidden, kTopK, kFp8, kCollectView, !kArmSource>(p, placement, source, meta,
-                                                                      row, epoch, lane_idx);
-        // @end cf.epilogue.expand
+  for (int pass = 0; pass < (any_gated ? 2 : 1); ++pass) {
+    if (pass == 1) {
+      // @site cf.epilogue.gate_wait kind=wait guards=cf.source.row_store
+      if (thread_idx == 0) {
+        const u64* done = peer_ptr<const u64>(p, rank_idx, p.off_done);
+        for (int source = 0; source < num_attention; ++source)
+          if (gated(source))
+            wait_until(done + source, epoch * p.source_ctas, "cf.epilogue.gate_wait", p);
+      }
+      __syncthreads();
+      // @end cf.epilogue.gate_wait
+    }
+    if (warp_idx >= warps) continue;
+    for (int source = 0; source < num_attention; ++source) {
+      const bool expand = gated(source) == (pass == 1);
+      if (pass == 1 && (!expand || kArmSource)) continue;  // ARM=source: nothing to expand
+      const int slots = placement.collect_bases[source + 1] - placement.collect_bases[source];
+      for (int start = first_warp * unit; start < slots; start += total_warps * unit) {
+        for (int slot_id = start; slot_id < start + unit && slot_id < slots; ++slot_id) {
+          const u64 slot = static_cast<u64>(source) * capacity + slot_id;
+          if (pass == 0) {
+            // @site cf.epilogue.row_wait kind=wait guards=cf.source.row_store
+            if (lane_idx == 0) wait_until(flags + slot, epoch, "cf.epilogue.row_wait", p);
+            __syncwarp();
+            // @end cf.epilogue.row_wait
+          }
+          // @site cf.epilogue.expand kind=store
+          const auto* meta = reinterpret_cast<const SlotMeta<kTopK>*>(
+              peer_ptr<const u8>(p, rank_idx, p.off_slot_meta) + slot * p.slot_meta_bytes);
+          const u8* row = peer_ptr<const u8>(p, rank_idx, p.off_slot_rows) + slot * p.row_bytes;
+          receive_slot<kHidden, kTopK, kFp8, kCollectView, !kArmSource>(
+              p, placement, source, meta, row, epoch, lane_idx, /*record=*/pass == 0, expand);
+          // @end cf.epilogue.expand
+        }
       }
     }
   }

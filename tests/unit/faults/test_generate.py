@@ -53,10 +53,10 @@ def test_catalog_settings_reach_the_generated_faults():
     assert runs_under["gen.skip.cf.source.prefix_wait"] == ["bf16-eager-arm-source"]
     assert runs_under["gen.skip.pf.epilogue.done_wait"] == ["bf16-eager-payload-first"]
     assert runs_under["gen.delay.pf.source.row_store"] == ["bf16-eager-payload-first"]
-    assert runs_under["gen.skip.cf.epilogue.row_wait"] == ["bf16-graph-ungate"]
+    assert runs_under["gen.skip.cf.epilogue.row_wait"] == ["bf16-graph"]
     assert runs_under["gen.skip.cf.epilogue.gate_wait"] == ["bf16-graph"]
     assert catalog.faults["gen.skip.cf.epilogue.gate_wait"].survivor_ok.startswith(
-        "every expanded row still waits for its own flag"
+        "the warp that expands a gated row already waited for that row's own flag"
     )
     assert catalog.faults["gen.skip.cf.epilogue.row_wait"].survivor_ok is None
     assert runs_under["gen.delay.cb.source.reduce"] == ["bf16-graph"]
