@@ -8,14 +8,23 @@ from afdep._build import source_digest
 from afdep.config import Config, ConfigError
 
 __all__ = [
-    "Buffer", "CollectBatch", "Config", "ConfigError", "FfnBatch", "InvalidRouteError",
-    "source_digest", "validate",
+    "Buffer",
+    "CollectBatch",
+    "Config",
+    "ConfigError",
+    "FfnBatch",
+    "InvalidRouteError",
+    "source_digest",
+    "validate",
 ]
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Buffer": "afdep.buffer", "CollectBatch": "afdep.buffer", "FfnBatch": "afdep.buffer",
-    "InvalidRouteError": "afdep.routes", "validate": "afdep.routes",
+    "Buffer": "afdep.buffer",
+    "CollectBatch": "afdep.buffer",
+    "FfnBatch": "afdep.buffer",
+    "InvalidRouteError": "afdep.routes",
+    "validate": "afdep.routes",
 }
 
 

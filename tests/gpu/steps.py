@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 import torch
+import torch.distributed as dist
 
 from afdep.buffer import Buffer, FfnBatch
 from afdep.routes import find_invalid
@@ -108,6 +109,12 @@ class StepRunner:
         """One step of `bucket` tokens (every rank passes the same bucket)."""
         self.bucket = bucket
         self._load(sources)
+        # Ranks start each step together. The last step's host-side checks take
+        # a different time on each rank; a skew of milliseconds lets a producer
+        # finish before its consumer starts and so hides the window a fault
+        # opens (N2 on 2xH200 at d6c65beb: killed in 3 of 3 runs one sweep,
+        # 0 of 4 the next, its kills all on the epilogue's epoch assertion).
+        dist.barrier()
         if not self.graph:
             self._dispatch(skip_send)
             self._combine()
@@ -125,8 +132,6 @@ class StepRunner:
         """Median µs of dispatch, combine and the round trip over graph replays
         (dispatch and combine captured as two graphs so events can sit between).
         The FFN reuses the last step's expert outputs: only afdep is timed."""
-        import torch.distributed as dist
-
         protocol = self.buffer.protocol_for(self.bucket)
         if protocol not in self._bench_graphs:
             graphs = (torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph())

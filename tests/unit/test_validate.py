@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.validate import ROUTE_DEADLINE_S, Run, judge, main, matrix_2gpu
+from tools.validate import ROUTE_DEADLINE_S, Run, judge, main, matrix_2gpu, results_document
 
 DIGEST = "b" * 64
 
@@ -108,3 +108,17 @@ def test_agreement_run_judged_from_its_log(tmp_path):
     assert judge(run, record, DIGEST) == []
     one_rank = outcome_record(process, parse_log(log.rsplit("[default0]:afdep", 1)[0]))
     assert judge(run, one_rank, DIGEST) == ["no agreement error from ranks [0]"]
+
+
+def test_a_document_missing_planned_runs_is_not_ok():
+    records = {"a": {"ok": True}, "b": {"ok": True}}
+    partial = results_document("2xH200", DIGEST, records, 4, planned=["a", "b", "c"])
+    assert (partial["ok"], partial["missing"], partial["counts"]) == (
+        False,
+        ["c"],
+        {"runs": 2, "ok": 2, "planned": 3},
+    )
+    whole = results_document("2xH200", DIGEST, records, 4, planned=["a", "b"])
+    assert (whole["ok"], whole["missing"]) == (True, [])
+    failed = results_document("2xH200", DIGEST, {**records, "c": {"ok": False}}, 4, ["a", "b", "c"])
+    assert failed["ok"] is False and failed["missing"] == []

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from afdep._build import source_digest
 from faults.pytest_plugin import gpu_group
 
 pytest_plugins = ["pytester"]
@@ -44,3 +49,25 @@ def test_plugin_registers_marker_and_options(pytester):
     help_text.stdout.fnmatch_lines(["*afdep fault catalogs*", "*--faults-catalog*"])
     markers = pytester.runpytest(*plugin, "--markers")
     markers.stdout.fnmatch_lines(["@pytest.mark.faults:*"])
+
+
+def test_faults_session_header_names_the_sources_it_judges():
+    repo = Path(__file__).parents[3]
+    collected = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/faults",
+            "--collect-only",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert f"faults: afdep sources afdep/csrc sha256 {source_digest()}, catalog sha256 " in (
+        collected.stdout
+    ), collected.stdout[:2000]
