@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from faults.verdict import FLAKY
+
 
 def _controls_line(controls: list[dict]) -> str:
     if not controls:
@@ -68,6 +70,20 @@ def markdown(document: dict) -> str:
             f"{'yes' if s['ok'] else 'NO'} | {s['fired']}/{s['runs']} | {rate} | "
             f"{need} | {why} |"
         )
+    # The table cuts each reason to a line; a must-fail fault that was not
+    # killed every time is said in full (its known-survivor reason, or its hint).
+    survivors = [
+        s
+        for s in document["faults"]
+        if s["expect"] == "fail" and s["verdict"] in ("SURVIVED", FLAKY)
+    ]
+    if survivors:
+        lines += ["", "## Must-fail faults not killed every run", ""]
+        lines += [
+            f"- {s['fault']}: {s['verdict']}, "
+            f"{'explained' if s['ok'] else 'NOT explained'}: {' '.join(s['reason'].split())}"
+            for s in survivors
+        ]
     changes = document.get("changes")
     if changes and changes.get("previous") is not None:
         lines += ["", f"## Changed since sweep {changes['previous']}", ""]

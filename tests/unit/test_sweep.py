@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import asdict
 from pathlib import Path
 
 from faults.verdict import FaultSummary, repeats_for_confidence, summarize_fault
@@ -129,3 +130,34 @@ def test_gpu_needs_are_said_per_config():
 
     needs = {"bf16-eager": 2, "4gpu-f1": 4, "fp8-eager": 2}
     assert _needs(needs) == "2 for bf16-eager, fp8-eager; 4 for 4gpu-f1"
+
+
+def test_survivors_are_said_in_full_below_the_table():
+    from tools.sweep_report import markdown
+
+    known = "the gate only holds the copies back; " + "x" * 200
+    faults = [
+        {
+            **asdict(summary("gen.skip.a", "SURVIVED")),
+            "reason": f"hint: h; known survivor: {known}",
+        },
+        {**asdict(summary("N2", "FLAKY", ok=False)), "reason": "killed in 7 of 12 runs"},
+        {**asdict(summary("N3b", "KILLED")), "reason": "the run failed and said why"},
+    ]
+    document = {
+        "catalog": "c.toml",
+        "native_source_sha256": "ab" * 32,
+        "machine": "2xH200",
+        "written": "now",
+        "mutation_score": 0.5,
+        "firing_rate": 1.0,
+        "harness_ok": True,
+        "controls": [],
+        "faults": faults,
+    }
+    text = markdown(document)
+    said = text.split("## Must-fail faults not killed every run\n\n")[1].splitlines()
+    assert said == [
+        f"- gen.skip.a: SURVIVED, explained: hint: h; known survivor: {known}",
+        "- N2: FLAKY, NOT explained: killed in 7 of 12 runs",
+    ]
