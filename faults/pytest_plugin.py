@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+
+# The catalogs a session parametrizes when --faults-catalog names none.
+KNOWN_CATALOGS = ["tests/fixtures/flag_payload/catalog.toml", "faults/catalogs/afdep.toml"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,6 +39,38 @@ def pytest_configure(config: pytest.Config) -> None:
         "faults: a fault-catalog case (apply + build always; run and verdict when "
         "the hardware its target needs is present)",
     )
+
+
+def selected_catalogs(config: pytest.Config, root: Path) -> list[Path]:
+    """--faults-catalog's paths, else the known catalogs present under `root`."""
+    chosen = config.getoption("--faults-catalog", None)
+    if chosen:
+        return [Path(p) for p in chosen]
+    return [root / p for p in KNOWN_CATALOGS if (root / p).exists()]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Which sources and catalogs this session judges, so a saved log says so."""
+    from faults.catalog import CatalogError, load_catalog
+    from faults.report import catalog_sha256
+    from faults.run import gpu_count
+    from faults.scratch import tree_digest
+
+    root = Path(config.rootpath)
+    lines = []
+    for path in selected_catalogs(config, root):
+        try:
+            catalog = load_catalog(path, tree_root=root)
+        except (CatalogError, OSError) as error:  # collection reports it in full
+            lines.append(f"faults: {path}: {error}")
+            continue
+        sources = root / catalog.target.sources
+        lines.append(
+            f"faults: {catalog.target.name} sources {catalog.target.sources} "
+            f"sha256 {tree_digest(sources)}, catalog sha256 {catalog_sha256(path)[:12]}, "
+            f"{gpu_count()} GPUs here"
+        )
+    return lines
 
 
 def gpu_group(worker: str | None, size: int, visible: str | None, count: int) -> list[str]:

@@ -70,15 +70,15 @@ def markdown(document: dict) -> str:
             f"{'yes' if s['ok'] else 'NO'} | {s['fired']}/{s['runs']} | {rate} | "
             f"{need} | {why} |"
         )
-    # The table cuts each reason to a line; a must-fail fault that was not
-    # killed every time is said in full (its known-survivor reason, or its hint).
+    # The table cuts each reason to a line; a must-fail fault that survived a
+    # run (SURVIVED, FLAKY) is said in full: its known-survivor reason, or its hint.
     survivors = [
         s
         for s in document["faults"]
         if s["expect"] == "fail" and s["verdict"] in ("SURVIVED", FLAKY)
     ]
     if survivors:
-        lines += ["", "## Must-fail faults not killed every run", ""]
+        lines += ["", "## Must-fail faults that survived a run", ""]
         lines += [
             f"- {s['fault']}: {s['verdict']}, "
             f"{'explained' if s['ok'] else 'NOT explained'}: {' '.join(s['reason'].split())}"

@@ -180,7 +180,11 @@ def main(argv: list[str] | None = None) -> int:
             job.result()
     for run in timed:
         execute(run)
-    print(f"wrote {path}: {sum(r['ok'] for r in records.values())}/{len(records)} runs ok")
+    missing = results_document(machine, digest, records, args.jobs, planned)["missing"]
+    print(
+        f"wrote {path}: {sum(r['ok'] for r in records.values())}/{len(records)} runs ok"
+        + (f"; {len(missing)} planned runs not yet run: {' '.join(missing)}" if missing else "")
+    )
     if not_run:  # said, not failed: they wait for a larger machine
         list_not_run(not_run)
     return 0 if all(records[r.name]["ok"] for r in runs) else 1

@@ -7,34 +7,14 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import load_catalog
+from faults.pytest_plugin import selected_catalogs
 from faults.run import gpu_count
 
 REPO = Path(__file__).parents[2]
-KNOWN_CATALOGS = ["tests/fixtures/flag_payload/catalog.toml", "faults/catalogs/afdep.toml"]
 
 
 def catalog_paths(config: pytest.Config) -> list[Path]:
-    chosen = config.getoption("--faults-catalog", None)  # None: plugin not loaded
-    if chosen:
-        return [Path(p) for p in chosen]
-    return [REPO / p for p in KNOWN_CATALOGS if (REPO / p).exists()]
-
-
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    """Which sources and catalogs this session judges, so a saved log says so."""
-    from faults.report import catalog_sha256
-    from faults.scratch import tree_digest
-
-    lines = []
-    for path in catalog_paths(config):
-        catalog = load_catalog(path, tree_root=REPO)
-        sources = REPO / catalog.target.sources
-        lines.append(
-            f"faults: {catalog.target.name} sources {catalog.target.sources} "
-            f"sha256 {tree_digest(sources)}, catalog sha256 {catalog_sha256(path)[:12]}, "
-            f"{gpu_count()} GPUs here"
-        )
-    return lines
+    return selected_catalogs(config, REPO)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

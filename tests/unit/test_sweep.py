@@ -156,7 +156,7 @@ def test_survivors_are_said_in_full_below_the_table():
         "faults": faults,
     }
     text = markdown(document)
-    said = text.split("## Must-fail faults not killed every run\n\n")[1].splitlines()
+    said = text.split("## Must-fail faults that survived a run\n\n")[1].splitlines()
     assert said == [
         f"- gen.skip.a: SURVIVED, explained: hint: h; known survivor: {known}",
         "- N2: FLAKY, NOT explained: killed in 7 of 12 runs",

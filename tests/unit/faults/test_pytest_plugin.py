@@ -53,21 +53,22 @@ def test_plugin_registers_marker_and_options(pytester):
 
 def test_faults_session_header_names_the_sources_it_judges():
     repo = Path(__file__).parents[3]
-    collected = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "tests/faults",
-            "--collect-only",
-            "-p",
-            "no:cacheprovider",
-        ],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert f"faults: afdep sources afdep/csrc sha256 {source_digest()}, catalog sha256 " in (
-        collected.stdout
-    ), collected.stdout[:2000]
+    # The README's form (`-m faults` over testpaths) and an explicit path both say it.
+    for selection in (["-m", "faults"], ["tests/faults"]):
+        command = [sys.executable, "-m", "pytest", *selection, "--collect-only"]
+        collected = subprocess.run(
+            [*command, "-p", "no:cacheprovider"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        expected = f"faults: afdep sources afdep/csrc sha256 {source_digest()}, catalog sha256 "
+        assert expected in collected.stdout, (selection, collected.stdout[:2000])
+
+
+def test_a_catalog_that_does_not_load_is_named_in_the_header(pytester):
+    pytester.makefile(".toml", broken="[target]\nname = 1\n")
+    plugin = ["-p", "no:afdep_faults", "-p", "faults.pytest_plugin"]
+    result = pytester.runpytest(*plugin, "--faults-catalog", "broken.toml", "--collect-only")
+    result.stdout.fnmatch_lines(["faults: broken.toml: *broken.toml*"])
