@@ -113,7 +113,9 @@ class StepRunner:
         # a different time on each rank; a skew of milliseconds lets a producer
         # finish before its consumer starts and so hides the window a fault
         # opens (N2 on 2xH200 at d6c65beb: killed in 3 of 3 runs one sweep,
-        # 0 of 4 the next, its kills all on the epilogue's epoch assertion).
+        # 0 of 4 the next, its kills all on the epilogue's epoch assertion). A
+        # peer that trapped is seen by torchrun, which stops every rank; RankPair's
+        # parent gives up on a silent worker after REPLY_TIMEOUT_S.
         dist.barrier()
         if not self.graph:
             self._dispatch(skip_send)
