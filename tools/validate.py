@@ -124,9 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--list", action="store_true", help="print the runs and exit")
     args = parser.parse_args(argv)
+    matrix = matrix_2gpu(args.bench_iters) + matrix_4gpu()
     runs = [
         r
-        for r in matrix_2gpu(args.bench_iters) + matrix_4gpu()
+        for r in matrix
         if args.select in ("all", r.group) and (not args.only or re.search(args.only, r.name))
     ]
     if args.list:
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     not_run = [run for run in runs if run.nproc > gpus]
     runs = [run for run in runs if run.nproc <= gpus]
     # The whole matrix this machine can run: a document missing any of it is not ok.
-    planned = [r.name for r in matrix_2gpu(args.bench_iters) + matrix_4gpu() if r.nproc <= gpus]
+    planned = [r.name for r in matrix if r.nproc <= gpus]
 
     digest = source_digest()
     machine = machine_name()
