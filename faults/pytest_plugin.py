@@ -39,6 +39,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "faults: a fault-catalog case (apply + build always; run and verdict when "
         "the hardware its target needs is present)",
     )
+    if not config.pluginmanager.has_plugin(RUN_LINES):
+        config.pluginmanager.register(RunLines(config), RUN_LINES)
 
 
 def selected_catalogs(config: pytest.Config, root: Path) -> list[Path]:
@@ -49,7 +51,7 @@ def selected_catalogs(config: pytest.Config, root: Path) -> list[Path]:
     return [root / p for p in KNOWN_CATALOGS if (root / p).exists()]
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
+def session_lines(config: pytest.Config) -> list[str]:
     """Which sources and catalogs this session judges, so a saved log says so."""
     from faults.catalog import CatalogError, load_catalog
     from faults.report import catalog_sha256
@@ -71,6 +73,36 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"{gpu_count()} GPUs here"
         )
     return lines
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return session_lines(config)
+
+
+# The user property under which a catalog case records each run's seed-style line.
+RESULT_PROPERTY = "faults_result"
+RUN_LINES = "afdep-faults-run-lines"
+
+
+class RunLines:
+    """Collects the runs' summary lines from the test reports (which xdist
+    workers send to the controller) for the terminal summary: `-q` hides the
+    session header, and a saved log must still say what it judged."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.lines: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.lines += [v for k, v in report.user_properties if k == RESULT_PROPERTY]
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.lines:
+            return
+        terminalreporter.write_sep("=", "fault runs")
+        for line in [*session_lines(self.config), *sorted(self.lines)]:
+            terminalreporter.write_line(line)
 
 
 def gpu_group(worker: str | None, size: int, visible: str | None, count: int) -> list[str]:

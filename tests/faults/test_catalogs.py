@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from faults.pytest_plugin import RESULT_PROPERTY
+from faults.report import summary_line
 from tests.faults.conftest import enough_gpus
 
 pytestmark = pytest.mark.faults
@@ -16,7 +18,7 @@ pytestmark = pytest.mark.faults
 FIXTURE_VERDICTS = {"D1": "PASSED", "S1": "KILLED", "S2": "SURVIVED", "N1": "NOT FIRED"}
 
 
-def test_fault(catalog_case, engines, pytestconfig):
+def test_fault(catalog_case, engines, pytestconfig, record_property):
     path, fault_id, config_name = catalog_case
     engine = engines(path)
     catalog = engine.catalog
@@ -27,6 +29,8 @@ def test_fault(catalog_case, engines, pytestconfig):
         pytest.skip(f"applied and built; running needs {needed} GPUs")
     repeats = pytestconfig.getoption("--faults-repeat", 1)
     results = engine.evaluate(fault_id, [catalog.config(config_name)], repeats)
+    for result in results:  # every run's line, before any assertion stops the test
+        record_property(RESULT_PROPERTY, summary_line(result))
     for result in results:
         assert result.tree_digest and result.outcome is not None, result.reason
         assert result.outcome["digests"] == [result.tree_digest]

@@ -72,3 +72,24 @@ def test_a_catalog_that_does_not_load_is_named_in_the_header(pytester):
     plugin = ["-p", "no:afdep_faults", "-p", "faults.pytest_plugin"]
     result = pytester.runpytest(*plugin, "--faults-catalog", "broken.toml", "--collect-only")
     result.stdout.fnmatch_lines(["faults: broken.toml: *broken.toml*"])
+
+
+def test_quiet_faults_session_ends_with_the_digest_and_every_run_line():
+    """`-q` hides the header; the summary still says what was judged, and how."""
+    repo = Path(__file__).parents[3]
+    catalog = "tests/fixtures/flag_payload/catalog.toml"
+    command = [sys.executable, "-m", "pytest", "-q", "-m", "faults", "tests/faults"]
+    ran = subprocess.run(
+        [*command, "--faults-catalog", catalog, "-k", "D1 or S1", "-p", "no:cacheprovider"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stdout[-2000:]
+    summary = ran.stdout.split("= fault runs =")[1].splitlines()
+    digest = source_digest(repo / "tests/fixtures/flag_payload")
+    sources = "flag_payload sources tests/fixtures/flag_payload"
+    assert summary[1].startswith(f"faults: {sources} sha256 {digest}")
+    assert summary[2].startswith("D1-default tree=") and summary[2].endswith("-> PASSED")
+    assert summary[3].startswith("S1-default tree=") and " -> KILLED" in summary[3]
