@@ -40,6 +40,38 @@ class SourceInputs:
         )
 
 
+def graph_inputs(
+    *, capacity: int, hidden: int, top_k: int, payload: str, device
+) -> dict[str, torch.Tensor | None]:
+    """Capacity-sized buffers named as `Buffer.dispatch`'s inputs: a CUDA graph
+    captures their addresses, and each step copies its inputs in
+    (`load_graph_inputs`)."""
+    if payload not in _PAYLOADS:
+        raise ValueError(f"payload must be one of {_PAYLOADS}, got {payload!r}")
+    fp8 = payload == "fp8"
+    return {
+        "x": torch.zeros(
+            capacity, hidden, dtype=torch.float8_e4m3fn if fp8 else torch.bfloat16, device=device
+        ),
+        "x_scales": (
+            torch.zeros(capacity, hidden // FP8_BLOCK, dtype=torch.float32, device=device)
+            if fp8
+            else None
+        ),
+        "topk_idx": torch.full((capacity, top_k), -1, dtype=torch.int64, device=device),
+        "topk_weights": torch.zeros(capacity, top_k, dtype=torch.float32, device=device),
+        "num_tokens": torch.zeros(1, dtype=torch.int32, device=device),
+    }
+
+
+def load_graph_inputs(buffers: dict[str, torch.Tensor | None], inputs: SourceInputs) -> None:
+    """Copy one step's inputs into the buffers `graph_inputs` made."""
+    for name in ("x", "x_scales", "topk_idx", "topk_weights"):
+        if buffers[name] is not None:
+            buffers[name].copy_(getattr(inputs, name))
+    buffers["num_tokens"].fill_(inputs.num_tokens)
+
+
 def quantize_fp8(x_f32: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per row and 128-channel block: scale = amax / 448, x_fp8 = x / scale."""
     if x_f32.dim() != 2 or x_f32.shape[1] % FP8_BLOCK != 0:

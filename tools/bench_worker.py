@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 import afdep
 from afdep.config import Config
-from invariants.inputs import make_source_inputs
+from invariants.inputs import graph_inputs, load_graph_inputs, make_source_inputs
 from tools.traces import ProfilerUnavailable, aligned_lines, record_spans
 
 
@@ -66,18 +66,15 @@ class ArmTimer:
             num_sms=args.num_sms,
             config=config,
         )
-        g, dev = buffer.geometry, buffer.device
-        dtype = torch.float8_e4m3fn if g.payload == "fp8" else torch.bfloat16
-        self.inputs = {
-            "x": torch.zeros(g.capacity, g.hidden, dtype=dtype, device=dev),
-            "x_scales": (
-                torch.zeros(g.capacity, g.hidden // 128, device=dev) if g.payload == "fp8" else None
-            ),
-            "topk_idx": torch.full((g.capacity, g.top_k), -1, dtype=torch.int64, device=dev),
-            "topk_weights": torch.zeros(g.capacity, g.top_k, device=dev),
-            "num_tokens": torch.zeros(1, dtype=torch.int32, device=dev),
-        }
-        self.y = torch.zeros(g.max_rows, g.hidden, dtype=torch.bfloat16, device=dev)
+        g = buffer.geometry
+        self.inputs = graph_inputs(
+            capacity=g.capacity,
+            hidden=g.hidden,
+            top_k=g.top_k,
+            payload=g.payload,
+            device=buffer.device,
+        )
+        self.y = torch.zeros(g.max_rows, g.hidden, dtype=torch.bfloat16, device=buffer.device)
         self.graphs: dict[str, tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]] = {}
         self.bucket = g.capacity
 
@@ -97,10 +94,7 @@ class ArmTimer:
         return self.graphs[protocol]
 
     def load(self, source) -> None:
-        for name in ("x", "x_scales", "topk_idx", "topk_weights"):
-            if self.inputs[name] is not None:
-                self.inputs[name].copy_(getattr(source, name))
-        self.inputs["num_tokens"].fill_(source.num_tokens)
+        load_graph_inputs(self.inputs, source)
         self.bucket = source.num_tokens
 
     def time(self, iters: int, warmup: int) -> dict[str, float]:

@@ -10,7 +10,7 @@ import torch.distributed as dist
 
 from afdep.buffer import Buffer, FfnBatch
 from afdep.routes import find_invalid
-from invariants.inputs import SourceInputs
+from invariants.inputs import SourceInputs, graph_inputs, load_graph_inputs
 from invariants.layout import LayoutError, check_expert_layout, first_mismatch
 from invariants.reference import (
     ExpertLayout,
@@ -67,19 +67,13 @@ class StepRunner:
         self._graphs: dict[str, torch.cuda.CUDAGraph] = {}  # one per protocol, captured once
         self._bench_graphs: dict[str, tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]] = {}
         if buffer.role == "attention":
-            dev, c = buffer.device, g.capacity
-            dtype = torch.float8_e4m3fn if g.payload == "fp8" else torch.bfloat16
-            self.static = {
-                "x": torch.zeros(c, g.hidden, dtype=dtype, device=dev),
-                "x_scales": (
-                    torch.zeros(c, g.hidden // 128, dtype=torch.float32, device=dev)
-                    if g.payload == "fp8"
-                    else None
-                ),
-                "topk_idx": torch.full((c, g.top_k), -1, dtype=torch.int64, device=dev),
-                "topk_weights": torch.zeros(c, g.top_k, dtype=torch.float32, device=dev),
-                "num_tokens": torch.zeros(1, dtype=torch.int32, device=dev),
-            }
+            self.static = graph_inputs(
+                capacity=g.capacity,
+                hidden=g.hidden,
+                top_k=g.top_k,
+                payload=g.payload,
+                device=buffer.device,
+            )
 
     # ---------------------------------------------------------------- running
     def _dispatch(self, skip_send: bool = False, experts: bool = True) -> None:
@@ -97,13 +91,8 @@ class StepRunner:
             self.buffer.combine(self._y)
 
     def _load(self, sources: list[SourceInputs]) -> None:
-        if self.buffer.role != "attention":
-            return
-        mine = sources[self.buffer.rank]
-        for name in ("x", "x_scales", "topk_idx", "topk_weights"):
-            if self.static[name] is not None:
-                self.static[name].copy_(getattr(mine, name))
-        self.static["num_tokens"].fill_(mine.num_tokens)
+        if self.buffer.role == "attention":
+            load_graph_inputs(self.static, sources[self.buffer.rank])
 
     def step(self, sources: list[SourceInputs], *, bucket: int, skip_send: bool = False) -> None:
         """One step of `bucket` tokens (every rank passes the same bucket)."""

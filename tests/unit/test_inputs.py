@@ -1,10 +1,20 @@
-"""invariants.inputs: fp8 quantization, random routes and per-step inputs."""
+"""invariants.inputs: fp8 quantization, random routes, per-step inputs and the
+graph-static input buffers."""
+
+import inspect
 
 import pytest
 import torch
 
+from afdep.buffer import Buffer
 from afdep.routes import find_invalid
-from invariants.inputs import make_source_inputs, quantize_fp8, random_routes
+from invariants.inputs import (
+    graph_inputs,
+    load_graph_inputs,
+    make_source_inputs,
+    quantize_fp8,
+    random_routes,
+)
 
 FP8_MAX = 448.0
 
@@ -153,3 +163,34 @@ def test_make_source_inputs_options():
     assert inputs(device="cpu").x.device.type == "cpu"
     with pytest.raises(ValueError, match="payload"):
         inputs(payload="fp16")
+
+
+@pytest.mark.parametrize("payload", ["bf16", "fp8"])
+def test_graph_inputs_take_each_step_by_copy(payload):
+    shape = dict(capacity=16, hidden=256, top_k=4)
+    buffers = graph_inputs(**shape, payload=payload, device="cpu")
+    dispatch_inputs = set(inspect.signature(Buffer.dispatch).parameters) - {
+        "self",
+        "bucket",
+        "skip_send",
+    }
+    assert set(buffers) == dispatch_inputs
+    before = {name: t.data_ptr() for name, t in buffers.items() if t is not None}
+    inputs = make_source_inputs(
+        rank=0, step=3, seed=7, num_experts=8, num_tokens=11, payload=payload, **shape
+    )
+    load_graph_inputs(buffers, inputs)
+    for name in ("x", "x_scales", "topk_idx", "topk_weights"):
+        want = getattr(inputs, name)
+        if want is None:
+            assert buffers[name] is None
+        else:
+            assert buffers[name].dtype == want.dtype
+            assert torch.equal(buffers[name].view(torch.uint8), want.view(torch.uint8))
+    assert buffers["num_tokens"].tolist() == [11]
+    assert {name: t.data_ptr() for name, t in buffers.items() if t is not None} == before
+
+
+def test_graph_inputs_name_a_bad_payload():
+    with pytest.raises(ValueError, match="payload must be one of .* got 'fp16'"):
+        graph_inputs(capacity=4, hidden=128, top_k=2, payload="fp16", device="cpu")
