@@ -88,13 +88,18 @@ def catalog_sha256(path) -> str:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Written to a temporary file and renamed: no reader sees half a report."""
+    """Written to a temporary file and renamed: no reader sees half a report,
+    and a failed write leaves the old report and no temporary file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:  # nothing half-written stays behind
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def write_json(path: Path, document: dict) -> None:

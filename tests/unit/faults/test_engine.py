@@ -185,3 +185,14 @@ def test_a_reused_workdir_rebuilds_its_scratch_trees(tmp_path):
     again = Engine(catalog, REPO, tmp_path).prepare("D1", "D1")
     assert again.error is None and again.digest == first.digest
     assert not (again.tree / "stale").exists()
+
+
+def test_a_failed_report_write_keeps_the_old_report_and_no_temporary(tmp_path):
+    from faults.report import write_json, write_text
+
+    report = tmp_path / "report.json"
+    write_json(report, {"ok": True})
+    with pytest.raises(UnicodeEncodeError):  # fails part-way through the write
+        write_text(report, "{" + "\udc80")
+    assert report.read_text() == '{\n "ok": true\n}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
