@@ -23,6 +23,7 @@ from pathlib import Path
 
 from faults.catalog import Catalog, load_catalog
 from faults.generate import with_generated
+from faults.report import write_text
 from faults.scratch import make_scratch
 from faults.sites import Site, parse_tree
 
@@ -180,7 +181,7 @@ def markdown(result: Review) -> str:
         )
         lines.append(f"  - must fail: {failing}")
     if result.runs:
-        lines += ["", "## Covering faults run on HEAD", ""]
+        lines += ["", "## Covering faults run on HEAD (controls first)", ""]
         lines += [
             f"- {r.fault} [{r.config}]: {r.verdict}" + ("" if r.ok else f" ({r.reason})")
             for r in result.runs
@@ -217,27 +218,28 @@ def main(argv: list[str] | None = None) -> int:
         result.runs = run_covering(result, catalog, tree, workdir)
     text = markdown(result)
     if args.report:
-        args.report.write_text(text)
+        write_text(args.report, text)
     print(text)
     return 0 if result.ok else 1
 
 
 def run_covering(result: Review, catalog: Catalog, tree: Path, workdir: Path) -> list:
-    from faults.engine import Engine
+    """The covering faults on HEAD's tree, through the sweep: the controls
+    first (the clean tree must pass, the forced failure must be killed), so a
+    harness that fails everything cannot pass its must-fail faults off as KILLED."""
+    from faults.engine import Engine, sweep
     from faults.run import gpu_count
 
     gpus = gpu_count()
     if gpus < catalog.target.gpus:
         print(f"--run: the target needs {catalog.target.gpus} GPUs; not running", file=sys.stderr)
         return []
-    engine = Engine(catalog, tree, workdir / "runs")
     ids = list(dict.fromkeys(f for c in result.touched for f in (*c.passing, *c.failing)))
+    if not ids:
+        return []
     fits = [c.name for c in catalog.configs if catalog.gpus_for(c) <= gpus]
-    return [
-        r
-        for fault_id in ids
-        for r in engine.evaluate(fault_id, catalog.configs_for(fault_id, fits))
-    ]
+    controls, runs = sweep([Engine(catalog, tree, workdir / "runs")], ids, fits, 1, lambda _: None)
+    return [*controls, *runs]
 
 
 if __name__ == "__main__":

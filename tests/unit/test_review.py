@@ -124,4 +124,22 @@ def test_run_executes_the_covering_faults_on_head(repo, capsys):
         and "- gen.skip.fx.consumer.flag_wait [default]: KILLED" in out
     )
     assert "- D1 [default]: PASSED" in out and "- S2 [default]: SURVIVED" in out
+    assert "- control.clean [default]: PASSED" in out
+    assert "- control.forced_fail [default]: KILLED" in out
     assert status == 0
+
+
+def test_run_judges_no_fault_when_a_control_is_wrong(repo, capsys):
+    catalog = repo / SRC / "catalog.toml"
+    catalog.write_text(catalog.read_text().replace("+ (word_idx == 3);", ";"))
+    edit(repo, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
+    git(repo, "commit", "-qam", "head: a forced failure that fails nothing")
+    status = main(
+        ["HEAD~1", "HEAD", "--root", str(repo), "--catalog", str(catalog)]
+        + ["--workdir", str(repo.parent / "w"), "--run", "--report", str(repo.parent / "r.md")]
+    )
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "- control.forced_fail [default]: SURVIVED" in out
+    assert "- S1 [default]" not in out and "Verdict: CHANGES NEEDED" in out
+    assert (repo.parent / "r.md").read_text() == out[:-1]
