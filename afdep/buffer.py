@@ -274,9 +274,10 @@ class Buffer:
                     "bucket: FFN ranks must pass the step's bucket when "
                     "AFDEP_COUNT_FIRST_MIN_BUCKET is set"
                 )
+            bucket = step_bucket(bucket, None, g.capacity)
             self._epoch.add_(1)
             if not skip_send:
-                for kernel in self._dispatch_kernels[self.protocol_for(bucket or g.capacity)]:
+                for kernel in self._dispatch_kernels[self.protocol_for(bucket)]:
                     kernel(self._params.data_ptr())
             return self.batch
         check_source_inputs(g, self.device, x, topk_idx, topk_weights, num_tokens, x_scales)
@@ -285,9 +286,7 @@ class Buffer:
             count = num_tokens
         else:
             count.fill_(num_tokens)
-        if bucket is None:
-            bucket = num_tokens if isinstance(num_tokens, int) else g.capacity
-        _check_bucket(bucket, g.capacity)
+        bucket = step_bucket(bucket, num_tokens, g.capacity)
         self._epoch.add_(1)
         if not skip_send:
             (kernel,) = self._dispatch_kernels[self.protocol_for(bucket)]
@@ -318,9 +317,15 @@ class Buffer:
         return {1: PAYLOAD_FIRST, 2: COUNT_FIRST}.get(int(self._protocol_log.item()), "none")
 
 
-def _check_bucket(bucket, capacity: int) -> None:
+def step_bucket(bucket, num_tokens, capacity: int) -> int:
+    """The host-known bound that picks a step's protocol, the same rule on
+    every rank: `bucket` when given (0 included), else an int `num_tokens`,
+    else the capacity. ValueError naming `bucket` when it is not in range."""
+    if bucket is None:
+        bucket = num_tokens if isinstance(num_tokens, int) else capacity
     if not isinstance(bucket, int) or isinstance(bucket, bool) or not 0 <= bucket <= capacity:
         raise ValueError(f"bucket={bucket!r} must be an int in [0, capacity={capacity}]")
+    return bucket
 
 
 def check_source_inputs(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from afdep.buffer import check_expert_outputs, check_source_inputs
+from afdep.buffer import check_expert_outputs, check_source_inputs, step_bucket
+from afdep.config import Config
 from afdep.workspace import Geometry
 
 CPU = torch.device("cpu")
@@ -71,3 +72,20 @@ def test_expert_outputs():
         check_expert_outputs(G, CPU, torch.zeros(5, 128, dtype=torch.bfloat16))
     with pytest.raises(ValueError, match="y must be torch.bfloat16"):
         check_expert_outputs(G, CPU, torch.zeros(5, 256))
+
+
+def test_every_rank_reads_a_bucket_the_same_way():
+    # An empty step (bucket 0) is payload-first on the FFN rank too: it once
+    # read 0 as "no bucket" and took the capacity's protocol.
+    attention, ffn = step_bucket(0, 0, 8), step_bucket(0, None, 8)
+    assert attention == ffn == 0
+    assert not Config(min_bucket=1).count_first(ffn)
+    assert step_bucket(None, 5, 8) == 5  # an attention rank's int num_tokens
+    assert step_bucket(None, torch.zeros(1, dtype=torch.int32), 8) == 8
+    assert step_bucket(None, None, 8) == 8  # an FFN rank without count-first
+
+
+@pytest.mark.parametrize("bucket", [9, -1, 2.0, True])
+def test_a_bad_bucket_is_named(bucket):
+    with pytest.raises(ValueError, match=rf"bucket={bucket!r} must be an int in \[0, capacity=8\]"):
+        step_bucket(bucket, None, 8)
