@@ -6,8 +6,6 @@ Every variable afdep reads is listed in KNOBS (and in the README); any other
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -164,11 +162,8 @@ class Config:
         return cls(**values)
 
     def protocol(self) -> dict[str, object]:
+        """The protocol knobs, which every rank must share (checked at buffer creation)."""
         return {name: getattr(self, name) for name in PROTOCOL_FIELDS}
-
-    def digest(self) -> str:
-        """A short digest of the protocol knobs, which every rank must share."""
-        return hashlib.sha256(json.dumps(self.protocol(), sort_keys=True).encode()).hexdigest()[:16]
 
     def count_first(self, bucket: int) -> bool:
         """Does a step of `bucket` tokens (a host-known bound) run count-first?"""

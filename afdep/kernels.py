@@ -87,14 +87,8 @@ def combine_launch(g: Geometry, role: str) -> Launch:
     return Launch(spec, g.num_sms, 0)
 
 
-def all_launches(
-    g: Geometry, role: str, protocols: tuple[str, ...], epilogue_sms: int | None = None
-) -> list[Launch]:
-    launches = [
-        launch
-        for protocol in protocols
-        for launch in dispatch_launches(g, role, protocol, epilogue_sms)
-    ]
+def all_launches(g: Geometry, role: str, protocols: tuple[str, ...]) -> list[Launch]:
+    launches = [launch for protocol in protocols for launch in dispatch_launches(g, role, protocol)]
     return [*launches, combine_launch(g, role)]
 
 

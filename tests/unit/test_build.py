@@ -112,7 +112,7 @@ def test_compile_error_carries_the_compiler_log(jit_cache, csrc_copy):
 def test_jit_source_is_an_include_and_one_named_instantiation():
     spec = KernelSpec.make(
         "copy_epilogue", kHidden=2048, kTopK=8, kFp8=True, kCollectView=False, kNumThreads=512
-    )  # noqa
+    )
     source = spec.jit_source()
     assert source.startswith('#include "impls/copy_epilogue.cuh"\n')
     assert "/* kHidden */ 2048" in source and "/* kFp8 */ true" in source

@@ -27,10 +27,10 @@ def test_empty_cache_path_is_named():
         Config.from_env({"AFDEP_JIT_CACHE": " "})
 
 
-def test_digest_covers_the_protocol_knobs_only():
-    assert Config.from_env({}).digest() == Config().digest()
-    assert Config(ungate=True).digest() != Config().digest()
-    assert Config(timeout_ms=1).digest() == Config().digest()  # a per-rank choice
+def test_protocol_covers_the_protocol_knobs_only():
+    assert Config.from_env({}).protocol() == Config().protocol()
+    assert Config(ungate=True).protocol() != Config().protocol()
+    assert Config(timeout_ms=1).protocol() == Config().protocol()  # a per-rank choice
 
 
 def test_count_first_knobs_and_protocol_choice():
