@@ -44,10 +44,9 @@ def sites_command(args: argparse.Namespace) -> int:
 
 def _catalog(args: argparse.Namespace) -> Catalog:
     catalog = load_catalog(args.catalog, tree_root=args.root)
-    wanted = getattr(args, "id", "") or ""
-    if args.generated or wanted.startswith("gen."):
-        from faults.generate import with_generated
+    from faults.generate import is_generated, with_generated
 
+    if args.generated or is_generated(getattr(args, "id", "") or ""):
         catalog = with_generated(catalog, args.root)
     return catalog
 
@@ -246,8 +245,6 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--report", type=Path, default=None)
         command.set_defaults(run=function)
     args = parser.parse_args(argv)
-    if args.command == "sites":
-        return args.run(args)
     try:
         return args.run(args)
     except CatalogError as error:

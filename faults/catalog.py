@@ -7,10 +7,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tomllib
 
 from faults.sites import parse_tree
+
+if TYPE_CHECKING:  # faults.generate imports this module
+    from faults.generate import GenerateSettings
 
 LANGUAGES = ("cuda", "cpp")
 ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
@@ -78,7 +82,7 @@ class Catalog:
     configs: tuple[Config, ...]
     faults: dict[str, Fault]
     control: tuple[Patch, ...]  # the forced-fail control's patches
-    generate: object = None  # faults.generate.GenerateSettings for site-generated faults
+    generate: GenerateSettings  # the [generate] table: how site-generated faults are made
 
     def config(self, name: str) -> Config:
         for config in self.configs:
@@ -153,6 +157,9 @@ def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
     return catalog
 
 
+TARGET_KEYS = frozenset("name sources language run build clock rank timeout_s env gpus".split())
+
+
 def _target(path: Path, raw) -> Target:
     if not isinstance(raw, dict):
         raise _fail(path, "target", "a [target] table is required")
@@ -160,21 +167,7 @@ def _target(path: Path, raw) -> Target:
     for key in ("name", "sources", "language", "run"):
         if key not in raw:
             raise _fail(path, where, f"{key}: required")
-    unknown = sorted(
-        set(raw)
-        - {
-            "name",
-            "sources",
-            "language",
-            "run",
-            "build",
-            "clock",
-            "rank",
-            "timeout_s",
-            "env",
-            "gpus",
-        }
-    )
+    unknown = sorted(set(raw) - TARGET_KEYS)
     if unknown:
         raise _fail(path, where, f"unknown keys {unknown}")
     if raw["language"] not in LANGUAGES:
@@ -183,6 +176,12 @@ def _target(path: Path, raw) -> Target:
         value = raw.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise _fail(path, where, f"{key} must be a list of strings")
+    gpus = raw.get("gpus", 0)
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0:
+        raise _fail(path, where, f"gpus: an int >= 0, got {gpus!r}")
+    timeout_s = raw.get("timeout_s", 300)
+    if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool) or timeout_s <= 0:
+        raise _fail(path, where, f"timeout_s: a positive number of seconds, got {timeout_s!r}")
     return Target(
         name=raw["name"],
         sources=raw["sources"],
@@ -191,9 +190,9 @@ def _target(path: Path, raw) -> Target:
         build=tuple(raw.get("build", [])),
         clock=raw.get("clock", ""),
         rank=raw.get("rank", "0"),
-        timeout_s=float(raw.get("timeout_s", 300)),
+        timeout_s=float(timeout_s),
         env={k: str(v) for k, v in raw.get("env", {}).items()},
-        gpus=int(raw.get("gpus", 0)),
+        gpus=gpus,
     )
 
 
@@ -301,7 +300,7 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict) -> Patch:
     )
 
 
-def _generate(path: Path, data: dict, configs: tuple[Config, ...]):
+def _generate(path: Path, data: dict, configs: tuple[Config, ...]) -> GenerateSettings:
     from faults.generate import GenerateSettings
 
     raw = data.get("generate", {})
@@ -377,12 +376,12 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
     known = {site.name for site in sites}
     waits = {site.name for site in sites if site.kind == "wait"}
     settings = catalog.generate
-    for site in dict(settings.survivor_ok) if settings else {}:
+    for site in dict(settings.survivor_ok):
         if site not in waits:
             raise _fail(
                 catalog.path, "generate", f"survivor_ok: {site!r} is not a wait site in {sources}"
             )
-    for prefix, _ in settings.site_configs if settings else ():
+    for prefix, _ in settings.site_configs:
         if not any(name.startswith(prefix) for name in known):
             raise _fail(
                 catalog.path, "generate", f"site_configs: no site in {sources} starts {prefix!r}"

@@ -19,7 +19,7 @@ from faults.parse import Outcome, parse_outcome
 from faults.run import BuildError, build_tree, run_config
 from faults.scratch import UserTreeGuard, make_scratch, tree_digest
 from faults.sites import parse_tree
-from faults.verdict import Judgement, Verdict, judge
+from faults.verdict import Judgement, Verdict, judge, judge_control
 
 CLEAN = "control.clean"
 BUILDS_AT_ONCE = 8
@@ -262,20 +262,3 @@ def slots_argument(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"runs at a time: at least 1, got {value}")
     return value
-
-
-def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:
-    if outcome.digests != [digest]:
-        return Judgement(Verdict.WRONG_TREE, False, "the log's digest is not the scratch tree's")
-    if must_fail:
-        if outcome.exit_code not in (0, None) and outcome.detected:
-            return Judgement(Verdict.KILLED, True, "the forced failure was detected")
-        return Judgement(
-            Verdict.SURVIVED,
-            False,
-            "the forced-fail control was not detected: the tests cannot see a "
-            "corrupted row, so no fault can be judged",
-        )
-    if outcome.exit_code == 0 and not outcome.detected:
-        return Judgement(Verdict.PASSED, True, "the unpatched tree passes")
-    return Judgement(Verdict.BROKE, False, "the unpatched tree fails: the harness is broken")

@@ -91,13 +91,11 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
     return faults
 
 
-def with_generated(
-    catalog: Catalog, tree_root: Path, settings: GenerateSettings | None = None
-) -> Catalog:
+def with_generated(catalog: Catalog, tree_root: Path) -> Catalog:
     """The catalog plus a generated fault for every site under its sources."""
-    settings = settings or catalog.generate
     sites, _ = parse_tree(Path(tree_root) / catalog.target.sources)
-    extra = {k: v for k, v in generated_faults(sites, settings).items() if k not in catalog.faults}
+    generated = generated_faults(sites, catalog.generate)
+    extra = {k: v for k, v in generated.items() if k not in catalog.faults}
     return replace(catalog, faults={**catalog.faults, **extra})
 
 

@@ -51,8 +51,18 @@ def selected_catalogs(config: pytest.Config, root: Path) -> list[Path]:
     return [root / p for p in KNOWN_CATALOGS if (root / p).exists()]
 
 
+SESSION_LINES = pytest.StashKey[list[str]]()
+
+
 def session_lines(config: pytest.Config) -> list[str]:
-    """Which sources and catalogs this session judges, so a saved log says so."""
+    """Which sources and catalogs this session judges, so a saved log says so
+    (worked out once: the header and the closing summary both print it)."""
+    if SESSION_LINES not in config.stash:
+        config.stash[SESSION_LINES] = _session_lines(config)
+    return config.stash[SESSION_LINES]
+
+
+def _session_lines(config: pytest.Config) -> list[str]:
     from faults.catalog import CatalogError, load_catalog
     from faults.report import catalog_sha256
     from faults.run import gpu_count

@@ -111,6 +111,25 @@ def judge(
     raise AssertionError("the last rule of each expectation always holds")
 
 
+def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:
+    """A control run: the unpatched tree must pass clean; the forced failure
+    must be detected (exit non-zero with a mismatch, timeout or assertion line)."""
+    if outcome.digests != [digest]:
+        return Judgement(Verdict.WRONG_TREE, False, "the log's digest is not the scratch tree's")
+    if must_fail:
+        if outcome.exit_code not in (0, None) and outcome.detected:
+            return Judgement(Verdict.KILLED, True, "the forced failure was detected")
+        return Judgement(
+            Verdict.SURVIVED,
+            False,
+            "the forced-fail control was not detected: the tests cannot see a "
+            "corrupted row, so no fault can be judged",
+        )
+    if outcome.exit_code == 0 and not outcome.detected:
+        return Judgement(Verdict.PASSED, True, "the unpatched tree passes")
+    return Judgement(Verdict.BROKE, False, "the unpatched tree fails: the harness is broken")
+
+
 def survivor_hint(patches: list[Patch], guards: dict[str, str | None]) -> str:
     """A skipped wait survives when the data it guards is there anyway: delay
     the guarded site, not the flag (the seed's N3 -> N3b lesson)."""

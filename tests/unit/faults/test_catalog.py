@@ -137,6 +137,18 @@ def test_catalog_errors_name_file_fault_and_field(tmp_path, faults, message):
             '[target]\nname = "t"\nsources = "s"\nlanguage = "cpp"\nrun = "x"\n',
             "target: run must be a list of strings",
         ),
+        (
+            '[target]\nname = "t"\nsources = "s"\nlanguage = "cpp"\nrun = []\ngpus = true\n',
+            "target: gpus: an int >= 0, got True",
+        ),
+        (
+            '[target]\nname = "t"\nsources = "s"\nlanguage = "cpp"\nrun = []\ngpus = -1\n',
+            "target: gpus: an int >= 0, got -1",
+        ),
+        (
+            '[target]\nname = "t"\nsources = "s"\nlanguage = "cpp"\nrun = []\ntimeout_s = "9"\n',
+            "target: timeout_s: a positive number of seconds, got '9'",
+        ),
     ],
 )
 def test_target_errors(tmp_path, target, message):
