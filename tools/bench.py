@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import tempfile
 from pathlib import Path
+from statistics import median_high
 
 from faults.report import write_json
 from faults.run import run_logged
@@ -64,28 +64,24 @@ def geomean_change(changes: list[float]) -> float:
 def summarize(processes: list[dict], arms: list[str], buckets: list[int]) -> list[dict]:
     """One row per bucket from the attention rank's (rank 0) medians."""
     rows = []
+    runs = [p["ranks"][0]["results"] for p in processes]  # each process's rank 0
     for bucket in map(str, buckets):
         row = {"tokens": int(bucket)}
-        per_process = [p["ranks"][0]["results"] for p in processes]
         for arm in arms:
-            values = [r[arm][bucket]["round_trip_us"] for r in per_process]
+            values = [r[arm][bucket]["round_trip_us"] for r in runs]
             changes = [
                 paired_change(r[arm][bucket]["round_trip_us"], r[CONTROL][bucket]["round_trip_us"])
-                for r in per_process
+                for r in runs
             ]
             row[arm] = {
-                "median_us": round(sorted(values)[len(values) // 2], 2),
-                "dispatch_us": round(
-                    sorted(r[arm][bucket]["dispatch_us"] for r in per_process)[len(values) // 2], 2
-                ),
+                "median_us": round(median_high(values), 2),
+                "dispatch_us": round(median_high(r[arm][bucket]["dispatch_us"] for r in runs), 2),
                 "paired_change_pct": [round(c, 2) for c in changes],
                 "geomean_change_pct": round(geomean_change(changes), 2),
                 "repeats_faster": sum(c < 0 for c in changes),
             }
-        nccl = sorted(r["nccl"][bucket]["round_trip_us"] for r in per_process)
-        copies = sorted(r["peer_copy"][bucket]["gb_per_s"] for r in per_process)
-        row["nccl_round_trip_us"] = nccl[len(nccl) // 2]
-        row["peer_copy_gb_per_s"] = copies[len(copies) // 2]
+        row["nccl_round_trip_us"] = median_high(r["nccl"][bucket]["round_trip_us"] for r in runs)
+        row["peer_copy_gb_per_s"] = median_high(r["peer_copy"][bucket]["gb_per_s"] for r in runs)
         rows.append(row)
     return rows
 
@@ -184,9 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             *(["--trace-buckets", *map(str, args.trace_buckets)] if index == 0 else []),
             *args.worker_args,
         ]
-        outcome = run_logged(
-            command, logs / f"bench-{index}.log", timeout_s=900, env=dict(os.environ)
-        )
+        outcome = run_logged(command, logs / f"bench-{index}.log", timeout_s=900)
         text = Path(outcome.log_path).read_text(errors="replace")
         lines = [line for line in text.splitlines() if "AFDEP_BENCH " in line]
         if outcome.exit_code != 0 or not lines:

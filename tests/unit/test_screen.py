@@ -12,7 +12,7 @@ from tools.screen import SEED_CF_CHANGE_PCT, bench_args, comparison
 def test_each_split_runs_the_bench_on_4_gpus_with_its_ffn_ranks(monkeypatch, tmp_path):
     commands = []
 
-    def fake_run(command, log_path, *, timeout_s, env):
+    def fake_run(command, log_path, *, timeout_s, env=None):
         commands.append(command)
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         Path(log_path).write_text("no GPUs in this test\n")
