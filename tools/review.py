@@ -86,7 +86,8 @@ def changed_lines(
     repo_root: Path, base: str, head: str | None, sources: str
 ) -> dict[str, set[int]]:
     """Per file under `sources`: the HEAD-side lines the diff adds or changes; a
-    pure deletion marks the line after it, so the site around it counts."""
+    pure deletion marks the line before it (git's `+N,0`), so the site around
+    it counts."""
     import git
 
     repo = git.Repo(repo_root)
@@ -98,7 +99,7 @@ def changed_lines(
         lines: set[int] = set()
         for match in HUNK.finditer(text):
             start, count = int(match[1]), int(match[2] or 1)
-            lines.update(range(start, start + count) if count else {start, max(start, 1)})
+            lines.update(range(start, start + count) if count else {max(start, 1)})
         changed[str(Path(name).relative_to(sources))] = lines
     return changed
 
