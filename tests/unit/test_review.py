@@ -143,3 +143,10 @@ def test_run_judges_no_fault_when_a_control_is_wrong(repo, capsys):
     assert "- control.forced_fail [default]: SURVIVED" in out
     assert "- S1 [default]" not in out and "Verdict: CHANGES NEEDED" in out
     assert (repo.parent / "r.md").read_text() == out[:-1]
+
+
+def test_a_pure_deletion_inside_a_site_touches_it(repo, capsys):
+    edit(repo, "  channel.flag.store(round_idx + 1, std::memory_order_release);\n", "")
+    status, out = review(repo, capsys)
+    assert "`fx.producer.flag_release` (release" in out
+    assert "`fx.producer.payload_store`" not in out
