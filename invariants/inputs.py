@@ -40,15 +40,14 @@ class SourceInputs:
         )
 
 
-def graph_inputs(
-    *, capacity: int, hidden: int, top_k: int, payload: str, device
-) -> dict[str, torch.Tensor | None]:
-    """Capacity-sized buffers named as `Buffer.dispatch`'s inputs: a CUDA graph
-    captures their addresses, and each step copies its inputs in
-    (`load_graph_inputs`)."""
-    if payload not in _PAYLOADS:
-        raise ValueError(f"payload must be one of {_PAYLOADS}, got {payload!r}")
-    fp8 = payload == "fp8"
+def graph_inputs(geometry, device) -> dict[str, torch.Tensor | None]:
+    """Capacity-sized buffers named as `Buffer.dispatch`'s inputs, for a
+    geometry (capacity, hidden, top_k, payload): a CUDA graph captures their
+    addresses, and each step copies its inputs in (`load_graph_inputs`)."""
+    capacity, hidden, top_k = geometry.capacity, geometry.hidden, geometry.top_k
+    if geometry.payload not in _PAYLOADS:
+        raise ValueError(f"payload must be one of {_PAYLOADS}, got {geometry.payload!r}")
+    fp8 = geometry.payload == "fp8"
     return {
         "x": torch.zeros(
             capacity, hidden, dtype=torch.float8_e4m3fn if fp8 else torch.bfloat16, device=device

@@ -67,13 +67,7 @@ class ArmTimer:
             config=config,
         )
         g = buffer.geometry
-        self.inputs = graph_inputs(
-            capacity=g.capacity,
-            hidden=g.hidden,
-            top_k=g.top_k,
-            payload=g.payload,
-            device=buffer.device,
-        )
+        self.inputs = graph_inputs(g, buffer.device)
         self.y = torch.zeros(g.max_rows, g.hidden, dtype=torch.bfloat16, device=buffer.device)
         self.graphs: dict[str, tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]] = {}
         self.bucket = g.capacity

@@ -67,13 +67,7 @@ class StepRunner:
         self._graphs: dict[str, torch.cuda.CUDAGraph] = {}  # one per protocol, captured once
         self._bench_graphs: dict[str, tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]] = {}
         if buffer.role == "attention":
-            self.static = graph_inputs(
-                capacity=g.capacity,
-                hidden=g.hidden,
-                top_k=g.top_k,
-                payload=g.payload,
-                device=buffer.device,
-            )
+            self.static = graph_inputs(g, buffer.device)
 
     # ---------------------------------------------------------------- running
     def _dispatch(self, skip_send: bool = False, experts: bool = True) -> None:

@@ -2,12 +2,14 @@
 graph-static input buffers."""
 
 import inspect
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from afdep.buffer import Buffer
 from afdep.routes import find_invalid
+from afdep.workspace import Geometry
 from invariants.inputs import (
     graph_inputs,
     load_graph_inputs,
@@ -168,7 +170,8 @@ def test_make_source_inputs_options():
 @pytest.mark.parametrize("payload", ["bf16", "fp8"])
 def test_graph_inputs_take_each_step_by_copy(payload):
     shape = dict(capacity=16, hidden=256, top_k=4)
-    buffers = graph_inputs(**shape, payload=payload, device="cpu")
+    geometry = Geometry(world_size=2, ffn_ranks=1, num_experts=8, payload=payload, **shape)
+    buffers = graph_inputs(geometry, "cpu")
     dispatch_inputs = set(inspect.signature(Buffer.dispatch).parameters) - {
         "self",
         "bucket",
@@ -193,4 +196,4 @@ def test_graph_inputs_take_each_step_by_copy(payload):
 
 def test_graph_inputs_name_a_bad_payload():
     with pytest.raises(ValueError, match="payload must be one of .* got 'fp16'"):
-        graph_inputs(capacity=4, hidden=128, top_k=2, payload="fp16", device="cpu")
+        graph_inputs(SimpleNamespace(capacity=4, hidden=128, top_k=2, payload="fp16"), "cpu")
