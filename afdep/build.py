@@ -16,7 +16,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from afdep._build import CompileError, compile_kernel, source_digest
+from afdep.jit import CompileError, compile_kernel, source_digest
 from afdep.kernels import COUNT_FIRST, PAYLOAD_FIRST, all_launches
 from afdep.workspace import Geometry
 

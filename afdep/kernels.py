@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from afdep._build import KernelSpec, load_kernel
+from afdep.jit import KernelSpec, load_kernel
 from afdep.workspace import NUM_THREADS, Geometry
 
 PAYLOAD_FIRST = "payload-first"

@@ -4,7 +4,6 @@ control must be killed, or the harness is broken and no fault is judged."""
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import threading
 import time
@@ -251,14 +250,3 @@ def needs_quiet_gpus(catalog: Catalog, fault_id: str) -> bool:
     return catalog.fault(fault_id).expect == "fail" and any(
         patch.action == "delay" for patch in catalog.all_patches(fault_id)
     )
-
-
-def slots_argument(text: str) -> int:
-    """argparse type for runs at a time on one GPU group (--slots, --jobs): at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"runs at a time: an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"runs at a time: at least 1, got {value}")
-    return value

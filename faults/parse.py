@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from faults.run import ProcessOutcome
+from hostio import ProcessOutcome
 
 MARKER = re.compile(r"AFDFAULT (\S+) rank=(-?\d+)")
 DIGEST = re.compile(r'"native_source_sha256": "([0-9a-f]{64})"')

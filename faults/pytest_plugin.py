@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 # The catalogs a session parametrizes when --faults-catalog names none.
-KNOWN_CATALOGS = ["tests/fixtures/flag_payload/catalog.toml", "faults/catalogs/afdep.toml"]
+KNOWN_CATALOGS = ["tests/fixtures/flag_payload/catalog.toml", "catalogs/afdep.toml"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,8 +65,8 @@ def session_lines(config: pytest.Config) -> list[str]:
 def _session_lines(config: pytest.Config) -> list[str]:
     from faults.catalog import CatalogError, load_catalog
     from faults.report import catalog_sha256
-    from faults.run import gpu_count
     from faults.scratch import tree_digest
+    from hostio import gpu_count
 
     root = Path(config.rootpath)
     lines = []

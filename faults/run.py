@@ -4,63 +4,12 @@ holding a GPU), its output kept in a log."""
 
 from __future__ import annotations
 
-import hashlib
 import os
-import signal
-import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from faults.catalog import Config, Target
-
-
-@dataclass
-class ProcessOutcome:
-    command: list[str]
-    exit_code: int | None  # None when the outer timeout killed it
-    wall_s: float
-    outer_timeout: bool
-    log_path: str
-    log_sha256: str
-
-
-def run_logged(
-    command: list[str],
-    log_path: Path,
-    *,
-    timeout_s: float,
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-) -> ProcessOutcome:
-    """Run `command` with stdout and stderr to `log_path`; past `timeout_s` the
-    process group is killed."""
-    log_path = Path(log_path)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True
-        )
-        try:
-            exit_code, outer_timeout = process.wait(timeout=timeout_s), False
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            exit_code, outer_timeout = None, True
-    wall = round(time.perf_counter() - started, 3)
-    digest = hashlib.sha256(log_path.read_bytes()).hexdigest()
-    return ProcessOutcome(command, exit_code, wall, outer_timeout, str(log_path), digest)
-
-
-def gpu_count() -> int:
-    try:
-        import torch
-
-        return torch.cuda.device_count()
-    except Exception:  # no torch with CUDA: a CPU machine
-        return 0
+from hostio import ProcessOutcome, run_logged
 
 
 def substitute(words: tuple[str, ...], **values: str) -> list[str]:

@@ -20,7 +20,7 @@ class UserTreeChanged(RuntimeError):
 
 def tree_digest(root: Path) -> str:
     """sha256 over every file under `root`: sorted relative path, NUL, bytes, NUL
-    (the same rule afdep._build.source_digest uses, so logs can be matched)."""
+    (the same rule afdep.jit.source_digest uses, so logs can be matched)."""
     digest = hashlib.sha256()
     root = Path(root)
     for path in sorted(p for p in root.rglob("*") if p.is_file()):

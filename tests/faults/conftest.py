@@ -8,7 +8,7 @@ import pytest
 
 from faults.catalog import load_catalog
 from faults.pytest_plugin import selected_catalogs
-from faults.run import gpu_count
+from hostio import gpu_count
 
 REPO = Path(__file__).parents[2]
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from invariants.inputs import make_source_inputs
+from afdep.testing.inputs import make_source_inputs
 
 pytestmark = pytest.mark.gpu
 GEOMETRY = {"num_experts": 32, "hidden": 512, "capacity": 256, "top_k": 8}
@@ -15,7 +15,7 @@ GEOMETRY = {"num_experts": 32, "hidden": 512, "capacity": 256, "top_k": 8}
 
 @pytest.fixture(scope="module", params=["bf16", "fp8"])
 def pair(request):
-    from tests.gpu.pair import RankPair
+    from afdep.testing.pair import RankPair
 
     ranks = RankPair(2, payload=request.param, num_sms=7, **GEOMETRY)
     ranks.payload = request.param

@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from tools.bench import geomean_change, paired_change, parse_arm, rotated, summarize, targets
+from afdep.bench import geomean_change, paired_change, parse_arm, rotated, summarize, targets
 
 
 def test_parse_arm():

@@ -1,4 +1,4 @@
-"""afdep._build: digest, NVRTC compile (no GPU), cubin cache, named specs."""
+"""afdep.jit: digest, NVRTC compile (no GPU), cubin cache, named specs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from afdep import _build
-from afdep._build import CSRC, CompileError, KernelSpec, cache_key, compile_kernel, source_digest
+from afdep import jit
+from afdep.jit import CSRC, CompileError, KernelSpec, cache_key, compile_kernel, source_digest
 from afdep.workspace import PARAM_FIELDS
 
 SPEC = KernelSpec.make("source_combine", kHidden=256, kNumThreads=512)
@@ -33,7 +33,7 @@ def test_build_compiles_every_kernel_for_the_driver_configs(jit_cache, capsys):
 
     assert main([]) == 0
     specs = all_specs([2048, 7168], [8], ["bf16", "fp8"])
-    assert {s.name for s in specs} == set(_build.KERNEL_TEMPLATES)
+    assert {s.name for s in specs} == set(jit.KERNEL_TEMPLATES)
     entries = sorted(p.name for p in jit_cache.iterdir())
     assert len(entries) == len(specs) == 41
     assert not [name for name in entries if name.endswith(".tmp")]
@@ -127,7 +127,7 @@ def test_kernel_spec_rejects_unknown_kernels_and_arguments():
 
 
 def test_every_kernel_header_defines_its_impl():
-    for name in _build.KERNEL_TEMPLATES:
+    for name in jit.KERNEL_TEMPLATES:
         header = (CSRC / "impls" / f"{name}.cuh").read_text()
         assert f"{name}_impl(" in header, name
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gpu.deepep import parse_args
+from afdep.testing.driver import parse_args
 
 
 def test_defaults_and_overrides():

@@ -1,19 +1,19 @@
-"""invariants.layout: the checkers accept the reference and reject each corruption."""
+"""afdep.testing.layout: the checkers accept the reference and reject each corruption."""
 
 import dataclasses
 
 import pytest
 import torch
 
-from invariants.inputs import make_source_inputs
-from invariants.layout import (
+from afdep.testing.inputs import make_source_inputs
+from afdep.testing.layout import (
     LayoutError,
     bitwise_equal,
     check_collect_view,
     check_expert_layout,
     first_mismatch,
 )
-from invariants.reference import dispatch_reference
+from afdep.testing.reference import dispatch_reference
 
 E, F = 8, 2
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import itertools
 
+from afdep.testing.driver import parse_args
+from afdep.validate import list_not_run
+from afdep.validate.matrix import matrix_2gpu, matrix_4gpu
 from afdep.workspace import Geometry
-from tests.gpu.deepep import parse_args
-from tools.matrix import matrix_2gpu, matrix_4gpu
-from tools.validate import list_not_run
 
 
 def geometry_of(run) -> Geometry:

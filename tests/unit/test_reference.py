@@ -1,20 +1,20 @@
-"""invariants.reference: a hand-computed example, the combine rounding rules, and
+"""afdep.testing.reference: a hand-computed example, the combine rounding rules, and
 conservation of every routed pair on random inputs."""
 
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from invariants.inputs import SourceInputs, quantize_fp8
-from invariants.layout import bitwise_equal, check_collect_view, check_expert_layout
-from invariants.reference import (
+from afdep.testing.inputs import SourceInputs, quantize_fp8
+from afdep.testing.layout import bitwise_equal, check_collect_view, check_expert_layout
+from afdep.testing.reference import (
     apply_experts,
     combine_reference,
     dispatch_reference,
     expert_function,
     expert_scale,
 )
-from invariants.strategies import valid_routes
+from afdep.testing.strategies import valid_routes
 
 H = 128
 BF16 = torch.bfloat16

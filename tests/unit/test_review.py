@@ -1,4 +1,4 @@
-"""tools.review on synthetic git repositories built from the CPU fixture."""
+"""faults.review on synthetic git repositories built from the CPU fixture."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.review import main
+from faults.review import main
 
 FIXTURE = Path(__file__).parents[2] / "tests/fixtures/flag_payload"
 SRC = "tests/fixtures/flag_payload"

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 
 from afdep.routes import ROUTE_KINDS, InvalidRouteError, find_invalid, validate
-from invariants.strategies import invalid_route_case, valid_routes
+from afdep.testing.strategies import invalid_route_case, valid_routes
 
 
 def routes(rows):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import tools.bench
-from faults.run import ProcessOutcome
-from tools.screen import SEED_CF_CHANGE_PCT, bench_args, comparison
+import afdep.bench
+from afdep.bench.screen import SEED_CF_CHANGE_PCT, bench_args, comparison
+from hostio import ProcessOutcome
 
 
 def test_each_split_runs_the_bench_on_4_gpus_with_its_ffn_ranks(monkeypatch, tmp_path):
@@ -18,8 +18,8 @@ def test_each_split_runs_the_bench_on_4_gpus_with_its_ffn_ranks(monkeypatch, tmp
         Path(log_path).write_text("no GPUs in this test\n")
         return ProcessOutcome(command, 1, 0.1, False, str(log_path), "0" * 64)
 
-    monkeypatch.setattr(tools.bench, "run_logged", fake_run)
-    assert tools.bench.main(["--logs-dir", str(tmp_path), *bench_args("1a3f", 3, tmp_path)]) == 1
+    monkeypatch.setattr(afdep.bench, "run_logged", fake_run)
+    assert afdep.bench.main(["--logs-dir", str(tmp_path), *bench_args("1a3f", 3, tmp_path)]) == 1
     command = commands[0]
     assert "--nproc-per-node=4" in command
     tail = command[command.index("--order") :]

@@ -1,4 +1,4 @@
-"""tools.sweep: history, changes between sweeps, reports, scores."""
+"""faults.sweep: history, changes between sweeps, reports, scores."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
 
+from faults.history import History
+from faults.sweep import main, scores
 from faults.verdict import FaultSummary, repeats_for_confidence, summarize_fault
-from tools.history import History
-from tools.sweep import main, scores
 
 REPO = Path(__file__).parents[2]
 CATALOG = REPO / "tests/fixtures/flag_payload/catalog.toml"
@@ -103,7 +103,7 @@ def test_two_sweeps_of_the_fixture_report_what_changed(tmp_path, capsys):
 
 
 def test_a_broken_harness_is_reported_not_a_table_of_not_fired():
-    from tools.sweep_report import markdown
+    from faults.report.markdown import markdown
 
     control = {"fault": "control.forced_fail", "config": "arm-source", "verdict": "SURVIVED"}
     document = {
@@ -126,14 +126,14 @@ def test_a_broken_harness_is_reported_not_a_table_of_not_fired():
 
 
 def test_gpu_needs_are_said_per_config():
-    from tools.sweep_report import _needs
+    from faults.report.markdown import _needs
 
     needs = {"bf16-eager": 2, "4gpu-f1": 4, "fp8-eager": 2}
     assert _needs(needs) == "2 for bf16-eager, fp8-eager; 4 for 4gpu-f1"
 
 
 def test_survivors_are_said_in_full_below_the_table():
-    from tools.sweep_report import markdown
+    from faults.report.markdown import markdown
 
     known = "the gate only holds the copies back; " + "x" * 200
     faults = [

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.validate import ROUTE_DEADLINE_S, Run, judge, main, matrix_2gpu, results_document
+from afdep.validate import ROUTE_DEADLINE_S, Run, judge, main, matrix_2gpu, results_document
 
 DIGEST = "b" * 64
 
@@ -90,8 +90,8 @@ def test_cpu_machine_compiles_checks_reference_and_lists_gpu_runs(monkeypatch, t
 
 def test_agreement_run_judged_from_its_log(tmp_path):
     """The whole path a validate run takes: log -> facts -> record -> verdict."""
-    from faults.run import ProcessOutcome
-    from tools.driverlog import outcome_record, parse_log
+    from afdep.vocab import outcome_record, parse_log
+    from hostio import ProcessOutcome
 
     line = (
         "all ranks must use the same count-first configuration: "

@@ -192,7 +192,7 @@ def test_config_errors(tmp_path, config, message):
 def test_the_afdep_catalog_runs_each_config_on_its_gpus():
     from faults.run import substitute
 
-    catalog = load_catalog(REPO / "faults/catalogs/afdep.toml", tree_root=REPO)
+    catalog = load_catalog(REPO / "catalogs/afdep.toml", tree_root=REPO)
     for name, gpus in (("bf16-eager", 2), ("4gpu-f1", 4), ("4gpu-f2", 4)):
         config = catalog.config(name)
         words = substitute(
@@ -208,9 +208,9 @@ def test_the_afdep_catalog_runs_each_config_on_its_gpus():
 
 
 def test_the_cli_says_which_configs_do_not_fit(monkeypatch, capsys):
-    import faults.__main__ as cli
+    import faults.cli as cli
 
-    catalog = load_catalog(REPO / "faults/catalogs/afdep.toml", tree_root=REPO)
+    catalog = load_catalog(REPO / "catalogs/afdep.toml", tree_root=REPO)
     monkeypatch.setattr(cli, "gpu_count", lambda: 2)
     assert cli._configs(catalog, ["bf16-eager", "4gpu-f1"]) == ["bf16-eager"]
     assert "not run here: config 4gpu-f1 needs 4 GPUs" in capsys.readouterr().out

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from afdep._build import CSRC, source_digest
-from faults.__main__ import main
+from afdep.jit import CSRC, source_digest
 from faults.catalog import load_catalog
+from faults.cli import main
 from faults.engine import Engine
 from faults.scratch import UserTreeChanged, UserTreeGuard, make_scratch, tree_digest
 
@@ -188,7 +188,7 @@ def test_a_reused_workdir_rebuilds_its_scratch_trees(tmp_path):
 
 
 def test_a_failed_report_write_keeps_the_old_report_and_no_temporary(tmp_path):
-    from faults.report import write_json, write_text
+    from hostio import write_json, write_text
 
     report = tmp_path / "report.json"
     write_json(report, {"ok": True})

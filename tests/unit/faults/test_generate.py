@@ -6,8 +6,8 @@ from pathlib import Path
 
 from faults.catalog import load_catalog
 from faults.generate import GenerateSettings, generated_faults, is_generated, with_generated
+from faults.review import coverage
 from faults.sites import parse_tree
-from tools.review import coverage
 
 REPO = Path(__file__).parents[3]
 
@@ -31,7 +31,7 @@ def test_every_site_gets_its_generated_faults():
 
 
 def test_catalog_settings_reach_the_generated_faults():
-    catalog = with_generated(load_catalog(REPO / "faults/catalogs/afdep.toml"), REPO)
+    catalog = with_generated(load_catalog(REPO / "catalogs/afdep.toml"), REPO)
     patch = catalog.faults["gen.delay.cf.epilogue.expand"].patches[0]
     assert (patch.ns, patch.marker) == (20_000, "threadIdx.x % 32 == 0 && blockIdx.x == 0")
     window, skip = catalog.faults["gen.skip.cf.epilogue.row_wait"].patches
@@ -73,7 +73,7 @@ def test_the_longest_site_prefix_picks_the_configs():
 
 
 def test_coverage_of_the_afdep_sites():
-    catalog = with_generated(load_catalog(REPO / "faults/catalogs/afdep.toml"), REPO)
+    catalog = with_generated(load_catalog(REPO / "catalogs/afdep.toml"), REPO)
     covers = coverage(catalog, parse_tree(REPO / "afdep/csrc")[0])
     assert all(not c.missing for c in covers.values()), {
         n: c.missing for n, c in covers.items() if c.missing

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from afdep._build import source_digest
+from afdep.jit import source_digest
 from faults.pytest_plugin import gpu_group
 
 pytest_plugins = ["pytester"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.__main__ import main
+from faults.cli import main
 from faults.sites import parse_tree, site_body
 
 CSRC = Path(__file__).parents[3] / "afdep" / "csrc"

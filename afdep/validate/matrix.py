@@ -1,4 +1,4 @@
-"""The driver runs tools.validate judges: the 2-GPU matrix (1A:1F, both
+"""The driver runs afdep.validate judges: the 2-GPU matrix (1A:1F, both
 protocols, knobs, views, failures) and the 4-GPU matrix of issue E (3A:1F,
 2A:2F, 1A:3F). Each Run names its GPUs (`nproc`); a machine with fewer lists
 it as not run."""

@@ -12,7 +12,7 @@ import traceback
 import torch
 import torch.multiprocessing as mp
 
-from invariants.inputs import SourceInputs
+from afdep.testing.inputs import SourceInputs
 
 REPLY_TIMEOUT_S = 120.0
 
@@ -27,7 +27,7 @@ def _worker(rank, world_size, port, buffer_kwargs, inbox, outbox) -> None:
     import torch.distributed as dist
 
     from afdep.buffer import Buffer
-    from tests.gpu.steps import StepRunner
+    from afdep.testing.steps import StepRunner
 
     try:
         torch.cuda.set_device(rank)

@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 from faults.parse import DIGEST
-from faults.run import ProcessOutcome
+from hostio import ProcessOutcome
 
 TIMEOUT_LINE = re.compile(r"afdep timeout: site=(\S+) rank=(\d+)")
 ASSERT_LINE = re.compile(r"afdep assertion failed: (.*)")
@@ -75,7 +75,7 @@ def driver_command(nproc: int, args: list[str]) -> list[str]:
         "--tee",
         "3",
         "-m",
-        "tests.gpu.deepep",
+        "afdep.testing.driver",
         *args,
     ]
 

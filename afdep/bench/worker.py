@@ -1,4 +1,4 @@
-"""One bench process (run by tools.bench under torchrun): every arm, in the
+"""One bench process (run by afdep.bench under torchrun): every arm, in the
 order given, at every bucket, plus two references measured in the same
 process: the same exchange through NCCL's all_to_all_single, and a plain peer
 copy of the dispatched bytes. Prints one `AFDEP_BENCH {json}` line on rank 0.
@@ -20,13 +20,13 @@ import torch
 import torch.distributed as dist
 
 import afdep
+from afdep.bench.traces import ProfilerUnavailable, aligned_lines, record_spans
 from afdep.config import Config
-from invariants.inputs import graph_inputs, load_graph_inputs, make_source_inputs
-from tools.traces import ProfilerUnavailable, aligned_lines, record_spans
+from afdep.testing.inputs import graph_inputs, load_graph_inputs, make_source_inputs
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_worker")
+    parser = argparse.ArgumentParser(prog="python -m afdep.bench.worker")
     parser.add_argument("--arms", required=True, help="JSON object: arm name -> {VAR: value}")
     parser.add_argument("--order", nargs="+", required=True)
     parser.add_argument("--buckets", type=int, nargs="+", required=True)

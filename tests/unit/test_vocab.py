@@ -3,8 +3,8 @@ from __future__ import annotations
 import sys
 import time
 
-from faults.run import run_logged
-from tools.driverlog import driver_command, parse_log
+from afdep.vocab import driver_command, parse_log
+from hostio import run_logged
 
 DIGEST = "a" * 64
 LOG = f"""\
@@ -71,6 +71,6 @@ def test_driver_command_tees_each_rank():
         "--tee",
         "3",
         "-m",
-        "tests.gpu.deepep",
+        "afdep.testing.driver",
         "--graph",
     ]

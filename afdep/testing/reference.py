@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from afdep.routes import validate
-from invariants.inputs import FP8_BLOCK, SourceInputs
+from afdep.testing.inputs import FP8_BLOCK, SourceInputs
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The correctness matrix: the seed's validation runner made a program.
 
-    python -m tools.validate [--select all|correctness|failures] [--results-dir docs/results]
+    python -m afdep.validate [--select all|correctness|failures] [--results-dir docs/results]
 
 With 2+ GPUs it runs the driver over the matrix, prints one seed-style summary
 line per run and writes `validate-<machine>.json` (every run's command, exit,
@@ -22,12 +22,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from afdep._build import source_digest
-from faults.engine import slots_argument
-from faults.report import write_json
-from faults.run import run_logged
-from tools.driverlog import driver_command, outcome_record, parse_log
-from tools.matrix import ROUTE_DEADLINE_S, Run, matrix_2gpu, matrix_4gpu
+from afdep.jit import source_digest
+from afdep.validate.matrix import ROUTE_DEADLINE_S, Run, matrix_2gpu, matrix_4gpu
+from afdep.vocab import driver_command, outcome_record, parse_log
+from hostio import at_least_one, machine_name, run_logged, write_json
 
 
 def judge(run: Run, record: dict, digest: str) -> list[str]:
@@ -77,18 +75,10 @@ def summary_line(run: Run, record: dict, problems: list[str]) -> str:
     )
 
 
-def machine_name() -> str:
-    import torch
-
-    count = torch.cuda.device_count()
-    name = torch.cuda.get_device_name(0).replace("NVIDIA ", "").split()[0] if count else "cpu"
-    return f"{count}x{name}"
-
-
 def cpu_only(runs: list[Run]) -> int:
     """What a machine without GPUs can do: compile every kernel and check the reference."""
     from afdep.build import main as build_main
-    from tools.cpu_checks import reference_self_check
+    from afdep.validate.cpu_checks import reference_self_check
 
     print("fewer than 2 GPUs here: compiling every kernel and checking the reference on the CPU")
     status = build_main([])
@@ -106,7 +96,7 @@ def list_not_run(runs: list[Run]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.validate", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m afdep.validate", description=__doc__)
     parser.add_argument(
         "--select",
         choices=("all", "correctness", "failures", "count-first", "four-gpu"),
@@ -118,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bench-iters", type=int, default=50)
     parser.add_argument(
         "--jobs",
-        type=slots_argument,
+        type=at_least_one,
         default=1,
         help="driver runs at a time on the same GPUs (timed runs still run alone)",
     )
@@ -198,7 +188,7 @@ def results_document(
     recorded (a cut-off or partial invocation), and `ok` needs none missing."""
     missing = [name for name in planned if name not in records]
     return {
-        "tool": "tools.validate",
+        "tool": "afdep.validate",
         "machine": machine,
         "jobs": jobs,
         "native_source_sha256": digest,

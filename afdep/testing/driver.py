@@ -1,7 +1,7 @@
 """The correctness driver: dispatch -> per-expert function -> combine, checked
-bitwise against invariants.reference on every step.
+bitwise against afdep.testing.reference on every step.
 
-    torchrun --standalone --nproc-per-node=2 -m tests.gpu.deepep --payload bf16 --graph
+    torchrun --standalone --nproc-per-node=2 -m afdep.testing.driver --payload bf16 --graph
 
 Prints the source digest, `Mismatched ...` lines on failure, and one final line
 `AFDEP_RESULT {json}`. Exit 0 only when every check matched. A CUDA error (a
@@ -22,14 +22,14 @@ import torch.distributed as dist
 
 import afdep
 from afdep.routes import ROUTE_KINDS
-from invariants.inputs import make_source_inputs
-from tests.gpu.steps import StepRunner, inject_invalid_route
+from afdep.testing.inputs import make_source_inputs
+from afdep.testing.steps import StepRunner, inject_invalid_route
 
 INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tests.gpu.deepep", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m afdep.testing.driver", description=__doc__)
     parser.add_argument("--payload", choices=("bf16", "fp8"), default="bf16")
     parser.add_argument("--ffn-ranks", type=int, default=1)
     parser.add_argument("--num-experts", type=int, default=128)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 
 from afdep.routes import validate
-from invariants.inputs import SourceInputs
-from invariants.reference import (
+from afdep.testing.inputs import SourceInputs
+from afdep.testing.reference import (
     CollectView,
     ExpertLayout,
     experts_per_ffn,

@@ -2,7 +2,7 @@
 order rotated from one process to the next, against two references measured
 in the same processes (NCCL all_to_all_single, a plain peer copy).
 
-    python -m tools.bench [--arm NAME:VAR=VAL,...] [--processes 3] [--buckets ...]
+    python -m afdep.bench [--arm NAME:VAR=VAL,...] [--processes 3] [--buckets ...]
 
 Per bucket: each arm's median µs, paired change % against the control arm in
 each process, their geometric mean, and how many processes saw the arm faster.
@@ -20,9 +20,7 @@ import tempfile
 from pathlib import Path
 from statistics import median_high
 
-from faults.report import write_json
-from faults.run import run_logged
-from tools.validate import machine_name
+from hostio import machine_name, run_logged, write_json
 
 BUCKETS = (1, 8, 32, 128, 512, 1024, 2048)
 CONTROL = "C"
@@ -124,7 +122,7 @@ def print_table(rows: list[dict], arms: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.bench",
+        prog="python -m afdep.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -168,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             "--standalone",
             f"--nproc-per-node={args.nproc}",
             "-m",
-            "tools.bench_worker",
+            "afdep.bench.worker",
             "--arms",
             json.dumps(arms),
             "--order",
@@ -202,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{key} = {value}")
     machine = machine_name()
     document = {
-        "tool": "tools.bench",
+        "tool": "afdep.bench",
         "machine": machine,
         "arms": arms,
         "native_source_sha256": processes[0]["native_source_sha256"],

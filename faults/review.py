@@ -1,6 +1,6 @@
 """The pre-merge ordering review: what a change does to the synchronization.
 
-    python -m tools.review BASE [HEAD] [--catalog faults/catalogs/afdep.toml] [--run]
+    python -m faults.review BASE [HEAD] [--catalog catalogs/afdep.toml] [--run]
 
 From the git diff BASE..HEAD (HEAD omitted: the working tree) under the
 catalog's sources: the sites the change touches; ordering primitives it adds
@@ -23,9 +23,9 @@ from pathlib import Path
 
 from faults.catalog import Catalog, load_catalog
 from faults.generate import with_generated
-from faults.report import write_text
 from faults.scratch import make_scratch
 from faults.sites import Site, parse_tree
+from hostio import write_text
 
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
@@ -193,13 +193,13 @@ def markdown(result: Review) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.review",
+        prog="python -m faults.review",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("base")
     parser.add_argument("head", nargs="?", default=None)
-    parser.add_argument("--catalog", type=Path, default=Path("faults/catalogs/afdep.toml"))
+    parser.add_argument("--catalog", type=Path, default=Path("catalogs/afdep.toml"))
     parser.add_argument("--root", type=Path, default=Path("."))
     parser.add_argument("--no-generated", action="store_true")
     parser.add_argument("--run", action="store_true", help="run the covering faults on HEAD")
@@ -229,7 +229,7 @@ def run_covering(result: Review, catalog: Catalog, tree: Path, workdir: Path) ->
     first (the clean tree must pass, the forced failure must be killed), so a
     harness that fails everything cannot pass its must-fail faults off as KILLED."""
     from faults.engine import Engine, sweep
-    from faults.run import gpu_count
+    from hostio import gpu_count
 
     gpus = gpu_count()
     if gpus < catalog.target.gpus:

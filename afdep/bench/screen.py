@@ -1,8 +1,8 @@
 """Issue E's screen: C against CF at 512, 1024 and 2048 tokens on 4 GPUs, at
-3A:1F, 2A:2F and 1A:3F (one tools.bench per split, traces at 2048), set beside
+3A:1F, 2A:2F and 1A:3F (one afdep.bench per split, traces at 2048), set beside
 the seed's table.
 
-    python -m tools.screen [--processes 3] [--results-dir docs/results]
+    python -m afdep.bench.screen [--processes 3] [--results-dir docs/results]
 
 Writes bench-<machine>-<split>.json per split and screen-<machine>.json. With
 fewer than 4 GPUs it prints the commands it would run and exits 0.
@@ -15,9 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from faults.report import write_json
-from faults.run import gpu_count
-from tools.bench import main as bench_main
+from afdep.bench import main as bench_main
+from hostio import gpu_count, write_json
 
 GPUS = 4
 BUCKETS = (512, 1024, 2048)
@@ -100,7 +99,7 @@ def print_comparison(rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.screen",
+        prog="python -m afdep.bench.screen",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -112,9 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the screen needs {GPUS} GPUs (found {found}; nvidia-h200-x4); it would run:")
         for split in SPLITS:
             words = bench_args(split, args.processes, args.results_dir)
-            print(f"  python -m tools.bench {' '.join(words)}")
+            print(f"  python -m afdep.bench {' '.join(words)}")
         return 0
-    from tools.validate import machine_name
+    from hostio import machine_name
 
     machine = machine_name()
     tables, digests = {}, set()
@@ -131,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     write_json(
         path,
         {
-            "tool": "tools.screen",
+            "tool": "afdep.bench.screen",
             "machine": machine,
             "native_source_sha256": sorted(digests),
             "rows": rows,

@@ -10,9 +10,9 @@ import torch.distributed as dist
 
 from afdep.buffer import Buffer, FfnBatch
 from afdep.routes import find_invalid
-from invariants.inputs import SourceInputs, graph_inputs, load_graph_inputs
-from invariants.layout import LayoutError, check_expert_layout, first_mismatch
-from invariants.reference import (
+from afdep.testing.inputs import SourceInputs, graph_inputs, load_graph_inputs
+from afdep.testing.layout import LayoutError, check_expert_layout, first_mismatch
+from afdep.testing.reference import (
     ExpertLayout,
     combine_reference,
     dispatch_reference,

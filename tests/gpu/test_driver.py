@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from afdep._build import source_digest
-from faults.run import run_logged
-from tools.driverlog import driver_command, parse_log
+from afdep.jit import source_digest
+from afdep.vocab import driver_command, parse_log
+from hostio import run_logged
 
 pytestmark = pytest.mark.gpu
 COMMON = ["--capacity", "2048", "--top-k", "8", "--num-experts", "128", "--steps", "2"]

@@ -9,9 +9,9 @@ mkdir -p "$out"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AFDEP_JIT_CACHE=${AFDEP_JIT_CACHE:-$PWD/.jit}
 status=0
 python3 -m afdep.build > "$out/build.log" 2>&1 || status=1
-python3 -m tools.validate --select four-gpu --jobs 4 --results-dir "$out" \
+python3 -m afdep.validate --select four-gpu --jobs 4 --results-dir "$out" \
     --logs-dir /tmp/afdep-e-validate || status=1
-python3 -m tools.sweep --no-generated --config 4gpu-f1 --config 4gpu-f2 --slots 2 \
+python3 -m faults.sweep --no-generated --config 4gpu-f1 --config 4gpu-f2 --slots 2 \
     --results-dir "$out" --workdir /tmp/afdep-e-sweep || status=1
-python3 -m tools.screen --results-dir "$out" || status=1
+python3 -m afdep.bench.screen --results-dir "$out" || status=1
 exit $status

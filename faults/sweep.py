@@ -1,7 +1,7 @@
 """The nightly sweep: the catalog's faults and one generated from every site,
 over the catalog's configs, in parallel over GPU groups, controls first.
 
-    python -m tools.sweep [--catalog faults/catalogs/afdep.toml] [--repeat N]
+    python -m faults.sweep [--catalog catalogs/afdep.toml] [--repeat N]
 
 Writes `sweep-<machine>.json`, `.md` and `.xml` (JUnit), keeps a SQLite
 history and reports what changed since the last sweep of the catalog: verdict
@@ -24,25 +24,18 @@ import time
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
-from faults.engine import Engine, RunResult, slots_argument, sweep
+from faults.engine import Engine, RunResult, sweep
 from faults.generate import is_generated, with_generated
+from faults.history import History
 from faults.pytest_plugin import gpu_group
-from faults.report import (
-    catalog_sha256,
-    engine_share,
-    stage_seconds,
-    summary_line,
-    write_json,
-    write_text,
-)
-from faults.run import gpu_count
+from faults.report import catalog_sha256, engine_share, stage_seconds, summary_line
+from faults.report.markdown import junit, markdown
 from faults.scratch import UserTreeGuard
 from faults.sites import parse_tree
 from faults.verdict import FaultSummary, summarize_fault
-from tools.history import History
-from tools.sweep_report import junit, markdown
+from hostio import at_least_one, gpu_count, machine_name, write_json, write_text
 
-DEFAULT_CATALOG = Path("faults/catalogs/afdep.toml")
+DEFAULT_CATALOG = Path("catalogs/afdep.toml")
 
 
 def covered_by_catalog(catalog: Catalog) -> set[str]:
@@ -67,7 +60,7 @@ def scores(summaries: list[FaultSummary]) -> tuple[float | None, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.sweep",
+        prog="python -m faults.sweep",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -79,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument(
         "--slots",
-        type=slots_argument,
+        type=at_least_one,
         default=1,
         help="must-pass faults run this many at a time per GPU group (must-fail: one)",
     )
@@ -119,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     results_dir = args.results_dir or (
         Path("docs/results") if runnable and catalog.target.gpus else workdir
     )
-    machine = _machine() if gpus else "cpu"
+    machine = machine_name()
     sources = Path(args.root) / catalog.target.sources
     sites = [s.name for s in parse_tree(sources)[0]]
     started = time.perf_counter()
@@ -262,7 +255,7 @@ def build_document(
     mutation, firing = scores(summaries)
     stages = stage_seconds(controls + results)
     document = {
-        "tool": "tools.sweep",
+        "tool": "faults.sweep",
         "catalog": str(args.catalog),
         "catalog_sha256": catalog_sha256(args.catalog),
         "machine": machine,
@@ -293,12 +286,6 @@ def build_document(
         ],
     }
     return document
-
-
-def _machine() -> str:
-    from tools.validate import machine_name
-
-    return machine_name()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import torch
 from hypothesis import strategies as st
 
 from afdep.routes import ROUTE_KINDS
-from invariants.inputs import random_routes
+from afdep.testing.inputs import random_routes
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 

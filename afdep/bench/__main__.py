@@ -1,0 +1,5 @@
+import sys
+
+from afdep.bench import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from afdep.validate import main
+
+sys.exit(main())
