@@ -1,10 +1,8 @@
-"""Running the correctness driver as a subprocess and reading its log.
-
-The driver's output is the contract: `Mismatched ...` lines, device lines
-`afdep timeout: site=...` and `afdep assertion failed: ...`, the digest line and
-one `AFDEP_RESULT {json}`. Tools judge runs from these, never from exit codes
-alone.
-"""
+"""afdep's vocabulary: the roles, protocols and arms as enums, and the
+log-line contract. Every line the correctness driver (host) and the kernels
+(device printf, `common/comm.cuh`) write for a tool to read is defined here,
+and so is how it is read: what the driver prints is what the tools and the
+fault catalog parse (docs/architecture.md, "The log-line contract")."""
 
 from __future__ import annotations
 
@@ -12,12 +10,52 @@ import json
 import re
 import sys
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 
-from faults.parse import DIGEST
 from hostio import ProcessOutcome
 
-TIMEOUT_LINE = re.compile(r"afdep timeout: site=(\S+) rank=(\d+)")
-ASSERT_LINE = re.compile(r"afdep assertion failed: (.*)")
+
+class Role(str, Enum):
+    ATTENTION = "attention"
+    FFN = "ffn"
+
+
+class Protocol(str, Enum):
+    PAYLOAD_FIRST = "payload-first"
+    COUNT_FIRST = "count-first"
+
+
+class Arm(str, Enum):
+    """Who stores the expert rows in count-first: the FFN's epilogue, or the source."""
+
+    FFN = "ffn"
+    SOURCE = "source"
+
+
+# ---- host lines (the driver) ---------------------------------------------
+MISMATCH = "Mismatched"  # a check that failed: `Mismatched <what> <where>: <detail>`
+RESULT = "AFDEP_RESULT"  # the last line: `AFDEP_RESULT {json}`
+
+
+def digest_line(digest: str) -> str:
+    """The line that names the tree that ran (the kernels' source digest)."""
+    return f'"native_source_sha256": "{digest}"'
+
+
+def result_line(summary: dict) -> str:
+    return f"{RESULT} {json.dumps(summary)}"
+
+
+# ---- device lines (common/comm.cuh printf) ------------------------------------
+TIMEOUT = "afdep timeout:"  # `afdep timeout: site=<s> rank=<r> expected=<e> seen=<v>`
+ASSERTION = "afdep assertion failed"  # `afdep assertion failed: route <kind> token=<t> ...`
+# What the host sees after a trap, an illegal address or a launch failure
+# (torch: `CUDA error: ...`; cuda-core / cuda-bindings: `CUDA_ERROR_...`).
+DEVICE_ERROR = re.compile(r"CUDA error: |CUDA_ERROR_[A-Z_]+|cudaError[A-Z][A-Za-z]+")
+
+DIGEST = re.compile(r'"native_source_sha256": "([0-9a-f]{64})"')
+TIMEOUT_LINE = re.compile(TIMEOUT + r" site=(\S+) rank=(\d+)")
+ASSERT_LINE = re.compile(ASSERTION + r": (.*)")
 ROUTE_ASSERT = re.compile(
     r"afdep assertion failed: route (\w+) token=(\d+) slot=(\d+)"
     r"(?: rank=(\d+)| \(detected on rank \d+, seen on rank (\d+)\))"
@@ -25,7 +63,7 @@ ROUTE_ASSERT = re.compile(
 AGREEMENT_LINE = re.compile(
     r"\[default(\d+)\]:.*all ranks must use the same count-first configuration"
 )
-RESULT_LINE = re.compile(r"AFDEP_RESULT (\{.*\})\s*$", re.MULTILINE)
+RESULT_LINE = re.compile(RESULT + r" (\{.*\})\s*$", re.MULTILINE)
 
 
 @dataclass
@@ -47,7 +85,7 @@ class LogFacts:
 
 def parse_log(text: str) -> LogFacts:
     facts = LogFacts()
-    facts.mismatches = sum(1 for line in text.splitlines() if "Mismatched" in line)
+    facts.mismatches = sum(1 for line in text.splitlines() if MISMATCH in line)
     facts.timeouts = [(m[1], int(m[2])) for m in TIMEOUT_LINE.finditer(text)]
     facts.assertions = [m[1] for m in ASSERT_LINE.finditer(text)]
     for m in ROUTE_ASSERT.finditer(text):
