@@ -101,3 +101,15 @@ def at_least_one(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"at least 1, got {value}")
     return value
+
+
+class UsageError(ValueError):
+    """Bad input: said in one line naming the argument, knob or file at fault
+    (exit 2), before any work starts."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line, `prog: error: ...`, exit 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")

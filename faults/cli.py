@@ -1,34 +1,86 @@
-"""python -m faults [--catalog PATH] {list,show,apply,run,sweep,sites} ...
+"""afdep-faults (python -m faults) [--catalog PATH] [--root DIR] COMMAND ...
 
-list                  the catalog's faults
-show ID               one fault, its patches (includes first) and their code
+list                  the catalog's faults (site-generated ones too, unless --no-generated)
+show ID               one fault, its patches (includes first)
 apply ID --out DIR    a scratch tree with ID applied, to read or build by hand
 run ID                apply, build, run every config (or --config), judge
-sweep                 controls first, then every fault, with a progress bar
+sweep                 controls first, then every fault; reports and history
+review BASE [HEAD]    what a change does to the synchronization (--run: run its faults)
 sites [--check] DIR   list the sites under DIR, or check their rules
+
+Every bad argument is refused with one line naming it (exit 2) before any
+tree is built. Scratch trees and logs go to a temporary folder that is removed
+at the end, unless --keep (its path is printed) or --workdir.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
+from faults.generate import with_generated
 from faults.scratch import make_scratch
 from faults.sites import parse_tree
-from hostio import at_least_one, gpu_count
+from hostio import OneLineParser, UsageError, at_least_one, gpu_count, write_json, write_text
 
 DEFAULT_CATALOG = Path("catalogs/afdep.toml")
 
 
+# ------------------------------------------------------------------ shared steps
+def load(args: argparse.Namespace) -> Catalog:
+    catalog = load_catalog(args.catalog, tree_root=args.root)
+    return catalog if args.no_generated else with_generated(catalog, args.root)
+
+
+@contextmanager
+def workdir(args: argparse.Namespace, prefix: str) -> Iterator[Path]:
+    """--workdir as given (kept), else a temporary folder removed at the end
+    unless --keep."""
+    if args.workdir is not None:
+        yield args.workdir
+        return
+    path = Path(tempfile.mkdtemp(prefix=f"faults-{prefix}-"))
+    try:
+        yield path
+    finally:
+        if args.keep:
+            print(f"kept: {path}")
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:
+    """The chosen configs (all by default) that fit this machine's GPUs; the
+    others are said. None fitting is an error naming what each needs."""
+    from faults.sweep import select_configs
+
+    chosen = select_configs(catalog, names)
+    needs = {c.name: catalog.gpus_for(c) for c in chosen}
+    gpus = gpu_count() if any(needs.values()) else 0
+    fitting = [name for name, need in needs.items() if need <= gpus]
+    if not fitting:
+        raise UsageError(
+            f"no chosen config fits this machine's {gpus} GPUs: "
+            + ", ".join(f"{name} needs {need}" for name, need in needs.items())
+        )
+    for name, need in needs.items():
+        if need > gpus:
+            print(f"not run here: config {name} needs {need} GPUs")
+    return fitting
+
+
+# --------------------------------------------------------------------- commands
 def sites_command(args: argparse.Namespace) -> int:
-    if not Path(args.root).exists():
-        print(f"no such file or directory: {args.root}", file=sys.stderr)
-        return 2
-    sites, violations = parse_tree(Path(args.root))
+    if not Path(args.dir).exists():
+        raise UsageError(f"sites: {args.dir}: no such file or directory")
+    sites, violations = parse_tree(Path(args.dir))
     if not args.check:
         for site in sites:
             guards = f" guards={site.guards}" if site.guards else ""
@@ -37,21 +89,12 @@ def sites_command(args: argparse.Namespace) -> int:
         print(violation, file=sys.stderr)
     if args.check:
         state = "ok" if not violations else f"{len(violations)} violation(s)"
-        print(f"{len(sites)} sites in {args.root}: {state}")
+        print(f"{len(sites)} sites in {args.dir}: {state}")
     return 1 if violations else 0
 
 
-def _catalog(args: argparse.Namespace) -> Catalog:
-    catalog = load_catalog(args.catalog, tree_root=args.root)
-    from faults.generate import is_generated, with_generated
-
-    if args.generated or is_generated(getattr(args, "id", "") or ""):
-        catalog = with_generated(catalog, args.root)
-    return catalog
-
-
 def list_command(args: argparse.Namespace) -> int:
-    catalog = _catalog(args)
+    catalog = load(args)
     for fault in catalog.faults.values():
         includes = f" (includes {', '.join(fault.includes)})" if fault.includes else ""
         print(f"{fault.id:8} expect={fault.expect:4} {fault.title}{includes}")
@@ -60,7 +103,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def show_command(args: argparse.Namespace) -> int:
-    catalog = _catalog(args)
+    catalog = load(args)
     fault = catalog.fault(args.id)
     print(f"{fault.id}: {fault.title}\nexpect: {fault.expect}")
     if fault.survivor_ok:
@@ -77,179 +120,176 @@ def show_command(args: argparse.Namespace) -> int:
 def apply_command(args: argparse.Namespace) -> int:
     from faults.apply import apply_fault
 
-    catalog = _catalog(args)
+    catalog = load(args)
     catalog.fault(args.id)
     if args.out.exists():
-        print(f"--out {args.out} exists: give a new directory", file=sys.stderr)
-        return 2
+        raise UsageError(f"apply: --out {args.out} exists: give a new directory")
     make_scratch(args.root, args.out)
     for path in apply_fault(args.out, catalog, args.id):
         print(f"patched {path}")
     return 0
 
 
-def _engine(args: argparse.Namespace, catalog: Catalog):
-    from faults.engine import Engine
-
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="afdep-faults-"))
-    return Engine(catalog, args.root, workdir, ref=args.ref)
-
-
-def _configs(catalog: Catalog, names: list[str] | None) -> list[str]:
-    """The named configs (all by default) that fit this machine's GPUs; the
-    others are said and left out. None fitting is an error naming the need."""
-    chosen = [catalog.config(name) for name in names] if names else list(catalog.configs)
-    needs = {c.name: catalog.gpus_for(c) for c in chosen}
-    gpus = gpu_count() if any(needs.values()) else 0
-    fitting = [name for name, need in needs.items() if need <= gpus]
-    if not fitting:
-        raise CatalogError(
-            f"{catalog.path}: no chosen config fits this machine's {gpus} GPUs: "
-            + ", ".join(f"{name} needs {need}" for name, need in needs.items())
-        )
-    for name, need in needs.items():
-        if need > gpus:
-            print(f"not run here: config {name} needs {need} GPUs")
-    return fitting
-
-
 def run_command(args: argparse.Namespace) -> int:
+    from faults.engine import Engine
     from faults.report import report_document, summary_line
-    from hostio import write_json
 
-    catalog = _catalog(args)
-    engine = _engine(args, catalog)
-    started = time.perf_counter()
-    with engine.guard() as guard:
-        configs = catalog.configs_for(args.id, _configs(catalog, args.config))
-        if not configs:
-            raise CatalogError(
-                f"{catalog.path}: fault {args.id} runs under {list(catalog.fault(args.id).configs)}"
-                f", none of them chosen or fitting here"
-            )
-        results = engine.evaluate(args.id, configs, args.repeat)
-    for result in results:
-        print(summary_line(result))
-    if args.report:
-        write_json(
-            args.report,
-            report_document(
-                catalog=str(args.catalog),
-                target=catalog.target.name,
-                user_digest=guard.before,
-                controls=[],
-                results=results,
-                wall_s=time.perf_counter() - started,
-                harness_ok=True,
-            ),
+    catalog = load(args)
+    catalog.fault(args.id)  # an unknown id is named before any GPU question
+    configs = catalog.configs_for(args.id, fitting_configs(catalog, args.config))
+    if not configs:
+        raise UsageError(
+            f"run: fault {args.id} runs under {list(catalog.fault(args.id).configs)}, "
+            "none of them chosen or fitting here"
         )
-    print(f"logs and trees: {engine.workdir}")
+    started = time.perf_counter()
+    with workdir(args, "run") as work:
+        engine = Engine(catalog, args.root, work)
+        with engine.guard() as guard:
+            results = engine.evaluate(args.id, configs, args.repeat)
+        for result in results:
+            print(summary_line(result))
+    if args.report:
+        document = report_document(
+            catalog=str(args.catalog),
+            target=catalog.target.name,
+            user_digest=guard.before,
+            controls=[],
+            results=results,
+            wall_s=time.perf_counter() - started,
+            harness_ok=True,
+        )
+        write_json(args.report, document)
     return 0 if all(r.ok for r in results) else 1
 
 
 def sweep_command(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from faults.engine import sweep
-    from faults.report import report_document, summary_line
-    from hostio import write_json
+    from faults.report.markdown import markdown
+    from faults.sweep import Sweep, SweepOptions
 
-    catalog = _catalog(args)
-    engine = _engine(args, catalog)
-    names = _configs(catalog, args.config)
-    fault_ids = [f for f in catalog.faults if not args.only or f in args.only]
-    for fault_id in [f for f in fault_ids if not catalog.configs_for(f, names)]:
-        print(f"not run: fault {fault_id} has no config among {names}")
-    started = time.perf_counter()
-    with engine.guard() as guard, Progress(transient=True) as progress:
-        task = progress.add_task("faults", total=len(fault_ids) + 1)
+    catalog = load(args)
+    options = SweepOptions(
+        args.only, args.config, args.repeat, args.slots, args.results_dir, args.history
+    )
+    with workdir(args, "sweep") as work:
+        plan = Sweep.plan(catalog, args.root, work, options, gpu_count())
+        with Progress(transient=True) as progress:
+            task = progress.add_task("faults", total=len(plan.fault_ids))
 
-        def on_results(found) -> None:
-            for result in found:
-                progress.console.print(
-                    summary_line(result), soft_wrap=True, markup=False, highlight=False
-                )
-            progress.advance(task)
+            def say(line: str) -> None:
+                progress.console.print(line, soft_wrap=True, markup=False, highlight=False)
 
-        controls, results = sweep(
-            [engine], fault_ids, names, args.repeat, on_results, slots=args.slots
+            plan.run(say, lambda: progress.advance(task))
+    document = plan.document()
+    unrecorded = plan.record(document)
+    stem = plan.write(document)
+    print(markdown(document))
+    if unrecorded:
+        print(unrecorded)
+    print(f"reports: {stem}.json .md .xml")
+    return 0 if plan.ok(document) else 1
+
+
+def review_command(args: argparse.Namespace) -> int:
+    from faults.review import markdown, review, run_covering
+
+    needed = load_catalog(args.catalog).target.gpus
+    if args.run and gpu_count() < needed:
+        raise UsageError(
+            f"review --run: the target needs {needed} GPUs, this machine has {gpu_count()}"
         )
-        harness_ok = all(r.ok for r in controls)
-        if not harness_ok:
-            progress.console.print("HARNESS BROKEN: a control is wrong, no fault is judged")
-    document = report_document(
-        catalog=str(args.catalog),
-        target=catalog.target.name,
-        user_digest=guard.before,
-        controls=controls,
-        results=results,
-        wall_s=time.perf_counter() - started,
-        harness_ok=harness_ok,
-    )
+    with workdir(args, "review") as work:
+        result, catalog, tree = review(
+            args.root,
+            args.base,
+            args.head,
+            args.catalog,
+            generated=not args.no_generated,
+            workdir=work,
+        )
+        if args.run:
+            result.runs = run_covering(result, catalog, tree, work / "runs")
+    text = markdown(result)
     if args.report:
-        write_json(args.report, document)
-        print(f"report: {args.report}")
-    for result in (*controls, *results):
-        if result.outcome:
-            print(f"{result.outcome['log_sha256']} {Path(result.outcome['log_path']).name}")
-    stages = document["stage_seconds"]
-    print(
-        f"apply {stages['apply']} s, build {stages['build']} s, run {stages['run']} s, "
-        f"judge {stages['judge']} s, "
-        f"engine share {document['engine_share']:.1%}; logs and trees: {engine.workdir}"
-    )
-    return 0 if document["ok"] else 1
+        write_text(args.report, text)
+    print(text)
+    return 0 if result.ok else 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m faults",
+# ----------------------------------------------------------------------- parser
+def parser() -> OneLineParser:
+    top = OneLineParser(
+        prog="afdep-faults",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--catalog", type=Path, default=DEFAULT_CATALOG)
-    parser.add_argument("--root", type=Path, default=Path("."), help="the user's tree")
-    parser.add_argument("--ref", default=None, help="a git ref to build scratch trees from")
-    parser.add_argument("--workdir", type=Path, default=None, help="scratch trees and logs")
-    parser.add_argument(
-        "--generated",
-        action="store_true",
-        help="add the faults generated from every site (ids gen.skip.*, gen.delay.*)",
+    top.add_argument("--catalog", type=Path, default=None, help=f"default: {DEFAULT_CATALOG}")
+    top.add_argument("--root", type=Path, default=None, help="the user's tree (default: its top)")
+    top.add_argument("--workdir", type=Path, default=None, help="scratch trees and logs (kept)")
+    top.add_argument("--keep", action="store_true", help="keep the temporary scratch folder")
+    top.add_argument(
+        "--no-generated", action="store_true", help="leave out the faults generated from sites"
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = top.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     sites = commands.add_parser("sites", help="list the sites under DIR, or --check their rules")
-    sites.add_argument("root", help="a source directory (afdep/csrc) or one file")
+    sites.add_argument("dir", help="a source directory (the catalog's sources) or one file")
     sites.add_argument("--check", action="store_true", help="exit 1 naming each violation")
-    sites.set_defaults(run=sites_command)
-    commands.add_parser("list").set_defaults(run=list_command)
+    sites.set_defaults(handler=sites_command)
+    commands.add_parser("list").set_defaults(handler=list_command)
     show = commands.add_parser("show")
     show.add_argument("id")
-    show.set_defaults(run=show_command)
+    show.set_defaults(handler=show_command)
     apply = commands.add_parser("apply")
     apply.add_argument("id")
     apply.add_argument("--out", type=Path, required=True)
-    apply.set_defaults(run=apply_command)
-    for name, function in (("run", run_command), ("sweep", sweep_command)):
-        command = commands.add_parser(name)
-        if name == "run":
-            command.add_argument("id")
-        else:
-            command.add_argument("--only", nargs="+", default=None, help="fault ids")
-            command.add_argument(
-                "--slots",
-                type=at_least_one,
-                default=1,
-                help="must-pass faults run this many at a time on the GPUs (must-fail: one)",
-            )
+    apply.set_defaults(handler=apply_command)
+    run = commands.add_parser("run")
+    run.add_argument("id")
+    run.add_argument("--report", type=Path, default=None, help="the JSON report")
+    sweep = commands.add_parser("sweep")
+    sweep.add_argument(
+        "--only", action="append", default=None, help="a regular expression matching whole ids"
+    )
+    sweep.add_argument(
+        "--slots",
+        type=at_least_one,
+        default=1,
+        help="must-pass faults run this many at a time per GPU group (must-fail: one)",
+    )
+    sweep.add_argument("--results-dir", type=Path, default=None)
+    sweep.add_argument("--history", type=Path, default=None, help="SQLite history")
+    for command, function in ((run, run_command), (sweep, sweep_command)):
         command.add_argument("--config", action="append", default=None)
-        command.add_argument("--repeat", type=int, default=1)
-        command.add_argument("--report", type=Path, default=None)
-        command.set_defaults(run=function)
-    args = parser.parse_args(argv)
+        command.add_argument("--repeat", type=at_least_one, default=1)
+        command.set_defaults(handler=function)
+    review = commands.add_parser("review")
+    review.add_argument("base")
+    review.add_argument("head", nargs="?", default=None)
+    review.add_argument("--run", action="store_true", help="run the covering faults on HEAD")
+    review.add_argument("--report", type=Path, default=None, help="write the Markdown here")
+    review.set_defaults(handler=review_command)
+    return top
+
+
+def project_root(start: Path) -> Path:
+    """The nearest folder at or above `start` holding the default catalog
+    (so the commands work from any subdirectory); `start` when none does."""
+    for folder in (start, *start.parents):
+        if (folder / DEFAULT_CATALOG).is_file():
+            return folder
+    return start
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    args.root = (args.root or project_root(Path.cwd().resolve())).resolve()
+    args.catalog = args.catalog or args.root / DEFAULT_CATALOG
     try:
-        return args.run(args)
-    except CatalogError as error:
-        print(f"catalog error: {error}", file=sys.stderr)
+        return args.handler(args)
+    except (CatalogError, UsageError) as error:
+        print(f"afdep-faults: error: {error}", file=sys.stderr)
         return 2
 
 

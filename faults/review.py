@@ -1,6 +1,6 @@
 """The pre-merge ordering review: what a change does to the synchronization.
 
-    python -m faults.review BASE [HEAD] [--catalog catalogs/afdep.toml] [--run]
+    afdep-faults review BASE [HEAD] [--run]
 
 From the git diff BASE..HEAD (HEAD omitted: the working tree) under the
 catalog's sources: the sites the change touches; ordering primitives it adds
@@ -14,10 +14,7 @@ exits non-zero when anything is uncovered, unsited or judged wrong.
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +22,7 @@ from faults.catalog import Catalog, load_catalog
 from faults.generate import with_generated
 from faults.scratch import make_scratch
 from faults.sites import Site, parse_tree
-from hostio import write_text
+from hostio import UsageError
 
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
@@ -82,15 +79,38 @@ class Review:
         )
 
 
+class ReviewError(UsageError):
+    """A review that cannot start: not a git repository, or a ref git does not know."""
+
+
+def git_repo(root: Path):
+    """The repository holding `root` (from any of its subdirectories)."""
+    import git
+
+    try:
+        return git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise ReviewError(f"{root} is not inside a git repository") from None
+
+
+def check_refs(root: Path, *refs: str | None) -> None:
+    import git
+
+    repo = git_repo(root)
+    for ref in filter(None, refs):
+        try:
+            repo.commit(ref)
+        except (git.BadName, ValueError):
+            raise ReviewError(f"unknown git ref {ref!r}") from None
+
+
 def changed_lines(
     repo_root: Path, base: str, head: str | None, sources: str
 ) -> dict[str, set[int]]:
     """Per file under `sources`: the HEAD-side lines the diff adds or changes; a
     pure deletion marks the line before it (git's `+N,0`), so the site around
     it counts."""
-    import git
-
-    repo = git.Repo(repo_root)
+    repo = git_repo(repo_root)
     revisions = [base] + ([head] if head else [])
     names = repo.git.diff(*revisions, "--name-only", "--", sources).splitlines()
     changed: dict[str, set[int]] = {}
@@ -136,9 +156,9 @@ def review(
     catalog_path: Path,
     *,
     generated: bool = True,
-    workdir: Path | None = None,
+    workdir: Path,
 ) -> tuple[Review, Catalog, Path]:
-    workdir = workdir or Path(tempfile.mkdtemp(prefix="afdep-review-"))
+    check_refs(repo_root, base, head)
     tree = make_scratch(repo_root, workdir / "head", ref=head) if head else Path(repo_root)
     catalog = load_catalog(catalog_path, tree_root=tree)
     if generated:
@@ -191,39 +211,6 @@ def markdown(result: Review) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m faults.review",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("base")
-    parser.add_argument("head", nargs="?", default=None)
-    parser.add_argument("--catalog", type=Path, default=Path("catalogs/afdep.toml"))
-    parser.add_argument("--root", type=Path, default=Path("."))
-    parser.add_argument("--no-generated", action="store_true")
-    parser.add_argument("--run", action="store_true", help="run the covering faults on HEAD")
-    parser.add_argument("--report", type=Path, default=None, help="write the Markdown here")
-    parser.add_argument("--workdir", type=Path, default=None)
-    args = parser.parse_args(argv)
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="afdep-review-"))
-    result, catalog, tree = review(
-        args.root,
-        args.base,
-        args.head,
-        args.catalog,
-        generated=not args.no_generated,
-        workdir=workdir,
-    )
-    if args.run:
-        result.runs = run_covering(result, catalog, tree, workdir)
-    text = markdown(result)
-    if args.report:
-        write_text(args.report, text)
-    print(text)
-    return 0 if result.ok else 1
-
-
 def run_covering(result: Review, catalog: Catalog, tree: Path, workdir: Path) -> list:
     """The covering faults on HEAD's tree, through the sweep: the controls
     first (the clean tree must pass, the forced failure must be killed), so a
@@ -232,16 +219,9 @@ def run_covering(result: Review, catalog: Catalog, tree: Path, workdir: Path) ->
     from hostio import gpu_count
 
     gpus = gpu_count()
-    if gpus < catalog.target.gpus:
-        print(f"--run: the target needs {catalog.target.gpus} GPUs; not running", file=sys.stderr)
-        return []
     ids = list(dict.fromkeys(f for c in result.touched for f in (*c.passing, *c.failing)))
     if not ids:
         return []
     fits = [c.name for c in catalog.configs if catalog.gpus_for(c) <= gpus]
-    controls, runs = sweep([Engine(catalog, tree, workdir / "runs")], ids, fits, 1, lambda _: None)
+    controls, runs = sweep([Engine(catalog, tree, workdir)], ids, fits, 1, lambda _: None)
     return [*controls, *runs]
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,41 +1,88 @@
-"""The nightly sweep: the catalog's faults and one generated from every site,
-over the catalog's configs, in parallel over GPU groups, controls first.
+"""The sweep: the catalog's faults (and those generated from every site) over
+its configs, controls first, in parallel over GPU groups; reports in JSON,
+Markdown and JUnit, and a SQLite history that says what changed since the
+last sweep of the target. With fewer GPUs than the target needs, every fault
+is applied and built and the runs that need GPUs are listed.
 
-    python -m faults.sweep [--catalog catalogs/afdep.toml] [--repeat N]
-
-Writes `sweep-<machine>.json`, `.md` and `.xml` (JUnit), keeps a SQLite
-history and reports what changed since the last sweep of the catalog: verdict
-changes, new survivors, new sites without a catalog fault. Per fault: its
-verdict over configs and repeats (FLAKY when a must-fail fault is killed only
-sometimes, with its kill rate and the repeats that rate needs for 99 %
-confidence), the mutation score and the firing rate. With fewer GPUs than the
-target needs, every fault is applied and built, and the runs that need GPUs
-are listed.
+A `Sweep` goes plan -> run -> record -> write (docs/architecture.md, "The
+sweep"); `plan` refuses bad input before any tree is built.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
-import sys
-import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults.catalog import Catalog, CatalogError, load_catalog
+from faults.catalog import Catalog, Config
 from faults.engine import Engine, RunResult, sweep
-from faults.generate import is_generated, with_generated
+from faults.generate import is_generated
 from faults.history import History
 from faults.pytest_plugin import gpu_group
 from faults.report import catalog_sha256, engine_share, stage_seconds, summary_line
 from faults.report.markdown import junit, markdown
 from faults.scratch import UserTreeGuard
 from faults.sites import parse_tree
-from faults.verdict import FaultSummary, summarize_fault
-from hostio import at_least_one, gpu_count, machine_name, write_json, write_text
+from faults.verdict import FaultSummary, Verdict, summarize_fault
+from hostio import UsageError, machine_name, write_json, write_text
 
-DEFAULT_CATALOG = Path("catalogs/afdep.toml")
+CPU_RESULTS = Path("build/faults")  # a sweep that judges nothing files its report here
+
+
+class SweepError(UsageError):
+    """A sweep that cannot start as asked; the message names the argument."""
+
+
+@dataclass
+class SweepOptions:
+    only: list[str] | None = None  # regular expressions, each matching a whole fault id
+    configs: list[str] | None = None
+    repeat: int = 1
+    slots: int = 1
+    results_dir: Path | None = None
+    history: Path | None = None
+
+
+def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
+    """The fault ids `only` names (each pattern matches whole ids), in catalog order."""
+    if not only:
+        return list(catalog.faults)
+    chosen = set()
+    for pattern in only:
+        try:
+            compiled = re.compile(pattern)
+        except re.error as error:
+            raise SweepError(f"--only {pattern!r}: not a regular expression ({error})") from None
+        matched = {f for f in catalog.faults if compiled.fullmatch(f)}
+        if not matched:
+            raise SweepError(
+                f"--only {pattern!r} matches no fault id (a pattern matches whole ids); "
+                f"known: {', '.join(sorted(catalog.faults))}"
+            )
+        chosen |= matched
+    return [f for f in catalog.faults if f in chosen]
+
+
+def select_configs(catalog: Catalog, names: list[str] | None) -> list[Config]:
+    known = [c.name for c in catalog.configs]
+    for name in names or []:
+        if name not in known:
+            raise SweepError(f"--config {name!r}: no such config; known: {', '.join(known)}")
+    return [c for c in catalog.configs if names is None or c.name in names]
+
+
+def writable_dir(path: Path, argument: str) -> Path:
+    """`path` exists or can be made, and takes files: checked before any work."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SweepError(f"{argument} {path}: cannot create it ({error.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise SweepError(f"{argument} {path}: not writable")
+    return path
 
 
 def covered_by_catalog(catalog: Catalog) -> set[str]:
@@ -52,241 +99,235 @@ def covered_by_catalog(catalog: Catalog) -> set[str]:
 def scores(summaries: list[FaultSummary]) -> tuple[float | None, float]:
     """Mutation score (killed / must-fail that fired) and firing rate."""
     must_fail = [s for s in summaries if s.expect == "fail" and s.fired]
-    killed = sum(s.verdict == "KILLED" for s in must_fail)
+    killed = sum(s.verdict == Verdict.KILLED for s in must_fail)
     mutation = round(killed / len(must_fail), 4) if must_fail else None
     fired = sum(bool(s.fired) for s in summaries)
     return mutation, round(fired / len(summaries), 4) if summaries else 0.0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m faults.sweep",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--catalog", type=Path, default=DEFAULT_CATALOG)
-    parser.add_argument("--root", type=Path, default=Path("."))
-    parser.add_argument("--no-generated", action="store_true")
-    parser.add_argument("--config", action="append", default=None)
-    parser.add_argument("--only", default=None, help="regular expression over fault ids")
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument(
-        "--slots",
-        type=at_least_one,
-        default=1,
-        help="must-pass faults run this many at a time per GPU group (must-fail: one)",
-    )
-    parser.add_argument(
-        "--results-dir",
-        type=Path,
-        default=None,
-        help="reports go here (default: docs/results with GPUs, else the workdir)",
-    )
-    parser.add_argument(
-        "--history",
-        type=Path,
-        default=None,
-        help="SQLite history (default: <results-dir>/sweep-history.sqlite)",
-    )
-    parser.add_argument("--workdir", type=Path, default=None)
-    args = parser.parse_args(argv)
-    try:
-        catalog = load_catalog(args.catalog, tree_root=args.root)
-    except CatalogError as error:
-        print(f"catalog error: {error}", file=sys.stderr)
-        return 2
-    if not args.no_generated:
-        catalog = with_generated(catalog, args.root)
-    configs = [catalog.config(n) for n in args.config] if args.config else list(catalog.configs)
-    fault_ids = [f for f in catalog.faults if not args.only or re.search(args.only, f)]
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="afdep-sweep-"))
-    gpus = gpu_count()
-    # A config that needs more GPUs than this machine has is listed, not run.
-    too_big = [c for c in configs if catalog.gpus_for(c) > gpus]
-    configs = [c for c in configs if c not in too_big]
-    runnable = bool(configs)
-    if not runnable:
-        configs, too_big = too_big, []
-    else:
-        fault_ids = [f for f in fault_ids if catalog.configs_for(f, [c.name for c in configs])]
-    results_dir = args.results_dir or (
-        Path("docs/results") if runnable and catalog.target.gpus else workdir
-    )
-    machine = machine_name()
-    sources = Path(args.root) / catalog.target.sources
-    sites = [s.name for s in parse_tree(sources)[0]]
-    started = time.perf_counter()
-    controls: list[RunResult] = []
-    results: list[RunResult] = []
-    built: list[dict] = []  # without the GPUs the target needs: each fault applied and built
-    from rich.progress import Progress
+@dataclass
+class Sweep:
+    catalog: Catalog
+    root: Path
+    workdir: Path
+    options: SweepOptions
+    fault_ids: list[str]
+    configs: list[Config]  # those this machine runs (all, when it runs none)
+    too_big: list[Config]  # configs needing more GPUs than this machine has
+    runnable: bool
+    gpus: int
+    results_dir: Path
+    history_path: Path
+    machine: str = ""
+    sites: list[str] = field(default_factory=list)
+    controls: list[RunResult] = field(default_factory=list)
+    results: list[RunResult] = field(default_factory=list)
+    built: list[dict] = field(default_factory=list)  # without the GPUs: each fault built
+    user_digest: str = ""
+    wall_s: float = 0.0
 
-    with UserTreeGuard(sources) as guard, Progress(transient=True) as progress:
-        task = progress.add_task("faults", total=len(fault_ids))
-        say = lambda line: progress.console.print(
-            line,
-            soft_wrap=True,
-            markup=False,  # noqa: E731
-            highlight=False,
-        )
-        if not runnable:
-            engine = Engine(catalog, args.root, workdir)
-            for fault_id in fault_ids:
-                prepared = engine.prepare(fault_id, fault_id)
-                state = prepared.error.verdict.value if prepared.error else "built"
-                say(
-                    f"{fault_id} tree={prepared.digest[:8]} {state}"
-                    f" (apply {prepared.apply_s:.2f} s, build {prepared.build_s:.2f} s)"
-                )
-                built.append(
-                    {
-                        "fault": fault_id,
-                        "state": state,
-                        "tree_digest": prepared.digest,
-                        "apply_s": round(prepared.apply_s, 3),
-                        "build_s": round(prepared.build_s, 3),
-                        "reason": prepared.error.reason if prepared.error else "",
-                    }
-                )
-                progress.advance(task)
-        else:
-            group_size = max(catalog.gpus_for(c) for c in configs)
-            visible = os.environ.get("CUDA_VISIBLE_DEVICES")  # the caller's mask holds
-            count = max(gpus // group_size, 1) if group_size else 1
-            engines = [
-                Engine(
-                    catalog,
-                    args.root,
-                    workdir / f"group{i}",
-                    env=(
-                        {
-                            "CUDA_VISIBLE_DEVICES": ",".join(
-                                gpu_group(f"gw{i}", group_size, visible, gpus)
-                            )
-                        }
-                        if group_size
-                        else {}
-                    ),
-                )
-                for i in range(count)
-            ]
-
-            def on_results(found) -> None:
-                for result in found:
-                    say(summary_line(result))
-                if found and found[0].fault in fault_ids:
-                    progress.advance(task)
-
+    # ------------------------------------------------------------------ plan
+    @classmethod
+    def plan(
+        cls, catalog: Catalog, root: Path, workdir: Path, options: SweepOptions, gpus: int
+    ) -> Sweep:
+        """Everything the sweep will do, or a SweepError naming the argument at fault."""
+        fault_ids = select_faults(catalog, options.only)
+        configs = select_configs(catalog, options.configs)
+        too_big = [c for c in configs if catalog.gpus_for(c) > gpus]
+        runnable = len(too_big) < len(configs)
+        if runnable:
+            configs = [c for c in configs if c not in too_big]
             names = [c.name for c in configs]
-            for config in too_big:
-                say(f"not run here: config {config.name} needs {catalog.gpus_for(config)} GPUs")
-            controls, results = sweep(
-                engines, fault_ids, names, args.repeat, on_results, slots=args.slots
-            )
-            if not all(r.ok for r in controls):
-                say("HARNESS BROKEN: a control is wrong, no fault is judged")
-    wall = time.perf_counter() - started
-    document = build_document(
-        built=built,
-        catalog=catalog,
-        args=args,
-        digest=guard.before,
-        machine=machine,
-        controls=controls,
-        results=results,
-        fault_ids=fault_ids,
-        configs=configs,
-        sites=sites,
-        runnable=runnable,
-        wall=wall,
-        too_big=too_big,
-    )
-    history = History(args.history or results_dir / "sweep-history.sqlite")
-    summaries = [FaultSummary(**s) for s in document["faults"]]
-    # History is kept per target, so a catalog moved or edited keeps its past.
-    document["changes"] = vars(
-        history.changes(catalog.target.name, summaries, sites, covered_by_catalog(catalog))
-    )
-    # A sweep whose controls failed judged nothing: it is no baseline.
-    if runnable and document["harness_ok"]:
-        history.record(
-            catalog=catalog.target.name,
-            digest=guard.before,
-            machine=machine,
-            summaries=summaries,
-            sites=sites,
+            fault_ids = [f for f in fault_ids if catalog.configs_for(f, names)]
+            if not fault_ids:
+                raise SweepError(
+                    f"no chosen fault runs under the configs this machine runs ({', '.join(names)})"
+                )
+        else:
+            too_big = []
+        default = Path("docs/results") if runnable and catalog.target.gpus else CPU_RESULTS
+        results_dir = writable_dir(options.results_dir or root / default, "--results-dir")
+        history = options.history or results_dir / "sweep-history.sqlite"
+        writable_dir(history.parent, "--history")
+        return cls(
+            catalog,
+            root,
+            workdir,
+            options,
+            fault_ids,
+            configs,
+            too_big,
+            runnable,
+            gpus,
+            results_dir,
+            history,
+            machine=machine_name(),
+            sites=[s.name for s in parse_tree(root / catalog.target.sources)[0]],
         )
-    elif runnable:
-        print("history not recorded: the harness is broken, no fault was judged")
-    history.close()
-    stem = results_dir / f"sweep-{machine}"
-    write_json(stem.with_suffix(".json"), document)
-    write_text(stem.with_suffix(".md"), markdown(document))
-    write_text(stem.with_suffix(".xml"), junit(document))
-    print(markdown(document))
-    print(f"reports: {stem}.json .md .xml; logs and trees: {workdir}")
-    if not runnable:
-        return 0 if all(b["state"] == "built" for b in built) else 1
-    return 0 if document["ok"] else 1
+
+    # ------------------------------------------------------------------- run
+    def run(self, say: Callable[[str], None], advance: Callable[[], None]) -> None:
+        started = time.perf_counter()
+        with UserTreeGuard(self.root / self.catalog.target.sources) as guard:
+            if self.runnable:
+                self._run_faults(say, advance)
+            else:
+                self._build_faults(say, advance)
+        self.user_digest = guard.before
+        self.wall_s = time.perf_counter() - started
+
+    def _build_faults(self, say, advance) -> None:
+        """No GPUs for the target: apply and build every fault (the clean tree
+        first: if it does not build, no fault can)."""
+        engine = Engine(self.catalog, self.root, self.workdir)
+        clean = engine.prepare("control.clean")
+        if clean.error:
+            say(f"the unpatched tree does not build: {clean.error.reason.splitlines()[0]}")
+            self.built.append(built_row("control.clean", clean))
+            return
+        for fault_id in self.fault_ids:
+            prepared = engine.prepare(fault_id, fault_id)
+            row = built_row(fault_id, prepared)
+            say(
+                f"{fault_id} tree={prepared.digest[:8]} {row['state']}"
+                f" (apply {prepared.apply_s:.2f} s, build {prepared.build_s:.2f} s)"
+            )
+            self.built.append(row)
+            advance()
+
+    def _run_faults(self, say, advance) -> None:
+        for config in self.too_big:
+            say(f"not run here: config {config.name} needs {self.catalog.gpus_for(config)} GPUs")
+
+        def on_results(found: list[RunResult]) -> None:
+            for result in found:
+                say(summary_line(result))
+            if found and found[0].fault in self.fault_ids:
+                advance()
+
+        self.controls, self.results = sweep(
+            self.engines(),
+            self.fault_ids,
+            [c.name for c in self.configs],
+            self.options.repeat,
+            on_results,
+            slots=self.options.slots,
+        )
+        if not self.harness_ok:
+            say("HARNESS BROKEN: a control is wrong, no fault is judged")
+
+    def engines(self) -> list[Engine]:
+        """One engine per GPU group of the largest config (the caller's
+        CUDA_VISIBLE_DEVICES holds)."""
+        size = max(self.catalog.gpus_for(c) for c in self.configs)
+        if not size:
+            return [Engine(self.catalog, self.root, self.workdir / "group0")]
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        return [
+            Engine(
+                self.catalog,
+                self.root,
+                self.workdir / f"group{i}",
+                env={"CUDA_VISIBLE_DEVICES": ",".join(gpu_group(i, size, visible, self.gpus))},
+            )
+            for i in range(max(self.gpus // size, 1))
+        ]
+
+    @property
+    def harness_ok(self) -> bool:
+        return self.runnable and bool(self.controls) and all(r.ok for r in self.controls)
+
+    # ---------------------------------------------------------------- record
+    def summaries(self) -> list[FaultSummary]:
+        if not self.harness_ok:  # with a wrong control no fault ran: nothing to summarize
+            return []
+        return [
+            summarize_fault(self.catalog.fault(f), [r for r in self.results if r.fault == f])
+            for f in self.fault_ids
+        ]
+
+    def record(self, document: dict) -> str | None:
+        """What changed since earlier sweeps goes into the document; a sweep
+        that judged faults joins the history. Returns why it did not, if so."""
+        history = History(self.history_path)
+        try:
+            summaries = self.summaries()
+            name = self.catalog.target.name  # kept per target: a moved catalog keeps its past
+            changes = history.changes(name, summaries, self.sites, covered_by_catalog(self.catalog))
+            document["changes"] = vars(changes)
+            if not self.runnable:
+                return "history not recorded: no fault ran here"
+            if not self.harness_ok:
+                return "history not recorded: the harness is broken, no fault was judged"
+            history.record(
+                catalog=name,
+                digest=self.user_digest,
+                machine=self.machine,
+                summaries=summaries,
+                sites=self.sites,
+            )
+            return None
+        finally:
+            history.close()
+
+    # ----------------------------------------------------------------- write
+    def document(self) -> dict:
+        summaries = self.summaries()
+        mutation, firing = scores(summaries)
+        stages = stage_seconds(self.controls + self.results)
+        names = [c.name for c in self.configs]
+        return {
+            "tool": "faults.sweep",
+            "catalog": str(self.catalog.path),
+            "catalog_sha256": catalog_sha256(self.catalog.path),
+            "machine": self.machine,
+            "native_source_sha256": self.user_digest,
+            "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "gpus_needed": {c.name: self.catalog.gpus_for(c) for c in self.configs},
+            "runnable": self.runnable,
+            "harness_ok": self.harness_ok,
+            "ok": self.harness_ok and all(s.ok for s in summaries),
+            "mutation_score": mutation,
+            "firing_rate": firing,
+            "wall_s": round(self.wall_s, 2),
+            "slots": self.options.slots,
+            "stage_seconds": stages,
+            "engine_share": engine_share(stages),
+            "sites": self.sites,
+            "controls": [r.to_dict() for r in self.controls],
+            "results": [r.to_dict() for r in self.results],
+            "faults": [vars(s) for s in summaries],
+            "built": self.built,
+            "configs_not_run": {
+                c.name: f"needs {self.catalog.gpus_for(c)} GPUs" for c in self.too_big
+            },
+            "gpu_runs_needed": []
+            if self.runnable
+            else [
+                f"{f}:{c.name}" for f in self.fault_ids for c in self.catalog.configs_for(f, names)
+            ],
+        }
+
+    def write(self, document: dict) -> Path:
+        stem = self.results_dir / f"sweep-{self.machine}"
+        write_json(stem.with_suffix(".json"), document)
+        write_text(stem.with_suffix(".md"), markdown(document))
+        write_text(stem.with_suffix(".xml"), junit(document))
+        return stem
+
+    def ok(self, document: dict) -> bool:
+        if self.runnable:
+            return document["ok"]
+        return bool(self.built) and all(b["state"] == "built" for b in self.built)
 
 
-def build_document(
-    *,
-    built,
-    catalog,
-    args,
-    digest,
-    machine,
-    controls,
-    results,
-    fault_ids,
-    configs,
-    sites,
-    runnable,
-    wall,
-    too_big=(),
-) -> dict:
-    summaries = []
-    harness_ok = all(r.ok for r in controls) if runnable else False
-    if harness_ok:  # with a wrong control no fault ran: nothing to summarize
-        for fault_id in fault_ids:
-            mine = [r for r in results if r.fault == fault_id]
-            summaries.append(summarize_fault(catalog.fault(fault_id), mine))
-    mutation, firing = scores(summaries)
-    stages = stage_seconds(controls + results)
-    document = {
-        "tool": "faults.sweep",
-        "catalog": str(args.catalog),
-        "catalog_sha256": catalog_sha256(args.catalog),
-        "machine": machine,
-        "native_source_sha256": digest,
-        "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "gpus_needed": {c.name: catalog.gpus_for(c) for c in configs},
-        "runnable": runnable,
-        "harness_ok": harness_ok,
-        "ok": harness_ok and all(s.ok for s in summaries),
-        "mutation_score": mutation,
-        "firing_rate": firing,
-        "wall_s": round(wall, 2),
-        "slots": args.slots,
-        "stage_seconds": stages,
-        "engine_share": engine_share(stages),
-        "sites": sites,
-        "controls": [r.to_dict() for r in controls],
-        "results": [r.to_dict() for r in results],
-        "faults": [vars(s) for s in summaries],
-        "built": built,
-        "configs_not_run": {c.name: f"needs {catalog.gpus_for(c)} GPUs" for c in too_big},
-        "gpu_runs_needed": []
-        if runnable
-        else [
-            f"{f}:{c.name}"
-            for f in fault_ids
-            for c in catalog.configs_for(f, [c.name for c in configs])
-        ],
+def built_row(fault_id: str, prepared) -> dict:
+    return {
+        "fault": fault_id,
+        "state": prepared.error.verdict.value if prepared.error else "built",
+        "tree_digest": prepared.digest,
+        "apply_s": round(prepared.apply_s, 3),
+        "build_s": round(prepared.build_s, 3),
+        "reason": prepared.error.reason if prepared.error else "",
     }
-    return document
-
-
-if __name__ == "__main__":
-    sys.exit(main())

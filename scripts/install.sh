@@ -6,3 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -c "import torch" 2>/dev/null || python3 -m pip install -q "torch==2.13.0"
 python3 -m pip install -q -e ".[test]"
+# pyenv finds new console scripts (afdep, afdep-faults) only after a rehash.
+if command -v pyenv >/dev/null 2>&1; then pyenv rehash; fi

@@ -23,22 +23,35 @@ def _needs(by_config: dict[str, int]) -> str:
     return "; ".join(f"{gpus} for {', '.join(names)}" for gpus, names in sorted(groups.items()))
 
 
+def _score(value: float | None) -> str:
+    return "n/a (nothing to count)" if value is None else f"{value}"
+
+
+def _built(rows: list[dict]) -> str:
+    """What the apply and build stages made of the faults, said as it is."""
+    built = sum(row["state"] == "built" for row in rows)
+    if rows and built == len(rows):
+        return f"every fault ({built}) was applied and built"
+    failed = [row for row in rows if row["state"] != "built"]
+    return f"{built} of {len(rows)} trees built, {len(failed)} did not ({failed[0]['state']} first)"
+
+
 def markdown(document: dict) -> str:
     lines = [
         f"# Fault sweep: {document['catalog']}",
         "",
         f"- tree `{document['native_source_sha256'][:12]}` on {document['machine']}, "
         f"{document['written']}",
-        f"- mutation score {document['mutation_score']} (killed / must-fail that fired), "
-        f"firing rate {document['firing_rate']}",
+        f"- mutation score {_score(document['mutation_score'])} "
+        f"(killed / must-fail that fired), firing rate {_score(document['firing_rate'])}",
         _controls_line(document["controls"]),
         "",
     ]
-    if document.get("gpu_runs_needed"):
+    if not document["runnable"]:
         lines += [
             f"Runs need GPUs ({_needs(document['gpus_needed'])}): "
             f"{len(document['gpu_runs_needed'])} "
-            "(fault, config) runs are listed in the JSON; every fault was applied and built:",
+            f"(fault, config) runs are listed in the JSON; {_built(document['built'])}:",
             "",
             "| fault | state | tree | apply s | build s |",
             "|---|---|---|---|---|",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.review import main
+from faults.cli import main as faults_main
 
 FIXTURE = Path(__file__).parents[2] / "tests/fixtures/flag_payload"
 SRC = "tests/fixtures/flag_payload"
@@ -39,19 +39,20 @@ def edit(repo: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+def main(words: list[str], catalog: Path | None = None, workdir: str = "work") -> int:
+    """`afdep-faults review WORDS` on the repository `words` names after --root."""
+    repo = Path(words[words.index("--root") + 1])
+    top = ["--root", str(repo), "--catalog", str(catalog or repo / SRC / "catalog.toml")]
+    top += ["--workdir", str(repo.parent / workdir)]
+    if "--no-generated" in words:
+        top.append("--no-generated")
+    at = words.index("--root")
+    rest = [w for w in words[:at] + words[at + 2 :] if w != "--no-generated"]
+    return faults_main([*top, "review", *rest])
+
+
 def review(repo: Path, capsys, *extra: str) -> tuple[int, str]:
-    status = main(
-        [
-            "HEAD",
-            "--root",
-            str(repo),
-            "--catalog",
-            str(repo / SRC / "catalog.toml"),
-            "--workdir",
-            str(repo.parent / "work"),
-            *extra,
-        ]
-    )
+    status = main(["HEAD", "--root", str(repo), *extra])
     return status, capsys.readouterr().out
 
 
@@ -104,19 +105,7 @@ def test_change_inside_a_covered_site_lists_its_faults(repo, capsys):
 def test_run_executes_the_covering_faults_on_head(repo, capsys):
     edit(repo, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
     git(repo, "commit", "-qam", "head")
-    status = main(
-        [
-            "HEAD~1",
-            "HEAD",
-            "--root",
-            str(repo),
-            "--catalog",
-            str(repo / SRC / "catalog.toml"),
-            "--workdir",
-            str(repo.parent / "w"),
-            "--run",
-        ]
-    )
+    status = main(["HEAD~1", "HEAD", "--root", str(repo), "--run"], workdir="w")
     out = capsys.readouterr().out
     assert "Review: HEAD~1..HEAD" not in out and "HEAD~1..HEAD" in out
     assert (
@@ -135,8 +124,9 @@ def test_run_judges_no_fault_when_a_control_is_wrong(repo, capsys):
     edit(repo, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
     git(repo, "commit", "-qam", "head: a forced failure that fails nothing")
     status = main(
-        ["HEAD~1", "HEAD", "--root", str(repo), "--catalog", str(catalog)]
-        + ["--workdir", str(repo.parent / "w"), "--run", "--report", str(repo.parent / "r.md")]
+        ["HEAD~1", "HEAD", "--root", str(repo), "--run", "--report", str(repo.parent / "r.md")],
+        catalog,
+        workdir="w",
     )
     out = capsys.readouterr().out
     assert status == 1

@@ -7,8 +7,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
 
+from faults.cli import main
 from faults.history import History
-from faults.sweep import main, scores
+from faults.sweep import scores
 from faults.verdict import FaultSummary, repeats_for_confidence, summarize_fault
 
 REPO = Path(__file__).parents[2]
@@ -65,16 +66,8 @@ def test_a_partial_sweep_hides_no_fault_from_the_next(tmp_path):
 
 def test_two_sweeps_of_the_fixture_report_what_changed(tmp_path, capsys):
     history = tmp_path / "history.sqlite"
-    base = [
-        "--catalog",
-        str(CATALOG),
-        "--root",
-        str(REPO),
-        "--only",
-        "^(D1|S1)$",
-        "--history",
-        str(history),
-    ]
+    base = ["--catalog", str(CATALOG), "--root", str(REPO), "sweep", "--only", "D1|S1"]
+    base += ["--history", str(history)]
     assert main([*base, "--results-dir", str(tmp_path / "one")]) == 0
     document = json.loads((tmp_path / "one/sweep-cpu.json").read_text())
     assert [(f["fault"], f["verdict"]) for f in document["faults"]] == [
@@ -113,6 +106,7 @@ def test_a_broken_harness_is_reported_not_a_table_of_not_fired():
         "written": "now",
         "mutation_score": None,
         "firing_rate": None,
+        "runnable": True,
         "harness_ok": False,
         "controls": [{**control, "ok": False}],
         "faults": [],
@@ -151,6 +145,7 @@ def test_survivors_are_said_in_full_below_the_table():
         "written": "now",
         "mutation_score": 0.5,
         "firing_rate": 1.0,
+        "runnable": True,
         "harness_ok": True,
         "controls": [],
         "faults": faults,
@@ -161,3 +156,38 @@ def test_survivors_are_said_in_full_below_the_table():
         f"- gen.skip.a: SURVIVED, explained: hint: h; known survivor: {known}",
         "- N2: FLAKY, NOT explained: killed in 7 of 12 runs",
     ]
+
+
+def test_a_sweep_without_gpus_says_what_it_built_as_it_is():
+    from faults.report.markdown import markdown
+
+    rows = [
+        {"fault": "A", "state": "built", "tree_digest": "ab" * 32, "apply_s": 0.1, "build_s": 1},
+        {
+            "fault": "B",
+            "state": "BUILD ERROR",
+            "tree_digest": "cd" * 32,
+            "apply_s": 0,
+            "build_s": 1,
+        },
+    ]
+    document = {
+        "catalog": "c.toml",
+        "native_source_sha256": "ab" * 32,
+        "machine": "cpu",
+        "written": "now",
+        "mutation_score": None,
+        "firing_rate": 0.0,
+        "runnable": False,
+        "harness_ok": False,
+        "controls": [],
+        "gpus_needed": {"bf16": 2},
+        "gpu_runs_needed": ["A:bf16", "B:bf16"],
+        "built": rows,
+    }
+    text = markdown(document)
+    assert "- mutation score n/a (nothing to count) (killed / must-fail that fired)" in text
+    assert "2 (fault, config) runs are listed in the JSON; 1 of 2 trees built, 1 did not" in text
+    assert "every fault" not in text
+    document["built"] = rows[:1]
+    assert "every fault (1) was applied and built:" in markdown(document)

@@ -212,11 +212,11 @@ def test_the_cli_says_which_configs_do_not_fit(monkeypatch, capsys):
 
     catalog = load_catalog(REPO / "catalogs/afdep.toml", tree_root=REPO)
     monkeypatch.setattr(cli, "gpu_count", lambda: 2)
-    assert cli._configs(catalog, ["bf16-eager", "4gpu-f1"]) == ["bf16-eager"]
+    assert cli.fitting_configs(catalog, ["bf16-eager", "4gpu-f1"]) == ["bf16-eager"]
     assert "not run here: config 4gpu-f1 needs 4 GPUs" in capsys.readouterr().out
     monkeypatch.setattr(cli, "gpu_count", lambda: 0)
-    with pytest.raises(CatalogError, match="no chosen config fits this machine's 0 GPUs: "):
-        cli._configs(catalog, ["bf16-eager"])
+    with pytest.raises(cli.UsageError, match="no chosen config fits this machine's 0 GPUs: "):
+        cli.fitting_configs(catalog, ["bf16-eager"])
 
 
 @pytest.mark.parametrize(

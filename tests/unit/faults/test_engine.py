@@ -28,21 +28,11 @@ def test_engine_digest_rule_is_afdeps():
 @pytest.mark.parametrize("slots", [1, 2])
 def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, capsys, slots):
     before = tree_digest(SOURCES)
-    report = tmp_path / "report.json"
+    report = tmp_path / "sweep-cpu.json"
+    top = ["--catalog", str(CATALOG), "--root", str(REPO), "--no-generated"]
     status = main(
-        [
-            "--catalog",
-            str(CATALOG),
-            "--root",
-            str(REPO),
-            "--workdir",
-            str(tmp_path / "work"),
-            "sweep",
-            "--slots",
-            str(slots),
-            "--report",
-            str(report),
-        ]
+        [*top, "--workdir", str(tmp_path / "work"), "sweep", "--slots", str(slots)]
+        + ["--results-dir", str(tmp_path)]
     )
     assert status == 1  # N1 never fires: its expectation is not met
     assert tree_digest(SOURCES) == before
@@ -77,21 +67,10 @@ def test_a_broken_control_stops_the_sweep(tmp_path, capsys):
     text = CATALOG.read_text().replace("+ (word_idx == 3);", ";")
     broken = tmp_path / "catalog.toml"
     broken.write_text(text)
-    status = main(
-        [
-            "--catalog",
-            str(broken),
-            "--root",
-            str(REPO),
-            "--workdir",
-            str(tmp_path / "work"),
-            "sweep",
-            "--report",
-            str(tmp_path / "r.json"),
-        ]
-    )
+    top = ["--catalog", str(broken), "--root", str(REPO), "--workdir", str(tmp_path / "work")]
+    status = main([*top, "sweep", "--results-dir", str(tmp_path)])
     assert status == 1
-    document = json.loads((tmp_path / "r.json").read_text())
+    document = json.loads((tmp_path / "sweep-cpu.json").read_text())
     assert not document["harness_ok"] and document["results"] == []
     assert "HARNESS BROKEN" in capsys.readouterr().out
 

@@ -1,0 +1,58 @@
+"""afdep COMMAND [ARGS]: the kernel package's tools in one command.
+
+build      compile every kernel (NVRTC, no GPU needed) and warm the cubin cache
+validate   the correctness matrix on 2+ GPUs (on a CPU: compile, check the reference)
+bench      screens: arms interleaved across processes, against NCCL and a peer copy
+screen     count-first vs payload-first on 4 GPUs, beside the recorded table
+drive      the correctness driver under torchrun: afdep drive [--nproc N] DRIVER-ARGS
+
+`afdep COMMAND --help` gives each one's options; `python -m afdep.<module>`
+runs the same code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+COMMANDS = {
+    "build": "afdep.build",
+    "validate": "afdep.validate",
+    "bench": "afdep.bench",
+    "screen": "afdep.bench.screen",
+}
+DRIVER = "afdep.testing.driver"
+
+
+def drive(argv: list[str]) -> int:
+    """Replace this process by torchrun running the driver (its ranks die with it)."""
+    nproc = "2"
+    if argv[:1] == ["--nproc"]:
+        if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1:
+            print("afdep drive: error: --nproc needs a positive integer", file=sys.stderr)
+            return 2
+        nproc, argv = argv[1], argv[2:]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    command += [f"--nproc-per-node={nproc}", "-m", DRIVER, *argv]
+    os.execv(sys.executable, command)
+    return 0  # not reached
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name == "drive":
+        return drive(rest)
+    if name not in COMMANDS:
+        known = ", ".join([*COMMANDS, "drive"])
+        print(f"afdep: error: unknown command {name!r}; known: {known}", file=sys.stderr)
+        return 2
+    return importlib.import_module(COMMANDS[name]).main(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
