@@ -1,0 +1,123 @@
+"""Bad input to afdep-faults: one line naming the culprit, exit 2, no
+traceback, and nothing built (each row a mistake a new user made)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).parents[2]
+FIXTURE = REPO / "tests/fixtures/flag_payload"
+FIXTURE_CATALOG = str(FIXTURE / "catalog.toml")
+AFDEP_CATALOG = str(REPO / "catalogs/afdep.toml")
+
+
+def faults(*words: str, cwd: Path = REPO, tmp: Path | None = None):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
+    return subprocess.run(
+        [sys.executable, "-m", "faults", *words],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def fixture(*words: str) -> list[str]:
+    return ["--catalog", FIXTURE_CATALOG, "--root", str(REPO), *words]
+
+
+ROWS = {
+    "config typo": (fixture("sweep", "--config", "defualt"), "--config 'defualt': no such config"),
+    "invalid --only": (fixture("sweep", "--only", "["), "--only '[': not a regular expression"),
+    "--only matching nothing": (
+        fixture("sweep", "--only", "ZZ"),
+        "--only 'ZZ' matches no fault id (a pattern matches whole ids); known: D1, N1, S1, S2",
+    ),
+    "--repeat 0": (fixture("sweep", "--repeat", "0"), "argument --repeat: at least 1, got 0"),
+    "--repeat negative": (
+        fixture("run", "S1", "--repeat", "-3"),
+        "argument --repeat: at least 1, got -3",
+    ),
+    "--slots 0": (fixture("sweep", "--slots", "0"), "argument --slots: at least 1, got 0"),
+    "unknown fault id": (
+        ["--catalog", AFDEP_CATALOG, "run", "ZZ"],
+        "no fault 'ZZ'",
+    ),
+    "unknown fault to show": (fixture("show", "ZZ"), "no fault 'ZZ'"),
+    "a run that needs GPUs": (
+        ["--catalog", AFDEP_CATALOG, "run", "N2"],
+        "no chosen config fits this machine's 0 GPUs: bf16-eager needs 2",
+    ),
+    "a catalog that is not there": (["--catalog", "nope.toml", "list"], "nope.toml: cannot read"),
+    "review --run on a CPU": (
+        ["--catalog", AFDEP_CATALOG, "review", "HEAD", "--run"],
+        "review --run: the target needs 2 GPUs, this machine has 0",
+    ),
+    "review of a mistyped ref": (
+        fixture("review", "origni/main"),
+        "unknown git ref 'origni/main'",
+    ),
+    "sites of a folder that is not there": (["sites", "nope"], "sites: nope: no such file"),
+}
+
+
+@pytest.mark.parametrize("words, message", ROWS.values(), ids=ROWS.keys())
+def test_bad_input_is_one_line_naming_it(words, message, tmp_path):
+    result = faults(*words, tmp=tmp_path)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.splitlines() == [result.stderr.strip()], result.stderr
+    assert message in result.stderr
+    assert result.returncode == 2
+    assert list(tmp_path.iterdir()) == []  # nothing was built
+
+
+def test_an_unwritable_results_folder_is_named_before_any_build(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a folder should be")
+    result = faults(*fixture("sweep", "--results-dir", str(blocker / "out")), tmp=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"--results-dir {blocker / 'out'}: cannot create it (Not a directory)" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_review_outside_git_and_from_a_subdirectory(tmp_path):
+    plain = tmp_path / "plain"
+    shutil.copytree(FIXTURE, plain / "fx")
+    outside = faults(
+        "--catalog", str(plain / "fx/catalog.toml"), "--root", str(plain), "review", "HEAD"
+    )
+    assert outside.returncode == 2 and "Traceback" not in outside.stderr
+    assert f"{plain} is not inside a git repository" in outside.stderr
+    # From a subdirectory of a checkout the review finds the checkout's top.
+    subdirectory = faults("review", "HEAD", cwd=REPO / "afdep" / "testing")
+    assert "Traceback" not in subdirectory.stderr, subdirectory.stderr
+    assert "# Ordering review: HEAD..working tree" in subdirectory.stdout
+
+
+def test_the_sweep_and_the_review_leave_no_temporary_folder(tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    results = tmp_path / "results"
+    sweep = faults(*fixture("sweep", "--only", "D1", "--results-dir", str(results)), tmp=temp)
+    assert sweep.returncode == 0, sweep.stdout + sweep.stderr
+    afdep = faults("--catalog", AFDEP_CATALOG, "--no-generated", "sweep", "--only", "P1",
+                   "--results-dir", str(results), tmp=temp)  # fmt: skip
+    assert afdep.returncode == 0, afdep.stdout + afdep.stderr
+    review = faults(*fixture("review", "HEAD~1", "HEAD"), tmp=temp)
+    assert "Traceback" not in review.stderr
+    assert list(temp.iterdir()) == []
+    kept = faults(
+        *fixture("--keep", "sweep", "--only", "D1", "--results-dir", str(results)), tmp=temp
+    )
+    assert kept.returncode == 0, kept.stderr
+    [folder] = temp.iterdir()
+    assert f"kept: {folder}" in kept.stdout
