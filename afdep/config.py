@@ -81,6 +81,16 @@ KNOBS: dict[str, Knob] = {
         "~/.cache/afdep/jit",
         "directory of the cubin cache",
     ),
+    # Measured (NVRTC 13.5, sm_90a): a default `python -m afdep.build` is ~4.4 MB
+    # of cubins per source state, a fault sweep ~40 states of ~1.6 MB. 2048 MB
+    # keeps the clean tree's builds and dozens of sweeps (a re-run is served
+    # from the cache) while capping what a long-lived machine gives the cache.
+    "AFDEP_JIT_CACHE_MAX_MB": Knob(
+        "jit_cache_max_mb",
+        _positive_int,
+        2048,
+        "size bound of the cubin cache in MiB; a write evicts the least recently used entries",
+    ),
     "AFDEP_PAYLOAD_FIRST": Knob(
         "payload_first", _flag, False, "1 forces payload-first (the control) at every bucket"
     ),
@@ -135,6 +145,7 @@ PROTOCOL_FIELDS = (
 class Config:
     timeout_ms: int = 10_000
     jit_cache: str = "~/.cache/afdep/jit"
+    jit_cache_max_mb: int = 2048
     payload_first: bool = False
     min_bucket: int | None = None
     epilogue_sms: int | None = None
