@@ -16,9 +16,13 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from afdep.config import environment_error
 from afdep.jit import CompileError, compile_kernel, source_digest
 from afdep.kernels import COUNT_FIRST, PAYLOAD_FIRST, all_launches
-from afdep.workspace import Geometry
+from afdep.workspace import Geometry, GeometryError
+
+# The geometry fields this command's options set; the others are fixed above.
+OPTION_OF_FIELD = {"hidden": "--hidden", "top_k": "--top-k", "payload": "--payload"}
 
 
 def all_specs(
@@ -59,6 +63,14 @@ def timed_compile(spec):
         return None, time.perf_counter() - started, error
 
 
+def named_option(error: GeometryError) -> str:
+    """The geometry error led by the option and value that caused it."""
+    option = OPTION_OF_FIELD.get(error.field)
+    if option is None:
+        return str(error)
+    return f"{option} {error.value}: {error}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m afdep.build", description=__doc__)
     parser.add_argument("--hidden", type=int, nargs="+", default=[2048, 7168])
@@ -75,8 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--arm", nargs="+", choices=("ffn", "source"), default=["ffn", "source"])
     args = parser.parse_args(argv)
+    problem = environment_error()
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        specs = all_specs(args.hidden, args.top_k, args.payload, args.protocol, args.view, args.arm)
+    except GeometryError as error:
+        print(f"error: {named_option(error)}", file=sys.stderr)
+        return 2
     print(f"native_source_sha256 {source_digest()}")
-    specs = all_specs(args.hidden, args.top_k, args.payload, args.protocol, args.view, args.arm)
     # NVRTC releases the GIL: kernels compile side by side, reported in order.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         outcomes = list(pool.map(timed_compile, specs))

@@ -35,6 +35,21 @@ def _count(name: str, text: str) -> int:
     return value
 
 
+# The device waits read the timeout in nanoseconds from the Params block, which
+# is written as an int64 tensor (afdep/buffer.py): ms * 10**6 must fit in it.
+MAX_TIMEOUT_MS = (2**63 - 1) // 1_000_000
+
+
+def _timeout_ms(name: str, text: str) -> int:
+    value = _positive_int(name, text)
+    if value > MAX_TIMEOUT_MS:
+        raise ConfigError(
+            f"{name}={text!r}: at most {MAX_TIMEOUT_MS} (the device wait counts nanoseconds "
+            "in an int64)"
+        )
+    return value
+
+
 def _flag(name: str, text: str) -> bool:
     if text not in ("0", "1"):
         raise ConfigError(f"{name}={text!r}: expected 0 or 1")
@@ -71,7 +86,7 @@ class Knob:
 KNOBS: dict[str, Knob] = {
     "AFDEP_TIMEOUT_MS": Knob(
         "timeout_ms",
-        _positive_int,
+        _timeout_ms,
         10_000,
         "how long a device wait spins before it prints `afdep timeout: site=...` and traps",
     ),
@@ -80,6 +95,16 @@ KNOBS: dict[str, Knob] = {
         _path,
         "~/.cache/afdep/jit",
         "directory of the cubin cache",
+    ),
+    # Measured (NVRTC 13.5, sm_90a): a default `python -m afdep.build` is ~4.4 MB
+    # of cubins per source state, a fault sweep ~40 states of ~1.6 MB. 2048 MB
+    # keeps the clean tree's builds and dozens of sweeps (a re-run is served
+    # from the cache) while capping what a long-lived machine gives the cache.
+    "AFDEP_JIT_CACHE_MAX_MB": Knob(
+        "jit_cache_max_mb",
+        _positive_int,
+        2048,
+        "size bound of the cubin cache in MiB; a write evicts the least recently used entries",
     ),
     "AFDEP_PAYLOAD_FIRST": Knob(
         "payload_first", _flag, False, "1 forces payload-first (the control) at every bucket"
@@ -135,6 +160,7 @@ PROTOCOL_FIELDS = (
 class Config:
     timeout_ms: int = 10_000
     jit_cache: str = "~/.cache/afdep/jit"
+    jit_cache_max_mb: int = 2048
     payload_first: bool = False
     min_bucket: int | None = None
     epilogue_sms: int | None = None
@@ -168,6 +194,16 @@ class Config:
     def count_first(self, bucket: int) -> bool:
         """Does a step of `bucket` tokens (a host-known bound) run count-first?"""
         return not self.payload_first and self.min_bucket is not None and bucket >= self.min_bucket
+
+
+def environment_error(environ: Mapping[str, str] | None = None) -> str | None:
+    """The one-line error for the `AFDEP_*` variables, or None when they parse:
+    entry points check it before any work starts."""
+    try:
+        Config.from_env(environ)
+    except ConfigError as error:
+        return str(error)
+    return None
 
 
 def disagreement(configs: list[dict[str, object]]) -> str | None:

@@ -3,11 +3,13 @@
 A kernel is named once: `impls/<name>.cuh` defines `afdep::<name>_impl`, a
 `KernelSpec` names it with its template arguments, and its cache entry is
 `<name>-<key>.cubin`. Compilation needs no GPU (CI compiles every kernel);
-loading does.
+loading does. The cache is bounded (`AFDEP_JIT_CACHE_MAX_MB`): a hit marks its
+entry used, a write evicts the least recently used entries.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -117,9 +119,15 @@ def nvrtc_version() -> str:
 
 
 def cache_dir() -> Path:
+    return _cache_settings()[0]
+
+
+def _cache_settings() -> tuple[Path, int]:
+    """The cache's directory and its size bound in bytes."""
     from afdep.config import Config
 
-    return Path(Config.from_env().jit_cache).expanduser()
+    config = Config.from_env()
+    return Path(config.jit_cache).expanduser(), config.jit_cache_max_mb * 2**20
 
 
 def cache_key(spec: KernelSpec, digest: str, arch: str, nvrtc: str) -> str:
@@ -134,12 +142,14 @@ def compile_kernel(
     root = CSRC if root is None else Path(root)
     digest = _tree_digest() if root == CSRC else source_digest(root)
     nvrtc = nvrtc_version()
-    path = cache_dir() / f"{spec.name}-{cache_key(spec, digest, arch, nvrtc)}.cubin"
-    if path.exists():
-        symbol, cubin = _read_entry(path)
-        return CompiledKernel(spec, symbol, cubin, path, from_cache=True)
+    directory, max_bytes = _cache_settings()
+    path = directory / f"{spec.name}-{cache_key(spec, digest, arch, nvrtc)}.cubin"
+    entry = _read_entry(path)
+    if entry is not None:
+        return CompiledKernel(spec, *entry, path, from_cache=True)
     symbol, cubin = _nvrtc_compile(spec, root, arch)
     _write_entry(path, symbol, cubin)
+    evict(directory, max_bytes, keep=path)
     return CompiledKernel(spec, symbol, cubin, path, from_cache=False)
 
 
@@ -183,12 +193,49 @@ def _write_entry(path: Path, symbol: str, cubin: bytes) -> None:
         raise
 
 
-def _read_entry(path: Path) -> tuple[str, bytes]:
-    data = path.read_bytes()
+def _read_entry(path: Path) -> tuple[str, bytes] | None:
+    """The entry's symbol and cubin, marked as just used; None when there is none
+    (never written, or evicted by another process a moment ago)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    # Its modification time is its place in the LRU order. Evicted meanwhile, or
+    # a read-only cache: the bytes are read all the same.
+    with contextlib.suppress(OSError):
+        os.utime(path)
     symbol, _, cubin = data.partition(b"\n")
     if not symbol or not cubin:
         raise CompileError(f"corrupt cache entry {path}: delete it to rebuild")
     return symbol.decode(), cubin
+
+
+def evict(directory: Path, max_bytes: int, *, keep: Path) -> list[Path]:
+    """Remove the least recently used entries (oldest modification time first)
+    until the cache holds at most `max_bytes`; never `keep`, the entry just
+    written. Processes and threads evict side by side: an entry another one
+    removed first is skipped. Returns the entries this call removed, in order."""
+    entries = []
+    for path in directory.glob("*.cubin"):
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        entries.append((stat.st_mtime_ns, path.name, stat.st_size, path))
+    total = sum(size for _, _, size, _ in entries)
+    removed = []
+    for _, _, size, path in sorted(entries):
+        if total <= max_bytes:
+            break
+        if path.name == keep.name:
+            continue
+        try:
+            path.unlink()
+            removed.append(path)
+        except FileNotFoundError:
+            pass  # another process evicted it first; its bytes are gone all the same
+        total -= size
+    return removed
 
 
 _loaded: dict[tuple[KernelSpec, int], object] = {}

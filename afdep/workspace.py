@@ -67,6 +67,19 @@ NUM_THREADS = 512
 MAX_SHARED_BYTES = 227 * 1024  # per block on sm_90
 MAX_WORLD = 32  # FFN masks are 32-bit; abort words carry 7 bits of rank
 COUNT_HEADER = 4  # i32 before the per-expert counts of a count-table row (layout.cuh)
+INT32_MAX = 2**31 - 1
+# kHidden is an int template argument and a bf16 row's bytes, 2 * kHidden, an
+# int constant (layout.cuh RowShape): past this they overflow.
+MAX_HIDDEN = INT32_MAX // 2
+
+
+class GeometryError(ValueError):
+    """A geometry the kernels cannot hold; `field` and `value` name the culprit."""
+
+    def __init__(self, field: str, value: object, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value
 
 
 def align(value: int, to: int) -> int:
@@ -98,31 +111,63 @@ class Geometry:
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+                raise GeometryError(name, value, f"{name} must be a positive int, got {value!r}")
         if self.payload not in PAYLOADS:
-            raise ValueError(f"payload must be one of {PAYLOADS}, got {self.payload!r}")
+            raise self._refused(
+                "payload", f"payload must be one of {PAYLOADS}, got {self.payload!r}"
+            )
         if self.world_size > MAX_WORLD:
-            raise ValueError(f"world_size={self.world_size} exceeds {MAX_WORLD} ranks")
+            raise self._refused(
+                "world_size", f"world_size={self.world_size} exceeds {MAX_WORLD} ranks"
+            )
         if self.world_size < self.ffn_ranks + 1:
-            raise ValueError(
+            raise self._refused(
+                "world_size",
                 f"world_size={self.world_size} is too small for ffn_ranks={self.ffn_ranks} "
-                "plus at least one attention rank"
+                "plus at least one attention rank",
             )
         if self.num_experts % self.ffn_ranks:
-            raise ValueError(
-                f"num_experts={self.num_experts} is not divisible by ffn_ranks={self.ffn_ranks}"
+            raise self._refused(
+                "num_experts",
+                f"num_experts={self.num_experts} is not divisible by ffn_ranks={self.ffn_ranks}",
             )
-        if self.payload == "fp8" and self.hidden % 128:
-            raise ValueError(f"hidden={self.hidden} must be a multiple of 128 for fp8 payloads")
-        if self.hidden % 8:
-            raise ValueError(f"hidden={self.hidden} must be a multiple of 8 (16-byte rows)")
+        self._check_hidden()
         if self.top_k > min(32, self.num_experts):
-            raise ValueError(f"top_k={self.top_k} must be <= min(32, num_experts)")
+            raise self._refused("top_k", f"top_k={self.top_k} must be <= min(32, num_experts)")
         if self.dispatch_smem_bytes > MAX_SHARED_BYTES:
-            raise ValueError(
+            raise self._refused(
+                "capacity",
                 f"capacity={self.capacity} with num_experts={self.num_experts} needs "
                 f"{self.dispatch_smem_bytes} bytes of shared memory for the route bitmaps; "
-                f"the limit is {MAX_SHARED_BYTES}"
+                f"the limit is {MAX_SHARED_BYTES}",
+            )
+
+    def _refused(self, field: str, message: str) -> GeometryError:
+        return GeometryError(field, getattr(self, field), message)
+
+    def _check_hidden(self) -> None:
+        if self.hidden > MAX_HIDDEN:
+            raise self._refused(
+                "hidden",
+                f"hidden={self.hidden} exceeds {MAX_HIDDEN}: the kernels hold a row's "
+                "bytes (2 * hidden) in an int32",
+            )
+        if self.payload == "fp8" and self.hidden % 128:
+            raise self._refused(
+                "hidden", f"hidden={self.hidden} must be a multiple of 128 for fp8 payloads"
+            )
+        if self.hidden % 8:
+            raise self._refused(
+                "hidden", f"hidden={self.hidden} must be a multiple of 8 (16-byte rows)"
+            )
+        # The fp8 scales of a token are found at token * (hidden / 128), an int
+        # (dispatch.cuh write_slot_row).
+        if self.capacity * self.num_scales > INT32_MAX:
+            raise self._refused(
+                "hidden",
+                f"hidden={self.hidden} with capacity={self.capacity} makes "
+                f"{self.capacity * self.num_scales} fp8 scales; the kernels index them "
+                f"in an int32 (at most {INT32_MAX})",
             )
 
     @property

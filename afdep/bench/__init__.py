@@ -15,12 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import tempfile
 from pathlib import Path
 from statistics import median_high
 
-from hostio import machine_name, run_logged, write_json
+from afdep.config import environment_error
+from hostio import at_least_one, gpu_count, machine_name, run_logged, write_json
 
 BUCKETS = (1, 8, 32, 128, 512, 1024, 2048)
 CONTROL = "C"
@@ -120,6 +122,22 @@ def print_table(rows: list[dict], arms: list[str]) -> None:
     Console(width=160).print(table)
 
 
+def refusal(arms: dict[str, dict[str, str]], nproc: int) -> str | None:
+    """Why the screen cannot start, checked before any process does: the
+    environment, each arm's variables on top of it, the GPUs."""
+    problem = environment_error()
+    if problem is not None:
+        return problem
+    for name, variables in arms.items():
+        problem = environment_error({**os.environ, **variables})
+        if problem is not None:
+            return f"--arm {name}: {problem}"
+    found = gpu_count()
+    if found < nproc:
+        return f"afdep.bench needs {nproc} GPUs (--nproc {nproc}) and found {found}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m afdep.bench",
@@ -133,10 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="replaces the default arms (C, CF, CF_ungate, CF_src)",
     )
-    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--processes", type=at_least_one, default=3)
     parser.add_argument("--buckets", type=int, nargs="+", default=list(BUCKETS))
     parser.add_argument("--iters", type=int, default=50)
-    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--nproc", type=at_least_one, default=2)
     parser.add_argument(
         "--trace-buckets",
         type=int,
@@ -154,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     arms = dict(args.arm) if args.arm else dict(DEFAULT_ARMS)
     if CONTROL not in arms:
         parser.error(f"the control arm {CONTROL} is required")
+    problem = refusal(arms, args.nproc)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     names = list(arms)
     logs = args.logs_dir or Path(tempfile.mkdtemp(prefix="afdep-bench-"))
     processes = []

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from afdep.bench import main as bench_main
+from afdep.config import environment_error
 from hostio import gpu_count, write_json
 
 GPUS = 4
@@ -106,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
     args = parser.parse_args(argv)
+    problem = environment_error()
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     found = gpu_count()
     if found < GPUS:
         print(f"the screen needs {GPUS} GPUs (found {found}; nvidia-h200-x4); it would run:")

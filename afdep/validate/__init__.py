@@ -22,6 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from afdep.config import environment_error
 from afdep.jit import source_digest
 from afdep.validate.matrix import ROUTE_DEADLINE_S, Run, matrix_2gpu, matrix_4gpu
 from afdep.vocab import driver_command, outcome_record, parse_log
@@ -114,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--list", action="store_true", help="print the runs and exit")
     args = parser.parse_args(argv)
+    problem = environment_error()
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     matrix = matrix_2gpu(args.bench_iters) + matrix_4gpu()
     runs = [
         r

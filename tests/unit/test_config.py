@@ -93,3 +93,31 @@ def test_every_knob_is_documented_in_the_readme():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     for name in KNOBS:
         assert f"`{name}`" in readme, name
+
+
+def test_timeout_is_bounded_by_the_int64_nanoseconds_the_device_reads():
+    from afdep.config import MAX_TIMEOUT_MS
+
+    assert MAX_TIMEOUT_MS == 9_223_372_036_854
+    assert MAX_TIMEOUT_MS * 1_000_000 <= 2**63 - 1 < (MAX_TIMEOUT_MS + 1) * 1_000_000
+    limit = str(MAX_TIMEOUT_MS)
+    assert Config.from_env({"AFDEP_TIMEOUT_MS": limit}).timeout_ms == MAX_TIMEOUT_MS
+    for value in (str(MAX_TIMEOUT_MS + 1), "99999999999999999999"):
+        with pytest.raises(ConfigError) as error:
+            Config.from_env({"AFDEP_TIMEOUT_MS": value})
+        assert str(error.value) == (
+            f"AFDEP_TIMEOUT_MS={value!r}: at most 9223372036854 (the device wait counts "
+            "nanoseconds in an int64)"
+        )
+
+
+def test_environment_error_is_the_config_error_or_none():
+    from afdep.config import environment_error
+
+    assert environment_error({"AFDEP_TIMEOUT_MS": "5", "HOME": "/"}) is None
+    assert environment_error({"AFDEP_TIMOUT_MS": "5"}).startswith(
+        "unknown afdep variable AFDEP_TIMOUT_MS; known: ['AFDEP_COUNT_FIRST_ARM'"
+    )
+    assert environment_error({"AFDEP_JIT_CACHE_MAX_MB": "0"}) == (
+        "AFDEP_JIT_CACHE_MAX_MB='0': expected a positive integer"
+    )

@@ -19,6 +19,7 @@ def test_each_split_runs_the_bench_on_4_gpus_with_its_ffn_ranks(monkeypatch, tmp
         return ProcessOutcome(command, 1, 0.1, False, str(log_path), "0" * 64)
 
     monkeypatch.setattr(afdep.bench, "run_logged", fake_run)
+    monkeypatch.setattr(afdep.bench, "gpu_count", lambda: 4)  # afdep.bench refuses fewer
     assert afdep.bench.main(["--logs-dir", str(tmp_path), *bench_args("1a3f", 3, tmp_path)]) == 1
     command = commands[0]
     assert "--nproc-per-node=4" in command
