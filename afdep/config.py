@@ -10,6 +10,8 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from afdep.vocab import Arm
+
 
 class ConfigError(ValueError):
     """An `AFDEP_*` variable that is unknown or has a bad value."""
@@ -41,10 +43,12 @@ def _flag(name: str, text: str) -> bool:
     return text == "1"
 
 
-def _arm(name: str, text: str) -> str:
-    if text not in ("ffn", "source"):
-        raise ConfigError(f"{name}={text!r}: expected ffn or source")
-    return text
+def _arm(name: str, text: str) -> Arm:
+    try:
+        return Arm(text)
+    except ValueError:
+        expected = " or ".join(arm.value for arm in Arm)
+        raise ConfigError(f"{name}={text!r}: expected {expected}") from None
 
 
 def _warps(name: str, text: str) -> int:
@@ -96,7 +100,7 @@ KNOBS: dict[str, Knob] = {
     "AFDEP_COUNT_FIRST_ARM": Knob(
         "arm",
         _arm,
-        "ffn",
+        Arm.FFN,
         "ffn: the epilogue expands each row to its experts; source: the source stores every "
         "expert row itself, at offsets it reads from the FFN",
     ),
@@ -138,7 +142,7 @@ class Config:
     payload_first: bool = False
     min_bucket: int | None = None
     epilogue_sms: int | None = None
-    arm: str = "ffn"
+    arm: Arm = Arm.FFN
     warp_count: int = 16
     unit_min_rows: int = 1
     ungate: bool = False
