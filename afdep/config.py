@@ -186,3 +186,7 @@ def disagreement(configs: list[dict[str, object]]) -> str | None:
                 f"differs ({per_rank})"
             )
     return None
+
+
+# The environment that runs count-first at every bucket (validate's and bench's CF).
+COUNT_FIRST_EVERY_BUCKET = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}

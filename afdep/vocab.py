@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum
-
-from hostio import ProcessOutcome
 
 
 class Word(str, Enum):
@@ -118,34 +115,3 @@ def parse_log(text: str) -> LogFacts:
         except json.JSONDecodeError:
             facts.results.append({"unparsed": m[1][:200]})
     return facts
-
-
-def driver_command(nproc: int, args: list[str]) -> list[str]:
-    """torchrun with every rank's output teed line by line (prefixed `[defaultN]:`):
-    ranks writing one file directly would interleave device printf mid-line."""
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc}",
-        "--tee",
-        "3",
-        "-m",
-        "afdep.testing.driver",
-        *args,
-    ]
-
-
-def outcome_record(outcome: ProcessOutcome, facts: LogFacts) -> dict:
-    record = asdict(outcome)
-    record.update(
-        mismatches=facts.mismatches,
-        timeouts=facts.timeouts,
-        assertions=len(facts.assertions),
-        route_asserts=facts.route_asserts,
-        agreement_ranks=facts.agreement_ranks,
-        digests=facts.digests,
-        result=facts.final_result,
-    )
-    return record

@@ -23,8 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from afdep.jit import source_digest
+from afdep.testing.launch import DRIVER, outcome_record, torchrun_command
 from afdep.validate.matrix import ROUTE_DEADLINE_S, Run, matrix_2gpu, matrix_4gpu
-from afdep.vocab import driver_command, outcome_record, parse_log
+from afdep.vocab import parse_log
 from hostio import at_least_one, machine_name, run_logged, write_json
 
 
@@ -92,7 +93,7 @@ def list_not_run(runs: list[Run]) -> None:
         needing = [run for run in runs if run.nproc == gpus]
         print(f"\n{len(needing)} runs need {gpus} GPUs (nvidia-h200-x{gpus}):")
         for run in needing:
-            print(f"  {run.name}: {' '.join(driver_command(run.nproc, run.args)[2:])}")
+            print(f"  {run.name}: {' '.join(torchrun_command(run.nproc, DRIVER, run.args)[2:])}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def execute(run: Run) -> None:
         outcome = run_logged(
-            driver_command(run.nproc, run.args),
+            torchrun_command(run.nproc, DRIVER, run.args),
             logs / f"{run.name}.log",
             timeout_s=run.outer_timeout_s,
             env={**os.environ, **run.env},

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
+
 ROUTE_KINDS = ("negative", "wide", "duplicate", "dummy")
 COMMON = ["--capacity", "2048", "--top-k", "8", "--num-experts", "128"]
 TOKENS = ["--tokens", "1", "8", "128", "512", "2048"]
 ROUTE_DEADLINE_S = 60.0
-CF = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}  # count-first at every bucket
 
 
 def grid(payload: str, execution: str, hidden: int = 2048, sms: int = 24, *extra: str) -> list[str]:

@@ -90,7 +90,8 @@ def test_cpu_machine_compiles_checks_reference_and_lists_gpu_runs(monkeypatch, t
 
 def test_agreement_run_judged_from_its_log(tmp_path):
     """The whole path a validate run takes: log -> facts -> record -> verdict."""
-    from afdep.vocab import outcome_record, parse_log
+    from afdep.testing.launch import outcome_record
+    from afdep.vocab import parse_log
     from hostio import ProcessOutcome
 
     line = (
