@@ -15,13 +15,8 @@ from dataclasses import dataclass
 import torch
 
 from afdep.config import Config, ConfigError, disagreement
-from afdep.kernels import (
-    COUNT_FIRST,
-    PAYLOAD_FIRST,
-    Launcher,
-    combine_launch,
-    dispatch_launches,
-)
+from afdep.kernels import Launcher, combine_launch, dispatch_launches
+from afdep.vocab import Arm, Protocol, Role
 from afdep.workspace import Geometry, pack_params, symmetric_layout
 
 FP8 = torch.float8_e4m3fn
@@ -80,7 +75,9 @@ class Buffer:
         self.rank = dist.get_rank(self.group)
         self.config = config or Config.from_env()
         self._agree_on_config(dist)
-        self.protocols = (PAYLOAD_FIRST,) + ((COUNT_FIRST,) if self.config.min_bucket else ())
+        self.protocols = (Protocol.PAYLOAD_FIRST,) + (
+            (Protocol.COUNT_FIRST,) if self.config.min_bucket else ()
+        )
         self.geometry = g = Geometry(
             world_size=dist.get_world_size(self.group),
             ffn_ranks=ffn_ranks,
@@ -91,9 +88,9 @@ class Buffer:
             payload=payload,
             collect_view=collect_view,
             num_sms=num_sms,
-            arm_source=COUNT_FIRST in self.protocols and self.config.arm == "source",
+            arm_source=Protocol.COUNT_FIRST in self.protocols and self.config.arm == Arm.SOURCE,
         )
-        self.role = "attention" if self.rank < g.num_attention else "ffn"
+        self.role = Role.ATTENTION if self.rank < g.num_attention else Role.FFN
         self.device = torch.device("cuda", torch.cuda.current_device())
         self.layout = layout = symmetric_layout(g)
 
@@ -115,8 +112,8 @@ class Buffer:
         self._slot_epoch = zeros(a * c, dtype=torch.int64)
         self._slot_rows = zeros(a * c * k, dtype=torch.int32)
         self._slot_weights = zeros(a * c * k, dtype=torch.float32)
-        self._out = zeros(c, h, dtype=torch.bfloat16) if self.role == "attention" else None
-        self.batch = self._allocate_ffn_outputs(zeros) if self.role == "ffn" else None
+        self._out = zeros(c, h, dtype=torch.bfloat16) if self.role == Role.ATTENTION else None
+        self.batch = self._allocate_ffn_outputs(zeros) if self.role == Role.FFN else None
 
         values = {name: layout[name] for name in layout if name.startswith("off_")}
         values.update(
@@ -245,8 +242,8 @@ class Buffer:
         return pointers
 
     # ------------------------------------------------------------------ steps
-    def protocol_for(self, bucket: int) -> str:
-        return COUNT_FIRST if self.config.count_first(bucket) else PAYLOAD_FIRST
+    def protocol_for(self, bucket: int) -> Protocol:
+        return Protocol.COUNT_FIRST if self.config.count_first(bucket) else Protocol.PAYLOAD_FIRST
 
     def dispatch(
         self,
@@ -266,10 +263,10 @@ class Buffer:
         advances the epoch and sends nothing, so the peers' waits must time out
         naming their site."""
         g = self.geometry
-        if self.role == "ffn":
+        if self.role == Role.FFN:
             if any(t is not None for t in (x, topk_idx, topk_weights, num_tokens, x_scales)):
                 raise ValueError("dispatch on an FFN rank takes no inputs")
-            if bucket is None and COUNT_FIRST in self.protocols:
+            if bucket is None and Protocol.COUNT_FIRST in self.protocols:
                 raise ValueError(
                     "bucket: FFN ranks must pass the step's bucket when "
                     "AFDEP_COUNT_FIRST_MIN_BUCKET is set"
@@ -303,7 +300,7 @@ class Buffer:
     def combine(self, y: torch.Tensor | None = None) -> torch.Tensor | None:
         """FFN ranks pass `y` (bf16, expert-major rows); attention ranks get
         `out [capacity, hidden]`, rows below this step's num_tokens written."""
-        if self.role == "attention":
+        if self.role == Role.ATTENTION:
             if y is not None:
                 raise ValueError("combine on an attention rank takes no y")
             self._combine_kernel(self._params.data_ptr(), self._out.data_ptr())
@@ -312,9 +309,11 @@ class Buffer:
         self._combine_kernel(self._params.data_ptr(), y.data_ptr(), y.shape[0])
         return None
 
-    def last_protocol(self) -> str:
-        """The protocol this rank's kernels recorded for the last dispatch (syncs)."""
-        return {1: PAYLOAD_FIRST, 2: COUNT_FIRST}.get(int(self._protocol_log.item()), "none")
+    def last_protocol(self) -> Protocol | None:
+        """The protocol this rank's kernels recorded for the last dispatch (syncs);
+        None until a dispatch has run its kernels on this rank."""
+        logged = {1: Protocol.PAYLOAD_FIRST, 2: Protocol.COUNT_FIRST}
+        return logged.get(int(self._protocol_log.item()))
 
 
 def step_bucket(bucket, num_tokens, capacity: int) -> int:

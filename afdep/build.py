@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from afdep.config import environment_error
 from afdep.jit import CompileError, compile_kernel, source_digest
-from afdep.kernels import COUNT_FIRST, PAYLOAD_FIRST, all_launches
+from afdep.kernels import all_launches
+from afdep.vocab import Arm, Protocol, Role
 from afdep.workspace import Geometry, GeometryError
 
 # The geometry fields this command's options set; the others are fixed above.
@@ -29,9 +30,9 @@ def all_specs(
     hiddens,
     top_ks,
     payloads,
-    protocols=(PAYLOAD_FIRST, COUNT_FIRST),
+    protocols=tuple(Protocol),
     views=("expanded", "collect"),
-    arms=("ffn", "source"),
+    arms=tuple(Arm),
 ):
     """Every kernel either role launches for the chosen configurations."""
     specs = {}
@@ -47,9 +48,9 @@ def all_specs(
             top_k=top_k,
             payload=payload,
             collect_view=view == "collect",
-            arm_source=arm == "source",
+            arm_source=arm == Arm.SOURCE,
         )
-        for role in ("attention", "ffn"):
+        for role in Role:
             for launch in all_launches(g, role, tuple(protocols)):
                 specs[launch.spec] = None
     return list(specs)
@@ -79,20 +80,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--protocol",
         nargs="+",
-        choices=(PAYLOAD_FIRST, COUNT_FIRST),
-        default=[PAYLOAD_FIRST, COUNT_FIRST],
+        choices=[p.value for p in Protocol],
+        default=[p.value for p in Protocol],
     )
     parser.add_argument(
         "--view", nargs="+", choices=("expanded", "collect"), default=["expanded", "collect"]
     )
-    parser.add_argument("--arm", nargs="+", choices=("ffn", "source"), default=["ffn", "source"])
+    parser.add_argument(
+        "--arm", nargs="+", choices=[a.value for a in Arm], default=[a.value for a in Arm]
+    )
     args = parser.parse_args(argv)
     problem = environment_error()
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    protocols = [Protocol(text) for text in args.protocol]
+    arms = [Arm(text) for text in args.arm]
     try:
-        specs = all_specs(args.hidden, args.top_k, args.payload, args.protocol, args.view, args.arm)
+        specs = all_specs(args.hidden, args.top_k, args.payload, protocols, args.view, arms)
     except GeometryError as error:
         print(f"error: {named_option(error)}", file=sys.stderr)
         return 2

@@ -10,6 +10,8 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from afdep.vocab import Arm
+
 
 class ConfigError(ValueError):
     """An `AFDEP_*` variable that is unknown or has a bad value."""
@@ -56,10 +58,12 @@ def _flag(name: str, text: str) -> bool:
     return text == "1"
 
 
-def _arm(name: str, text: str) -> str:
-    if text not in ("ffn", "source"):
-        raise ConfigError(f"{name}={text!r}: expected ffn or source")
-    return text
+def _arm(name: str, text: str) -> Arm:
+    try:
+        return Arm(text)
+    except ValueError:
+        expected = " or ".join(arm.value for arm in Arm)
+        raise ConfigError(f"{name}={text!r}: expected {expected}") from None
 
 
 def _warps(name: str, text: str) -> int:
@@ -121,7 +125,7 @@ KNOBS: dict[str, Knob] = {
     "AFDEP_COUNT_FIRST_ARM": Knob(
         "arm",
         _arm,
-        "ffn",
+        Arm.FFN,
         "ffn: the epilogue expands each row to its experts; source: the source stores every "
         "expert row itself, at offsets it reads from the FFN",
     ),
@@ -164,7 +168,7 @@ class Config:
     payload_first: bool = False
     min_bucket: int | None = None
     epilogue_sms: int | None = None
-    arm: str = "ffn"
+    arm: Arm = Arm.FFN
     warp_count: int = 16
     unit_min_rows: int = 1
     ungate: bool = False
@@ -211,10 +215,16 @@ def disagreement(configs: list[dict[str, object]]) -> str | None:
     for name in PROTOCOL_FIELDS:
         values = [c[name] for c in configs]
         if len(set(map(repr, values))) > 1:
-            per_rank = ", ".join(f"rank {r}: {v!r}" for r, v in enumerate(values))
+            per_rank = ", ".join(
+                f"rank {r}: {getattr(v, 'value', v)!r}" for r, v in enumerate(values)
+            )
             variable = next(k for k, knob in KNOBS.items() if knob.field == name)
             return (
                 f"all ranks must use the same count-first configuration: {variable} "
                 f"differs ({per_rank})"
             )
     return None
+
+
+# The environment that runs count-first at every bucket (validate's and bench's CF).
+COUNT_FIRST_EVERY_BUCKET = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}

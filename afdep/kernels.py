@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from afdep.jit import KernelSpec, load_kernel
+from afdep.vocab import Protocol, Role
 from afdep.workspace import NUM_THREADS, Geometry
-
-PAYLOAD_FIRST = "payload-first"
-COUNT_FIRST = "count-first"
 
 
 @dataclass(frozen=True)
@@ -23,13 +21,13 @@ class Launch:
 
 
 def dispatch_launches(
-    g: Geometry, role: str, protocol: str, epilogue_sms: int | None = None
+    g: Geometry, role: Role, protocol: Protocol, epilogue_sms: int | None = None
 ) -> list[Launch]:
     """The kernels of one dispatch, in launch order, for `role` and `protocol`."""
-    count_first = protocol == COUNT_FIRST
+    count_first = protocol == Protocol.COUNT_FIRST
     # The row shape every dispatch kernel is specialized on.
     row = {"kHidden": g.hidden, "kTopK": g.top_k, "kFp8": g.payload == "fp8"}
-    if role == "attention":
+    if role == Role.ATTENTION:
         return [
             Launch(
                 KernelSpec.make(
@@ -77,8 +75,8 @@ def dispatch_launches(
     ]
 
 
-def combine_launch(g: Geometry, role: str) -> Launch:
-    if role == "attention":
+def combine_launch(g: Geometry, role: Role) -> Launch:
+    if role == Role.ATTENTION:
         spec = KernelSpec.make("source_combine", kHidden=g.hidden, kNumThreads=NUM_THREADS)
     else:
         spec = KernelSpec.make(
@@ -87,7 +85,7 @@ def combine_launch(g: Geometry, role: str) -> Launch:
     return Launch(spec, g.num_sms, 0)
 
 
-def all_launches(g: Geometry, role: str, protocols: tuple[str, ...]) -> list[Launch]:
+def all_launches(g: Geometry, role: Role, protocols: tuple[Protocol, ...]) -> list[Launch]:
     launches = [launch for protocol in protocols for launch in dispatch_launches(g, role, protocol)]
     return [*launches, combine_launch(g, role)]
 

@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import torch
 
-# The four kind names; this order is not the reporting priority (see _PRIORITY).
-ROUTE_KINDS = ("negative", "wide", "duplicate", "dummy")
+from afdep.vocab import RouteKind
 
 # When one entry breaks several rules, the first kind in this order is reported.
-_PRIORITY = ("negative", "wide", "dummy", "duplicate")
+_PRIORITY = (RouteKind.NEGATIVE, RouteKind.WIDE, RouteKind.DUMMY, RouteKind.DUPLICATE)
 
 
 class InvalidRouteError(ValueError):
     """The first invalid `topk_idx` entry in row-major (token, slot) order."""
 
-    def __init__(self, kind: str, token: int, slot: int):
-        if kind not in ROUTE_KINDS:
-            raise ValueError(f"kind must be one of {ROUTE_KINDS}, got {kind!r}")
-        self.kind = kind
+    def __init__(self, kind: RouteKind, token: int, slot: int):
+        try:
+            self.kind = RouteKind(kind)
+        except ValueError:
+            kinds = [k.value for k in RouteKind]
+            raise ValueError(f"kind must be one of {kinds}, got {kind!r}") from None
         self.token = int(token)
         self.slot = int(slot)
-        super().__init__(f"route {kind} token={self.token} slot={self.slot}")
+        super().__init__(f"route {self.kind} token={self.token} slot={self.slot}")
 
     def __reduce__(self):
         # Keep the exception picklable across worker processes.
@@ -61,7 +62,7 @@ def _check_args(topk_idx, num_experts, num_tokens) -> None:
 
 def _violation_masks(
     topk_idx: torch.Tensor, num_experts: int, num_tokens: int
-) -> dict[str, torch.Tensor]:
+) -> dict[RouteKind, torch.Tensor]:
     """One [C, K] bool mask per kind: the rule holds for that entry."""
     capacity, top_k = topk_idx.shape
     token = torch.arange(capacity, device=topk_idx.device).unsqueeze(1)
@@ -71,16 +72,16 @@ def _violation_masks(
         seen_before = (topk_idx[:, :k] == topk_idx[:, k : k + 1]).any(dim=1)
         duplicate[:, k] = seen_before
     return {
-        "negative": topk_idx < -1,
-        "wide": topk_idx >= num_experts,
-        "dummy": (token >= num_tokens) & real,
-        "duplicate": (token < num_tokens) & real & duplicate,
+        RouteKind.NEGATIVE: topk_idx < -1,
+        RouteKind.WIDE: topk_idx >= num_experts,
+        RouteKind.DUMMY: (token >= num_tokens) & real,
+        RouteKind.DUPLICATE: (token < num_tokens) & real & duplicate,
     }
 
 
 def find_invalid(
     topk_idx: torch.Tensor, num_experts: int, num_tokens: int
-) -> tuple[str, int, int] | None:
+) -> tuple[RouteKind, int, int] | None:
     """Return (kind, token, slot) of the first violation, or None if all valid."""
     _check_args(topk_idx, num_experts, num_tokens)
     masks = _violation_masks(topk_idx, num_experts, num_tokens)

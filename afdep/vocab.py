@@ -8,28 +8,44 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum
 
-from hostio import ProcessOutcome
+
+class Word(str, Enum):
+    """A str enum that prints as its value (`f"{Protocol.COUNT_FIRST}"` is
+    `count-first`, as the log lines and argument choices spell it); json
+    writes its value too. Python 3.10 has no StrEnum."""
+
+    def __str__(self) -> str:
+        return self.value
 
 
-class Role(str, Enum):
+class Role(Word):
     ATTENTION = "attention"
     FFN = "ffn"
 
 
-class Protocol(str, Enum):
+class Protocol(Word):
     PAYLOAD_FIRST = "payload-first"
     COUNT_FIRST = "count-first"
 
 
-class Arm(str, Enum):
+class Arm(Word):
     """Who stores the expert rows in count-first: the FFN's epilogue, or the source."""
 
     FFN = "ffn"
     SOURCE = "source"
+
+
+class RouteKind(Word):
+    """The invalid-route kinds, named as the kernels print them (`route_kind_name`
+    in common/comm.cuh). This order is not the reporting priority (afdep.routes)."""
+
+    NEGATIVE = "negative"
+    WIDE = "wide"
+    DUPLICATE = "duplicate"
+    DUMMY = "dummy"
 
 
 # ---- host lines (the driver) ---------------------------------------------
@@ -57,7 +73,7 @@ DIGEST = re.compile(r'"native_source_sha256": "([0-9a-f]{64})"')
 TIMEOUT_LINE = re.compile(TIMEOUT + r" site=(\S+) rank=(\d+)")
 ASSERT_LINE = re.compile(ASSERTION + r": (.*)")
 ROUTE_ASSERT = re.compile(
-    r"afdep assertion failed: route (\w+) token=(\d+) slot=(\d+)"
+    ASSERTION + r": route (\w+) token=(\d+) slot=(\d+)"
     r"(?: rank=(\d+)| \(detected on rank \d+, seen on rank (\d+)\))"
 )
 AGREEMENT_LINE = re.compile(
@@ -99,34 +115,3 @@ def parse_log(text: str) -> LogFacts:
         except json.JSONDecodeError:
             facts.results.append({"unparsed": m[1][:200]})
     return facts
-
-
-def driver_command(nproc: int, args: list[str]) -> list[str]:
-    """torchrun with every rank's output teed line by line (prefixed `[defaultN]:`):
-    ranks writing one file directly would interleave device printf mid-line."""
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc}",
-        "--tee",
-        "3",
-        "-m",
-        "afdep.testing.driver",
-        *args,
-    ]
-
-
-def outcome_record(outcome: ProcessOutcome, facts: LogFacts) -> dict:
-    record = asdict(outcome)
-    record.update(
-        mismatches=facts.mismatches,
-        timeouts=facts.timeouts,
-        assertions=len(facts.assertions),
-        route_asserts=facts.route_asserts,
-        agreement_ranks=facts.agreement_ranks,
-        digests=facts.digests,
-        result=facts.final_result,
-    )
-    return record

@@ -21,17 +21,19 @@ import tempfile
 from pathlib import Path
 from statistics import median_high
 
+from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
 from afdep.config import environment_error
+from afdep.testing.launch import torchrun_command
+from afdep.vocab import Arm
 from hostio import at_least_one, gpu_count, machine_name, run_logged, write_json
 
 BUCKETS = (1, 8, 32, 128, 512, 1024, 2048)
 CONTROL = "C"
-CF = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}
 DEFAULT_ARMS = {
     CONTROL: {"AFDEP_PAYLOAD_FIRST": "1"},
     "CF": CF,
     "CF_ungate": {**CF, "AFDEP_COUNT_FIRST_UNGATE": "1"},
-    "CF_src": {**CF, "AFDEP_COUNT_FIRST_ARM": "source"},
+    "CF_src": {**CF, "AFDEP_COUNT_FIRST_ARM": Arm.SOURCE.value},
 }
 
 
@@ -181,14 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     processes = []
     for index in range(args.processes):
         order = rotated(names, index)
-        command = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            f"--nproc-per-node={args.nproc}",
-            "-m",
-            "afdep.bench.worker",
+        worker_args = [
             "--arms",
             json.dumps(arms),
             "--order",
@@ -200,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             *(["--trace-buckets", *map(str, args.trace_buckets)] if index == 0 else []),
             *args.worker_args,
         ]
+        command = torchrun_command(args.nproc, "afdep.bench.worker", worker_args, tee=False)
         outcome = run_logged(command, logs / f"bench-{index}.log", timeout_s=900)
         text = Path(outcome.log_path).read_text(errors="replace")
         lines = [line for line in text.splitlines() if "AFDEP_BENCH " in line]

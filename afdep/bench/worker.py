@@ -23,6 +23,7 @@ import afdep
 from afdep.bench.traces import ProfilerUnavailable, aligned_lines, record_spans
 from afdep.config import Config
 from afdep.testing.inputs import graph_inputs, load_graph_inputs, make_source_inputs
+from afdep.vocab import Protocol, Role
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -69,7 +70,7 @@ class ArmTimer:
         g = buffer.geometry
         self.inputs = graph_inputs(g, buffer.device)
         self.y = torch.zeros(g.max_rows, g.hidden, dtype=torch.bfloat16, device=buffer.device)
-        self.graphs: dict[str, tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]] = {}
+        self.graphs: dict[Protocol, tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]] = {}
         self.bucket = g.capacity
 
     def _capture(self) -> tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]:
@@ -78,12 +79,12 @@ class ArmTimer:
         if protocol not in self.graphs:
             buffer, graphs = self.buffer, (torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph())
             with torch.cuda.graph(graphs[0]):
-                if buffer.role == "attention":
+                if buffer.role == Role.ATTENTION:
                     buffer.dispatch(**self.inputs, bucket=self.bucket)
                 else:
                     buffer.dispatch(bucket=self.bucket)
             with torch.cuda.graph(graphs[1]):
-                buffer.combine(None if buffer.role == "attention" else self.y)
+                buffer.combine(None if buffer.role == Role.ATTENTION else self.y)
             self.graphs[protocol] = graphs
         return self.graphs[protocol]
 

@@ -11,7 +11,6 @@ route assertion, a wait timeout) ends the rank with exit 1 at once.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -21,11 +20,17 @@ import torch
 import torch.distributed as dist
 
 import afdep
-from afdep.routes import ROUTE_KINDS
 from afdep.testing.inputs import make_source_inputs
 from afdep.testing.steps import StepRunner, inject_invalid_route
+from afdep.vocab import MISMATCH, Protocol, Role, RouteKind, digest_line, result_line
 
 INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
+ROLES = [role.value for role in Role]
+
+
+def protocol_name(protocol: Protocol | None) -> str:
+    """As the summary's `protocols` spells it: `none` when no dispatch recorded one."""
+    return "none" if protocol is None else protocol.value
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,7 +62,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--skew", type=int, default=None, help="route every real token's slot 0 to this expert"
     )
-    parser.add_argument("--invalid-route", choices=ROUTE_KINDS, default=None)
+    parser.add_argument("--invalid-route", choices=[k.value for k in RouteKind], default=None)
     parser.add_argument("--invalid-execution", choices=("eager", "graph"), default=None)
     parser.add_argument(
         "--bench-iters",
@@ -70,7 +75,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="ROLE:VAR=VAL",
-        help="set an environment variable on one role only (attention or ffn)",
+        help=f"set an environment variable on one role only ({' or '.join(ROLES)})",
     )
     parser.add_argument(
         "--test-skip-dispatch-rank",
@@ -79,10 +84,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="test only: this rank sends nothing at the first step",
     )
     args = parser.parse_args(argv)
-    for item in args.role_env:
-        role, _, assignment = item.partition(":")
-        if role not in ("attention", "ffn") or "=" not in assignment:
-            parser.error(f"--role-env {item!r}: expected attention|ffn:VAR=VALUE")
+    for item in args.role_env:  # kept as written: the summary records the arguments
+        try:
+            parse_role_env(item)
+        except ValueError as error:
+            parser.error(str(error))
+    if args.invalid_route is not None:
+        args.invalid_route = RouteKind(args.invalid_route)
     if args.experts_per_ffn is not None:
         args.num_experts = args.experts_per_ffn * args.ffn_ranks
     if args.invalid_execution is not None:
@@ -94,16 +102,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def parse_role_env(item: str) -> tuple[Role, str, str]:
+    """`ROLE:VAR=VALUE` as (role, variable, value); ValueError naming the item."""
+    role, _, assignment = item.partition(":")
+    name, eq, value = assignment.partition("=")
+    if role not in ROLES or not eq or not name:
+        raise ValueError(f"--role-env {item!r}: expected {'|'.join(ROLES)}:VAR=VALUE")
+    return Role(role), name, value
+
+
 def log(rank: int, message: str) -> None:
     print(f"[rank {rank}] {message}", flush=True)
 
 
 def apply_role_env(args: argparse.Namespace, rank: int, world_size: int) -> None:
-    role = "attention" if rank < world_size - args.ffn_ranks else "ffn"
-    for item in args.role_env:
-        target, _, assignment = item.partition(":")
+    role = Role.ATTENTION if rank < world_size - args.ffn_ranks else Role.FFN
+    for target, name, value in map(parse_role_env, args.role_env):
         if target == role:
-            name, _, value = assignment.partition("=")
             os.environ[name] = value
 
 
@@ -149,17 +164,17 @@ def run(args: argparse.Namespace, rank: int) -> dict:
             runner.step(sources, bucket=num_tokens, skip_send=skip)
             torch.cuda.synchronize()  # a trap or timeout surfaces here as a CUDA error
             if invalid:
-                mismatches.append(f"Mismatched route {args.invalid_route}: the step ran clean")
+                mismatches.append(f"{MISMATCH} route {args.invalid_route}: the step ran clean")
             else:
                 step_checks, step_mismatches = runner.check(sources, global_step, num_tokens)
                 checks += step_checks
                 mismatches += step_mismatches
             ran, expected = buffer.last_protocol(), buffer.protocol_for(num_tokens)
-            protocols.append(ran)
+            protocols.append(protocol_name(ran))
             if ran != expected:
                 mismatches.append(
-                    f"Mismatched protocol rank={rank} step={global_step} "
-                    f"tokens={num_tokens}: ran {ran}, not {expected}"
+                    f"{MISMATCH} protocol rank={rank} step={global_step} "
+                    f"tokens={num_tokens}: ran {protocol_name(ran)}, not {expected}"
                 )
             global_step += 1
         if args.bench_iters:
@@ -186,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     apply_role_env(args, rank, dist.get_world_size())
     digest = afdep.source_digest()
     if rank == 0:
-        print(f'"native_source_sha256": "{digest}"', flush=True)
+        print(digest_line(digest), flush=True)
         print(f"afdep.__file__ = {afdep.__file__}", flush=True)
     started = time.perf_counter()
     try:
@@ -199,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             "error": f"{type(error).__name__}: {error}"[:800],
             "native_source_sha256": digest,
         }
-        print(f"AFDEP_RESULT {json.dumps(failure)}", flush=True)
+        print(result_line(failure), flush=True)
         sys.stdout.flush()
         os._exit(1)
     gathered: list[dict | None] = [None] * dist.get_world_size()
@@ -216,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             "wall_s": round(time.perf_counter() - started, 3),
             "ranks": gathered,
         }
-        print(f"AFDEP_RESULT {json.dumps(summary)}", flush=True)
+        print(result_line(summary), flush=True)
     dist.destroy_process_group()
     return 0 if ok else 1
 

@@ -19,19 +19,20 @@ from afdep.testing.reference import (
     expert_function,
     take_rows,
 )
+from afdep.vocab import MISMATCH, Protocol, Role, RouteKind
 
 
-def inject_invalid_route(sources: list[SourceInputs], kind: str, num_experts: int):
+def inject_invalid_route(sources: list[SourceInputs], kind: RouteKind, num_experts: int):
     """Break every attention rank's routes with one entry of `kind`; returns the
     first violation as the host check (afdep.routes) reports it."""
     found = None
     for source in sources:
         topk, n = source.topk_idx, source.num_tokens
-        if kind == "negative":
+        if kind == RouteKind.NEGATIVE:
             topk[0, 0] = -5
-        elif kind == "wide":
+        elif kind == RouteKind.WIDE:
             topk[0, 0] = num_experts + 3
-        elif kind == "dummy":
+        elif kind == RouteKind.DUMMY:
             topk[n, 0] = 0  # the first padding token names a real expert
         else:  # duplicate: slot 1 repeats slot 0
             topk[0, :] = -1
@@ -64,14 +65,14 @@ class StepRunner:
         g = buffer.geometry
         self.out: torch.Tensor | None = None
         self.bucket = g.capacity  # the host-known bound that picks the protocol
-        self._graphs: dict[str, torch.cuda.CUDAGraph] = {}  # one per protocol, captured once
-        self._bench_graphs: dict[str, tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]] = {}
-        if buffer.role == "attention":
+        self._graphs: dict[Protocol, torch.cuda.CUDAGraph] = {}  # captured once per protocol
+        self._bench_graphs: dict[Protocol, tuple[torch.cuda.CUDAGraph, torch.cuda.CUDAGraph]] = {}
+        if buffer.role == Role.ATTENTION:
             self.static = graph_inputs(g, buffer.device)
 
     # ---------------------------------------------------------------- running
     def _dispatch(self, skip_send: bool = False, experts: bool = True) -> None:
-        if self.buffer.role == "attention":
+        if self.buffer.role == Role.ATTENTION:
             self.buffer.dispatch(**self.static, bucket=self.bucket, skip_send=skip_send)
         else:
             self._batch = self.buffer.dispatch(bucket=self.bucket, skip_send=skip_send)
@@ -79,13 +80,13 @@ class StepRunner:
                 self._y = expert_outputs(self._batch, self.buffer)
 
     def _combine(self) -> None:
-        if self.buffer.role == "attention":
+        if self.buffer.role == Role.ATTENTION:
             self.out = self.buffer.combine()
         else:
             self.buffer.combine(self._y)
 
     def _load(self, sources: list[SourceInputs]) -> None:
-        if self.buffer.role == "attention":
+        if self.buffer.role == Role.ATTENTION:
             load_graph_inputs(self.static, sources[self.buffer.rank])
 
     def step(self, sources: list[SourceInputs], *, bucket: int, skip_send: bool = False) -> None:
@@ -148,7 +149,7 @@ class StepRunner:
         references = dispatch_reference(sources, g.num_experts, g.ffn_ranks)
         where = f"rank={self.buffer.rank} step={step} tokens={num_tokens}"
         compared: list[tuple[str, torch.Tensor, torch.Tensor]] = []
-        if self.buffer.role == "ffn":
+        if self.buffer.role == Role.FFN:
             layout, view = references[self.buffer.rank - g.num_attention]
             batch = self._batch
             rows = int(layout.expert_offsets[-1])
@@ -194,7 +195,7 @@ class StepRunner:
             n = sources[self.buffer.rank].num_tokens
             compared.append(("out", self.out[:n], expected[self.buffer.rank]))
         mismatches = []
-        if self.buffer.role == "ffn":  # a second oracle: the invariants, from the sources
+        if self.buffer.role == Role.FFN:  # a second oracle: the invariants, from the sources
             try:
                 check_expert_layout(
                     self._as_layout(rows),
@@ -204,12 +205,12 @@ class StepRunner:
                     g.ffn_ranks,
                 )
             except LayoutError as error:
-                mismatches.append(f"Mismatched layout invariant {where}: {error}")
+                mismatches.append(f"{MISMATCH} layout invariant {where}: {error}")
         for name, got, want in compared:
             problem = first_mismatch(got, want)
             if problem is not None:
-                mismatches.append(f"Mismatched {name} {where}: {problem}")
-        return len(compared) + (self.buffer.role == "ffn"), mismatches
+                mismatches.append(f"{MISMATCH} {name} {where}: {problem}")
+        return len(compared) + (self.buffer.role == Role.FFN), mismatches
 
     def _as_layout(self, rows: int) -> ExpertLayout:
         """afdep's expert-major output as the reference's type (rows gathered

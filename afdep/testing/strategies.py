@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from afdep.routes import ROUTE_KINDS
 from afdep.testing.inputs import random_routes
+from afdep.vocab import RouteKind
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -70,26 +70,29 @@ def _ensure_earlier_id(
 
 
 @st.composite
-def invalid_route_case(draw, *, kinds=ROUTE_KINDS, **route_kwargs):
+def invalid_route_case(draw, *, kinds=tuple(RouteKind), **route_kwargs):
     """A valid case with exactly one invalid entry, which is the first violation.
 
     Returns (topk_idx, num_experts, num_tokens, kind, token, slot).
     """
     kind = draw(st.sampled_from(kinds))
-    need = {"dummy": {"min_padding": 1}, "duplicate": {"min_top_k": 2, "min_tokens": 1}}
+    need = {
+        RouteKind.DUMMY: {"min_padding": 1},
+        RouteKind.DUPLICATE: {"min_top_k": 2, "min_tokens": 1},
+    }
     kwargs = {"min_capacity": 1, **route_kwargs, **need.get(kind, {})}
     topk_idx, num_experts, num_tokens = draw(valid_routes(**kwargs))
     topk_idx = topk_idx.clone()
     capacity, top_k = topk_idx.shape
-    if kind == "negative":
+    if kind == RouteKind.NEGATIVE:
         token = draw(st.integers(0, capacity - 1))
         slot = draw(st.integers(0, top_k - 1))
         value = draw(st.one_of(st.just(-2), st.integers(_INT64_MIN, -2)))
-    elif kind == "wide":
+    elif kind == RouteKind.WIDE:
         token = draw(st.integers(0, capacity - 1))
         slot = draw(st.integers(0, top_k - 1))
         value = draw(st.one_of(st.just(num_experts), st.integers(num_experts, _INT64_MAX)))
-    elif kind == "dummy":
+    elif kind == RouteKind.DUMMY:
         # Padding rows are all -1, so any in-range id there is dummy and nothing else.
         token = draw(st.integers(num_tokens, capacity - 1))
         slot = draw(st.integers(0, top_k - 1))

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from afdep.config import environment_error
 from afdep.jit import source_digest
-from afdep.validate.matrix import ROUTE_DEADLINE_S, Run, matrix_2gpu, matrix_4gpu
-from afdep.vocab import driver_command, outcome_record, parse_log
+from afdep.testing.launch import DRIVER, outcome_record, torchrun_command
+from afdep.validate.matrix import ROUTE_DEADLINE_S, Expect, Group, Run, matrix_2gpu, matrix_4gpu
+from afdep.vocab import parse_log
 from hostio import at_least_one, machine_name, run_logged, write_json
 
 
@@ -36,7 +37,7 @@ def judge(run: Run, record: dict, digest: str) -> list[str]:
         return [f"hung: killed by the outer timeout after {record['wall_s']} s"]
     if record["digests"] != [digest]:
         problems.append(f"digest seen {record['digests']} is not the tree's {digest[:8]}")
-    if run.expect == "pass":
+    if run.expect == Expect.PASS:
         result = record["result"] or {}
         if record["exit_code"] != 0:
             problems.append(f"exit {record['exit_code']}")
@@ -47,16 +48,16 @@ def judge(run: Run, record: dict, digest: str) -> list[str]:
         return problems
     if record["exit_code"] == 0:
         problems.append("exit 0: the failure was not detected")
-    if run.expect == "timeout":
+    if run.expect == Expect.TIMEOUT:
         if not record["timeouts"]:
             problems.append("no `afdep timeout: site=` line")
         return problems
-    if run.expect == "agreement":
+    if run.expect == Expect.AGREEMENT:
         missing = sorted(set(range(run.nproc)) - set(record.get("agreement_ranks", [])))
         if missing:
             problems.append(f"no agreement error from ranks {missing}")
         return problems
-    kind = run.expect.split(":", 1)[1]
+    kind = run.route
     ranks = {rank for k, _, _, rank in record["route_asserts"] if k == kind}
     missing = sorted(set(range(run.nproc)) - ranks)
     if missing:
@@ -93,14 +94,14 @@ def list_not_run(runs: list[Run]) -> None:
         needing = [run for run in runs if run.nproc == gpus]
         print(f"\n{len(needing)} runs need {gpus} GPUs (nvidia-h200-x{gpus}):")
         for run in needing:
-            print(f"  {run.name}: {' '.join(driver_command(run.nproc, run.args)[2:])}")
+            print(f"  {run.name}: {' '.join(torchrun_command(run.nproc, DRIVER, run.args)[2:])}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m afdep.validate", description=__doc__)
     parser.add_argument(
         "--select",
-        choices=("all", "correctness", "failures", "count-first", "four-gpu"),
+        choices=["all", *(group.value for group in Group)],
         default="all",
     )
     parser.add_argument("--only", default=None, help="regular expression over run names")
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def execute(run: Run) -> None:
         outcome = run_logged(
-            driver_command(run.nproc, run.args),
+            torchrun_command(run.nproc, DRIVER, run.args),
             logs / f"{run.name}.log",
             timeout_s=run.outer_timeout_s,
             env={**os.environ, **run.env},
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         record = outcome_record(outcome, facts)
         problems = judge(run, record, digest)
         record.update(
-            name=run.name, expect=run.expect, env=run.env, problems=problems, ok=not problems
+            name=run.name, expect=run.expectation, env=run.env, problems=problems, ok=not problems
         )
         with lock:
             records[run.name] = record
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     # Correctness holds under any interleaving, so runs may share the GPUs
     # (--jobs); a run whose time is judged (replays timed with --bench-iters,
     # a route assertion's deadline) runs alone after.
-    timed = [r for r in runs if "--bench-iters" in r.args or r.expect.startswith("route:")]
+    timed = [r for r in runs if "--bench-iters" in r.args or r.expect == Expect.ROUTE]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for job in [pool.submit(execute, r) for r in runs if r not in timed]:
             job.result()

@@ -1,17 +1,38 @@
 """The driver runs afdep.validate judges: the 2-GPU matrix (1A:1F, both
-protocols, knobs, views, failures) and the 4-GPU matrix of issue E (3A:1F,
-2A:2F, 1A:3F). Each Run names its GPUs (`nproc`); a machine with fewer lists
+protocols, knobs, views, failures) and the 4-GPU matrix (3A:1F, 2A:2F,
+1A:3F). Each Run names its GPUs (`nproc`); a machine with fewer lists
 it as not run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ROUTE_KINDS = ("negative", "wide", "duplicate", "dummy")
+from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
+from afdep.vocab import Arm, Role, RouteKind, Word
+
 COMMON = ["--capacity", "2048", "--top-k", "8", "--num-experts", "128"]
 TOKENS = ["--tokens", "1", "8", "128", "512", "2048"]
 ROUTE_DEADLINE_S = 60.0
-CF = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}  # count-first at every bucket
+
+
+class Expect(Word):
+    """What a run must show: a clean pass, an invalid route asserted on every
+    rank (`Run.route` names the kind), a wait timing out, or every rank
+    refusing a protocol configuration the ranks disagree on."""
+
+    PASS = "pass"
+    ROUTE = "route"
+    TIMEOUT = "timeout"
+    AGREEMENT = "agreement"
+
+
+class Group(Word):
+    """The parts of the matrix `--select` picks."""
+
+    CORRECTNESS = "correctness"
+    FAILURES = "failures"
+    COUNT_FIRST = "count-first"
+    FOUR_GPU = "four-gpu"
 
 
 def grid(payload: str, execution: str, hidden: int = 2048, sms: int = 24, *extra: str) -> list[str]:
@@ -34,11 +55,28 @@ def grid(payload: str, execution: str, hidden: int = 2048, sms: int = 24, *extra
 class Run:
     name: str
     args: list[str]
-    expect: str  # "pass", "route:<kind>", "timeout" or "agreement"
-    group: str  # "correctness", "failures", "count-first" or "four-gpu"
+    expect: Expect
+    group: Group
     env: dict[str, str] = field(default_factory=dict)
     nproc: int = 2
     outer_timeout_s: float = 300.0
+    route: RouteKind | None = None  # the kind an Expect.ROUTE run must assert
+
+    def __post_init__(self) -> None:
+        if (self.expect == Expect.ROUTE) != (self.route is not None):
+            raise ValueError(f"run {self.name}: a route kind goes with Expect.ROUTE only")
+
+    @property
+    def expectation(self) -> str:
+        """As the validate document records it: `route:<kind>` or the Expect."""
+        return f"{self.expect}:{self.route}" if self.route is not None else self.expect.value
+
+
+def passing(
+    name: str, args: list[str], group: Group, env: dict[str, str] | None = None, nproc: int = 2
+) -> Run:
+    """A run that must pass every check."""
+    return Run(name, args, Expect.PASS, group, env=dict(env or {}), nproc=nproc)
 
 
 def failure_args(steps: int, *extra: str) -> list[str]:
@@ -46,31 +84,32 @@ def failure_args(steps: int, *extra: str) -> list[str]:
     return [*COMMON, "--tokens", "128", "--steps", str(steps), "--payload", "bf16", *extra]
 
 
-def agreement_run(name: str, group: str, nproc: int = 2, extra: tuple[str, ...] = ()) -> Run:
+def agreement_run(name: str, group: Group, nproc: int = 2, extra: tuple[str, ...] = ()) -> Run:
     """The FFN role alone ungated: every rank must fail with the agreement error."""
-    args = failure_args(2, *extra, "--role-env", "ffn:AFDEP_COUNT_FIRST_UNGATE=1")
-    return Run(name, args, "agreement", group, env=CF, nproc=nproc, outer_timeout_s=120)
+    args = failure_args(2, *extra, "--role-env", f"{Role.FFN}:AFDEP_COUNT_FIRST_UNGATE=1")
+    return Run(name, args, Expect.AGREEMENT, group, env=CF, nproc=nproc, outer_timeout_s=120)
 
 
 def invalid_route_runs(
-    prefix: str, group: str, env: dict[str, str], nproc: int = 2, extra: tuple[str, ...] = ()
+    prefix: str, group: Group, env: dict[str, str], nproc: int = 2, extra: tuple[str, ...] = ()
 ) -> list[Run]:
     """Each invalid kind in each execution: it must assert on every rank in time."""
     runs = []
     for execution in ("eager", "graph"):
-        for kind in ROUTE_KINDS:
+        for kind in RouteKind:
             args = failure_args(
-                3, "--invalid-route", kind, "--invalid-execution", execution, *extra
+                3, "--invalid-route", kind.value, "--invalid-execution", execution, *extra
             )
             runs.append(
                 Run(
                     f"{prefix}invalid-{execution}-{kind}",
                     args,
-                    f"route:{kind}",
+                    Expect.ROUTE,
                     group,
                     env=env,
                     nproc=nproc,
                     outer_timeout_s=ROUTE_DEADLINE_S + 30,
+                    route=kind,
                 )
             )
     return runs
@@ -85,26 +124,22 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
                     args = grid(payload, execution, hidden, sms)
                     if (payload, execution, hidden, sms) == ("bf16", "graph", 2048, 24):
                         args += ["--bench-iters", str(bench_iters)]
-                    runs.append(
-                        Run(
-                            f"{payload}-{execution}-h{hidden}-sms{sms}", args, "pass", "correctness"
-                        )
-                    )
+                    name = f"{payload}-{execution}-h{hidden}-sms{sms}"
+                    runs.append(passing(name, args, Group.CORRECTNESS))
             for hidden in (2048, 7168):
                 args = grid(payload, execution, hidden, 24, "--collect-view")
-                runs.append(
-                    Run(f"view-{payload}-{execution}-h{hidden}", args, "pass", "correctness")
-                )
-    runs += invalid_route_runs("", "failures", {})
+                name = f"view-{payload}-{execution}-h{hidden}"
+                runs.append(passing(name, args, Group.CORRECTNESS))
+    runs += invalid_route_runs("", Group.FAILURES, {})
     runs += matrix_count_first()
-    for skip_rank, role in ((0, "attention"), (1, "ffn")):
+    for skip_rank, role in ((0, Role.ATTENTION), (1, Role.FFN)):
         args = failure_args(2, "--test-skip-dispatch-rank", str(skip_rank))
         runs.append(
             Run(
                 f"skip-dispatch-{role}",
                 args,
-                "timeout",
-                "failures",
+                Expect.TIMEOUT,
+                Group.FAILURES,
                 env={"AFDEP_TIMEOUT_MS": "3000"},
                 outer_timeout_s=90,
             )
@@ -112,7 +147,7 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
     return runs
 
 
-# The seed's runner set each knob so; each runs on its own with count-first forced.
+# One setting per knob away from its default; each runs alone with count-first forced.
 KNOB_SETTINGS = (
     "UNGATED_TOKENS=48",
     "UNGATE=1",
@@ -124,63 +159,37 @@ KNOB_SETTINGS = (
 
 def matrix_count_first() -> list[Run]:
     """Count-first (AFDEP_COUNT_FIRST_MIN_BUCKET=1: count-first at every bucket)."""
+    group = Group.COUNT_FIRST
     runs = []
     for payload in ("bf16", "fp8"):
         for execution in ("eager", "graph"):
             for hidden in (2048, 7168):
                 args = grid(payload, execution, hidden)
-                runs.append(
-                    Run(f"cf-{payload}-{execution}-h{hidden}", args, "pass", "count-first", env=CF)
-                )
+                runs.append(passing(f"cf-{payload}-{execution}-h{hidden}", args, group, CF))
             args = grid(payload, execution, 2048, 24, "--collect-view")
-            runs.append(Run(f"cf-view-{payload}-{execution}", args, "pass", "count-first", env=CF))
+            runs.append(passing(f"cf-view-{payload}-{execution}", args, group, CF))
     for sms in (7, 23):
-        args = grid("bf16", "graph", 2048, sms)
-        runs.append(Run(f"cf-sms{sms}", args, "pass", "count-first", env=CF))
+        runs.append(passing(f"cf-sms{sms}", grid("bf16", "graph", 2048, sms), group, CF))
     for setting in KNOB_SETTINGS:
         name, _, value = setting.partition("=")
-        args = grid("bf16", "graph")
-        runs.append(
-            Run(
-                f"cf-knob-{name}",
-                args,
-                "pass",
-                "count-first",
-                env={**CF, f"AFDEP_COUNT_FIRST_{name}": value},
-            )
-        )
-    arm = {**CF, "AFDEP_COUNT_FIRST_ARM": "source"}
+        env = {**CF, f"AFDEP_COUNT_FIRST_{name}": value}
+        runs.append(passing(f"cf-knob-{name}", grid("bf16", "graph"), group, env))
+    arm = {**CF, "AFDEP_COUNT_FIRST_ARM": Arm.SOURCE.value}
     for payload, extra in (("bf16", []), ("fp8", []), ("bf16", ["--collect-view"])):
         for execution in ("eager", "graph"):
             args = grid(payload, execution, 2048, 24, *extra)
             view = "-view" if extra else ""
-            runs.append(
-                Run(
-                    f"cf-arm-source-{payload}{view}-{execution}",
-                    args,
-                    "pass",
-                    "count-first",
-                    env=arm,
-                )
-            )
+            runs.append(passing(f"cf-arm-source-{payload}{view}-{execution}", args, group, arm))
     for execution in ("eager", "graph"):  # the protocol switches between buckets
-        args = grid("bf16", execution)
-        runs.append(
-            Run(
-                f"cf-mixed-min512-{execution}",
-                args,
-                "pass",
-                "count-first",
-                env={"AFDEP_COUNT_FIRST_MIN_BUCKET": "512"},
-            )
-        )
-    runs += invalid_route_runs("cf-", "count-first", CF)
-    runs.append(agreement_run("cf-disagree", "count-first"))
+        env = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "512"}
+        runs.append(passing(f"cf-mixed-min512-{execution}", grid("bf16", execution), group, env))
+    runs += invalid_route_runs("cf-", group, CF)
+    runs.append(agreement_run("cf-disagree", group))
     return runs
 
 
-# Issue E: on 4 GPUs, the three splits. The seed gave each FFN rank 32 experts
-# at 3A:1F and 1A:3F (96 at 1A:3F: 128 does not divide by 3); 2A:2F keeps 128.
+# On 4 GPUs, the three splits: 32 experts per FFN rank at 3A:1F and 1A:3F (96
+# in all at 1A:3F: 128 does not divide by 3); 2A:2F keeps 128.
 SPLITS = {1: ["--experts-per-ffn", "32"], 2: [], 3: ["--experts-per-ffn", "32"]}
 
 
@@ -192,36 +201,20 @@ def matrix_4gpu() -> list[Run]:
     """3A:1F, 2A:2F and 1A:3F x bf16/fp8 x eager/graph x count-first forced
     and off; the collect view at 3A:1F; invalid routes in both executions
     (2A:2F, count-first forced); the agreement failure."""
+    group = Group.FOUR_GPU
     runs = []
     for ffn_ranks, experts in SPLITS.items():
         split = ["--ffn-ranks", str(ffn_ranks), *experts]
         for payload in ("bf16", "fp8"):
             for execution in ("eager", "graph"):
                 for protocol, env in (("cf", CF), ("pf", {})):
-                    args = grid(payload, execution)
-                    runs.append(
-                        Run(
-                            f"{split_name(ffn_ranks)}-{protocol}-{payload}-{execution}",
-                            [*args, *split],
-                            "pass",
-                            "four-gpu",
-                            env=env,
-                            nproc=4,
-                        )
-                    )
+                    name = f"{split_name(ffn_ranks)}-{protocol}-{payload}-{execution}"
+                    args = [*grid(payload, execution), *split]
+                    runs.append(passing(name, args, group, env, nproc=4))
     for payload in ("bf16", "fp8"):
         for execution in ("eager", "graph"):
-            args = grid(payload, execution)
-            runs.append(
-                Run(
-                    f"3a1f-view-{payload}-{execution}",
-                    [*args, "--ffn-ranks", "1", *SPLITS[1], "--collect-view"],
-                    "pass",
-                    "four-gpu",
-                    env=CF,
-                    nproc=4,
-                )
-            )
-    runs += invalid_route_runs("2a2f-", "four-gpu", CF, nproc=4, extra=("--ffn-ranks", "2"))
-    runs.append(agreement_run("2a2f-disagree", "four-gpu", nproc=4, extra=("--ffn-ranks", "2")))
+            args = [*grid(payload, execution), "--ffn-ranks", "1", *SPLITS[1], "--collect-view"]
+            runs.append(passing(f"3a1f-view-{payload}-{execution}", args, group, CF, nproc=4))
+    runs += invalid_route_runs("2a2f-", group, CF, nproc=4, extra=("--ffn-ranks", "2"))
+    runs.append(agreement_run("2a2f-disagree", group, nproc=4, extra=("--ffn-ranks", "2")))
     return runs

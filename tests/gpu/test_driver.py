@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from afdep.jit import source_digest
-from afdep.vocab import driver_command, parse_log
+from afdep.testing.launch import DRIVER, torchrun_command
+from afdep.vocab import RouteKind, parse_log
 from hostio import run_logged
 
 pytestmark = pytest.mark.gpu
@@ -18,7 +19,7 @@ COMMON = ["--capacity", "2048", "--top-k", "8", "--num-experts", "128", "--steps
 
 def drive(tmp_path: Path, args: list[str], *, timeout_s: float = 240, env=None):
     outcome = run_logged(
-        driver_command(2, args),
+        torchrun_command(2, DRIVER, args),
         tmp_path / "driver.log",
         timeout_s=timeout_s,
         env={**os.environ, **(env or {})},
@@ -45,11 +46,12 @@ def test_bitwise_equal_to_reference(tmp_path, payload, execution, extra):
     assert outcome.exit_code == 0, Path(outcome.log_path).read_text()[-3000:]
     assert facts.mismatches == 0 and not facts.timeouts and not facts.assertions
     assert result["ok"] and result["mismatches"] == 0 and result["checks"] > 0
+    assert [rank["role"] for rank in result["ranks"]] == ["attention", "ffn"]  # the wire's words
     assert facts.digests == [source_digest()]
 
 
 @pytest.mark.parametrize("execution", ["eager", "graph"])
-@pytest.mark.parametrize("kind", ["negative", "wide", "duplicate", "dummy"])
+@pytest.mark.parametrize("kind", list(RouteKind))
 def test_invalid_route_asserts_on_every_rank(tmp_path, kind, execution):
     args = [
         *COMMON,
@@ -58,7 +60,7 @@ def test_invalid_route_asserts_on_every_rank(tmp_path, kind, execution):
         "--tokens",
         "128",
         "--invalid-route",
-        kind,
+        kind.value,
         "--invalid-execution",
         execution,
     ]
@@ -66,7 +68,7 @@ def test_invalid_route_asserts_on_every_rank(tmp_path, kind, execution):
     assert not outcome.outer_timeout and outcome.wall_s < 60
     assert outcome.exit_code not in (0, None)
     expected_token, expected_slot = (
-        (128, 0) if kind == "dummy" else (0, 1 if kind == "duplicate" else 0)
+        (128, 0) if kind == RouteKind.DUMMY else (0, 1 if kind == RouteKind.DUPLICATE else 0)
     )
     seen = {(k, t, s, rank) for k, t, s, rank in facts.route_asserts}
     assert {(kind, expected_token, expected_slot, rank) for rank in (0, 1)} <= seen, seen

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 
+import afdep.bench
 from afdep.bench import geomean_change, paired_change, parse_arm, rotated, summarize, targets
+from afdep.config import COUNT_FIRST_EVERY_BUCKET
+from afdep.testing.launch import torchrun_command
+from hostio import ProcessOutcome
 
 
 def test_parse_arm():
@@ -46,3 +51,26 @@ def test_summary_and_targets():
     assert row["nccl_round_trip_us"] == 300 and row["peer_copy_gb_per_s"] == 400.0
     ratios = targets(rows, ["C", "A"], row_bytes=4096)
     assert ratios["C.dispatch_2048_vs_peer_copy"] == round(2048 * 4096 / 25.0 / 1e3 / 400, 3)
+
+
+def test_default_arms_force_count_first_with_the_shared_environment():
+    arms = afdep.bench.DEFAULT_ARMS
+    assert arms["CF"] == COUNT_FIRST_EVERY_BUCKET == {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}
+    assert arms["CF_src"] == {**COUNT_FIRST_EVERY_BUCKET, "AFDEP_COUNT_FIRST_ARM": "source"}
+
+
+def test_each_process_is_the_worker_under_torchrun_without_tee(monkeypatch, tmp_path):
+    commands = []
+
+    def fake_run(command, log_path, *, timeout_s, env=None):
+        commands.append(command)
+        return ProcessOutcome(command, 1, 0.1, False, str(tmp_path / "x.log"), "0" * 64)
+
+    (tmp_path / "x.log").write_text("no GPUs in this test\n")
+    monkeypatch.setattr(afdep.bench, "run_logged", fake_run)
+    monkeypatch.setattr(afdep.bench, "gpu_count", lambda: 2)
+    argv = ["--logs-dir", str(tmp_path), "--arm", "C:", "--buckets", "8", "--iters", "3"]
+    assert afdep.bench.main(argv) == 1
+    worker_args = ["--arms", json.dumps({"C": {}}), "--order", "C", "--buckets", "8"]
+    worker_args += ["--iters", "3", "--trace-buckets", "512", "2048"]
+    assert commands == [torchrun_command(2, "afdep.bench.worker", worker_args, tee=False)]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from afdep.buffer import check_expert_outputs, check_source_inputs, step_bucket
+from afdep.buffer import Buffer, check_expert_outputs, check_source_inputs, step_bucket
 from afdep.config import Config
+from afdep.vocab import Protocol
 from afdep.workspace import Geometry
 
 CPU = torch.device("cpu")
@@ -89,3 +90,15 @@ def test_every_rank_reads_a_bucket_the_same_way():
 def test_a_bad_bucket_is_named(bucket):
     with pytest.raises(ValueError, match=rf"bucket={bucket!r} must be an int in \[0, capacity=8\]"):
         step_bucket(bucket, None, 8)
+
+
+def test_the_protocol_is_an_enum_picked_by_bucket_and_read_back_from_the_log():
+    buffer = object.__new__(Buffer)  # no GPU: only the host-side reading
+    buffer.config = Config(min_bucket=512)
+    assert (buffer.protocol_for(511), buffer.protocol_for(512)) == (
+        Protocol.PAYLOAD_FIRST,
+        Protocol.COUNT_FIRST,
+    )
+    for logged, protocol in ((0, None), (1, Protocol.PAYLOAD_FIRST), (2, Protocol.COUNT_FIRST)):
+        buffer._protocol_log = torch.tensor([logged], dtype=torch.int32)
+        assert buffer.last_protocol() is protocol

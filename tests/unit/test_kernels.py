@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from afdep.kernels import COUNT_FIRST, PAYLOAD_FIRST, combine_launch, dispatch_launches
+from afdep.kernels import combine_launch, dispatch_launches
+from afdep.vocab import Protocol, Role
 from afdep.workspace import Geometry
+
+ATTENTION, FFN = Role.ATTENTION, Role.FFN
+PAYLOAD_FIRST, COUNT_FIRST = Protocol.PAYLOAD_FIRST, Protocol.COUNT_FIRST
 
 G = Geometry(world_size=2, ffn_ranks=1, num_experts=128, capacity=2048, hidden=2048, top_k=8)
 
@@ -13,30 +17,28 @@ def names(launches):
 
 
 def test_payload_first_launches():
-    assert names(dispatch_launches(G, "attention", PAYLOAD_FIRST)) == [
-        ("source_dispatch", 24, False)
-    ]
-    assert names(dispatch_launches(G, "ffn", PAYLOAD_FIRST)) == [("copy_epilogue", 24, False)]
+    assert names(dispatch_launches(G, ATTENTION, PAYLOAD_FIRST)) == [("source_dispatch", 24, False)]
+    assert names(dispatch_launches(G, FFN, PAYLOAD_FIRST)) == [("copy_epilogue", 24, False)]
     assert (
-        dict(dispatch_launches(G, "attention", PAYLOAD_FIRST)[0].spec.template)["kCountFirst"]
+        dict(dispatch_launches(G, ATTENTION, PAYLOAD_FIRST)[0].spec.template)["kCountFirst"]
         is False
     )
 
 
 def test_count_first_launches_the_epilogue_programmatically():
-    assert names(dispatch_launches(G, "ffn", COUNT_FIRST, epilogue_sms=48)) == [
+    assert names(dispatch_launches(G, FFN, COUNT_FIRST, epilogue_sms=48)) == [
         ("ffn_stream_dispatch", 1, False),
         ("ffn_stream_epilogue", 48, True),
     ]
     source = Geometry(**{**G.__dict__, "arm_source": True})
-    spec = dispatch_launches(source, "attention", COUNT_FIRST)[0].spec
+    spec = dispatch_launches(source, ATTENTION, COUNT_FIRST)[0].spec
     assert dict(spec.template)["kArmSource"] is True and dict(spec.template)["kCountFirst"]
-    assert dispatch_launches(source, "attention", PAYLOAD_FIRST)[0].spec.template[4] == (
+    assert dispatch_launches(source, ATTENTION, PAYLOAD_FIRST)[0].spec.template[4] == (
         "kArmSource",
         False,
     )
 
 
 def test_combine_launches():
-    assert combine_launch(G, "attention").spec.name == "source_combine"
-    assert combine_launch(G, "ffn").spec.name == "ffn_combine"
+    assert combine_launch(G, ATTENTION).spec.name == "source_combine"
+    assert combine_launch(G, FFN).spec.name == "ffn_combine"

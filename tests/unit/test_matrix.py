@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
+from afdep.config import COUNT_FIRST_EVERY_BUCKET
 from afdep.testing.driver import parse_args
 from afdep.validate import list_not_run
-from afdep.validate.matrix import matrix_2gpu, matrix_4gpu
+from afdep.validate.matrix import Expect, Group, Run, matrix_2gpu, matrix_4gpu
+from afdep.vocab import RouteKind
 from afdep.workspace import Geometry
 
 
@@ -41,7 +45,7 @@ def test_the_four_gpu_grid_of_issue_e():
         ("3a1f", "2a2f", "1a3f"), ("cf", "pf"), ("bf16", "fp8"), ("eager", "graph")
     ):
         run = runs[f"{split}-{protocol}-{payload}-{execution}"]
-        assert (run.env.get("AFDEP_COUNT_FIRST_MIN_BUCKET") == "1") == (protocol == "cf")
+        assert (run.env == COUNT_FIRST_EVERY_BUCKET) == (protocol == "cf")
         geometry = geometry_of(run)
         assert (geometry.world_size - geometry.ffn_ranks, geometry.ffn_ranks) == (
             int(split[0]),
@@ -49,10 +53,35 @@ def test_the_four_gpu_grid_of_issue_e():
         )
     assert geometry_of(runs["1a3f-cf-bf16-eager"]).num_experts == 96  # 32 per FFN rank
     assert geometry_of(runs["3a1f-view-fp8-graph"]).collect_view
-    kinds = {r.expect for r in runs.values()}
-    assert kinds == {"pass", "agreement"} | {
-        f"route:{k}" for k in ("negative", "wide", "duplicate", "dummy")
+    assert {(r.expect, r.route) for r in runs.values()} == {
+        (Expect.PASS, None),
+        (Expect.AGREEMENT, None),
+        *((Expect.ROUTE, kind) for kind in RouteKind),
     }
+    assert {r.expectation for r in runs.values()} == {
+        "pass",
+        "agreement",
+        "route:negative",
+        "route:wide",
+        "route:duplicate",
+        "route:dummy",
+    }
+    assert {r.group for r in runs.values()} == {Group.FOUR_GPU}
+
+
+def test_every_run_is_in_one_group_and_expects_by_enum():
+    runs = matrix_2gpu() + matrix_4gpu()
+    assert {type(r.expect) for r in runs} == {Expect}
+    assert {r.group for r in runs} == set(Group)
+    assert all(type(r.route) is RouteKind for r in runs if r.expect == Expect.ROUTE)
+
+
+def test_a_route_kind_goes_with_a_route_run_only():
+    with pytest.raises(ValueError) as info:
+        Run("x", [], Expect.PASS, Group.FAILURES, route=RouteKind.WIDE)
+    assert str(info.value) == "run x: a route kind goes with Expect.ROUTE only"
+    with pytest.raises(ValueError):
+        Run("y", [], Expect.ROUTE, Group.FAILURES)
 
 
 def test_runs_a_machine_cannot_hold_are_listed_with_their_gpus(capsys):

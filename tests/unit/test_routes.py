@@ -6,8 +6,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from afdep.routes import ROUTE_KINDS, InvalidRouteError, find_invalid, validate
+from afdep.routes import InvalidRouteError, find_invalid, validate
 from afdep.testing.strategies import invalid_route_case, valid_routes
+from afdep.vocab import RouteKind
 
 
 def routes(rows):
@@ -15,7 +16,8 @@ def routes(rows):
 
 
 def assert_invalid(topk_idx, num_experts, num_tokens, kind, token, slot):
-    assert find_invalid(topk_idx, num_experts, num_tokens) == (kind, token, slot)
+    found = find_invalid(topk_idx, num_experts, num_tokens)
+    assert found == (RouteKind(kind), token, slot) and type(found[0]) is RouteKind
     with pytest.raises(InvalidRouteError) as info:
         validate(topk_idx, num_experts, num_tokens)
     err = info.value
@@ -24,7 +26,7 @@ def assert_invalid(topk_idx, num_experts, num_tokens, kind, token, slot):
 
 
 def test_kinds_constant():
-    assert ROUTE_KINDS == ("negative", "wide", "duplicate", "dummy")
+    assert [kind.value for kind in RouteKind] == ["negative", "wide", "duplicate", "dummy"]
 
 
 def test_valid_routes_pass():
@@ -97,8 +99,11 @@ def test_error_is_a_value_error_and_pickles():
     assert isinstance(err, ValueError)
     back = pickle.loads(pickle.dumps(err))
     assert (back.kind, back.token, back.slot, str(back)) == ("wide", 3, 1, str(err))
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(ValueError) as info:
         InvalidRouteError("bogus", 0, 0)
+    assert str(info.value) == (
+        "kind must be one of ['negative', 'wide', 'duplicate', 'dummy'], got 'bogus'"
+    )
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@ from __future__ import annotations
 import pytest
 
 from afdep.validate import ROUTE_DEADLINE_S, Run, judge, main, matrix_2gpu, results_document
+from afdep.validate.matrix import Expect, Group
+from afdep.vocab import RouteKind
 
 DIGEST = "b" * 64
 
@@ -22,9 +24,9 @@ def record(**changes):
     return {**base, **changes}
 
 
-PASS = Run("p", [], "pass", "correctness")
-ROUTE = Run("r", [], "route:wide", "failures")
-TIMEOUT = Run("t", [], "timeout", "failures")
+PASS = Run("p", [], Expect.PASS, Group.CORRECTNESS)
+ROUTE = Run("r", [], Expect.ROUTE, Group.FAILURES, route=RouteKind.WIDE)
+TIMEOUT = Run("t", [], Expect.TIMEOUT, Group.FAILURES)
 
 
 def test_clean_pass_is_ok():
@@ -73,8 +75,13 @@ def test_matrix_covers_the_acceptance():
                 assert f"view-{payload}-{execution}-h{hidden}" in runs
     for execution in ("eager", "graph"):
         for kind in ("negative", "wide", "duplicate", "dummy"):
-            assert runs[f"invalid-{execution}-{kind}"].expect == f"route:{kind}"
-    assert runs["skip-dispatch-attention"].expect == "timeout"
+            run = runs[f"invalid-{execution}-{kind}"]
+            assert (run.expect, run.route, run.expectation) == (
+                Expect.ROUTE,
+                RouteKind(kind),
+                f"route:{kind}",
+            )
+    assert runs["skip-dispatch-attention"].expect == Expect.TIMEOUT
 
 
 def test_cpu_machine_compiles_checks_reference_and_lists_gpu_runs(monkeypatch, tmp_path, capsys):
@@ -90,7 +97,8 @@ def test_cpu_machine_compiles_checks_reference_and_lists_gpu_runs(monkeypatch, t
 
 def test_agreement_run_judged_from_its_log(tmp_path):
     """The whole path a validate run takes: log -> facts -> record -> verdict."""
-    from afdep.vocab import outcome_record, parse_log
+    from afdep.testing.launch import outcome_record
+    from afdep.vocab import parse_log
     from hostio import ProcessOutcome
 
     line = (
@@ -104,7 +112,7 @@ def test_agreement_run_judged_from_its_log(tmp_path):
     )
     process = ProcessOutcome([], 1, 5.0, False, str(tmp_path / "x.log"), "0" * 64)
     record = outcome_record(process, parse_log(log))
-    run = Run("d", [], "agreement", "count-first")
+    run = Run("d", [], Expect.AGREEMENT, Group.COUNT_FIRST)
     assert judge(run, record, DIGEST) == []
     one_rank = outcome_record(process, parse_log(log.rsplit("[default0]:afdep", 1)[0]))
     assert judge(run, one_rank, DIGEST) == ["no agreement error from ranks [0]"]

@@ -1,10 +1,29 @@
 from __future__ import annotations
 
+import json
+import re
 import sys
 import time
 
-from afdep.vocab import driver_command, parse_log
+import pytest
+
+from afdep.jit import CSRC
+from afdep.vocab import (
+    ASSERTION,
+    MISMATCH,
+    RESULT,
+    TIMEOUT,
+    Arm,
+    Protocol,
+    Role,
+    RouteKind,
+    digest_line,
+    parse_log,
+    result_line,
+)
 from hostio import run_logged
+
+COMM = (CSRC / "common" / "comm.cuh").read_text()
 
 DIGEST = "a" * 64
 LOG = f"""\
@@ -61,16 +80,74 @@ def test_outer_timeout_kills_the_whole_process_group(tmp_path):
     assert not marker.exists()
 
 
-def test_driver_command_tees_each_rank():
-    command = driver_command(2, ["--graph"])
-    assert command[1:] == [
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node=2",
-        "--tee",
-        "3",
-        "-m",
-        "afdep.testing.driver",
-        "--graph",
-    ]
+def test_the_device_strings_are_the_kernels_own():
+    """The words the host reads are the ones common/comm.cuh prints."""
+    assert f'"{TIMEOUT} site=' in COMM
+    assert f'"{ASSERTION}: ' in COMM
+    assert f'"{ASSERTION}: route %s token=' in COMM
+    names = re.findall(r'return "(\w+)";', COMM[COMM.index("route_kind_name") :])
+    assert names == [kind.value for kind in RouteKind]
+
+
+def printed(fmt: str, *values) -> str:
+    """`fmt` as the device's printf writes it with `values`."""
+    parts = re.split(r"%(?:llu|u|d|s)", fmt)
+    assert len(parts) == len(values) + 1, fmt
+    return "".join(part + str(value) for part, value in zip(parts, [*values, ""], strict=True))
+
+
+def test_every_line_the_kernels_print_is_parsed():
+    """Each complete printf format in comm.cuh, filled in, reads back as its facts."""
+    formats = re.findall(r'printf\(\s*"(afdep [^"]*)\\n"', COMM)
+    (timeout,) = [f for f in formats if f.startswith(TIMEOUT)]
+    (detected,) = [f for f in formats if "(detected on rank" in f]
+    (own,) = [f for f in formats if f.endswith(" rank=%d")]
+    assert len(formats) == 3  # a new device line needs its parsing here
+    log = "\n".join(
+        [
+            printed(timeout, "cf.source.prefix_wait", 1, 48, 24),
+            printed(detected, RouteKind.WIDE, 3, 1, 0, 1),
+            printed(own, RouteKind.DUMMY, 128, 0, 0),
+        ]
+    )
+    facts = parse_log(log)
+    assert facts.timeouts == [("cf.source.prefix_wait", 1)]
+    assert facts.route_asserts == [("wide", 3, 1, 1), ("dummy", 128, 0, 0)]
+    assert len(facts.assertions) == 2
+
+
+def test_host_lines_round_trip_through_parse_log():
+    summary = {"ok": True, "checks": 4, "ranks": [{"rank": 0, "role": Role.FFN}]}
+    log = "\n".join(
+        [
+            f"[default0]:{digest_line(DIGEST)}",
+            f"[default0]:[rank 0] {MISMATCH} out rank=0 step=0 tokens=8: 1 element differs",
+            f"[default0]:{result_line(summary)}",
+        ]
+    )
+    facts = parse_log(log)
+    assert facts.digests == [DIGEST]
+    assert facts.mismatches == 1
+    assert facts.final_result == {"ok": True, "checks": 4, "ranks": [{"rank": 0, "role": "ffn"}]}
+    assert result_line({"ok": False}) == f'{RESULT} {{"ok": false}}'
+
+
+@pytest.mark.parametrize(
+    "word, text",
+    [
+        (Role.ATTENTION, "attention"),
+        (Role.FFN, "ffn"),
+        (Protocol.PAYLOAD_FIRST, "payload-first"),
+        (Protocol.COUNT_FIRST, "count-first"),
+        (Arm.FFN, "ffn"),
+        (Arm.SOURCE, "source"),
+        (RouteKind.DUPLICATE, "duplicate"),
+    ],
+)
+def test_words_print_and_serialize_as_their_value(word, text):
+    assert (str(word), f"{word}", json.dumps({word: [word]})) == (
+        text,
+        text,
+        f'{{"{text}": ["{text}"]}}',
+    )
+    assert type(word)(text) is word

@@ -1,0 +1,45 @@
+"""Launching ranks under torchrun, and the record of one driver run: what
+validate, bench and the GPU tests share (the words they read are afdep.vocab's)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict
+
+from afdep.vocab import LogFacts
+from hostio import ProcessOutcome
+
+DRIVER = "afdep.testing.driver"
+
+
+def torchrun_command(nproc: int, module: str, args: list[str], *, tee: bool = True) -> list[str]:
+    """`module` on `nproc` ranks of this machine. With `tee`, every rank's output
+    is teed line by line (prefixed `[defaultN]:`): ranks writing one file directly
+    would interleave device printf mid-line."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        *(["--tee", "3"] if tee else []),
+        "-m",
+        module,
+        *args,
+    ]
+
+
+def outcome_record(outcome: ProcessOutcome, facts: LogFacts) -> dict:
+    """A driver run as the validate document records it: the process outcome
+    and what its log said."""
+    record = asdict(outcome)
+    record.update(
+        mismatches=facts.mismatches,
+        timeouts=facts.timeouts,
+        assertions=len(facts.assertions),
+        route_asserts=facts.route_asserts,
+        agreement_ranks=facts.agreement_ranks,
+        digests=facts.digests,
+        result=facts.final_result,
+    )
+    return record
