@@ -73,7 +73,7 @@ def named_option(error: GeometryError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m afdep.build", description=__doc__)
+    parser = argparse.ArgumentParser(prog="afdep build", description=__doc__)
     parser.add_argument("--hidden", type=int, nargs="+", default=[2048, 7168])
     parser.add_argument("--top-k", type=int, nargs="+", default=[8])
     parser.add_argument("--payload", nargs="+", choices=("bf16", "fp8"), default=["bf16", "fp8"])

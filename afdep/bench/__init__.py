@@ -142,7 +142,7 @@ def refusal(arms: dict[str, dict[str, str]], nproc: int) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m afdep.bench",
+        prog="afdep bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -100,7 +100,7 @@ def print_comparison(rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m afdep.bench.screen",
+        prog="afdep screen",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -98,7 +98,7 @@ def list_not_run(runs: list[Run]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m afdep.validate", description=__doc__)
+    parser = argparse.ArgumentParser(prog="afdep validate", description=__doc__)
     parser.add_argument(
         "--select",
         choices=["all", *(group.value for group in Group)],
