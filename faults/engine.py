@@ -120,7 +120,9 @@ class Engine:
             gpus=self.catalog.gpus_for(config),
             env=self.env,
         )
-        return parse_outcome(process)
+        return parse_outcome(
+            process, self.catalog.target.log, timeout_s=self.catalog.target.timeout_s
+        )
 
     def _result(
         self, prepared, config, repeat, judgement, outcome=None, run_s=0.0, judge_s=0.0
