@@ -42,15 +42,19 @@ class RunResult:
     fault: str
     config: str
     repeat: int
-    verdict: str
+    verdict: Verdict
     ok: bool
     reason: str
     tree_digest: str
     seconds: dict[str, float] = field(default_factory=dict)
     outcome: dict | None = None
 
+    def __post_init__(self) -> None:  # a result read back from a JSON report holds the word
+        self.verdict = Verdict(self.verdict)
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        """JSON reports and the history keep the verdict's word, e.g. `NOT FIRED`."""
+        return {**asdict(self), "verdict": self.verdict.value}
 
 
 class Engine:
@@ -131,7 +135,7 @@ class Engine:
             fault=prepared.label,
             config=config.name,
             repeat=repeat,
-            verdict=judgement.verdict.value,
+            verdict=judgement.verdict,
             ok=judgement.ok,
             reason=judgement.reason,
             tree_digest=prepared.digest,

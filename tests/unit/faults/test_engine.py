@@ -13,8 +13,10 @@ import pytest
 from afdep.jit import CSRC, source_digest
 from faults.catalog import load_catalog
 from faults.cli import main
-from faults.engine import Engine
+from faults.engine import Engine, RunResult
+from faults.report import summary_line
 from faults.scratch import UserTreeChanged, UserTreeGuard, make_scratch, tree_digest
+from faults.verdict import Verdict
 
 REPO = Path(__file__).parents[3]
 CATALOG = REPO / "tests/fixtures/flag_payload/catalog.toml"
@@ -196,3 +198,33 @@ def test_a_failed_report_write_keeps_the_old_report_and_no_temporary(tmp_path):
         write_text(report, "{" + "\udc80")
     assert report.read_text() == '{\n "ok": true\n}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+def n2_result(**outcome) -> RunResult:
+    counts = dict(exit_code=1, mismatches=0, timeout_lines=0, assertion_lines=26)
+    return RunResult(
+        "N2",
+        "bf16-eager",
+        0,
+        Verdict.KILLED,
+        True,
+        "the run failed and said why: 26 assertion lines",
+        "ab" * 32,
+        outcome={**counts, "markers": {"N2": 12, "P1": 40}, **outcome},
+    )
+
+
+def test_summary_line_names_device_errors_only_when_there_are_some():
+    line = "N2-bf16-eager tree=abababab exit=1 mismatch=0 timeout_msgs=0 markers=12 assert=26"
+    assert summary_line(n2_result(device_errors=0)) == f"{line} -> KILLED"
+    assert summary_line(n2_result()) == f"{line} -> KILLED"  # a report from before the field
+    assert summary_line(n2_result(device_errors=3)) == f"{line} device_err=3 -> KILLED"
+
+
+def test_a_result_holds_a_verdict_and_writes_its_word():
+    result = RunResult("N1", "default", 0, "NOT FIRED", False, "r", "d")
+    assert result.verdict is Verdict.NOT_FIRED
+    written = result.to_dict()["verdict"]
+    assert type(written) is str and written == "NOT FIRED"
+    assert json.loads(json.dumps(n2_result().to_dict()))["verdict"] == "KILLED"
+    assert summary_line(result) == "N1-default tree=d NOT FIRED: r"
