@@ -28,12 +28,6 @@ def action(name: str) -> Callable[[Action], Action]:
     return register
 
 
-def _clock(target: Target) -> str:
-    if target.clock:
-        return target.clock
-    return "afdep_fault_clock()" if target.language == "cuda" else ""
-
-
 def marker_line(patch: Patch, target: Target) -> str:
     printf = "printf" if target.language == "cuda" else "std::printf"
     return (
@@ -44,7 +38,7 @@ def marker_line(patch: Patch, target: Target) -> str:
 
 def spin_line(patch: Patch, target: Target) -> str:
     if target.language == "cuda":
-        clock = _clock(target)
+        clock = target.clock  # the catalog requires one for a cuda target
         return (
             f"const unsigned long long afd_t0 = {clock}; "
             f"while ({clock} - afd_t0 < {patch.ns}ull) {{ }}"
@@ -123,33 +117,7 @@ def apply_patches(tree: Path, catalog: Catalog, patches: list[Patch]) -> list[Pa
             changed.append(apply_text_patch(sources, patch))
         else:
             changed.append(apply_site_patch(sources, patch, catalog.target))
-    if catalog.target.language == "cuda" and not catalog.target.clock:
-        _add_default_clock(changed)
     return sorted(set(changed))
-
-
-def _add_default_clock(files: list[Path]) -> None:
-    """A target with no clock expression gets a %globaltimer reader in each
-    patched file (scratch trees only: the user's sources never hold it)."""
-    helper = (
-        "static __device__ __forceinline__ unsigned long long afdep_fault_clock() { "
-        'unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); '
-        "return t; }  // AFDFAULT clock\n"
-    )
-    for path in set(files):
-        text = path.read_text()
-        if "afdep_fault_clock()" in text and "AFDFAULT clock" not in text:
-            lines = text.splitlines(keepends=True)
-            last_include = max(
-                (
-                    i
-                    for i, line in enumerate(lines)
-                    if line.lstrip().startswith(("#include", "#pragma once"))
-                ),
-                default=-1,
-            )
-            lines.insert(last_include + 1, helper)
-            path.write_text("".join(lines))
 
 
 def apply_fault(tree: Path, catalog: Catalog, fault_id: str) -> list[Path]:

@@ -7,14 +7,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import tomllib
 
 from faults.sites import parse_tree
-
-if TYPE_CHECKING:  # faults.generate imports this module
-    from faults.generate import GenerateSettings
 
 LANGUAGES = ("cuda", "cpp")
 ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
@@ -22,6 +18,9 @@ ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
     "skip": {"marker"},
 }
 FAULT_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+# The injected spin compares against `<ns>ull`; a signed 64-bit bound keeps
+# every clock difference it is compared with representable.
+MAX_DELAY_NS = 2**63 - 1
 
 
 class CatalogError(ValueError):
@@ -62,13 +61,53 @@ class Config:
 
 
 @dataclass(frozen=True)
+class LogPatterns:
+    """How a target's log says what happened: each a regular expression
+    searched line by line (docs/architecture.md, "Pipeline of the fault engine")."""
+
+    mismatch: re.Pattern[str]  # a check that failed
+    timeout: re.Pattern[str]  # a wait that gave up, naming its site
+    assertion: re.Pattern[str]  # an invariant the target asserts
+    device_error: re.Pattern[str]  # the device (or the process) faulted: a trap, a bad address
+    digest: re.Pattern[str]  # the tree that ran; its one group captures the digest
+
+
+LOG_KEYS = ("mismatch", "timeout", "assertion", "device_error", "digest")
+
+
+@dataclass(frozen=True)
+class GenerateSettings:
+    """The [generate] table: how site-generated faults are made (faults.generate)."""
+
+    ns: int = 20_000
+    # How long a wait-skip fault holds the guarded site back: the window must
+    # outlast the consumer's own start-up, or the skip opens no race.
+    window_ns: int | None = None  # None: ns
+    when: str = "true"
+    marker: str = "true"  # a condition in scope at every site (the catalog narrows it)
+    configs: tuple[str, ...] = ()  # the configs a generated fault runs under (empty: all)
+    # (site-name prefix, configs): a site that fires only under some configs runs
+    # there; the longest matching prefix wins over `configs`.
+    site_configs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # wait site -> why skipping it cannot open a race (another wait covers it)
+    survivor_ok: tuple[tuple[str, str], ...] = ()
+
+    def configs_for_site(self, site: str) -> tuple[str, ...]:
+        matches = [
+            (len(prefix), names) for prefix, names in self.site_configs if site.startswith(prefix)
+        ]
+        return max(matches)[1] if matches else self.configs
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     sources: str  # directory of the native sources, relative to the tree root
     language: str
     run: tuple[str, ...]
+    log: LogPatterns
     build: tuple[str, ...] = ()
-    clock: str = ""  # expression giving nanoseconds, for delays
+    clock: str = ""  # expression giving nanoseconds, for delays (required for cuda)
     rank: str = "0"  # expression a marker prints as its rank
     timeout_s: float = 300.0
     env: dict[str, str] = field(default_factory=dict)
@@ -144,27 +183,33 @@ def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
     for index, raw in enumerate(
         _expect_type(path, "top level", "fault", data.get("fault", []), list, "an array of tables")
     ):
-        fault = _fault(path, index, raw)
+        fault = _fault(path, index, raw, target)
         if fault.id in faults:
             raise _fail(path, f"fault {fault.id}", "id: duplicate fault id")
         faults[fault.id] = fault
+    if not faults:  # a sweep of nothing would pass
+        raise _fail(path, "top level", "no [[fault]]: a catalog needs at least one fault")
     control_raw = data.get("control", {}).get("patches", [])
-    control = tuple(_patch(path, "control", "control", i, raw) for i, raw in enumerate(control_raw))
-    catalog = Catalog(path, target, configs, faults, control, _generate(path, data, configs))
+    control = tuple(
+        _patch(path, "control", "control", i, raw, target) for i, raw in enumerate(control_raw)
+    )
+    catalog = Catalog(
+        path, target, configs, faults, control, _generate(path, data, configs, target)
+    )
     _check_includes(catalog)
     if tree_root is not None:
         check_sites_exist(catalog, Path(tree_root) / target.sources)
     return catalog
 
 
-TARGET_KEYS = frozenset("name sources language run build clock rank timeout_s env gpus".split())
+TARGET_KEYS = frozenset("name sources language run log build clock rank timeout_s env gpus".split())
 
 
 def _target(path: Path, raw) -> Target:
     if not isinstance(raw, dict):
         raise _fail(path, "target", "a [target] table is required")
     where = "target"
-    for key in ("name", "sources", "language", "run"):
+    for key in ("name", "sources", "language", "run", "log"):
         if key not in raw:
             raise _fail(path, where, f"{key}: required")
     unknown = sorted(set(raw) - TARGET_KEYS)
@@ -172,6 +217,14 @@ def _target(path: Path, raw) -> Target:
         raise _fail(path, where, f"unknown keys {unknown}")
     if raw["language"] not in LANGUAGES:
         raise _fail(path, where, f"language: {raw['language']!r} is not one of {LANGUAGES}")
+    clock = raw.get("clock", "")
+    if not isinstance(clock, str) or (raw["language"] == "cuda" and not clock.strip()):
+        raise _fail(
+            path,
+            where,
+            f"clock: an expression giving nanoseconds (a cuda target's delays need it), "
+            f"got {clock!r}",
+        )
     for key in ("run", "build"):
         value = raw.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -187,13 +240,47 @@ def _target(path: Path, raw) -> Target:
         sources=raw["sources"],
         language=raw["language"],
         run=tuple(raw["run"]),
+        log=_log_patterns(path, raw["log"]),
         build=tuple(raw.get("build", [])),
-        clock=raw.get("clock", ""),
+        clock=clock,
         rank=raw.get("rank", "0"),
         timeout_s=float(timeout_s),
         env={k: str(v) for k, v in raw.get("env", {}).items()},
         gpus=gpus,
     )
+
+
+def _log_patterns(path: Path, raw) -> LogPatterns:
+    """[target.log]: every key a regular expression that cannot match an
+    empty line (it would count every line); `digest` captures one group."""
+    where = "target.log"
+    if not isinstance(raw, dict):
+        raise _fail(path, where, f"a table of regular expressions {list(LOG_KEYS)}, got {raw!r}")
+    unknown = sorted(set(raw) - set(LOG_KEYS))
+    if unknown:
+        raise _fail(path, where, f"unknown keys {unknown}")
+    patterns = {}
+    for key in LOG_KEYS:
+        if key not in raw:
+            raise _fail(path, where, f"{key}: required")
+        text = _expect_type(path, where, key, raw[key], str, "a regular expression")
+        try:
+            pattern = re.compile(text)
+        except re.error as error:
+            raise _fail(
+                path, where, f"{key}: {text!r} is not a regular expression: {error}"
+            ) from None
+        if pattern.search(""):
+            raise _fail(path, where, f"{key}: {text!r} matches an empty line")
+        patterns[key] = pattern
+    if patterns["digest"].groups != 1:
+        raise _fail(
+            path,
+            where,
+            f"digest: {raw['digest']!r} has {patterns['digest'].groups} groups; "
+            "exactly one must capture the tree digest",
+        )
+    return LogPatterns(**patterns)
 
 
 def _configs(path: Path, raw) -> tuple[Config, ...]:
@@ -224,7 +311,7 @@ def _configs(path: Path, raw) -> tuple[Config, ...]:
     return tuple(configs)
 
 
-def _fault(path: Path, index: int, raw: dict) -> Fault:
+def _fault(path: Path, index: int, raw: dict, target: Target) -> Fault:
     fault_id = raw.get("id")
     where = f"fault {fault_id}" if fault_id else f"fault #{index}"
     if not isinstance(fault_id, str) or not FAULT_ID.match(fault_id):
@@ -242,7 +329,7 @@ def _fault(path: Path, index: int, raw: dict) -> Fault:
         _expect_type(path, where, "includes", raw.get("includes", []), list, "a list of fault ids")
     )
     patches = tuple(
-        _patch(path, where, fault_id, i, p) for i, p in enumerate(raw.get("patches", []))
+        _patch(path, where, fault_id, i, p, target) for i, p in enumerate(raw.get("patches", []))
     )
     if not patches and not includes:
         raise _fail(path, where, "patches: a fault needs patches or includes")
@@ -260,7 +347,7 @@ def _fault(path: Path, index: int, raw: dict) -> Fault:
     )
 
 
-def _patch(path: Path, where: str, owner: str, index: int, raw: dict) -> Patch:
+def _patch(path: Path, where: str, owner: str, index: int, raw: dict, target: Target) -> Patch:
     where = f"{where} patch #{index}"
     if "file" in raw:
         extra = sorted(set(raw) - {"file", "old", "new"})
@@ -284,6 +371,7 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict) -> Patch:
         ns = raw.get("ns")
         if not isinstance(ns, int) or isinstance(ns, bool) or ns <= 0:
             raise _fail(path, where, f"ns: a delay needs a positive int of nanoseconds, got {ns!r}")
+        _check_delay(path, where, "ns", ns, target)
         if raw.get("at", "start") not in ("start", "end"):
             raise _fail(path, where, f"at: {raw['at']!r} is not 'start' or 'end'")
     for key in ("when", "marker"):
@@ -300,9 +388,24 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict) -> Patch:
     )
 
 
-def _generate(path: Path, data: dict, configs: tuple[Config, ...]) -> GenerateSettings:
-    from faults.generate import GenerateSettings
+def _check_delay(path: Path, where: str, key: str, ns: int, target: Target) -> None:
+    """A delay fits the injected 64-bit comparison and ends before the outer
+    timeout: one that outlasts it can only ever be judged on the timeout."""
+    if ns > MAX_DELAY_NS:
+        raise _fail(
+            path, where, f"{key}: {ns} ns does not fit a signed 64-bit count (at most 2**63 - 1)"
+        )
+    if ns >= target.timeout_s * 1e9:
+        raise _fail(
+            path,
+            where,
+            f"{key}: {ns} ns is not shorter than the target's timeout_s ({target.timeout_s:g} s)",
+        )
 
+
+def _generate(
+    path: Path, data: dict, configs: tuple[Config, ...], target: Target
+) -> GenerateSettings:
     raw = data.get("generate", {})
     keys = {"ns", "window_ns", "when", "marker", "configs", "site_configs", "survivor_ok"}
     unknown = sorted(set(raw) - keys)
@@ -313,6 +416,7 @@ def _generate(path: Path, data: dict, configs: tuple[Config, ...]) -> GenerateSe
     for key, value in (("ns", ns), ("window_ns", window_ns)):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise _fail(path, "generate", f"{key}: a positive int of nanoseconds, got {value!r}")
+        _check_delay(path, "generate", key, value, target)
     config_names = {c.name for c in configs}
 
     def names(key: str, value) -> tuple[str, ...]:

@@ -42,15 +42,19 @@ class RunResult:
     fault: str
     config: str
     repeat: int
-    verdict: str
+    verdict: Verdict
     ok: bool
     reason: str
     tree_digest: str
     seconds: dict[str, float] = field(default_factory=dict)
     outcome: dict | None = None
 
+    def __post_init__(self) -> None:  # a result read back from a JSON report holds the word
+        self.verdict = Verdict(self.verdict)
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        """JSON reports and the history keep the verdict's word, e.g. `NOT FIRED`."""
+        return {**asdict(self), "verdict": self.verdict.value}
 
 
 class Engine:
@@ -120,7 +124,9 @@ class Engine:
             gpus=self.catalog.gpus_for(config),
             env=self.env,
         )
-        return parse_outcome(process)
+        return parse_outcome(
+            process, self.catalog.target.log, timeout_s=self.catalog.target.timeout_s
+        )
 
     def _result(
         self, prepared, config, repeat, judgement, outcome=None, run_s=0.0, judge_s=0.0
@@ -129,7 +135,7 @@ class Engine:
             fault=prepared.label,
             config=config.name,
             repeat=repeat,
-            verdict=judgement.verdict.value,
+            verdict=judgement.verdict,
             ok=judgement.ok,
             reason=judgement.reason,
             tree_digest=prepared.digest,

@@ -6,36 +6,14 @@ out), so each release has a fault that proves something waits for it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from faults.catalog import Catalog, Fault, Patch
+from faults.catalog import Catalog, Fault, GenerateSettings, Patch
 from faults.sites import Site, parse_tree
 
 SKIP_PREFIX = "gen.skip."
 DELAY_PREFIX = "gen.delay."
-
-
-@dataclass(frozen=True)
-class GenerateSettings:
-    ns: int = 20_000
-    # How long a wait-skip fault holds the guarded site back: the window must
-    # outlast the consumer's own start-up, or the skip opens no race.
-    window_ns: int | None = None  # None: ns
-    when: str = "true"
-    marker: str = "true"  # a condition in scope at every site (the catalog narrows it)
-    configs: tuple[str, ...] = ()  # the configs a generated fault runs under (empty: all)
-    # (site-name prefix, configs): a site that fires only under some configs runs
-    # there; the longest matching prefix wins over `configs`.
-    site_configs: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # wait site -> why skipping it cannot open a race (another wait covers it)
-    survivor_ok: tuple[tuple[str, str], ...] = ()
-
-    def configs_for_site(self, site: str) -> tuple[str, ...]:
-        matches = [
-            (len(prefix), names) for prefix, names in self.site_configs if site.startswith(prefix)
-        ]
-        return max(matches)[1] if matches else self.configs
 
 
 def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str, Fault]:

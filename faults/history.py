@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from faults.verdict import Verdict
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sweeps (
     id INTEGER PRIMARY KEY, catalog TEXT NOT NULL, digest TEXT NOT NULL,
@@ -25,7 +27,7 @@ CREATE TABLE IF NOT EXISTS sites (
 @dataclass
 class Changes:
     previous: int | None = None  # the sweep compared against
-    verdicts: list[tuple[str, str, str]] = field(default_factory=list)  # fault, before, now
+    verdicts: list[tuple[str, Verdict, Verdict]] = field(default_factory=list)  # fault, before, now
     new_survivors: list[str] = field(default_factory=list)
     new_sites: list[str] = field(default_factory=list)
     new_sites_without_faults: list[str] = field(default_factory=list)
@@ -54,7 +56,10 @@ class History:
             sweep = cursor.lastrowid
             self.db.executemany(
                 "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?)",
-                [(sweep, s.fault, s.verdict, int(s.ok), s.kill_rate) for s in summaries],
+                [
+                    (sweep, s.fault, Verdict(s.verdict).value, int(s.ok), s.kill_rate)
+                    for s in summaries
+                ],
             )
             self.db.executemany(
                 "INSERT INTO sites VALUES (?, ?)", [(sweep, site) for site in sorted(set(sites))]
@@ -69,19 +74,20 @@ class History:
         changes = Changes(previous=previous)
         if previous is None:
             return changes
-        before = dict(
-            self.db.execute(
+        before = {
+            fault: Verdict(word)
+            for fault, word in self.db.execute(
                 "SELECT v.fault, v.verdict FROM verdicts v JOIN sweeps s ON v.sweep = s.id "
                 "WHERE s.catalog = ? AND v.sweep = (SELECT max(v2.sweep) FROM verdicts v2 "
                 "JOIN sweeps s2 ON v2.sweep = s2.id WHERE s2.catalog = ? AND v2.fault = v.fault)",
                 (catalog, catalog),
             )
-        )
+        }
         for summary in summaries:
-            old = before.get(summary.fault)
-            if old is not None and old != summary.verdict:
-                changes.verdicts.append((summary.fault, old, summary.verdict))
-            if summary.verdict == "SURVIVED" and old != "SURVIVED":
+            old, now = before.get(summary.fault), Verdict(summary.verdict)
+            if old is not None and old is not now:
+                changes.verdicts.append((summary.fault, old, now))
+            if now is Verdict.SURVIVED and old is not Verdict.SURVIVED:
                 changes.new_survivors.append(summary.fault)
         seen = {
             row[0]

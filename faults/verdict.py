@@ -17,11 +17,16 @@ class Verdict(str, Enum):
     BROKE = "BROKE"
     KILLED = "KILLED"
     HUNG = "HUNG"
+    TIMED_OUT = "TIMED OUT"
     SURVIVED = "SURVIVED"
+    FLAKY = "FLAKY"  # a fault over repeats: killed in some runs, not all
     NOT_FIRED = "NOT FIRED"
     WRONG_TREE = "WRONG TREE"
     APPLY_ERROR = "APPLY ERROR"
     BUILD_ERROR = "BUILD ERROR"
+
+    def __str__(self) -> str:  # reports and summary lines print the word
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,52 @@ class Judgement:
     reason: str
 
 
-Rule = tuple[str, Callable[[Outcome, int, bool], bool], Verdict, bool, str]
+def _outer_timeout(outcome: Outcome) -> str:
+    limit = "" if outcome.timeout_s is None else f" ({outcome.timeout_s:g} s)"
+    return f"the outer timeout{limit} ended the run"
 
-# (expect, condition(outcome, own markers, digest matches), verdict, ok, reason)
+
+def _unmarked(markers: int) -> str:
+    return "" if markers else "; no marker of this fault printed before it"
+
+
+def _hung(outcome: Outcome, markers: int) -> str:
+    said = outcome.named_failures()
+    what = f"it hung after naming {said}" if said else "a wait hung without naming its site"
+    return f"only {_outer_timeout(outcome)}: {what}{_unmarked(markers)}"
+
+
+def _timed_out(outcome: Outcome, markers: int) -> str:
+    return f"{_outer_timeout(outcome)}: a must-pass fault must let it finish{_unmarked(markers)}"
+
+
+def _broke_must_pass(outcome: Outcome, markers: int) -> str:
+    said = f"; {outcome.named_failures()}" if outcome.detected else ""
+    return f"a must-pass fault broke the run (exit {outcome.exit_code}{said})"
+
+
+def _killed(outcome: Outcome, markers: int) -> str:
+    return f"the run failed and said why: {outcome.named_failures()}"
+
+
+def _disagree(outcome: Outcome, markers: int) -> str:
+    said = (
+        outcome.named_failures()
+        if outcome.detected
+        else "no mismatch, timeout, assertion or device error line"
+    )
+    return f"exit status and log disagree (exit {outcome.exit_code} with {said})"
+
+
+Reason = str | Callable[[Outcome, int], str]
+Rule = tuple[str, Callable[[Outcome, int, bool], bool], Verdict, bool, Reason]
+
+# (expect, condition(outcome, own markers, digest matches), verdict, ok, reason).
+# The outer timeout comes first: a run killed before its markers or its digest
+# printed says nothing about them, so it is never NOT FIRED or WRONG TREE.
 RULES: tuple[Rule, ...] = (
+    ("fail", lambda o, m, d: o.outer_timeout, Verdict.HUNG, False, _hung),
+    ("pass", lambda o, m, d: o.outer_timeout, Verdict.TIMED_OUT, False, _timed_out),
     (
         "any",
         lambda o, m, d: m == 0,
@@ -51,25 +98,18 @@ RULES: tuple[Rule, ...] = (
     ),
     (
         "pass",
-        lambda o, m, d: o.exit_code == 0 and not o.detected and not o.outer_timeout,
+        lambda o, m, d: o.exit_code == 0 and not o.detected,
         Verdict.PASSED,
         True,
         "clean run with the fault firing",
     ),
-    ("pass", lambda o, m, d: True, Verdict.BROKE, False, "a must-pass fault broke the run"),
-    (
-        "fail",
-        lambda o, m, d: o.outer_timeout,
-        Verdict.HUNG,
-        False,
-        "only the outer timeout ended it: a wait hung without naming its site",
-    ),
+    ("pass", lambda o, m, d: True, Verdict.BROKE, False, _broke_must_pass),
     (
         "fail",
         lambda o, m, d: o.exit_code not in (0, None) and o.detected,
         Verdict.KILLED,
         True,
-        "the run failed and said why",
+        _killed,
     ),
     (
         "fail",
@@ -78,13 +118,7 @@ RULES: tuple[Rule, ...] = (
         False,
         "the run passed clean with a must-fail fault",
     ),
-    (
-        "fail",
-        lambda o, m, d: True,
-        Verdict.BROKE,
-        False,
-        "exit status and log disagree (a failure with no mismatch, timeout or assertion line)",
-    ),
+    ("fail", lambda o, m, d: True, Verdict.BROKE, False, _disagree),
 )
 
 
@@ -102,6 +136,7 @@ def judge(
     digest_ok = outcome.digests == [tree_digest]
     for expect, condition, verdict, ok, reason in RULES:
         if expect in ("any", fault.expect) and condition(outcome, markers, digest_ok):
+            reason = reason if isinstance(reason, str) else reason(outcome, markers)
             if verdict is Verdict.SURVIVED:
                 ok = fault.survivor_ok is not None
                 reason = f"{reason}; hint: {survivor_hint(patches, guards)}"
@@ -113,12 +148,19 @@ def judge(
 
 def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:
     """A control run: the unpatched tree must pass clean; the forced failure
-    must be detected (exit non-zero with a mismatch, timeout or assertion line)."""
+    must be detected (exit non-zero with a line the target's log patterns name).
+    The outer timeout comes first, as for faults."""
+    if outcome.outer_timeout:
+        control = "the forced-fail control" if must_fail else "the unpatched tree"
+        return Judgement(
+            Verdict.TIMED_OUT, False, f"{_outer_timeout(outcome)} of {control}: the harness hangs"
+        )
     if outcome.digests != [digest]:
         return Judgement(Verdict.WRONG_TREE, False, "the log's digest is not the scratch tree's")
     if must_fail:
         if outcome.exit_code not in (0, None) and outcome.detected:
-            return Judgement(Verdict.KILLED, True, "the forced failure was detected")
+            detected = f"the forced failure was detected: {outcome.named_failures()}"
+            return Judgement(Verdict.KILLED, True, detected)
         return Judgement(
             Verdict.SURVIVED,
             False,
@@ -151,8 +193,7 @@ def survivor_hint(patches: list[Patch], guards: dict[str, str | None]) -> str:
     return "; ".join(hints) or "no wait was skipped: this fault cannot open a race"
 
 
-FLAKY = "FLAKY"
-ERRORS = (Verdict.APPLY_ERROR.value, Verdict.BUILD_ERROR.value, Verdict.WRONG_TREE.value)
+ERRORS = (Verdict.APPLY_ERROR, Verdict.BUILD_ERROR, Verdict.WRONG_TREE)
 
 
 @dataclass(frozen=True)
@@ -161,7 +202,7 @@ class FaultSummary:
 
     fault: str
     expect: str
-    verdict: str
+    verdict: Verdict
     ok: bool
     runs: int
     fired: int
@@ -169,6 +210,9 @@ class FaultSummary:
     kill_rate: float | None  # must-fail faults that fired: killed / fired
     repeats_for_99: int | None  # repeats a kill rate this low needs for 99 % confidence
     reason: str
+
+    def __post_init__(self) -> None:  # a summary read back from a JSON report holds the word
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
 
 
 def repeats_for_confidence(kill_rate: float, confidence: float = 0.99) -> int | None:
@@ -183,62 +227,45 @@ def repeats_for_confidence(kill_rate: float, confidence: float = 0.99) -> int | 
 
 def summarize_fault(fault: Fault, results: list) -> FaultSummary:
     """Configs where the fault's code never ran (NOT FIRED) do not count against
-    it when another config fired it: a protocol's sites run only under it."""
-    verdicts = [r.verdict for r in results]
-    errors = [v for v in verdicts if v in ERRORS]
-    fired = [r for r in results if r.verdict != Verdict.NOT_FIRED.value]
-    killed = sum(r.verdict == Verdict.KILLED.value for r in fired)
+    it when another config fired it: a protocol's sites run only under it.
+    `results`: RunResults (their verdicts are Verdicts)."""
+    errors = [r.verdict for r in results if r.verdict in ERRORS]
+    fired = [r for r in results if r.verdict is not Verdict.NOT_FIRED]
+    killed = sum(r.verdict is Verdict.KILLED for r in fired)
     base = dict(
         fault=fault.id, expect=fault.expect, runs=len(results), fired=len(fired), killed=killed
     )
+    unrated = dict(kill_rate=None, repeats_for_99=None)
     if errors:
         return FaultSummary(
-            **base,
-            verdict=errors[0],
-            ok=False,
-            kill_rate=None,
-            repeats_for_99=None,
-            reason=_first_reason(results, errors[0]),
+            **base, **unrated, verdict=errors[0], ok=False, reason=_first_reason(results, errors[0])
         )
     if not fired:
         return FaultSummary(
             **base,
-            verdict=Verdict.NOT_FIRED.value,
+            **unrated,
+            verdict=Verdict.NOT_FIRED,
             ok=False,
-            kill_rate=None,
-            repeats_for_99=None,
             reason="no config ran the patched code",
         )
     if fault.expect == "pass":
-        broke = [r for r in fired if r.verdict != Verdict.PASSED.value]
-        verdict = broke[0].verdict if broke else Verdict.PASSED.value
+        broke = [r for r in fired if r.verdict is not Verdict.PASSED]
+        verdict = broke[0].verdict if broke else Verdict.PASSED
         return FaultSummary(
-            **base,
-            verdict=verdict,
-            ok=not broke,
-            kill_rate=None,
-            repeats_for_99=None,
-            reason=_first_reason(results, verdict),
+            **base, **unrated, verdict=verdict, ok=not broke, reason=_first_reason(results, verdict)
         )
     rate = killed / len(fired)
     if killed == len(fired):
-        verdict, ok = Verdict.KILLED.value, True
+        verdict, ok = Verdict.KILLED, True
     elif killed:
-        verdict, ok = FLAKY, False
+        verdict, ok = Verdict.FLAKY, False
     else:
-        worst = next(
-            (
-                v
-                for v in (Verdict.HUNG.value, Verdict.BROKE.value)
-                if any(r.verdict == v for r in fired)
-            ),
-            Verdict.SURVIVED.value,
-        )
-        verdict = worst
-        ok = worst == Verdict.SURVIVED.value and fault.survivor_ok is not None
+        seen = {r.verdict for r in fired}
+        verdict = next((v for v in (Verdict.HUNG, Verdict.BROKE) if v in seen), Verdict.SURVIVED)
+        ok = verdict is Verdict.SURVIVED and fault.survivor_ok is not None
     reason = (
         f"killed in {killed} of {len(fired)} runs"
-        if verdict == FLAKY
+        if verdict is Verdict.FLAKY
         else _first_reason(results, verdict)
     )
     return FaultSummary(
@@ -251,5 +278,5 @@ def summarize_fault(fault: Fault, results: list) -> FaultSummary:
     )
 
 
-def _first_reason(results: list, verdict: str) -> str:
-    return next((r.reason for r in results if r.verdict == verdict), "")
+def _first_reason(results: list, verdict: Verdict) -> str:
+    return next((r.reason for r in results if r.verdict is verdict), "")

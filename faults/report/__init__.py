@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from faults.engine import RunResult
+from faults.verdict import Verdict
 
 
 def summary_line(result: RunResult) -> str:
@@ -19,11 +20,14 @@ def summary_line(result: RunResult) -> str:
             f"{result.reason.splitlines()[0]}"
         )
     own = outcome["markers"].get(result.fault, 0)
+    device_errors = outcome.get("device_errors", 0)
     return (
         f"{name} tree={result.tree_digest[:8]} exit={outcome['exit_code']} "
         f"mismatch={outcome['mismatches']} timeout_msgs={outcome['timeout_lines']} "
-        f"markers={own} assert={outcome['assertion_lines']} -> {result.verdict}"
-        + ("" if result.ok and result.verdict != "SURVIVED" else f" ({result.reason})")
+        f"markers={own} assert={outcome['assertion_lines']}"
+        + (f" device_err={device_errors}" if device_errors else "")
+        + f" -> {result.verdict}"
+        + ("" if result.ok and result.verdict is not Verdict.SURVIVED else f" ({result.reason})")
     )
 
 

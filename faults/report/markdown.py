@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from faults.verdict import FLAKY
+from faults.verdict import Verdict
 
 
 def _controls_line(controls: list[dict]) -> str:
@@ -88,7 +88,7 @@ def markdown(document: dict) -> str:
     survivors = [
         s
         for s in document["faults"]
-        if s["expect"] == "fail" and s["verdict"] in ("SURVIVED", FLAKY)
+        if s["expect"] == "fail" and s["verdict"] in (Verdict.SURVIVED, Verdict.FLAKY)
     ]
     if survivors:
         lines += ["", "## Must-fail faults that survived a run", ""]
@@ -131,6 +131,6 @@ def junit(document: dict) -> str:
         if not r["ok"]:
             failure = ET.SubElement(case, "failure", message=r["verdict"])
             failure.text = r["reason"]
-        elif r["verdict"] in ("SURVIVED", "NOT FIRED"):
+        elif r["verdict"] in (Verdict.SURVIVED, Verdict.NOT_FIRED):
             ET.SubElement(case, "system-out").text = f"{r['verdict']}: {r['reason']}"
     return ET.tostring(suite, encoding="unicode") + "\n"

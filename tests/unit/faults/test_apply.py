@@ -115,11 +115,10 @@ def test_user_tree_is_not_written(tree, catalog):
     assert tree_digest(tree / "tests/fixtures/flag_payload") != before
 
 
-def test_cuda_target_without_clock_gets_a_globaltimer_helper(tmp_path):
+def test_cuda_delay_spins_on_the_targets_clock_and_adds_nothing_else(tmp_path):
     sources = tmp_path / "src"
     (sources / "impls").mkdir(parents=True)
-    (sources / "impls/k.cuh").write_text(
-        textwrap.dedent("""\
+    kernel = textwrap.dedent("""\
         #pragma once
         #include "common/x.cuh"
         __global__ void k(int* p) {
@@ -129,23 +128,24 @@ def test_cuda_target_without_clock_gets_a_globaltimer_helper(tmp_path):
           // @end k.store
         }
         """)
-    )
+    (sources / "impls/k.cuh").write_text(kernel)
     catalog_path = tmp_path / "c.toml"
     catalog_path.write_text(
-        '[target]\nname = "k"\nsources = "src"\nlanguage = "cuda"\n'
-        'rank = "rank_idx"\nrun = ["true"]\n[[fault]]\nid = "K"\n'
+        '[target]\nname = "k"\nsources = "src"\nlanguage = "cuda"\nclock = "my_clock()"\n'
+        'rank = "rank_idx"\nrun = ["true"]\n'
+        "[target.log]\nmismatch = 'M'\ntimeout = 'T'\nassertion = 'A'\ndevice_error = 'E'\n"
+        "digest = 'D(.+)'\n"
+        '[[fault]]\nid = "K"\n'
         'expect = "pass"\npatches = [{ site = "k.store", action = "delay", '
         "ns = 100 }]\n"
     )
     catalog = load_catalog(catalog_path, tree_root=tmp_path)
     apply_fault(tmp_path, catalog, "K")
-    text = (sources / "impls/k.cuh").read_text()
-    lines = text.splitlines()
-    assert lines[2].startswith(
-        "static __device__ __forceinline__ unsigned long long afdep_fault_clock()"
+    lines = (sources / "impls/k.cuh").read_text().splitlines()
+    assert lines[:5] + lines[6:] == kernel.splitlines()  # one line injected, nothing else
+    assert lines[5] == (
+        "  if (true) { const unsigned long long afd_t0 = my_clock(); "
+        "while (my_clock() - afd_t0 < 100ull) { } "
+        'if (true) printf("AFDFAULT K rank=%d\\n", static_cast<int>(rank_idx)); }  '
+        "// AFDFAULT K delay 100 ns at start of k.store"
     )
-    assert (
-        "const unsigned long long afd_t0 = afdep_fault_clock(); "
-        "while (afdep_fault_clock() - afd_t0 < 100ull) { }"
-    ) in text
-    assert 'printf("AFDFAULT K rank=%d\\n", static_cast<int>(rank_idx));' in text

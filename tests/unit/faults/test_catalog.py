@@ -19,12 +19,37 @@ sources = "tests/fixtures/flag_payload"
 language = "cpp"
 run = ["true"]
 """
+LOG = """\
+[target.log]
+mismatch = '^Mismatched '
+timeout = '^timeout: site='
+assertion = '^assertion failed'
+device_error = '^terminate called'
+digest = '^digest ([0-9a-f]{64})$'
+"""
+FAULT = """\
+[[fault]]
+id = "F"
+expect = "fail"
+patches = [{ site = "fx.consumer.check", action = "skip" }]
+"""
 
 
 def load(tmp_path: Path, faults: str, *, target: str = TARGET, sites: bool = False):
+    """A catalog of `target` (with LOG, unless empty) and `faults` (with FAULT
+    when it has none)."""
     path = tmp_path / "catalog.toml"
-    path.write_text(target + textwrap.dedent(faults))
+    faults = textwrap.dedent(faults)
+    path.write_text(
+        target + (LOG if target else "") + faults + ("" if "[[fault]]" in faults else "\n" + FAULT)
+    )
     return path, (lambda: load_catalog(path, tree_root=REPO if sites else None))
+
+
+def error_of(loader) -> str:
+    with pytest.raises(CatalogError) as error:
+        loader()
+    return str(error.value)
 
 
 def test_fixture_catalog_loads():
@@ -35,6 +60,11 @@ def test_fixture_catalog_loads():
     assert catalog.faults["S2"].survivor_ok.startswith("the consumer's 50 ms")
     assert catalog.control[0].file == "main.cpp"
     assert [c.name for c in catalog.configs] == ["default"]
+    log = catalog.target.log
+    assert log.mismatch.search("Mismatched payload round=1 word=3 expected=1004 got=0")
+    assert log.timeout.search("afdep timeout: site=fx.consumer.flag_wait rank=1 expected=1 seen=0")
+    assert log.digest.search(f'"native_source_sha256": "{"ab" * 32}"')[1] == "ab" * 32
+    assert not log.mismatch.search("fixture rounds=4 failed=0")
 
 
 @pytest.mark.parametrize(
@@ -240,3 +270,123 @@ def test_an_empty_list_of_config_names_selects_none():
     catalog = load_catalog(FIXTURE, tree_root=REPO)
     assert catalog.configs_for("D1", []) == []
     assert [c.name for c in catalog.configs_for("D1")] == ["default"]
+
+
+def test_a_catalog_without_faults_is_refused(tmp_path):
+    path = tmp_path / "catalog.toml"
+    path.write_text(TARGET + LOG + "[generate]\nns = 5\n")
+    assert error_of(lambda: load_catalog(path)) == (
+        f"{path}: top level: no [[fault]]: a catalog needs at least one fault"
+    )
+
+
+CPP = '[target]\nname = "t"\nsources = "s"\nlanguage = "cpp"\nrun = []\n'
+CUDA = '[target]\nname = "t"\nsources = "s"\nlanguage = "cuda"\nrun = []\n'
+
+
+@pytest.mark.parametrize(
+    "target, log, message",
+    [
+        (CPP, "", "target: log: required"),
+        (CPP, "[target.log]\nmismatch = 'M'\n", "target.log: timeout: required"),
+        (
+            CPP,
+            LOG.replace("'^Mismatched '", "'(M'"),
+            "target.log: mismatch: '(M' is not a "
+            "regular expression: missing ), unterminated subpattern at position 0",
+        ),
+        (
+            CPP,
+            LOG.replace("'^assertion failed'", "3"),
+            "target.log: assertion must be a regular expression, got 3",
+        ),
+        (
+            CPP,
+            LOG.replace("'^timeout: site='", "'x*'"),
+            "target.log: timeout: 'x*' matches an empty line",
+        ),
+        (
+            CPP,
+            LOG.replace("'^digest ([0-9a-f]{64})$'", "'^digest [0-9a-f]{64}$'"),
+            "target.log: digest: '^digest [0-9a-f]{64}$' has 0 groups; exactly one must capture "
+            "the tree digest",
+        ),
+        (
+            CPP,
+            LOG.replace("'^digest ([0-9a-f]{64})$'", "'^(digest) ([0-9a-f]{64})$'"),
+            "target.log: digest: '^(digest) ([0-9a-f]{64})$' has 2 groups; "
+            "exactly one must capture the tree digest",
+        ),
+        (CPP, LOG + "crash = 'x'\n", "target.log: unknown keys ['crash']"),
+        (
+            CPP.replace("[target]", "[target]\nlog = 'x'"),
+            "",
+            "target.log: a table of regular expressions ['mismatch', 'timeout', 'assertion', "
+            "'device_error', 'digest'], got 'x'",
+        ),
+        (
+            CUDA,
+            LOG,
+            "target: clock: an expression giving nanoseconds (a cuda target's delays "
+            "need it), got ''",
+        ),
+        (
+            CUDA + 'clock = " "\n',
+            LOG,
+            "target: clock: an expression giving nanoseconds (a cuda "
+            "target's delays need it), got ' '",
+        ),
+    ],
+)
+def test_target_log_and_clock_errors_name_file_table_and_key(tmp_path, target, log, message):
+    path = tmp_path / "catalog.toml"
+    path.write_text(target + log + FAULT)
+    assert error_of(lambda: load_catalog(path)) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize(
+    "faults, message",
+    [
+        (
+            '[[fault]]\nid = "A"\nexpect = "pass"\npatches = [{ site = "fx.consumer.check", '
+            'action = "delay", ns = 9223372036854775808 }]\n',
+            "fault A patch #0: ns: 9223372036854775808 ns does not fit a signed 64-bit count "
+            "(at most 2**63 - 1)",
+        ),
+        (
+            '[[fault]]\nid = "A"\nexpect = "pass"\n'
+            'patches = [{ site = "fx.consumer.check", action = "delay", ns = 300_000_000_000 }]\n',
+            "fault A patch #0: ns: 300000000000 ns is not shorter than the target's timeout_s "
+            "(300 s)",
+        ),
+        (
+            '[control]\npatches = [{ site = "fx.consumer.check", action = "delay", '
+            "ns = 18446744073709551616 }]\n",
+            "control patch #0: ns: 18446744073709551616 ns does not fit a signed 64-bit count "
+            "(at most 2**63 - 1)",
+        ),
+        (
+            "[generate]\nwindow_ns = 300_000_000_000\n",
+            "generate: window_ns: 300000000000 ns is not shorter than the target's timeout_s "
+            "(300 s)",
+        ),
+        (
+            "[generate]\nns = 9223372036854775808\n",
+            "generate: ns: 9223372036854775808 ns does not fit a signed 64-bit count "
+            "(at most 2**63 - 1)",
+        ),
+    ],
+)
+def test_a_delay_must_fit_64_bits_and_end_before_the_timeout(tmp_path, faults, message):
+    path, loader = load(tmp_path, faults)
+    assert error_of(loader) == f"{path}: {message}"
+
+
+def test_the_longest_delay_that_fits_loads(tmp_path):
+    path, loader = load(
+        tmp_path,
+        '[[fault]]\nid = "A"\nexpect = "pass"\n'
+        'patches = [{ site = "fx.consumer.check", action = "delay", ns = 9223372036854775807 }]\n',
+        target=TARGET + "timeout_s = 1e12\n",
+    )
+    assert loader().fault("A").patches[0].ns == 2**63 - 1

@@ -13,8 +13,10 @@ import pytest
 from afdep.jit import CSRC, source_digest
 from faults.catalog import load_catalog
 from faults.cli import main
-from faults.engine import Engine
+from faults.engine import Engine, RunResult
+from faults.report import summary_line
 from faults.scratch import UserTreeChanged, UserTreeGuard, make_scratch, tree_digest
+from faults.verdict import Verdict
 
 REPO = Path(__file__).parents[3]
 CATALOG = REPO / "tests/fixtures/flag_payload/catalog.toml"
@@ -83,7 +85,7 @@ def test_build_error_carries_the_compiler_log(tmp_path):
     prepared = engine.prepare(
         "broken", patches=[Patch("B", file="main.cpp", old="int main()", new="int main(")]
     )
-    assert prepared.error.verdict.value == "BUILD ERROR"
+    assert prepared.error.verdict is Verdict.BUILD_ERROR
     assert "main.cpp" in prepared.error.reason and "error" in prepared.error.reason
 
 
@@ -99,7 +101,7 @@ def test_apply_error_is_a_verdict_not_a_crash(tmp_path):
     )
     stale = Engine(catalog, tmp_path / "other", tmp_path / "work")
     results = stale.evaluate("S2", list(catalog.configs))
-    assert [r.verdict for r in results] == ["APPLY ERROR"]
+    assert [r.verdict for r in results] == [Verdict.APPLY_ERROR]
     assert "site fx.consumer.flag_wait is missing" in results[0].reason
     assert engine.catalog is catalog
 
@@ -175,3 +177,57 @@ def test_a_failed_report_write_keeps_the_old_report_and_no_temporary(tmp_path):
         write_text(report, "{" + "\udc80")
     assert report.read_text() == '{\n "ok": true\n}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+def n2_result(**outcome) -> RunResult:
+    counts = dict(exit_code=1, mismatches=0, timeout_lines=0, assertion_lines=26)
+    return RunResult(
+        "N2",
+        "bf16-eager",
+        0,
+        Verdict.KILLED,
+        True,
+        "the run failed and said why: 26 assertion lines",
+        "ab" * 32,
+        outcome={**counts, "markers": {"N2": 12, "P1": 40}, **outcome},
+    )
+
+
+def test_summary_line_names_device_errors_only_when_there_are_some():
+    line = "N2-bf16-eager tree=abababab exit=1 mismatch=0 timeout_msgs=0 markers=12 assert=26"
+    assert summary_line(n2_result(device_errors=0)) == f"{line} -> KILLED"
+    assert summary_line(n2_result()) == f"{line} -> KILLED"  # a report from before the field
+    assert summary_line(n2_result(device_errors=3)) == f"{line} device_err=3 -> KILLED"
+
+
+def test_a_result_holds_a_verdict_and_writes_its_word():
+    result = RunResult("N1", "default", 0, "NOT FIRED", False, "r", "d")
+    assert result.verdict is Verdict.NOT_FIRED
+    written = result.to_dict()["verdict"]
+    assert type(written) is str and written == "NOT FIRED"
+    assert json.loads(json.dumps(n2_result().to_dict()))["verdict"] == "KILLED"
+    assert summary_line(result) == "N1-default tree=d NOT FIRED: r"
+
+
+def test_a_must_fail_fault_that_crashes_the_target_is_killed_by_its_device_error(tmp_path):
+    """The fixture's device error is an uncaught exception (its catalog's
+    `device_error`): the run aborts, says so, and the fault is KILLED."""
+    from dataclasses import replace
+
+    from faults.catalog import Fault, Patch
+
+    catalog = load_catalog(CATALOG, tree_root=REPO)
+    crash = Patch(
+        "E1",
+        file="main.cpp",
+        old='std::printf("fixture rounds=%d failed=%d\\n", kRounds, failed_rounds);',
+        new="std::fflush(stdout); throw 1;",
+    )
+    marker = Patch("E1", site="fx.producer.flag_release", action="delay", ns=1)
+    fault = Fault("E1", "the target crashes", "fail", (crash, marker))
+    catalog = replace(catalog, faults={**catalog.faults, "E1": fault})
+    [result] = Engine(catalog, REPO, tmp_path).evaluate("E1", list(catalog.configs))
+    assert (result.verdict, result.ok) == (Verdict.KILLED, True)
+    assert result.reason == "the run failed and said why: 1 device error line"
+    assert result.outcome["exit_code"] == -6  # SIGABRT
+    assert summary_line(result).endswith("markers=4 assert=0 device_err=1 -> KILLED")

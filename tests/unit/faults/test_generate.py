@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from faults.catalog import load_catalog
-from faults.generate import GenerateSettings, generated_faults, is_generated, with_generated
+from faults.catalog import GenerateSettings, load_catalog
+from faults.generate import generated_faults, is_generated, with_generated
 from faults.review import coverage
 from faults.sites import parse_tree
 
