@@ -159,11 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.root,
                     workdir / f"group{i}",
                     env=(
-                        {
-                            "CUDA_VISIBLE_DEVICES": ",".join(
-                                gpu_group(f"gw{i}", group_size, visible, gpus)
-                            )
-                        }
+                        {"CUDA_VISIBLE_DEVICES": ",".join(gpu_group(i, group_size, visible, gpus))}
                         if group_size
                         else {}
                     ),
