@@ -247,6 +247,15 @@ def test_cases_without_listed_catalogs_are_one_collection_error(pytester):
     result.stdout.fnmatch_lines(["*ERROR collecting*", message, "*short test summary*"])
 
 
+def test_a_catalog_that_does_not_load_is_one_collection_error(pytester):
+    pytester.makefile(".toml", broken="[target]\nname = 1\n")
+    pytester.makepyfile(CASE_TEST)
+    result = pytester.runpytest(*PLUGIN, "--faults-catalog", "broken.toml")
+    result.assert_outcomes(errors=1)
+    message = "broken.toml: target: sources: required"
+    result.stdout.fnmatch_lines(["*ERROR collecting*", message, "*short test summary*"])
+
+
 # ---------------------------------------------------------------- session header
 def test_header_names_each_catalogs_sources_and_digests(pytester):
     fixture_project(pytester, ["twin.toml", f"{FIXTURE}/catalog.toml"])
