@@ -1,24 +1,39 @@
-"""The pytest plugin (entry point `pytest11`): the `faults` marker, the
-`--faults-*` options, and each xdist worker's own GPU group."""
+"""The fault engine's pytest plugin, all of it (entry point `pytest11`, or
+`-p faults.pytest_plugin`): the `--faults-*` options and the `faults` marker,
+the parametrization of a `catalog_case` fixture over catalog x fault x config,
+the session's `engines` with each xdist worker's own GPU group, the session
+header and the `fault runs` section (docs/architecture.md, the fault engine).
+
+A test module only asks for the fixtures:
+
+    def test_fault(catalog_case, engines):
+        engine = engines(catalog_case.path)
+        ...
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-# The catalogs a session parametrizes when --faults-catalog names none.
-KNOWN_CATALOGS = ["tests/fixtures/flag_payload/catalog.toml", "catalogs/afdep.toml"]
+from faults.project import NoCatalogsTable, ProjectError, project_catalogs
+
+# The user property under which a catalog case records each run's summary line.
+RESULT_PROPERTY = "faults_result"
+RUN_LINES = "faults-run-lines"
 
 
+# ---------------------------------------------------------------- options, marker
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("afdep-faults", "afdep fault catalogs")
+    group = parser.getgroup("faults", "fault catalogs (faults.pytest_plugin)")
     group.addoption(
         "--faults-catalog",
         action="append",
         default=None,
-        help="catalog to parametrize over (repeatable; default: every known catalog)",
+        help="catalog to parametrize over (repeatable; default: [tool.faults] catalogs)",
     )
     group.addoption(
         "--faults-repeat",
@@ -39,18 +54,134 @@ def pytest_configure(config: pytest.Config) -> None:
         "faults: a fault-catalog case (apply + build always; run and verdict when "
         "the hardware its target needs is present)",
     )
-    if not config.pluginmanager.has_plugin(RUN_LINES):
-        config.pluginmanager.register(RunLines(config), RUN_LINES)
 
 
-def selected_catalogs(config: pytest.Config, root: Path) -> list[Path]:
-    """--faults-catalog's paths, else the known catalogs present under `root`."""
+WORKER_ID = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before the terminal reporter prints the header
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # The controller (or a session without xdist) prints the header and the run
+    # lines; the workers send it their reports and need not digest the sources.
+    worker = session.config.stash[WORKER_ID] = xdist_worker_id(session)
+    plugins = session.config.pluginmanager
+    if worker == "master" and not plugins.has_plugin(RUN_LINES):
+        plugins.register(RunLines(session.config), RUN_LINES)
+
+
+def selected_catalogs(config: pytest.Config) -> list[Path]:
+    """--faults-catalog's paths, else the project's catalogs that exist
+    (raises ProjectError when pyproject.toml does not list them)."""
     chosen = config.getoption("--faults-catalog", None)
     if chosen:
         return [Path(p) for p in chosen]
-    return [root / p for p in KNOWN_CATALOGS if (root / p).exists()]
+    return [path for path in project_catalogs(config.rootpath) if path.exists()]
 
 
+# ---------------------------------------------------------------- parametrization
+class CatalogCase(NamedTuple):
+    path: Path
+    fault_id: str
+    config_name: str
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "catalog_case" not in metafunc.fixturenames:
+        return
+    from faults.catalog import CatalogError, load_catalog
+
+    cases = []
+    try:
+        for path in selected_catalogs(metafunc.config):
+            catalog = load_catalog(path, tree_root=metafunc.config.rootpath)
+            for fault_id in catalog.faults:
+                for config in catalog.configs_for(fault_id):
+                    cases.append(
+                        pytest.param(
+                            CatalogCase(path, fault_id, config.name),
+                            id=f"{catalog.target.name}-{fault_id}-{config.name}",
+                        )
+                    )
+    except (ProjectError, CatalogError, OSError) as error:
+        # A collection error of one line, naming the file, not a traceback.
+        raise pytest.Collector.CollectError(str(error)) from None
+    metafunc.parametrize("catalog_case", cases)
+
+
+# ---------------------------------------------------------------- engines, GPUs
+@pytest.fixture(scope="session")
+def engines(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """`engines(path)`: one engine per catalog for the session, its scratch
+    trees under one workdir, its runs on this xdist worker's GPU group."""
+    from faults.catalog import load_catalog
+    from faults.engine import Engine
+
+    config = request.config
+    root = config.rootpath
+    chosen = config.getoption("--faults-workdir", None)
+    workdir = Path(chosen) if chosen else tmp_path_factory.mktemp("faults")
+    made: dict[Path, Engine] = {}
+
+    def engine_for(path: Path) -> Engine:
+        if path not in made:
+            catalog = load_catalog(path, tree_root=root)
+            # The group holds the largest config that fits here.
+            fitting = [catalog.gpus_for(c) for c in catalog.configs]
+            size = max((n for n in fitting if enough_gpus(n)), default=0)
+            env = worker_gpu_env(request, size)
+            made[path] = Engine(catalog, root, workdir / catalog.target.name, env=env)
+        return made[path]
+
+    return engine_for
+
+
+def enough_gpus(needed: int) -> bool:
+    from hostio import gpu_count
+
+    return needed == 0 or gpu_count() >= needed
+
+
+def xdist_worker_id(request_or_session: pytest.FixtureRequest | pytest.Session) -> str:
+    """xdist's id of this worker (`gw0`, `gw1`, ...), or `master` without
+    xdist or outside a worker (xdist is optional)."""
+    try:
+        from xdist import get_xdist_worker_id
+    except ImportError:
+        return "master"
+    return get_xdist_worker_id(request_or_session)
+
+
+def worker_index(worker_id: str) -> int:
+    """`gwN` -> N; `master` (no workers) -> 0."""
+    return int(worker_id[2:]) if worker_id.startswith("gw") else 0
+
+
+def gpu_group(index: int, size: int, visible: str | None, count: int) -> list[str]:
+    """The devices of group `index`: the index-th run of `size` devices of
+    those visible (an outer CUDA_VISIBLE_DEVICES, else 0..count-1)."""
+    devices = [d for d in visible.split(",") if d] if visible else [str(i) for i in range(count)]
+    group = devices[index * size : (index + 1) * size]
+    if len(group) < size:
+        raise LookupError(
+            f"GPU group {index} needs devices {index * size}..{(index + 1) * size - 1} "
+            f"of {devices}: run fewer workers"
+        )
+    return group
+
+
+def worker_gpu_env(request: pytest.FixtureRequest, size: int) -> dict[str, str]:
+    """CUDA_VISIBLE_DEVICES for this worker's runs (empty when they need none)."""
+    if size == 0:
+        return {}
+    from hostio import gpu_count
+
+    index = worker_index(xdist_worker_id(request))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    group = gpu_group(index, size, visible, 0 if visible else gpu_count())
+    return {"CUDA_VISIBLE_DEVICES": ",".join(group)}
+
+
+# ---------------------------------------------------------------- header, run lines
 SESSION_LINES = pytest.StashKey[list[str]]()
 
 
@@ -68,12 +199,18 @@ def _session_lines(config: pytest.Config) -> list[str]:
     from faults.scratch import tree_digest
     from hostio import gpu_count
 
-    root = Path(config.rootpath)
+    root = config.rootpath
+    try:
+        paths = selected_catalogs(config)
+    except NoCatalogsTable:  # a project without catalogs: nothing to say
+        return []
+    except ProjectError as error:
+        return [f"faults: {error}"]
     lines = []
-    for path in selected_catalogs(config, root):
+    for path in paths:
         try:
             catalog = load_catalog(path, tree_root=root)
-        except (CatalogError, OSError) as error:  # collection reports it in full
+        except (CatalogError, OSError) as error:  # collection reports it too
             lines.append(f"faults: {path}: {error}")
             continue
         sources = root / catalog.target.sources
@@ -86,12 +223,7 @@ def _session_lines(config: pytest.Config) -> list[str]:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    return session_lines(config)
-
-
-# The user property under which a catalog case records each run's seed-style line.
-RESULT_PROPERTY = "faults_result"
-RUN_LINES = "afdep-faults-run-lines"
+    return session_lines(config) if config.stash.get(WORKER_ID, "master") == "master" else []
 
 
 class RunLines:
@@ -113,33 +245,3 @@ class RunLines:
         terminalreporter.write_sep("=", "fault runs")
         for line in [*session_lines(self.config), *sorted(self.lines)]:
             terminalreporter.write_line(line)
-
-
-def gpu_group(worker: str | None, size: int, visible: str | None, count: int) -> list[str]:
-    """The devices xdist worker `gwN` owns: the N-th run of `size` devices of
-    those visible (an outer CUDA_VISIBLE_DEVICES, else 0..count-1). No worker
-    id (no xdist) means the first group."""
-    devices = [d for d in visible.split(",") if d] if visible else [str(i) for i in range(count)]
-    index = int(worker[2:]) if worker and worker.startswith("gw") else 0
-    group = devices[index * size : (index + 1) * size]
-    if len(group) < size:
-        raise LookupError(
-            f"worker {worker or 'gw0'} needs devices {index * size}.."
-            f"{(index + 1) * size - 1} of {devices}: run fewer workers"
-        )
-    return group
-
-
-def worker_gpu_env(size: int) -> dict[str, str]:
-    """CUDA_VISIBLE_DEVICES for this worker's runs (empty when it needs none)."""
-    if size == 0:
-        return {}
-    import torch
-
-    group = gpu_group(
-        os.environ.get("PYTEST_XDIST_WORKER"),
-        size,
-        os.environ.get("CUDA_VISIBLE_DEVICES"),
-        torch.cuda.device_count(),
-    )
-    return {"CUDA_VISIBLE_DEVICES": ",".join(group)}

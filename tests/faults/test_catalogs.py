@@ -1,5 +1,6 @@
 """Every catalog fault under every config (`pytest -m faults`): applied and
 built always; run and judged when the hardware its target needs is present.
+The cases and the `engines` fixture come from faults.pytest_plugin.
 
 The CPU fixture's faults are engine tests with known verdicts, N1 (a `when`
 that is never true) included; a real catalog's faults must meet their
@@ -9,9 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from faults.pytest_plugin import RESULT_PROPERTY
+from faults.pytest_plugin import RESULT_PROPERTY, enough_gpus
 from faults.report import summary_line
-from tests.faults.conftest import enough_gpus
 
 pytestmark = pytest.mark.faults
 
@@ -19,22 +19,22 @@ FIXTURE_VERDICTS = {"D1": "PASSED", "S1": "KILLED", "S2": "SURVIVED", "N1": "NOT
 
 
 def test_fault(catalog_case, engines, pytestconfig, record_property):
-    path, fault_id, config_name = catalog_case
-    engine = engines(path)
+    engine = engines(catalog_case.path)
     catalog = engine.catalog
-    needed = catalog.gpus_for(catalog.config(config_name))
+    config = catalog.config(catalog_case.config_name)
+    needed = catalog.gpus_for(config)
     if not enough_gpus(needed):
-        prepared = engine.prepare(fault_id, fault_id)
+        prepared = engine.prepare(catalog_case.fault_id, catalog_case.fault_id)
         assert prepared.error is None, prepared.error.reason
         pytest.skip(f"applied and built; running needs {needed} GPUs")
     repeats = pytestconfig.getoption("--faults-repeat", 1)
-    results = engine.evaluate(fault_id, [catalog.config(config_name)], repeats)
+    results = engine.evaluate(catalog_case.fault_id, [config], repeats)
     for result in results:  # every run's line, before any assertion stops the test
         record_property(RESULT_PROPERTY, summary_line(result))
     for result in results:
         assert result.tree_digest and result.outcome is not None, result.reason
         assert result.outcome["digests"] == [result.tree_digest]
         if catalog.target.name == "flag_payload":
-            assert result.verdict == FIXTURE_VERDICTS[fault_id], result.reason
+            assert result.verdict == FIXTURE_VERDICTS[catalog_case.fault_id], result.reason
         else:
             assert result.ok, f"{result.verdict}: {result.reason}"

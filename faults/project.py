@@ -1,0 +1,52 @@
+"""A project's fault catalogs, listed once in its pyproject.toml:
+
+    [tool.faults]
+    catalogs = ["catalogs/target.toml", "tests/fixtures/other/catalog.toml"]
+
+The first is the CLIs' default catalog; the pytest plugin parametrizes over
+every one that exists (docs/architecture.md, the fault engine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tomllib
+
+KEY = "[tool.faults] catalogs"
+EXAMPLE = f'{KEY} = ["<catalog>.toml", ...]'
+
+
+class ProjectError(ValueError):
+    """pyproject.toml does not list the project's catalogs as it should."""
+
+
+class NoCatalogsTable(ProjectError):
+    """pyproject.toml, or its [tool.faults] table, is absent: a project without
+    catalogs (the plugin stays quiet in it until a catalog case is asked for)."""
+
+
+def project_catalogs(root: Path) -> list[Path]:
+    """The catalogs `root`'s pyproject.toml lists, as paths under `root`."""
+    path = Path(root) / "pyproject.toml"
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise NoCatalogsTable(f"{path}: not found; it must list {EXAMPLE}") from None
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ProjectError(f"{path}: cannot read {KEY}: {error}") from None
+    tool = data.get("tool")
+    table = tool.get("faults") if isinstance(tool, dict) else None
+    if table is None:
+        raise NoCatalogsTable(f"{path}: no [tool.faults] table; it must list {EXAMPLE}")
+    catalogs = table.get("catalogs") if isinstance(table, dict) else table
+    if not (
+        isinstance(catalogs, list) and catalogs and all(isinstance(c, str) and c for c in catalogs)
+    ):
+        shown = "nothing" if catalogs is None else repr(catalogs)
+        raise ProjectError(f"{path}: {KEY} must be a non-empty list of paths, got {shown}")
+    return [Path(root) / catalog for catalog in catalogs]
+
+
+def default_catalog(root: Path) -> Path:
+    """The catalog a CLI uses when none is named: the first one listed."""
+    return project_catalogs(root)[0]
