@@ -19,7 +19,7 @@ from pathlib import Path
 from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.scratch import make_scratch
 from faults.sites import parse_tree
-from hostio import at_least_one, gpu_count
+from hostio import at_least_one, entry_point, gpu_count
 
 DEFAULT_CATALOG = Path("catalogs/afdep.toml")
 
@@ -201,6 +201,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     return 0 if document["ok"] else 1
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m faults",
