@@ -21,6 +21,7 @@ from afdep.jit import CompileError, compile_kernel, source_digest
 from afdep.kernels import all_launches
 from afdep.vocab import Arm, Protocol, Role
 from afdep.workspace import Geometry, GeometryError
+from hostio import entry_point
 
 # The geometry fields this command's options set; the others are fixed above.
 OPTION_OF_FIELD = {"hidden": "--hidden", "top_k": "--top-k", "payload": "--payload"}
@@ -72,6 +73,7 @@ def named_option(error: GeometryError) -> str:
     return f"{option} {error.value}: {error}"
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="afdep build", description=__doc__)
     parser.add_argument("--hidden", type=int, nargs="+", default=[2048, 7168])

@@ -16,6 +16,8 @@ import importlib
 import os
 import sys
 
+from hostio import entry_point
+
 COMMANDS = {
     "build": "afdep.build",
     "validate": "afdep.validate",
@@ -39,6 +41,7 @@ def drive(argv: list[str]) -> int:
     return 0  # not reached
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):

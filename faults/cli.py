@@ -1,4 +1,4 @@
-"""afdep-faults (python -m faults) [--catalog PATH] [--root DIR] COMMAND ...
+"""python -m faults [--catalog PATH] [--root DIR] COMMAND ...
 
 list                  the catalog's faults (site-generated ones too, unless --no-generated)
 show ID               one fault, its patches (includes first)
@@ -26,11 +26,18 @@ from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.generate import with_generated
+from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from faults.scratch import make_scratch
 from faults.sites import parse_tree
-from hostio import OneLineParser, UsageError, at_least_one, gpu_count, write_json, write_text
-
-DEFAULT_CATALOG = Path("catalogs/afdep.toml")
+from hostio import (
+    OneLineParser,
+    UsageError,
+    at_least_one,
+    entry_point,
+    gpu_count,
+    write_json,
+    write_text,
+)
 
 
 # ------------------------------------------------------------------ shared steps
@@ -221,11 +228,13 @@ def review_command(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------- parser
 def parser() -> OneLineParser:
     top = OneLineParser(
-        prog="afdep-faults",
+        prog=program(),
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    top.add_argument("--catalog", type=Path, default=None, help=f"default: {DEFAULT_CATALOG}")
+    top.add_argument(
+        "--catalog", type=Path, default=None, help="default: the first of [tool.faults] catalogs"
+    )
     top.add_argument("--root", type=Path, default=None, help="the user's tree (default: its top)")
     top.add_argument("--workdir", type=Path, default=None, help="scratch trees and logs (kept)")
     top.add_argument("--keep", action="store_true", help="keep the temporary scratch folder")
@@ -274,22 +283,35 @@ def parser() -> OneLineParser:
 
 
 def project_root(start: Path) -> Path:
-    """The nearest folder at or above `start` holding the default catalog
-    (so the commands work from any subdirectory); `start` when none does."""
+    """The nearest folder at or above `start` whose pyproject.toml lists fault
+    catalogs (so the commands work from any subdirectory); else `start`."""
     for folder in (start, *start.parents):
-        if (folder / DEFAULT_CATALOG).is_file():
+        try:
+            project_catalogs(folder)
             return folder
+        except NoCatalogsTable:
+            continue
+        except ProjectError:
+            return folder  # found, and malformed: default_catalog says how
     return start
 
 
+def program() -> str:
+    """The name the user typed: the console script's, else `python -m faults`."""
+    name = Path(sys.argv[0]).name
+    return "python -m faults" if name in ("__main__.py", "-c", "") else name
+
+
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    args.root = (args.root or project_root(Path.cwd().resolve())).resolve()
-    args.catalog = args.catalog or args.root / DEFAULT_CATALOG
     try:
+        args.root = (args.root or project_root(Path.cwd().resolve())).resolve()
+        if args.catalog is None and args.handler is not sites_command:
+            args.catalog = default_catalog(args.root)
         return args.handler(args)
-    except (CatalogError, UsageError) as error:
-        print(f"afdep-faults: error: {error}", file=sys.stderr)
+    except (CatalogError, ProjectError, UsageError) as error:
+        print(f"{program()}: error: {error}", file=sys.stderr)
         return 2
 
 

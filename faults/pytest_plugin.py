@@ -156,24 +156,11 @@ def worker_index(worker_id: str) -> int:
     return int(worker_id[2:]) if worker_id.startswith("gw") else 0
 
 
-def gpu_group(index: int, size: int, visible: str | None, count: int) -> list[str]:
-    """The devices of group `index`: the index-th run of `size` devices of
-    those visible (an outer CUDA_VISIBLE_DEVICES, else 0..count-1)."""
-    devices = [d for d in visible.split(",") if d] if visible else [str(i) for i in range(count)]
-    group = devices[index * size : (index + 1) * size]
-    if len(group) < size:
-        raise LookupError(
-            f"GPU group {index} needs devices {index * size}..{(index + 1) * size - 1} "
-            f"of {devices}: run fewer workers"
-        )
-    return group
-
-
 def worker_gpu_env(request: pytest.FixtureRequest, size: int) -> dict[str, str]:
     """CUDA_VISIBLE_DEVICES for this worker's runs (empty when they need none)."""
     if size == 0:
         return {}
-    from hostio import gpu_count
+    from hostio import gpu_count, gpu_group
 
     index = worker_index(xdist_worker_id(request))
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -21,13 +21,12 @@ from faults.catalog import Catalog, Config
 from faults.engine import Engine, RunResult, sweep
 from faults.generate import is_generated
 from faults.history import History
-from faults.pytest_plugin import gpu_group
 from faults.report import catalog_sha256, engine_share, stage_seconds, summary_line
 from faults.report.markdown import junit, markdown
 from faults.scratch import UserTreeGuard
 from faults.sites import parse_tree
 from faults.verdict import FaultSummary, Verdict, summarize_fault
-from hostio import UsageError, machine_name, write_json, write_text
+from hostio import UsageError, gpu_group, machine_name, write_json, write_text
 
 CPU_RESULTS = Path("build/faults")  # a sweep that judges nothing files its report here
 

@@ -25,7 +25,7 @@ from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
 from afdep.config import environment_error
 from afdep.testing.launch import torchrun_command
 from afdep.vocab import Arm
-from hostio import at_least_one, gpu_count, machine_name, run_logged, write_json
+from hostio import at_least_one, entry_point, gpu_count, machine_name, run_logged, write_json
 
 BUCKETS = (1, 8, 32, 128, 512, 1024, 2048)
 CONTROL = "C"
@@ -140,6 +140,7 @@ def refusal(arms: dict[str, dict[str, str]], nproc: int) -> str | None:
     return None
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="afdep bench",

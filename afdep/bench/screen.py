@@ -17,7 +17,7 @@ from pathlib import Path
 
 from afdep.bench import main as bench_main
 from afdep.config import environment_error
-from hostio import gpu_count, write_json
+from hostio import entry_point, gpu_count, write_json
 
 GPUS = 4
 BUCKETS = (512, 1024, 2048)
@@ -98,6 +98,7 @@ def print_comparison(rows: list[dict]) -> None:
     Console(width=120).print(table)
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="afdep screen",

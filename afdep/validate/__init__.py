@@ -27,7 +27,7 @@ from afdep.jit import source_digest
 from afdep.testing.launch import DRIVER, outcome_record, torchrun_command
 from afdep.validate.matrix import ROUTE_DEADLINE_S, Expect, Group, Run, matrix_2gpu, matrix_4gpu
 from afdep.vocab import parse_log
-from hostio import at_least_one, machine_name, run_logged, write_json
+from hostio import at_least_one, entry_point, machine_name, run_logged, write_json
 
 
 def judge(run: Run, record: dict, digest: str) -> list[str]:
@@ -97,6 +97,7 @@ def list_not_run(runs: list[Run]) -> None:
             print(f"  {run.name}: {' '.join(torchrun_command(run.nproc, DRIVER, run.args)[2:])}")
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="afdep validate", description=__doc__)
     parser.add_argument(

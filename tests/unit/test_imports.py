@@ -160,21 +160,7 @@ def module_name_path(module: str) -> str:
 # Strings naming afdep in modules outside the engine proper: the command line,
 # the sweep, the review and the pytest plugin default to afdep's catalog (the
 # lead decides whether they keep to). This list only shrinks.
-KNOWN_AFDEP_WORDS = {
-    "faults/cli.py": {
-        "catalogs/afdep.toml",
-        "afdep-faults-",
-        "a source directory (afdep/csrc) or one file",
-    },
-    "faults/pytest_plugin.py": {
-        "catalogs/afdep.toml",
-        "afdep-faults",
-        "afdep fault catalogs",
-        "afdep-faults-run-lines",
-    },
-    "faults/review.py": {"catalogs/afdep.toml", "afdep-review-"},
-    "faults/sweep.py": {"catalogs/afdep.toml", "afdep-sweep-"},
-}
+KNOWN_AFDEP_WORDS: dict[str, set[str]] = {}  # none: the engine is generic
 
 
 def afdep_words(path: Path) -> set[str]:

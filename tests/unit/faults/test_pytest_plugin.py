@@ -13,9 +13,9 @@ import pytest
 
 from afdep.jit import source_digest
 from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
-from faults.pytest_plugin import gpu_group, worker_gpu_env, worker_index, xdist_worker_id
+from faults.pytest_plugin import worker_gpu_env, worker_index, xdist_worker_id
 from faults.report import catalog_sha256
-from hostio import gpu_count
+from hostio import gpu_count, gpu_group
 
 pytest_plugins = ["pytester"]
 

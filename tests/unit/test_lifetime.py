@@ -1,0 +1,164 @@
+"""No child outlives its parent (docs/architecture.md, "Pipeline of the fault
+engine", item 5): a `python -m faults run` whose fixture binary spins is
+interrupted (Ctrl-C, SIGTERM, SIGKILL) and no process of it is left; Ctrl-C
+and SIGTERM end with one line on stderr. The run's processes are found by a
+variable in their environment, which every child inherits."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from hostio import run_logged
+
+REPO = Path(__file__).parents[2]
+FIXTURE = "tests/fixtures/flag_payload"
+SPIN_CATALOG = REPO / FIXTURE / "spin.toml"
+MARK = "LIFETIME_TEST_RUN"  # not AFDEP_*: afdep refuses the AFDEP_ variables it does not know
+
+
+def marked(token: str) -> dict[int, str]:
+    """pid -> name of every live process whose environment holds MARK=token
+    (a zombie is dead: its environment reads empty)."""
+    needle = f"{MARK}={token}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            found[int(entry.name)] = (entry / "comm").read_text().strip()
+        except OSError:  # it ended while we looked
+            continue
+    return found
+
+
+def wait_for(condition, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+@pytest.fixture
+def token():
+    """A fresh mark; whatever carries it at the end is killed, so a failing
+    test leaves no spinning fixture behind."""
+    value = uuid.uuid4().hex
+    yield value
+    for pid in marked(value):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def start_spinning_run(tmp_path: Path, token: str) -> subprocess.Popen:
+    """`python -m faults run SPIN` on a copy of the fixture alone (a small
+    scratch tree), returned once the fixture binary spins."""
+    root = tmp_path / "root"
+    shutil.copytree(REPO / FIXTURE, root / FIXTURE)
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "faults", "--catalog", str(SPIN_CATALOG), "--root", str(root)]
+        + ["--workdir", str(tmp_path / "work"), "run", "SPIN"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(REPO), MARK: token},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def spinning() -> bool:
+        if parent.poll() is not None:
+            raise AssertionError(f"the run ended first: {parent.communicate()}")
+        return "flag_payload" in marked(token).values()
+
+    wait_for(spinning, 120, "the fixture binary runs")
+    return parent
+
+
+@pytest.mark.parametrize(
+    ("signum", "exit_code", "stderr"),
+    [
+        (signal.SIGINT, 130, "interrupted by SIGINT: 1 child stopped with its processes\n"),
+        (signal.SIGTERM, 143, "interrupted by SIGTERM: 1 child stopped with its processes\n"),
+        (signal.SIGKILL, -signal.SIGKILL, ""),  # the guard's parent-death signal
+    ],
+    ids=["ctrl-c", "sigterm", "sigkill"],
+)
+def test_an_interrupted_run_leaves_no_process(tmp_path, token, signum, exit_code, stderr):
+    parent = start_spinning_run(tmp_path, token)
+    parent.send_signal(signum)
+    try:
+        _, err = parent.communicate(timeout=30)
+    finally:  # as a harness would: an interrupt that does not end it, SIGKILL does
+        parent.kill()
+    assert (parent.returncode, err) == (exit_code, stderr)
+    assert "Traceback" not in err
+    # A survivor would spin on for minutes; none is left within 5 s.
+    deadline = time.monotonic() + 5
+    while marked(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marked(token) == {}
+
+
+def test_outer_timeout_ends_a_grandchild_in_its_own_session(tmp_path, token):
+    """torchrun starts each worker in a session of its own, out of reach of a
+    process-group kill: the guard, their subreaper, ends them anyway."""
+    script = (
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True)\n"
+        "print('grandchild started', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    log = tmp_path / "timeout.log"
+    started = time.perf_counter()
+    outcome = run_logged(
+        [sys.executable, "-c", script], log, timeout_s=5, env={**os.environ, MARK: token}
+    )
+    assert (outcome.exit_code, outcome.outer_timeout) == (None, True)
+    assert log.read_text() == "grandchild started\n"
+    assert time.perf_counter() - started < 15
+    assert marked(token) == {}
+
+
+def test_what_a_command_leaves_running_ends_with_it(tmp_path, token):
+    script = (
+        "import subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True)\n"
+        "print('left one behind', flush=True)\n"
+    )
+    log = tmp_path / "left.log"
+    outcome = run_logged(
+        [sys.executable, "-c", script], log, timeout_s=30, env={**os.environ, MARK: token}
+    )
+    assert (outcome.exit_code, outcome.outer_timeout) == (0, False)
+    assert log.read_text() == "left one behind\n"
+    assert marked(token) == {}
+
+
+def test_the_guard_passes_on_the_commands_own_ending(tmp_path):
+    """The exit code a caller sees is the command's, as without the guard."""
+    killed = run_logged(
+        [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGABRT)"],
+        tmp_path / "abort.log",
+        timeout_s=30,
+    )
+    assert (killed.exit_code, killed.outer_timeout) == (-signal.SIGABRT, False)
+    with pytest.raises(FileNotFoundError, match=r"No such file or directory: 'no-such-command'"):
+        run_logged(["no-such-command"], tmp_path / "missing.log", timeout_s=30)
+    with pytest.raises(PermissionError, match=r"Permission denied: '/'"):
+        run_logged(["/"], tmp_path / "directory.log", timeout_s=30)
