@@ -64,14 +64,15 @@ def token():
             pass
 
 
-def start_spinning_run(tmp_path: Path, token: str) -> subprocess.Popen:
-    """`python -m faults run SPIN` on a copy of the fixture alone (a small
-    scratch tree), returned once the fixture binary spins."""
+def start_spinning_run(tmp_path: Path, token: str, *command: str) -> subprocess.Popen:
+    """`python -m faults COMMAND` (run SPIN, or a sweep) on a copy of the
+    fixture alone (a small scratch tree), returned once the fixture binary
+    spins."""
     root = tmp_path / "root"
     shutil.copytree(REPO / FIXTURE, root / FIXTURE)
     parent = subprocess.Popen(
         [sys.executable, "-m", "faults", "--catalog", str(SPIN_CATALOG), "--root", str(root)]
-        + ["--workdir", str(tmp_path / "work"), "run", "SPIN"],
+        + ["--workdir", str(tmp_path / "work"), *(command or ("run", "SPIN"))],
         cwd=root,
         env={**os.environ, "PYTHONPATH": str(REPO), MARK: token},
         stdout=subprocess.PIPE,
@@ -107,6 +108,21 @@ def test_an_interrupted_run_leaves_no_process(tmp_path, token, signum, exit_code
     assert (parent.returncode, err) == (exit_code, stderr)
     assert "Traceback" not in err
     # A survivor would spin on for minutes; none is left within 5 s.
+    deadline = time.monotonic() + 5
+    while marked(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marked(token) == {}
+
+
+def test_a_sweep_interrupted_then_killed_leaves_no_process(tmp_path, token):
+    """Ctrl-C, and before it has unwound, SIGKILL of the parent: the guards end
+    their trees on their own."""
+    results = tmp_path / "results"
+    parent = start_spinning_run(tmp_path, token, "sweep", "--results-dir", str(results))
+    parent.send_signal(signal.SIGINT)
+    time.sleep(0.1)
+    parent.kill()
+    parent.communicate(timeout=30)
     deadline = time.monotonic() + 5
     while marked(token) and time.monotonic() < deadline:
         time.sleep(0.1)
