@@ -1,8 +1,8 @@
 """Faults generated from sites, so coverage does not depend on who thought of
 what: every wait is skipped while the site it guards is delayed (must fail),
-and every store, release and compute site is delayed (must pass). Beyond
-DESIGN §6, every release is also skipped (must fail: its waiter can only time
-out), so each release has a fault that proves something waits for it."""
+and every store, release and compute site is delayed (must pass); every
+release is also skipped (must fail: its waiter can only time out), so each
+release has a fault that proves something waits for it."""
 
 from __future__ import annotations
 

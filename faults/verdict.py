@@ -174,7 +174,7 @@ def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:
 
 def survivor_hint(patches: list[Patch], guards: dict[str, str | None]) -> str:
     """A skipped wait survives when the data it guards is there anyway: delay
-    the guarded site, not the flag (the seed's N3 -> N3b lesson)."""
+    the guarded site, not the flag (docs/history.md: N3 and N3b)."""
     delayed = {p.site for p in patches if p.action == "delay"}
     hints = []
     for patch in patches:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue E in one command on nvidia-h200-x4: the 4-GPU driver matrix, the fault
+# The 4-GPU work in one command on nvidia-h200-x4: the 4-GPU driver matrix, the fault
 # catalog at f1 (3A:1F) and f2 (2A:2F), and the C vs CF screen beside the
-# seed's table. Results and logs go under $1 (default docs/results). On fewer
+# recorded changes. Results and logs go under $1 (default docs/results). On fewer
 # GPUs each tool says what it would run and needs.
 set -u -o pipefail
 out=${1:-docs/results}

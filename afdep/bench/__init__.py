@@ -6,7 +6,7 @@ in the same processes (NCCL all_to_all_single, a plain peer copy).
 
 Per bucket: each arm's median µs, paired change % against the control arm in
 each process, their geometric mean, and how many processes saw the arm faster.
-Writes `bench-<machine>.json` and prints the table and the DESIGN §7 ratios
+Writes `bench-<machine>.json` and prints the table and the ratios of the performance targets
 (reported, not gated).
 """
 
@@ -89,7 +89,8 @@ def summarize(processes: list[dict], arms: list[str], buckets: list[int]) -> lis
 
 
 def targets(rows: list[dict], arms: list[str], row_bytes: int) -> dict:
-    """DESIGN §7 as ratios in this run (reported, never gated here)."""
+    """The performance targets (docs/architecture.md) as ratios in this run,
+    reported, never gated here."""
     report = {}
     by_tokens = {row["tokens"]: row for row in rows}
     if 2048 in by_tokens:

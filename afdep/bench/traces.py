@@ -1,4 +1,4 @@
-"""Per-kernel start/end traces for the bench, as the seed printed them: each
+"""Per-kernel start/end traces for the bench, as the count-first validation printed them: each
 device's kernels over a few graph replays (CUPTI through torch.profiler; no
 kernel change), aligned on the attention rank's first kernel of each replay
 and reduced to medians.

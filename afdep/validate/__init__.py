@@ -1,9 +1,9 @@
-"""The correctness matrix: the seed's validation runner made a program.
+"""The correctness matrix: a validation runner made a program.
 
-    python -m afdep.validate [--select all|correctness|failures] [--results-dir docs/results]
+    afdep validate [--select all|correctness|failures] [--results-dir docs/results]
 
-With 2+ GPUs it runs the driver over the matrix, prints one seed-style summary
-line per run and writes `validate-<machine>.json` (every run's command, exit,
+With 2+ GPUs it runs the driver over the matrix, prints one summary line
+per run and writes `validate-<machine>.json` (every run's command, exit,
 mismatches, digest, log sha256). On a CPU-only machine it compiles every
 kernel, checks the reference on the CPU and lists the runs that need GPUs.
 Exit 0 only when every run met its expectation.

@@ -1,4 +1,4 @@
-"""Reports: a seed-style summary line per (fault, config), and one JSON
+"""Reports: one summary line per (fault, config), and one JSON
 document per sweep, written to a temporary file and renamed."""
 
 from __future__ import annotations

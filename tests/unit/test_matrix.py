@@ -1,6 +1,6 @@
 """The driver matrices: every run parses with the driver's own parser into a
 geometry the buffer accepts, names are unique, and the 4-GPU matrix covers
-issue E's grid."""
+the 4-GPU grid."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Issue E's screen: the bench commands per split and the comparison with the seed."""
+"""afdep screen: the bench commands per split and the comparison with the recorded changes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import afdep.bench
-from afdep.bench.screen import SEED_CF_CHANGE_PCT, bench_args, comparison
+from afdep.bench.screen import RECORDED_CF_CHANGE_PCT, bench_args, comparison
 from hostio import ProcessOutcome
 
 
@@ -47,7 +47,7 @@ def test_the_comparison_sets_each_row_beside_the_seed():
             "CF_us": 270.0,
             "CF_change_pct": -10.0,
             "CF_repeats_faster": 3,
-            "seed_CF_change_pct": -7.3,
+            "recorded_CF_change_pct": -7.3,
         }
     ]
-    assert set(SEED_CF_CHANGE_PCT) == {"3a1f", "2a2f", "1a3f"}
+    assert set(RECORDED_CF_CHANGE_PCT) == {"3a1f", "2a2f", "1a3f"}

@@ -80,10 +80,10 @@ def test_rules(expect, changes, expected, ok):
 
 
 def test_known_survivor_is_ok_and_reported_with_the_hint():
-    judgement = verdict("fail", survivor_ok="the seed saw it pass")
+    judgement = verdict("fail", survivor_ok="it passed on 4 GPUs")
     assert judgement.verdict is Verdict.SURVIVED and judgement.ok
     assert "hint: delay x.source.store, the site x.sink.wait guards" in judgement.reason
-    assert "known survivor: the seed saw it pass" in judgement.reason
+    assert "known survivor: it passed on 4 GPUs" in judgement.reason
 
 
 def test_hint_when_the_guarded_site_is_already_delayed():
