@@ -80,6 +80,45 @@ def test_bad_input_is_one_line_naming_it(words, message, tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing was built
 
 
+def catalog_with(tmp_path: Path, old: str, new: str) -> str:
+    text = Path(FIXTURE_CATALOG).read_text()
+    assert old in text
+    path = tmp_path.parent / f"{tmp_path.name}-catalog.toml"
+    path.write_text(text.replace(old, new))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (
+            "ns = 200_000_000 }]",
+            "ns = 18_446_744_073_709_551_616 }]",
+            "fault D1 patch #0: ns: 18446744073709551616 ns does not fit a signed 64-bit count",
+        ),
+        ("[[fault]]", "[[not_a_fault]]", "unknown tables ['not_a_fault']"),
+    ],
+    ids=["a delay past 64 bits", "a misspelt table"],
+)
+def test_a_bad_catalog_is_named_before_any_build(tmp_path, old, new, message):
+    catalog = catalog_with(tmp_path, old, new)
+    result = faults("--catalog", catalog, "--root", str(REPO), "sweep", tmp=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [result.stderr.strip()]
+    assert f"{catalog}: " in result.stderr and message in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_catalog_without_faults_is_refused(tmp_path):
+    text = Path(FIXTURE_CATALOG).read_text()
+    catalog = tmp_path.parent / f"{tmp_path.name}-empty.toml"
+    catalog.write_text(text[: text.index("[[fault]]")])
+    result = faults("--catalog", str(catalog), "--root", str(REPO), "sweep", tmp=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "no [[fault]]" in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_unwritable_results_folder_is_named_before_any_build(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("a file where a folder should be")
