@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
@@ -46,21 +47,33 @@ def load(args: argparse.Namespace) -> Catalog:
     return catalog if args.no_generated else with_generated(catalog, args.root)
 
 
+@dataclass
+class Workdir:
+    path: Path
+    failed: bool = False  # a run missed its expectation: its logs are kept
+
+
 @contextmanager
-def workdir(args: argparse.Namespace, prefix: str) -> Iterator[Path]:
+def workdir(args: argparse.Namespace, prefix: str) -> Iterator[Workdir]:
     """--workdir as given (kept), else a temporary folder removed at the end
-    unless --keep."""
+    unless --keep, a run missed its expectation, or it was interrupted (then
+    kept, and its path said)."""
     if args.workdir is not None:
-        yield args.workdir
+        yield Workdir(args.workdir)
         return
-    path = Path(tempfile.mkdtemp(prefix=f"faults-{prefix}-"))
+    work = Workdir(Path(tempfile.mkdtemp(prefix=f"faults-{prefix}-")))
+    interrupted = ""
     try:
-        yield path
+        yield work
+    except KeyboardInterrupt:
+        interrupted = "interrupted"
+        raise
     finally:
-        if args.keep:
-            print(f"kept: {path}")
+        why = "--keep" if args.keep else "a run failed" if work.failed else interrupted
+        if why:
+            print(f"kept ({why}): {work.path}")
         else:
-            shutil.rmtree(path, ignore_errors=True)
+            shutil.rmtree(work.path, ignore_errors=True)
 
 
 def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:
@@ -151,9 +164,10 @@ def run_command(args: argparse.Namespace) -> int:
         )
     started = time.perf_counter()
     with workdir(args, "run") as work:
-        engine = Engine(catalog, args.root, work)
+        engine = Engine(catalog, args.root, work.path)
         with engine.guard() as guard:
             results = engine.evaluate(args.id, configs, args.repeat)
+        work.failed = not all(r.ok for r in results)
         for result in results:
             print(summary_line(result))
     if args.report:
@@ -181,7 +195,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         args.only, args.config, args.repeat, args.slots, args.results_dir, args.history
     )
     with workdir(args, "sweep") as work:
-        plan = Sweep.plan(catalog, args.root, work, options, gpu_count())
+        plan = Sweep.plan(catalog, args.root, work.path, options, gpu_count())
         with Progress(transient=True) as progress:
             task = progress.add_task("faults", total=len(plan.fault_ids))
 
@@ -189,7 +203,8 @@ def sweep_command(args: argparse.Namespace) -> int:
                 progress.console.print(line, soft_wrap=True, markup=False, highlight=False)
 
             plan.run(say, lambda: progress.advance(task))
-    document = plan.document()
+        document = plan.document()
+        work.failed = not plan.ok(document)
     unrecorded = plan.record(document)
     stem = plan.write(document)
     print(markdown(document))
@@ -214,10 +229,11 @@ def review_command(args: argparse.Namespace) -> int:
             args.head,
             args.catalog,
             generated=not args.no_generated,
-            workdir=work,
+            workdir=work.path,
         )
         if args.run:
-            result.runs = run_covering(result, catalog, tree, work / "runs")
+            result.runs = run_covering(result, catalog, tree, work.path / "runs")
+            work.failed = not all(r.ok for r in result.runs)
     text = markdown(result)
     if args.report:
         write_text(args.report, text)
