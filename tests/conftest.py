@@ -17,14 +17,17 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-GPUS_NEEDED = 2
+GPUS_NEEDED = 2  # `@pytest.mark.gpu`; `@pytest.mark.gpu(1)` needs one
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    found = gpu_count()
-    if found >= GPUS_NEEDED:
+    marked = [(item, item.get_closest_marker("gpu")) for item in items]
+    marked = [
+        (item, marker.args[0] if marker.args else GPUS_NEEDED) for item, marker in marked if marker
+    ]
+    if not marked:
         return
-    skip = pytest.mark.skip(reason=f"needs {GPUS_NEEDED} GPUs (found {found})")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    found = gpu_count()
+    for item, needed in marked:
+        if found < needed:
+            item.add_marker(pytest.mark.skip(reason=f"needs {needed} GPUs (found {found})"))
