@@ -7,7 +7,9 @@ in the same processes (NCCL all_to_all_single, a plain peer copy).
 Per bucket: each arm's median µs, paired change % against the control arm in
 each process, their geometric mean, and how many processes saw the arm faster.
 Writes `bench-<machine>.json` and prints the table and the ratios of the performance targets
-(reported, not gated).
+(reported, not gated). The processes' logs go to a temporary folder, removed
+once every process succeeded and otherwise kept (`logs kept: PATH`); --keep
+keeps it, and a --logs-dir is always kept.
 """
 
 from __future__ import annotations
@@ -16,16 +18,26 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
-import tempfile
 from pathlib import Path
 from statistics import median_high
 
 from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
 from afdep.config import environment_error
-from afdep.testing.launch import torchrun_command
+from afdep.testing.launch import LogsFolder, folder, torchrun_command
 from afdep.vocab import Arm
-from hostio import at_least_one, entry_point, gpu_count, machine_name, run_logged, write_json
+from hostio import (
+    OneLineParser,
+    ProcessOutcome,
+    UsageError,
+    at_least_one,
+    entry_point,
+    gpu_count,
+    machine_name,
+    run_logged,
+    write_json,
+)
 
 BUCKETS = (1, 8, 32, 128, 512, 1024, 2048)
 CONTROL = "C"
@@ -137,13 +149,12 @@ def refusal(arms: dict[str, dict[str, str]], nproc: int) -> str | None:
             return f"--arm {name}: {problem}"
     found = gpu_count()
     if found < nproc:
-        return f"afdep.bench needs {nproc} GPUs (--nproc {nproc}) and found {found}"
+        return f"--nproc {nproc}: needs {nproc} GPUs and found {found}"
     return None
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def argument_parser() -> OneLineParser:
+    parser = OneLineParser(
         prog="afdep bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -156,35 +167,72 @@ def main(argv: list[str] | None = None) -> int:
         help="replaces the default arms (C, CF, CF_ungate, CF_src)",
     )
     parser.add_argument("--processes", type=at_least_one, default=3)
-    parser.add_argument("--buckets", type=int, nargs="+", default=list(BUCKETS))
-    parser.add_argument("--iters", type=int, default=50)
-    parser.add_argument("--nproc", type=at_least_one, default=2)
+    parser.add_argument("--buckets", type=at_least_one, nargs="+", default=list(BUCKETS))
+    parser.add_argument("--iters", type=at_least_one, default=50)
+    parser.add_argument("--nproc", type=at_least_two, default=2)
     parser.add_argument(
         "--trace-buckets",
-        type=int,
+        type=at_least_one,
         nargs="*",
         default=[512, 2048],
         help="per-kernel traces at these buckets (first process only)",
     )
-    parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
+    parser.add_argument("--results-dir", type=folder, default=Path("docs/results"))
     parser.add_argument(
-        "--tag", default="", help="names the JSON bench-<machine>-<tag>.json (e.g. a split)"
+        "--tag",
+        type=file_tag,
+        default="",
+        help="names the JSON bench-<machine>-<tag>.json (e.g. a split)",
     )
-    parser.add_argument("--logs-dir", type=Path, default=None)
+    parser.add_argument(
+        "--logs-dir", type=folder, default=None, help="kept (default: a temporary folder)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the temporary logs folder")
     parser.add_argument("worker_args", nargs="*", help="passed to the worker after --")
-    args = parser.parse_args(argv)
-    arms = dict(args.arm) if args.arm else dict(DEFAULT_ARMS)
-    if CONTROL not in arms:
-        parser.error(f"the control arm {CONTROL} is required")
+    return parser
+
+
+def at_least_two(text: str) -> int:
+    """argparse type for --nproc: an attention rank and an FFN rank at least."""
+    value = at_least_one(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"at least 2 (an attention and an FFN rank), got {value}")
+    return value
+
+
+def file_tag(text: str) -> str:
+    """argparse type for --tag: a part of a file name (e.g. a split)."""
+    if not re.fullmatch(r"[\w.-]*", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: letters, digits, '.', '-' or '_' only")
+    return text
+
+
+def planned_arms(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """The arms in their order, refused (UsageError) when one is named twice,
+    the control is missing, or the environment or the GPUs cannot run them."""
+    arms = dict(DEFAULT_ARMS)
+    if args.arm:
+        names = [name for name, _ in args.arm]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise UsageError(f"--arm {twice[0]} is given twice")
+        if CONTROL not in names:
+            raise UsageError(f"the control arm {CONTROL} is required (--arm {CONTROL}:...)")
+        arms = dict(args.arm)
     problem = refusal(arms, args.nproc)
     if problem is not None:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    names = list(arms)
-    logs = args.logs_dir or Path(tempfile.mkdtemp(prefix="afdep-bench-"))
+        raise UsageError(problem)
+    return arms
+
+
+def run_processes(
+    args: argparse.Namespace, arms: dict[str, dict[str, str]], logs: Path
+) -> list[dict] | None:
+    """Every bench process, one after the other, the arm order rotated from
+    one to the next; None once one fails (its log's tail is said)."""
     processes = []
     for index in range(args.processes):
-        order = rotated(names, index)
+        order = rotated(list(arms), index)
         worker_args = [
             "--arms",
             json.dumps(arms),
@@ -199,42 +247,83 @@ def main(argv: list[str] | None = None) -> int:
         ]
         command = torchrun_command(args.nproc, "afdep.bench.worker", worker_args, tee=False)
         outcome = run_logged(command, logs / f"bench-{index}.log", timeout_s=900)
-        text = Path(outcome.log_path).read_text(errors="replace")
-        lines = [line for line in text.splitlines() if "AFDEP_BENCH " in line]
-        if outcome.exit_code != 0 or not lines:
-            print(
-                f"bench process {index} failed (exit {outcome.exit_code}); log "
-                f"{outcome.log_path}:\n{text[-3000:]}",
-                file=sys.stderr,
-            )
-            return 1
-        processes.append(json.loads(lines[-1].split("AFDEP_BENCH ", 1)[1]))
+        result = process_result(index, outcome)
+        if result is None:
+            return None
+        processes.append(result)
         print(f"process {index}: order {' '.join(order)} done", flush=True)
-    rows = summarize(processes, names, args.buckets)
-    print_table(rows, names)
-    traces = processes[0].get("traces", {})
-    for lines in traces.values():
-        print("\n".join(lines))
-    ratios = targets(rows, names, processes[0]["row_bytes"])
-    for key, value in ratios.items():
-        print(f"{key} = {value}")
-    machine = machine_name()
-    document = {
+    return processes
+
+
+def process_result(index: int, outcome: ProcessOutcome) -> dict | None:
+    """The process's last `AFDEP_BENCH {json}` line; None, said with the
+    log's tail, when it exited non-zero or printed no such line or a broken one."""
+    text = Path(outcome.log_path).read_text(errors="replace")
+    lines = [line for line in text.splitlines() if "AFDEP_BENCH " in line]
+    if outcome.exit_code != 0:
+        why = f"exit {outcome.exit_code}"
+    elif not lines:
+        why = "exit 0 without an AFDEP_BENCH line"
+    else:
+        try:
+            return json.loads(lines[-1].split("AFDEP_BENCH ", 1)[1])
+        except ValueError as error:
+            why = f"its AFDEP_BENCH line is not JSON: {error}"
+    print(
+        f"bench process {index} failed ({why}); log {outcome.log_path}:\n{text[-3000:]}",
+        file=sys.stderr,
+    )
+    return None
+
+
+def results_document(
+    args: argparse.Namespace, arms: dict[str, dict[str, str]], processes: list[dict]
+) -> dict:
+    """The screen's document: the arms, the table over the processes, the
+    performance targets' ratios, the first process's traces, every process."""
+    rows = summarize(processes, list(arms), args.buckets)
+    return {
         "tool": "afdep.bench",
-        "machine": machine,
+        "machine": machine_name(),
         "arms": arms,
         "native_source_sha256": processes[0]["native_source_sha256"],
         "buckets": args.buckets,
         "worker_args": args.worker_args,
         "table": rows,
-        "targets": ratios,
-        "traces": traces,
+        "targets": targets(rows, list(arms), processes[0]["row_bytes"]),
+        "traces": processes[0].get("traces", {}),
         "processes": processes,
     }
-    path = args.results_dir / f"bench-{machine}{'-' + args.tag if args.tag else ''}.json"
+
+
+def write(args: argparse.Namespace, document: dict) -> None:
+    """The table, the traces and the targets' ratios said; the document written."""
+    print_table(document["table"], list(document["arms"]))
+    for lines in document["traces"].values():
+        print("\n".join(lines))
+    for key, value in document["targets"].items():
+        print(f"{key} = {value}")
+    tag = f"-{args.tag}" if args.tag else ""
+    path = args.results_dir / f"bench-{document['machine']}{tag}.json"
     write_json(path, document)
     print(f"wrote {path}")
-    return 0
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    parser = argument_parser()
+    args = parser.parse_args(argv)
+    try:
+        arms = planned_arms(args)
+    except UsageError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
+    with LogsFolder(args.logs_dir, "afdep-bench-", keep=args.keep) as logs:
+        processes = run_processes(args, arms, logs.path)
+        if processes is not None:
+            write(args, results_document(args, arms, processes))
+        logs.finished(processes is not None)
+    return 0 if processes is not None else 1
 
 
 if __name__ == "__main__":

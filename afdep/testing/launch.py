@@ -1,10 +1,15 @@
-"""Launching ranks under torchrun, and the record of one driver run: what
-validate, bench and the GPU tests share (the words they read are afdep.vocab's)."""
+"""Launching ranks under torchrun, the record of one driver run and the
+folder of the runs' logs: what validate, bench and the GPU tests share (the
+words they read are afdep.vocab's)."""
 
 from __future__ import annotations
 
+import argparse
+import shutil
 import sys
+import tempfile
 from dataclasses import asdict
+from pathlib import Path
 
 from afdep.vocab import LogFacts
 from hostio import ProcessOutcome
@@ -43,3 +48,46 @@ def outcome_record(outcome: ProcessOutcome, facts: LogFacts) -> dict:
         result=facts.final_result,
     )
     return record
+
+
+def folder(text: str) -> Path:
+    """argparse type for a folder a command writes into (--logs-dir,
+    --results-dir): refused before any run when a file is in the way."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: not a folder")
+    return path
+
+
+class LogsFolder:
+    """Where a command's run logs go. An explicit folder is the user's and
+    stays; a temporary one is removed once every run met its expectation and
+    kept otherwise (a run missed, `keep`, Ctrl-C, an error), its path said
+    in one line, `logs kept: PATH`.
+
+        with LogsFolder(args.logs_dir, "afdep-validate-", keep=args.keep) as logs:
+            ...  # runs logging under logs.path
+            logs.finished(every_run_met)
+    """
+
+    def __init__(self, explicit: Path | None, prefix: str, *, keep: bool = False) -> None:
+        self.explicit, self.prefix = explicit, prefix
+        self.removable = explicit is None and not keep
+        self.every_run_met = False
+
+    def finished(self, every_run_met: bool) -> None:
+        self.every_run_met = every_run_met
+
+    def __enter__(self) -> LogsFolder:
+        if self.explicit is None:
+            self.path = Path(tempfile.mkdtemp(prefix=self.prefix))
+        else:
+            self.path = Path(self.explicit)
+            self.path.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        if kind is None and self.every_run_met and self.removable:
+            shutil.rmtree(self.path, ignore_errors=True)
+        else:
+            print(f"logs kept: {self.path}", flush=True)

@@ -6,7 +6,9 @@ With 2+ GPUs it runs the driver over the matrix, prints one summary line
 per run and writes `validate-<machine>.json` (every run's command, exit,
 mismatches, digest, log sha256). On a CPU-only machine it compiles every
 kernel, checks the reference on the CPU and lists the runs that need GPUs.
-Exit 0 only when every run met its expectation.
+Exit 0 only when every run met its expectation. The runs' logs go to a
+temporary folder, removed then and otherwise kept (`logs kept: PATH`);
+--keep keeps it, and a --logs-dir is always kept.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,10 +25,19 @@ from pathlib import Path
 
 from afdep.config import environment_error
 from afdep.jit import source_digest
-from afdep.testing.launch import DRIVER, outcome_record, torchrun_command
+from afdep.testing.launch import DRIVER, LogsFolder, folder, outcome_record, torchrun_command
 from afdep.validate.matrix import ROUTE_DEADLINE_S, Expect, Group, Run, matrix_2gpu, matrix_4gpu
 from afdep.vocab import parse_log
-from hostio import at_least_one, entry_point, machine_name, run_logged, write_json
+from hostio import (
+    OneLineParser,
+    UsageError,
+    at_least_one,
+    entry_point,
+    gpu_count,
+    machine_name,
+    run_logged,
+    write_json,
+)
 
 
 def judge(run: Run, record: dict, digest: str) -> list[str]:
@@ -97,18 +107,22 @@ def list_not_run(runs: list[Run]) -> None:
             print(f"  {run.name}: {' '.join(torchrun_command(run.nproc, DRIVER, run.args)[2:])}")
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="afdep validate", description=__doc__)
+def argument_parser() -> OneLineParser:
+    parser = OneLineParser(prog="afdep validate", description=__doc__)
     parser.add_argument(
         "--select",
         choices=["all", *(group.value for group in Group)],
         default="all",
     )
-    parser.add_argument("--only", default=None, help="regular expression over run names")
-    parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
-    parser.add_argument("--logs-dir", type=Path, default=None)
-    parser.add_argument("--bench-iters", type=int, default=50)
+    parser.add_argument(
+        "--only", type=regular_expression, default=None, help="regular expression over run names"
+    )
+    parser.add_argument("--results-dir", type=folder, default=Path("docs/results"))
+    parser.add_argument(
+        "--logs-dir", type=folder, default=None, help="kept (default: a temporary folder)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the temporary logs folder")
+    parser.add_argument("--bench-iters", type=at_least_zero, default=50)
     parser.add_argument(
         "--jobs",
         type=at_least_one,
@@ -116,42 +130,114 @@ def main(argv: list[str] | None = None) -> int:
         help="driver runs at a time on the same GPUs (timed runs still run alone)",
     )
     parser.add_argument("--list", action="store_true", help="print the runs and exit")
-    args = parser.parse_args(argv)
-    problem = environment_error()
-    if problem is not None:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    matrix = matrix_2gpu(args.bench_iters) + matrix_4gpu()
+    return parser
+
+
+def regular_expression(text: str) -> re.Pattern:
+    try:
+        return re.compile(text)
+    except re.error as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression: {error}") from None
+
+
+def at_least_zero(text: str) -> int:
+    """argparse type for --bench-iters: 0 runs the driver without timing."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"at least 0, got {value}")
+    return value
+
+
+def selected(args: argparse.Namespace, matrix: list[Run]) -> list[Run]:
+    """The runs of --select whose names --only matches; none is a usage error."""
     runs = [
-        r
-        for r in matrix
-        if args.select in ("all", r.group) and (not args.only or re.search(args.only, r.name))
+        run
+        for run in matrix
+        if args.select in ("all", run.group) and (args.only is None or args.only.search(run.name))
     ]
-    if args.list:
-        for run in runs:
-            print(run.name, " ".join(run.args))
-        return 0
-    import torch
+    if not runs:  # every group has runs: only --only can leave none
+        within = "" if args.select == "all" else f" of --select {args.select}"
+        raise UsageError(f"--only {args.only.pattern!r} matches no run{within}")
+    return runs
 
-    gpus = torch.cuda.device_count()
-    if gpus < 2:
-        return cpu_only(runs)
-    not_run = [run for run in runs if run.nproc > gpus]
-    runs = [run for run in runs if run.nproc <= gpus]
-    # The whole matrix this machine can run: a document missing any of it is not ok.
-    planned = [r.name for r in matrix if r.nproc <= gpus]
 
-    digest = source_digest()
-    machine = machine_name()
-    logs = args.logs_dir or Path(tempfile.mkdtemp(prefix="afdep-validate-"))
-    print(f"native_source_sha256 {digest}  machine {machine}  logs {logs}", flush=True)
-    path = args.results_dir / f"validate-{machine}.json"
-    previous = json.loads(path.read_text()) if path.exists() else {}
-    # Runs of the same tree accumulate across invocations (--select parts).
-    records = previous.get("runs", {}) if previous.get("native_source_sha256") == digest else {}
-    lock = threading.Lock()
+def previous_records(path: Path, digest: str) -> dict[str, dict]:
+    """The runs the document at `path` holds of this tree: runs of the same
+    tree accumulate across invocations (--select parts); another tree's go."""
+    if not path.exists():
+        return {}
+    try:
+        previous = json.loads(path.read_text())
+        runs = previous.get("runs", {}) if previous.get("native_source_sha256") == digest else {}
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError) as error:
+        raise UsageError(f"{path}: not a validate document ({error}); move it away") from None
+    if not isinstance(runs, dict):
+        raise UsageError(f"{path}: its runs are not an object; move it away")
+    return runs
 
-    def execute(run: Run) -> None:
+
+class Validation:
+    """One invocation, in steps: plan (the runs, the GPUs, the document so
+    far), run (each run's record), record (into the document, written after
+    every run so an interrupted validation keeps what it did), write (the
+    closing line)."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        matrix: list[Run],
+        runs: list[Run],
+        gpus: int,
+        digest: str = "",
+        machine: str = "",
+    ):
+        self.args, self.gpus, self.digest, self.machine = args, gpus, digest, machine
+        self.selected = runs
+        self.runs = [run for run in runs if run.nproc <= gpus]
+        self.not_run = [run for run in runs if run.nproc > gpus]  # said, not failed
+        # The whole matrix this machine can run: a document missing any of it is not ok.
+        self.planned = [run.name for run in matrix if run.nproc <= gpus]
+        self.records: dict[str, dict] = {}
+        self.lock = threading.Lock()
+
+    @classmethod
+    def plan(cls, args: argparse.Namespace) -> Validation:
+        """Refuses (UsageError) a bad environment, an --only matching no run
+        and an unreadable document, before any run."""
+        problem = environment_error()
+        if problem is not None:
+            raise UsageError(problem)
+        matrix = matrix_2gpu(args.bench_iters) + matrix_4gpu()
+        runs = selected(args, matrix)
+        gpus = 0 if args.list else gpu_count()
+        if gpus < 2:
+            return cls(args, matrix, runs, gpus)
+        validation = cls(args, matrix, runs, gpus, source_digest(), machine_name())
+        validation.records = previous_records(validation.path, validation.digest)
+        return validation
+
+    @property
+    def path(self) -> Path:
+        return self.args.results_dir / f"validate-{self.machine}.json"
+
+    def run(self, logs: Path) -> None:
+        """Correctness holds under any interleaving, so runs may share the
+        GPUs (--jobs); a run whose time is judged (replays timed with
+        --bench-iters, a route assertion's deadline) runs alone after."""
+        print(
+            f"native_source_sha256 {self.digest}  machine {self.machine}  logs {logs}", flush=True
+        )
+        timed = [r for r in self.runs if "--bench-iters" in r.args or r.expect == Expect.ROUTE]
+        with ThreadPoolExecutor(max_workers=self.args.jobs) as pool:
+            for job in [pool.submit(self.execute, r, logs) for r in self.runs if r not in timed]:
+                job.result()
+        for run in timed:
+            self.execute(run, logs)
+
+    def execute(self, run: Run, logs: Path) -> None:
         outcome = run_logged(
             torchrun_command(run.nproc, DRIVER, run.args),
             logs / f"{run.name}.log",
@@ -160,32 +246,63 @@ def main(argv: list[str] | None = None) -> int:
         )
         facts = parse_log(Path(outcome.log_path).read_text(errors="replace"))
         record = outcome_record(outcome, facts)
-        problems = judge(run, record, digest)
+        problems = judge(run, record, self.digest)
         record.update(
             name=run.name, expect=run.expectation, env=run.env, problems=problems, ok=not problems
         )
-        with lock:
-            records[run.name] = record
-            print(summary_line(run, record, problems), flush=True)
-            write_json(path, results_document(machine, digest, records, args.jobs, planned))
+        self.record(run, record, problems)
 
-    # Correctness holds under any interleaving, so runs may share the GPUs
-    # (--jobs); a run whose time is judged (replays timed with --bench-iters,
-    # a route assertion's deadline) runs alone after.
-    timed = [r for r in runs if "--bench-iters" in r.args or r.expect == Expect.ROUTE]
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for job in [pool.submit(execute, r) for r in runs if r not in timed]:
-            job.result()
-    for run in timed:
-        execute(run)
-    missing = results_document(machine, digest, records, args.jobs, planned)["missing"]
-    print(
-        f"wrote {path}: {sum(r['ok'] for r in records.values())}/{len(records)} runs ok"
-        + (f"; {len(missing)} planned runs not yet run: {' '.join(missing)}" if missing else "")
-    )
-    if not_run:  # said, not failed: they wait for a larger machine
-        list_not_run(not_run)
-    return 0 if all(records[r.name]["ok"] for r in runs) else 1
+    def record(self, run: Run, record: dict, problems: list[str]) -> None:
+        with self.lock:
+            self.records[run.name] = record
+            print(summary_line(run, record, problems), flush=True)
+            write_json(self.path, self.document())
+
+    def document(self) -> dict:
+        return results_document(
+            self.machine, self.digest, self.records, self.args.jobs, self.planned
+        )
+
+    def write(self) -> None:
+        """The closing line: the document (written after each run) and what
+        it still misses of the planned matrix."""
+        if not self.runs:  # nothing ran: the document, if any, is another invocation's
+            print(f"no selected run fits {self.gpus} GPUs; {self.path} unchanged")
+            return
+        document = self.document()
+        missing = document["missing"]
+        print(
+            f"wrote {self.path}: {document['counts']['ok']}/{len(self.records)} runs ok"
+            + (f"; {len(missing)} planned runs not yet run: {' '.join(missing)}" if missing else "")
+        )
+
+    @property
+    def every_run_met(self) -> bool:
+        return all(self.records[run.name]["ok"] for run in self.runs)
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    parser = argument_parser()
+    args = parser.parse_args(argv)
+    try:
+        validation = Validation.plan(args)
+    except UsageError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
+    if args.list:
+        for run in validation.selected:
+            print(run.name, " ".join(run.args))
+        return 0
+    if validation.gpus < 2:
+        return cpu_only(validation.selected)
+    with LogsFolder(args.logs_dir, "afdep-validate-", keep=args.keep) as logs:
+        validation.run(logs.path)
+        validation.write()
+        logs.finished(validation.every_run_met)
+    if validation.not_run:  # they wait for a larger machine
+        list_not_run(validation.not_run)
+    return 0 if validation.every_run_met else 1
 
 
 def results_document(

@@ -14,8 +14,107 @@ from afdep.workspace import INT32_MAX, MAX_HIDDEN, Geometry, GeometryError
 
 ROOT = Path(__file__).resolve().parents[2]
 STRAY = {"AFDEP_TIMOUT_MS": "5"}
-UNKNOWN = "error: unknown afdep variable AFDEP_TIMOUT_MS; known: ['AFDEP_COUNT_FIRST_ARM'"
+# A message ending in "..." is the line's start (the rest lists every knob);
+# any other is the whole line.
+UNKNOWN = "error: unknown afdep variable AFDEP_TIMOUT_MS; known: ['AFDEP_COUNT_FIRST_ARM', ..."
 NO_GPUS = {"CUDA_VISIBLE_DEVICES": ""}
+
+A_FILE = str(ROOT / "README.md")  # in the way of a folder
+# (words, the exact line): the arguments of validate and bench, through the
+# `afdep` dispatcher and the modules.
+COMMAND_ROWS = [
+    (
+        ["afdep.cli", "validate", "--only", "["],
+        "afdep validate: error: argument --only: '[' is not a regular expression: "
+        "unterminated character set at position 0",
+    ),
+    (
+        ["afdep.cli", "validate", "--only", "nothing"],
+        "afdep validate: error: --only 'nothing' matches no run",
+    ),
+    (
+        ["afdep.validate", "--select", "failures", "--only", "^bf16"],
+        "afdep validate: error: --only '^bf16' matches no run of --select failures",
+    ),
+    (
+        ["afdep.validate", "--select", "some"],
+        "afdep validate: error: argument --select: invalid choice: 'some' (choose from 'all', "
+        "'correctness', 'failures', 'count-first', 'four-gpu')",
+    ),
+    (
+        ["afdep.validate", "--jobs", "0"],
+        "afdep validate: error: argument --jobs: at least 1, got 0",
+    ),
+    (
+        ["afdep.validate", "--bench-iters", "-1"],
+        "afdep validate: error: argument --bench-iters: at least 0, got -1",
+    ),
+    (
+        ["afdep.validate", "--bench-iters", "many"],
+        "afdep validate: error: argument --bench-iters: an integer, got 'many'",
+    ),
+    (
+        ["afdep.validate", "--results-dir", A_FILE],
+        f"afdep validate: error: argument --results-dir: {A_FILE}: not a folder",
+    ),
+    (
+        ["afdep.validate", "--logs-dir", A_FILE],
+        f"afdep validate: error: argument --logs-dir: {A_FILE}: not a folder",
+    ),
+    (
+        ["afdep.validate", "--keep=1"],
+        "afdep validate: error: argument --keep: ignored explicit argument '1'",
+    ),
+    (
+        ["afdep.validate", "--selct", "all"],
+        "afdep validate: error: unrecognized arguments: --selct all",
+    ),
+    (
+        ["afdep.cli", "bench", "--processes", "0"],
+        "afdep bench: error: argument --processes: at least 1, got 0",
+    ),
+    (
+        ["afdep.bench", "--nproc", "1"],
+        "afdep bench: error: argument --nproc: at least 2 (an attention and an FFN rank), got 1",
+    ),
+    (
+        ["afdep.bench", "--buckets", "8", "0"],
+        "afdep bench: error: argument --buckets: at least 1, got 0",
+    ),
+    (
+        ["afdep.bench", "--buckets"],
+        "afdep bench: error: argument --buckets: expected at least one argument",
+    ),
+    (["afdep.bench", "--iters", "x"], "afdep bench: error: argument --iters: an integer, got 'x'"),
+    (
+        ["afdep.bench", "--trace-buckets", "-5"],
+        "afdep bench: error: argument --trace-buckets: at least 1, got -5",
+    ),
+    (
+        ["afdep.bench", "--tag", "a/b"],
+        "afdep bench: error: argument --tag: 'a/b': letters, digits, '.', '-' or '_' only",
+    ),
+    (
+        ["afdep.bench", "--arm", "CF:AFDEP_A"],
+        "afdep bench: error: argument --arm: --arm 'CF:AFDEP_A': expected NAME:AFDEP_VAR=VALUE,...",
+    ),
+    (
+        ["afdep.bench", "--arm", "C:", "--arm", "C:AFDEP_PAYLOAD_FIRST=1"],
+        "afdep bench: error: --arm C is given twice",
+    ),
+    (
+        ["afdep.bench", "--arm", "CF:AFDEP_COUNT_FIRST_MIN_BUCKET=1"],
+        "afdep bench: error: the control arm C is required (--arm C:...)",
+    ),
+    (
+        ["afdep.bench", "--results-dir", A_FILE],
+        f"afdep bench: error: argument --results-dir: {A_FILE}: not a folder",
+    ),
+    (
+        ["afdep.bench", "--logs-dir", A_FILE],
+        f"afdep bench: error: argument --logs-dir: {A_FILE}: not a folder",
+    ),
+]
 
 ROWS = [
     (
@@ -34,32 +133,37 @@ ROWS = [
         "error: --hidden 1099511627776: hidden=1099511627776 exceeds 1073741823: the kernels "
         "hold a row's bytes (2 * hidden) in an int32",
     ),
-    (["afdep.build", "--hidden", "0"], {}, "error: --hidden 0: hidden must be a positive int"),
+    (
+        ["afdep.build", "--hidden", "0"],
+        {},
+        "error: --hidden 0: hidden must be a positive int, got 0",
+    ),
     (
         ["afdep.build", "--top-k", "64"],
         {},
         "error: --top-k 64: top_k=64 must be <= min(32, num_experts)",
     ),
     (["afdep.build"], STRAY, UNKNOWN),
-    (["afdep.validate"], STRAY, UNKNOWN),
-    (["afdep.bench"], STRAY, UNKNOWN),
+    (["afdep.validate"], STRAY, f"afdep validate: {UNKNOWN}"),
+    (["afdep.bench"], STRAY, f"afdep bench: {UNKNOWN}"),
     (["afdep.bench.screen"], STRAY, UNKNOWN),
     (
         ["afdep.build"],
         {"AFDEP_TIMEOUT_MS": "99999999999999999999"},
-        "error: AFDEP_TIMEOUT_MS='99999999999999999999': at most 9223372036854",
+        "error: AFDEP_TIMEOUT_MS='99999999999999999999': at most 9223372036854...",
     ),
     (
         ["afdep.validate"],
         {"AFDEP_JIT_CACHE_MAX_MB": "0"},
-        "error: AFDEP_JIT_CACHE_MAX_MB='0': expected a positive integer",
+        "afdep validate: error: AFDEP_JIT_CACHE_MAX_MB='0': expected a positive integer",
     ),
-    (["afdep.bench"], NO_GPUS, "error: afdep.bench needs 2 GPUs (--nproc 2) and found 0"),
+    (["afdep.bench"], NO_GPUS, "afdep bench: error: --nproc 2: needs 2 GPUs and found 0"),
     (
         ["afdep.bench", "--arm", "C:", "--arm", "X:AFDEP_TIMOUT_MS=3"],
         NO_GPUS,
-        "error: --arm X: unknown afdep variable AFDEP_TIMOUT_MS; known:",
+        "afdep bench: error: --arm X: unknown afdep variable AFDEP_TIMOUT_MS; known: ...",
     ),
+    *[(words, {}, message) for words, message in COMMAND_ROWS],
 ]
 
 
@@ -81,7 +185,10 @@ def test_bad_input_is_one_line_exit_2(words, env, message, tmp_path):
     assert done.stdout == ""  # refused before any work started
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
-    assert message in lines[0]
+    if message.endswith("..."):
+        assert lines[0].startswith(message.removesuffix("...")), lines[0]
+    else:
+        assert lines[0] == message
 
 
 def geometry(**fields) -> Geometry:

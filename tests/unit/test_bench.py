@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +75,122 @@ def test_each_process_is_the_worker_under_torchrun_without_tee(monkeypatch, tmp_
     worker_args = ["--arms", json.dumps({"C": {}}), "--order", "C", "--buckets", "8"]
     worker_args += ["--iters", "3", "--trace-buckets", "512", "2048"]
     assert commands == [torchrun_command(2, "afdep.bench.worker", worker_args, tee=False)]
+
+
+@pytest.fixture
+def two_gpus(monkeypatch, tmp_path):
+    """afdep.bench on a machine it takes for 2 GPUs: each process is a fake
+    that prints `outputs`' next AFDEP_BENCH document, or exits 1 when it is
+    None (raises KeyboardInterrupt when it is "interrupt"). Temporary folders
+    go under tmp/."""
+    import tempfile
+
+    outputs = []
+
+    def fake_run(command, log_path, *, timeout_s, env=None):
+        output = outputs.pop(0)
+        if output == "interrupt":
+            raise KeyboardInterrupt
+        Path(log_path).write_text(f"AFDEP_BENCH {json.dumps(output)}\n" if output else "boom\n")
+        return ProcessOutcome(command, 0 if output else 1, 0.1, False, str(log_path), "0" * 64)
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(afdep.bench, "run_logged", fake_run)
+    monkeypatch.setattr(afdep.bench, "gpu_count", lambda: 2)
+    monkeypatch.setattr(afdep.bench, "machine_name", lambda: "2xH200")
+    return outputs
+
+
+def worker_output(c: float, a: float) -> dict:
+    return {**process(c, a), "native_source_sha256": "b" * 64, "row_bytes": 4096, "traces": {}}
+
+
+def bench(tmp_path, *words: str) -> int:
+    arms = ["--arm", "C:", "--arm", "A:AFDEP_PAYLOAD_FIRST=1", "--buckets", "2048"]
+    return afdep.bench.main([*arms, "--results-dir", str(tmp_path / "results"), *words])
+
+
+def temporary_folders(tmp_path) -> list[Path]:
+    return sorted((tmp_path / "tmp").iterdir())
+
+
+def test_a_screen_writes_its_document_and_removes_its_temporary_logs(two_gpus, tmp_path, capsys):
+    two_gpus += [worker_output(100, 90), worker_output(100, 110)]
+    assert bench(tmp_path, "--processes", "2", "--tag", "x") == 0
+    assert temporary_folders(tmp_path) == []
+    path = tmp_path / "results" / "bench-2xH200-x.json"
+    document = json.loads(path.read_text())
+    assert list(document) == [
+        "tool",
+        "machine",
+        "arms",
+        "native_source_sha256",
+        "buckets",
+        "worker_args",
+        "table",
+        "targets",
+        "traces",
+        "processes",
+    ]
+    assert document["arms"] == {"C": {}, "A": {"AFDEP_PAYLOAD_FIRST": "1"}}
+    assert document["table"][0]["A"]["paired_change_pct"] == [-10.0, 10.0]
+    assert document["targets"]["C.dispatch_2048_vs_peer_copy"] == round(
+        2048 * 4096 / 25.0 / 1e3 / 400, 3
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["process 0: order C A done", "process 1: order A C done"]
+    assert out[-1] == f"wrote {path}"
+
+
+def test_a_failed_process_keeps_the_temporary_logs_and_names_them(two_gpus, tmp_path, capsys):
+    two_gpus += [worker_output(100, 90), None]
+    assert bench(tmp_path, "--processes", "2") == 1
+    [kept] = temporary_folders(tmp_path)
+    assert sorted(path.name for path in kept.iterdir()) == ["bench-0.log", "bench-1.log"]
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["process 0: order C A done", f"logs kept: {kept}"]
+    assert captured.err == (
+        f"bench process 1 failed (exit 1); log {kept / 'bench-1.log'}:\nboom\n\n"
+    )
+    assert not (tmp_path / "results").exists()
+
+
+def test_keep_keeps_the_temporary_logs_of_a_success(two_gpus, tmp_path, capsys):
+    two_gpus += [worker_output(100, 90)]
+    assert bench(tmp_path, "--processes", "1", "--keep") == 0
+    [kept] = temporary_folders(tmp_path)
+    assert (kept / "bench-0.log").exists()
+    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {kept}"
+
+
+def test_an_explicit_logs_dir_is_kept(two_gpus, tmp_path, capsys):
+    two_gpus += [worker_output(100, 90)]
+    assert bench(tmp_path, "--processes", "1", "--logs-dir", str(tmp_path / "logs")) == 0
+    assert temporary_folders(tmp_path) == []
+    assert (tmp_path / "logs" / "bench-0.log").exists()
+    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {tmp_path / 'logs'}"
+
+
+def test_an_interrupted_screen_keeps_its_logs_and_reraises(two_gpus, tmp_path, capsys):
+    two_gpus += [worker_output(100, 90), "interrupt"]
+    arms = ["--arm", "C:", "--arm", "A:", "--buckets", "2048", "--processes", "2"]
+    with pytest.raises(KeyboardInterrupt):  # entry_point, around main, says the one line
+        afdep.bench.main.__wrapped__([*arms, "--results-dir", str(tmp_path / "results")])
+    [kept] = temporary_folders(tmp_path)
+    assert (kept / "bench-0.log").exists()
+    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {kept}"
+
+
+def test_an_output_that_is_not_json_is_a_failed_process(two_gpus, monkeypatch, tmp_path, capsys):
+    def truncated(command, log_path, *, timeout_s, env=None):
+        Path(log_path).write_text('AFDEP_BENCH {"ranks": [\n')
+        return ProcessOutcome(command, 0, 0.1, False, str(log_path), "0" * 64)
+
+    monkeypatch.setattr(afdep.bench, "run_logged", truncated)
+    assert bench(tmp_path, "--processes", "1") == 1
+    [kept] = temporary_folders(tmp_path)
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "bench process 0 failed (its AFDEP_BENCH line is not JSON: Expecting value: line 1 "
+        f"column 12 (char 11)); log {kept / 'bench-0.log'}:"
+    )

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from afdep.validate import ROUTE_DEADLINE_S, Run, judge, main, matrix_2gpu, results_document
@@ -130,3 +133,116 @@ def test_a_document_missing_planned_runs_is_not_ok():
     assert (whole["ok"], whole["missing"]) == (True, [])
     failed = results_document("2xH200", DIGEST, {**records, "c": {"ok": False}}, 4, ["a", "b", "c"])
     assert failed["ok"] is False and failed["missing"] == []
+
+
+ONE_RUN = "bf16-eager-h2048-sms24"
+
+
+@pytest.fixture
+def two_gpus(monkeypatch, tmp_path):
+    """validate on a machine it takes for 2 GPUs: every driver run is a fake
+    that logs this tree's digest and a result, and exits with `exit_codes`'s
+    code for its run (0 unless named). Temporary folders go under tmp/."""
+    import tempfile
+
+    import afdep.validate
+    from afdep.jit import source_digest
+    from afdep.vocab import digest_line, result_line
+    from hostio import ProcessOutcome
+
+    digest, exit_codes = source_digest(), {}
+
+    def fake_run(command, log_path, *, timeout_s, env=None):
+        name = Path(log_path).stem
+        code = exit_codes.get(name, 0)
+        if code == "interrupt":
+            raise KeyboardInterrupt
+        result = result_line({"ok": code == 0, "checks": 4})
+        Path(log_path).write_text(f"{digest_line(digest)}\n{result}\n")
+        return ProcessOutcome(command, code, 0.1, False, str(log_path), "0" * 64)
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(afdep.validate, "run_logged", fake_run)
+    monkeypatch.setattr(afdep.validate, "gpu_count", lambda: 2)
+    monkeypatch.setattr(afdep.validate, "machine_name", lambda: "2xH200")
+    return exit_codes
+
+
+def validate(tmp_path, *words: str) -> int:
+    return main(["--only", f"^{ONE_RUN}$", "--results-dir", str(tmp_path / "results"), *words])
+
+
+def temporary_folders(tmp_path) -> list[Path]:
+    return sorted((tmp_path / "tmp").iterdir())
+
+
+def test_temporary_logs_are_removed_when_every_run_met_its_expectation(two_gpus, tmp_path, capsys):
+    assert validate(tmp_path) == 0
+    assert temporary_folders(tmp_path) == []
+    out = capsys.readouterr().out
+    assert "logs kept" not in out
+    document = json.loads((tmp_path / "results" / "validate-2xH200.json").read_text())
+    assert (list(document["runs"]), document["runs"][ONE_RUN]["ok"]) == ([ONE_RUN], True)
+    assert out.splitlines()[-1].startswith(
+        f"wrote {tmp_path / 'results' / 'validate-2xH200.json'}: 1/1 runs ok; "
+    )
+
+
+def test_temporary_logs_are_kept_and_named_when_a_run_missed(two_gpus, tmp_path, capsys):
+    two_gpus[ONE_RUN] = 1
+    assert validate(tmp_path) == 1
+    [kept] = temporary_folders(tmp_path)
+    assert kept.name.startswith("afdep-validate-")
+    assert sorted(path.name for path in kept.iterdir()) == [f"{ONE_RUN}.log"]
+    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {kept}"
+
+
+def test_keep_keeps_the_temporary_logs_of_a_success(two_gpus, tmp_path, capsys):
+    assert validate(tmp_path, "--keep") == 0
+    [kept] = temporary_folders(tmp_path)
+    assert (kept / f"{ONE_RUN}.log").exists()
+    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {kept}"
+
+
+def test_an_explicit_logs_dir_is_kept(two_gpus, tmp_path, capsys):
+    assert validate(tmp_path, "--logs-dir", str(tmp_path / "logs")) == 0
+    assert temporary_folders(tmp_path) == []
+    assert (tmp_path / "logs" / f"{ONE_RUN}.log").exists()
+    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {tmp_path / 'logs'}"
+
+
+def test_an_interrupted_validation_keeps_its_logs_and_reraises(two_gpus, tmp_path, capsys):
+    two_gpus[ONE_RUN] = "interrupt"
+    with pytest.raises(KeyboardInterrupt):  # entry_point, around main, says the one line
+        main.__wrapped__(["--only", f"^{ONE_RUN}$", "--results-dir", str(tmp_path / "results")])
+    [kept] = temporary_folders(tmp_path)
+    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {kept}"
+
+
+def test_runs_of_the_same_tree_accumulate_across_invocations(two_gpus, tmp_path, capsys):
+    other = "bf16-graph-h2048-sms24"
+    assert validate(tmp_path) == 0
+    assert main(["--only", f"^{other}$", "--results-dir", str(tmp_path / "results")]) == 0
+    document = json.loads((tmp_path / "results" / "validate-2xH200.json").read_text())
+    assert sorted(document["runs"]) == [ONE_RUN, other]
+    assert document["counts"]["runs"] == 2 and document["counts"]["ok"] == 2
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[-1]
+        .startswith(f"wrote {tmp_path / 'results' / 'validate-2xH200.json'}: 2/2 runs ok; ")
+    )
+
+
+def test_a_document_that_does_not_parse_is_refused_before_any_run(two_gpus, tmp_path, capsys):
+    path = tmp_path / "results" / "validate-2xH200.json"
+    path.parent.mkdir()
+    path.write_text("{")
+    two_gpus[ONE_RUN] = "interrupt"  # a run would raise
+    assert validate(tmp_path) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"afdep validate: error: {path}: not a validate document (Expecting property name "
+        "enclosed in double quotes: line 1 column 2 (char 1)); move it away\n"
+    )
