@@ -37,7 +37,23 @@ def _built(rows: list[dict]) -> str:
 
 
 def markdown(document: dict) -> str:
-    lines = [
+    """The sweep's report: its header, then what it could say: the trees it
+    built (no GPUs), the broken harness, or the verdicts, the survivors said in
+    full and what changed since the previous sweep."""
+    lines = _header(document)
+    if not document["runnable"]:
+        lines += _built_table(document)
+    elif not document["harness_ok"]:
+        lines += _harness_broken(document["controls"])
+    else:
+        lines += _verdict_table(document["faults"])
+        lines += _survivors(document["faults"])
+        lines += _changes(document.get("changes"))
+    return "\n".join(lines) + "\n"
+
+
+def _header(document: dict) -> list[str]:
+    return [
         f"# Fault sweep: {document['catalog']}",
         "",
         f"- tree `{document['native_source_sha256'][:12]}` on {document['machine']}, "
@@ -47,34 +63,36 @@ def markdown(document: dict) -> str:
         _controls_line(document["controls"]),
         "",
     ]
-    if not document["runnable"]:
-        lines += [
-            f"Runs need GPUs ({_needs(document['gpus_needed'])}): "
-            f"{len(document['gpu_runs_needed'])} "
-            f"(fault, config) runs are listed in the JSON; {_built(document['built'])}:",
-            "",
-            "| fault | state | tree | apply s | build s |",
-            "|---|---|---|---|---|",
-        ]
-        lines += [
-            f"| {b['fault']} | {b['state']} | `{b['tree_digest'][:8]}` | {b['apply_s']} | "
-            f"{b['build_s']} |"
-            for b in document.get("built", [])
-        ]
-        return "\n".join(lines) + "\n"
-    if not document["harness_ok"]:
-        wrong = [
-            f"{c['fault']} under {c['config']}: {c['verdict']}"
-            for c in document["controls"]
-            if not c["ok"]
-        ]
-        lines += ["**Harness broken, no fault judged:** " + "; ".join(wrong)]
-        return "\n".join(lines) + "\n"
-    lines += [
+
+
+def _built_table(document: dict) -> list[str]:
+    """No GPUs here: the runs a GPU machine owes, and each tree as built."""
+    lines = [
+        f"Runs need GPUs ({_needs(document['gpus_needed'])}): "
+        f"{len(document['gpu_runs_needed'])} "
+        f"(fault, config) runs are listed in the JSON; {_built(document['built'])}:",
+        "",
+        "| fault | state | tree | apply s | build s |",
+        "|---|---|---|---|---|",
+    ]
+    return lines + [
+        f"| {b['fault']} | {b['state']} | `{b['tree_digest'][:8]}` | {b['apply_s']} | "
+        f"{b['build_s']} |"
+        for b in document.get("built", [])
+    ]
+
+
+def _harness_broken(controls: list[dict]) -> list[str]:
+    wrong = [f"{c['fault']} under {c['config']}: {c['verdict']}" for c in controls if not c["ok"]]
+    return ["**Harness broken, no fault judged:** " + "; ".join(wrong)]
+
+
+def _verdict_table(faults: list[dict]) -> list[str]:
+    lines = [
         "| fault | expect | verdict | ok | fired/runs | kill rate | repeats for 99 % | why |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for s in document["faults"]:
+    for s in faults:
         rate = "" if s["kill_rate"] is None else f"{s['kill_rate']:.2f}"
         need = "" if s["repeats_for_99"] is None else str(s["repeats_for_99"])
         why = s["reason"].replace("|", "/").splitlines()[0][:160] if s["reason"] else ""
@@ -83,32 +101,40 @@ def markdown(document: dict) -> str:
             f"{'yes' if s['ok'] else 'NO'} | {s['fired']}/{s['runs']} | {rate} | "
             f"{need} | {why} |"
         )
-    # The table cuts each reason to a line; a must-fail fault that survived a
-    # run (SURVIVED, FLAKY) is said in full: its known-survivor reason, or its hint.
+    return lines
+
+
+def _survivors(faults: list[dict]) -> list[str]:
+    """The table cuts each reason to a line; a must-fail fault that survived a
+    run (SURVIVED, FLAKY) is said in full: its known-survivor reason, or its hint."""
     survivors = [
         s
-        for s in document["faults"]
+        for s in faults
         if s["expect"] == "fail" and s["verdict"] in (Verdict.SURVIVED, Verdict.FLAKY)
     ]
-    if survivors:
-        lines += ["", "## Must-fail faults that survived a run", ""]
-        lines += [
-            f"- {s['fault']}: {s['verdict']}, "
-            f"{'explained' if s['ok'] else 'NOT explained'}: {' '.join(s['reason'].split())}"
-            for s in survivors
-        ]
-    changes = document.get("changes")
-    if changes and changes.get("previous") is not None:
-        lines += ["", f"## Changed since sweep {changes['previous']}", ""]
-        lines += [f"- {fault}: {before} -> {now}" for fault, before, now in changes["verdicts"]]
-        lines += [f"- new survivor: {fault}" for fault in changes["new_survivors"]]
-        lines += [
-            f"- new site without a catalog fault: {site}"
-            for site in changes["new_sites_without_faults"]
-        ]
-        if not any(changes[k] for k in ("verdicts", "new_survivors", "new_sites")):
-            lines.append("- nothing")
-    return "\n".join(lines) + "\n"
+    if not survivors:
+        return []
+    return ["", "## Must-fail faults that survived a run", ""] + [
+        f"- {s['fault']}: {s['verdict']}, "
+        f"{'explained' if s['ok'] else 'NOT explained'}: {' '.join(s['reason'].split())}"
+        for s in survivors
+    ]
+
+
+def _changes(changes: dict | None) -> list[str]:
+    """What changed since the previous sweep of this catalog (none: nothing said)."""
+    if not changes or changes.get("previous") is None:
+        return []
+    lines = ["", f"## Changed since sweep {changes['previous']}", ""]
+    lines += [f"- {fault}: {before} -> {now}" for fault, before, now in changes["verdicts"]]
+    lines += [f"- new survivor: {fault}" for fault in changes["new_survivors"]]
+    lines += [
+        f"- new site without a catalog fault: {site}"
+        for site in changes["new_sites_without_faults"]
+    ]
+    if not any(changes[k] for k in ("verdicts", "new_survivors", "new_sites")):
+        lines.append("- nothing")
+    return lines
 
 
 def junit(document: dict) -> str:

@@ -1,4 +1,4 @@
-"""The first-party import graph (afdep/, faults/, hostio.py), read with ast:
+"""The first-party import graph (afdep/, faults/, hostio/), read with ast:
 no module imports itself back through others, and the packages stay apart as
 docs/architecture.md's layout says: faults is a generic engine that never
 imports afdep, afdep never imports faults, hostio imports neither. The engine
@@ -21,8 +21,8 @@ def module_name(path: Path) -> str:
 
 
 def first_party_sources() -> dict[str, Path]:
-    paths = [REPO / "hostio.py"]
-    for package in ("afdep", "faults"):
+    paths = []
+    for package in PACKAGES:
         paths += [p for p in (REPO / package).rglob("*.py") if "__pycache__" not in p.parts]
     return {module_name(path): path for path in paths}
 
@@ -125,6 +125,15 @@ def test_the_graph_sees_every_kind_of_import():
     assert "faults.catalog" in graph["faults.generate"]  # from faults.catalog import ...
     assert "faults.engine" in graph["faults.cli"]  # inside a function
     assert set(graph) >= {"afdep", "afdep.testing.driver", "faults.report", "hostio"}
+    reexported = {"hostio.children", "hostio.files", "hostio.machine", "hostio.usage"}
+    assert {name for name in graph if name.startswith("hostio.")} == {*reexported, "hostio.guard"}
+    assert set(graph["hostio"]) == reexported  # the guard runs as a script, never imported
+
+
+def test_the_guard_imports_no_first_party_module():
+    """It runs isolated (`python -I -S hostio/guard.py`): its own folder is not
+    on sys.path, so it could not, and its start is on every run's clock."""
+    assert import_graph()["hostio.guard"] == {}
 
 
 def test_no_import_cycle():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hostio import run_logged
+from hostio import GUARD_SCRIPT, run_logged
 
 REPO = Path(__file__).parents[2]
 FIXTURE = "tests/fixtures/flag_payload"
@@ -178,3 +178,22 @@ def test_the_guard_passes_on_the_commands_own_ending(tmp_path):
         run_logged(["no-such-command"], tmp_path / "missing.log", timeout_s=30)
     with pytest.raises(PermissionError, match=r"Permission denied: '/'"):
         run_logged(["/"], tmp_path / "directory.log", timeout_s=30)
+
+
+def test_the_guard_starts_on_the_standard_library_alone():
+    """The guard's start is on every run's clock: run as run_logged runs it,
+    it imports no hostio module and none of the heavy ones its parent uses;
+    wrongly called, it says how to call it in one line, exit 2."""
+    started = subprocess.run(
+        [sys.executable, "-I", "-S", "-X", "importtime", GUARD_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    lines = started.stderr.splitlines()
+    imported = {
+        line.rpartition("|")[2].strip() for line in lines if line.startswith("import time:")
+    }
+    heavy = {"argparse", "dataclasses", "hostio", "pathlib", "subprocess", "threading", "typing"}
+    assert (started.returncode, imported & heavy) == (2, set())
+    assert lines[-1] == "usage: python hostio/guard.py --guard PARENT_PID STATUS_FD -- COMMAND..."

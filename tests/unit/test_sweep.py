@@ -191,3 +191,119 @@ def test_a_sweep_without_gpus_says_what_it_built_as_it_is():
     assert "every fault" not in text
     document["built"] = rows[:1]
     assert "every fault (1) was applied and built:" in markdown(document)
+
+
+def judged(fault: str, expect: str, verdict: str, ok: bool, fired_runs, rate, need, reason):
+    """One row of a sweep document's `faults`, as the JSON holds it."""
+    fired, runs = fired_runs
+    return {
+        **{"fault": fault, "expect": expect, "verdict": verdict, "ok": ok},
+        **{"fired": fired, "runs": runs, "kill_rate": rate, "repeats_for_99": need},
+        "reason": reason,
+    }
+
+
+FULL_DOCUMENT = {
+    "catalog": "c.toml",
+    "native_source_sha256": "ab" * 32,
+    "machine": "2xH200",
+    "written": "2025-01-02T03:04:05",
+    "mutation_score": 0.5,
+    "firing_rate": 0.75,
+    "runnable": True,
+    "harness_ok": True,
+    "controls": [
+        {"fault": "control.forced_fail", "config": "bf16", "verdict": "KILLED", "ok": True}
+    ],
+    "faults": [
+        judged("D1", "pass", "PASSED", True, (2, 2), None, None, ""),
+        judged("S1", "fail", "KILLED", True, (2, 2), 1.0, 1, "mismatch | 16 lines\nsecond line"),
+        judged("S2", "fail", "SURVIVED", True, (2, 2), 0.0, None, "hint: h;\n known survivor:  k"),
+        judged("N2", "fail", "FLAKY", False, (3, 4), 0.3333, 12, "killed in 1 of 3 runs"),
+    ],
+    "changes": {
+        "previous": "20250101-000000",
+        "verdicts": [["S1", "SURVIVED", "KILLED"]],
+        "new_survivors": ["S2"],
+        "new_sites": ["fx.a", "fx.b"],
+        "new_sites_without_faults": ["fx.b"],
+    },
+}
+
+FULL_MARKDOWN = """\
+# Fault sweep: c.toml
+
+- tree `abababababab` on 2xH200, 2025-01-02T03:04:05
+- mutation score 0.5 (killed / must-fail that fired), firing rate 0.75
+- controls: control.forced_fail/bf16 KILLED
+
+| fault | expect | verdict | ok | fired/runs | kill rate | repeats for 99 % | why |
+|---|---|---|---|---|---|---|---|
+| D1 | pass | PASSED | yes | 2/2 |  |  |  |
+| S1 | fail | KILLED | yes | 2/2 | 1.00 | 1 | mismatch / 16 lines |
+| S2 | fail | SURVIVED | yes | 2/2 | 0.00 |  | hint: h; |
+| N2 | fail | FLAKY | NO | 3/4 | 0.33 | 12 | killed in 1 of 3 runs |
+
+## Must-fail faults that survived a run
+
+- S2: SURVIVED, explained: hint: h; known survivor: k
+- N2: FLAKY, NOT explained: killed in 1 of 3 runs
+
+## Changed since sweep 20250101-000000
+
+- S1: SURVIVED -> KILLED
+- new survivor: S2
+- new site without a catalog fault: fx.b
+"""
+
+
+def test_a_full_document_renders_exactly():
+    """Header, verdict table, survivors and changes, byte for byte."""
+    from faults.report.markdown import markdown
+
+    assert markdown(FULL_DOCUMENT) == FULL_MARKDOWN
+
+
+def test_the_other_endings_render_exactly():
+    """The built table (no GPUs), the broken harness, and changes with nothing
+    to say: the sections a full document has not, byte for byte."""
+    from faults.report.markdown import markdown
+
+    header = FULL_MARKDOWN.split("| fault |")[0]
+    unchanged = {
+        **FULL_DOCUMENT,
+        "faults": FULL_DOCUMENT["faults"][:2],
+        "changes": {
+            "previous": "p",
+            "verdicts": [],
+            "new_survivors": [],
+            "new_sites": [],
+            "new_sites_without_faults": [],
+        },
+    }
+    assert markdown(unchanged) == (
+        FULL_MARKDOWN.split("| S2 |")[0] + "\n## Changed since sweep p\n\n- nothing\n"
+    )
+    broken_control = {"fault": "control.forced_fail", "config": "bf16", "verdict": "SURVIVED"}
+    broken = {**FULL_DOCUMENT, "harness_ok": False, "controls": [{**broken_control, "ok": False}]}
+    assert markdown(broken) == (
+        header.replace("bf16 KILLED", "bf16 SURVIVED")
+        + "**Harness broken, no fault judged:** control.forced_fail under bf16: SURVIVED\n"
+    )
+    row = {"fault": "A", "state": "built", "tree_digest": "cd" * 32, "apply_s": 0.1, "build_s": 2}
+    unbuilt = {
+        **FULL_DOCUMENT,
+        **{"runnable": False, "harness_ok": False, "controls": [], "built": [row]},
+        **{"gpus_needed": {"bf16": 2, "fp8": 2}, "gpu_runs_needed": ["A:bf16", "A:fp8"]},
+    }
+    assert markdown(unbuilt) == (
+        header.replace(
+            "- controls: control.forced_fail/bf16 KILLED", "- controls: not run (no GPUs)"
+        )
+        + "Runs need GPUs (2 for bf16, fp8): 2 (fault, config) runs are listed in the JSON; "
+        "every fault (1) was applied and built:\n"
+        "\n"
+        "| fault | state | tree | apply s | build s |\n"
+        "|---|---|---|---|---|\n"
+        "| A | built | `cdcdcdcd` | 0.1 | 2 |\n"
+    )

@@ -390,3 +390,27 @@ def test_the_longest_delay_that_fits_loads(tmp_path):
         target=TARGET + "timeout_s = 1e12\n",
     )
     assert loader().fault("A").patches[0].ns == 2**63 - 1
+
+
+def test_every_caller_imports_the_catalog_from_one_module():
+    """faults.catalog is the catalog's one face: its types and checks live in
+    faults.catalog_types and faults.catalog_checks, and are the same objects."""
+    import faults.catalog as catalog
+    import faults.catalog_checks as checks
+    import faults.catalog_types as types
+
+    assert catalog.__all__ == [
+        "LOG_KEYS",
+        "Catalog",
+        "CatalogError",
+        "Config",
+        "Fault",
+        "GenerateSettings",
+        "LogPatterns",
+        "Patch",
+        "Target",
+        "check_sites_exist",
+        "load_catalog",
+    ]
+    assert all(getattr(catalog, name) is getattr(types, name) for name in catalog.__all__[:9])
+    assert catalog.check_sites_exist is checks.check_sites_exist

@@ -1,0 +1,368 @@
+"""The catalog's TOML, checked table by table into its types: every error
+names the file, the fault and the field at fault (docs/architecture.md,
+"Pipeline of the fault engine", item 1)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from faults.catalog_types import (
+    LOG_KEYS,
+    Catalog,
+    CatalogError,
+    Config,
+    Fault,
+    GenerateSettings,
+    LogPatterns,
+    Patch,
+    Target,
+)
+from faults.sites import parse_tree
+
+LANGUAGES = ("cuda", "cpp")
+ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
+    "delay": {"ns", "at", "when", "marker"},
+    "skip": {"marker"},
+}
+FAULT_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+# The injected spin compares against `<ns>ull`; a signed 64-bit bound keeps
+# every clock difference it is compared with representable.
+MAX_DELAY_NS = 2**63 - 1
+
+
+def _fail(path: Path, where: str, message: str) -> CatalogError:
+    return CatalogError(f"{path}: {where}: {message}")
+
+
+def _expect_type(path, where, key, value, kind, name):
+    if not isinstance(value, kind):
+        raise _fail(path, where, f"{key} must be {name}, got {value!r}")
+    return value
+
+
+def catalog_from_tables(path: Path, data: dict) -> Catalog:
+    """The catalog the TOML tables of `path` describe, every table checked."""
+    unknown = sorted(set(data) - {"target", "config", "fault", "control", "generate"})
+    if unknown:
+        raise _fail(path, "top level", f"unknown tables {unknown}")
+    target = _target(path, data.get("target"))
+    configs = _configs(path, data.get("config", []))
+    faults: dict[str, Fault] = {}
+    for index, raw in enumerate(
+        _expect_type(path, "top level", "fault", data.get("fault", []), list, "an array of tables")
+    ):
+        fault = _fault(path, index, raw, target)
+        if fault.id in faults:
+            raise _fail(path, f"fault {fault.id}", "id: duplicate fault id")
+        faults[fault.id] = fault
+    if not faults:  # a sweep of nothing would pass
+        raise _fail(path, "top level", "no [[fault]]: a catalog needs at least one fault")
+    control_raw = data.get("control", {}).get("patches", [])
+    control = tuple(
+        _patch(path, "control", "control", i, raw, target) for i, raw in enumerate(control_raw)
+    )
+    catalog = Catalog(
+        path, target, configs, faults, control, _generate(path, data, configs, target)
+    )
+    _check_includes(catalog)
+    return catalog
+
+
+TARGET_KEYS = frozenset("name sources language run log build clock rank timeout_s env gpus".split())
+
+
+def _target(path: Path, raw) -> Target:
+    if not isinstance(raw, dict):
+        raise _fail(path, "target", "a [target] table is required")
+    where = "target"
+    for key in ("name", "sources", "language", "run", "log"):
+        if key not in raw:
+            raise _fail(path, where, f"{key}: required")
+    unknown = sorted(set(raw) - TARGET_KEYS)
+    if unknown:
+        raise _fail(path, where, f"unknown keys {unknown}")
+    if raw["language"] not in LANGUAGES:
+        raise _fail(path, where, f"language: {raw['language']!r} is not one of {LANGUAGES}")
+    clock = raw.get("clock", "")
+    if not isinstance(clock, str) or (raw["language"] == "cuda" and not clock.strip()):
+        raise _fail(
+            path,
+            where,
+            f"clock: an expression giving nanoseconds (a cuda target's delays need it), "
+            f"got {clock!r}",
+        )
+    for key in ("run", "build"):
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _fail(path, where, f"{key} must be a list of strings")
+    gpus = raw.get("gpus", 0)
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0:
+        raise _fail(path, where, f"gpus: an int >= 0, got {gpus!r}")
+    timeout_s = raw.get("timeout_s", 300)
+    if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool) or timeout_s <= 0:
+        raise _fail(path, where, f"timeout_s: a positive number of seconds, got {timeout_s!r}")
+    return Target(
+        name=raw["name"],
+        sources=raw["sources"],
+        language=raw["language"],
+        run=tuple(raw["run"]),
+        log=_log_patterns(path, raw["log"]),
+        build=tuple(raw.get("build", [])),
+        clock=clock,
+        rank=raw.get("rank", "0"),
+        timeout_s=float(timeout_s),
+        env={k: str(v) for k, v in raw.get("env", {}).items()},
+        gpus=gpus,
+    )
+
+
+def _log_patterns(path: Path, raw) -> LogPatterns:
+    """[target.log]: every key a regular expression that cannot match an
+    empty line (it would count every line); `digest` captures one group."""
+    where = "target.log"
+    if not isinstance(raw, dict):
+        raise _fail(path, where, f"a table of regular expressions {list(LOG_KEYS)}, got {raw!r}")
+    unknown = sorted(set(raw) - set(LOG_KEYS))
+    if unknown:
+        raise _fail(path, where, f"unknown keys {unknown}")
+    patterns = {}
+    for key in LOG_KEYS:
+        if key not in raw:
+            raise _fail(path, where, f"{key}: required")
+        text = _expect_type(path, where, key, raw[key], str, "a regular expression")
+        try:
+            pattern = re.compile(text)
+        except re.error as error:
+            raise _fail(
+                path, where, f"{key}: {text!r} is not a regular expression: {error}"
+            ) from None
+        if pattern.search(""):
+            raise _fail(path, where, f"{key}: {text!r} matches an empty line")
+        patterns[key] = pattern
+    if patterns["digest"].groups != 1:
+        raise _fail(
+            path,
+            where,
+            f"digest: {raw['digest']!r} has {patterns['digest'].groups} groups; "
+            "exactly one must capture the tree digest",
+        )
+    return LogPatterns(**patterns)
+
+
+def _configs(path: Path, raw) -> tuple[Config, ...]:
+    configs, names = [], set()
+    for index, entry in enumerate(
+        _expect_type(path, "top level", "config", raw, list, "an array of tables")
+    ):
+        where = f"config #{index}"
+        if "name" not in entry:
+            raise _fail(path, where, "name: required")
+        if entry["name"] in names:
+            raise _fail(path, f"config {entry['name']}", "name: duplicate config name")
+        names.add(entry["name"])
+        where = f"config {entry['name']}"
+        unknown = sorted(set(entry) - {"name", "args", "env", "gpus"})
+        if unknown:
+            raise _fail(path, where, f"unknown keys {unknown}")
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise _fail(path, where, "args must be a list of strings")
+        gpus = entry.get("gpus", 0)
+        if "gpus" in entry and (not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1):
+            raise _fail(path, where, f"gpus: a positive int, got {gpus!r}")
+        env = {k: str(v) for k, v in entry.get("env", {}).items()}
+        configs.append(Config(entry["name"], tuple(args), env, gpus))
+    if not configs:
+        configs.append(Config("default"))
+    return tuple(configs)
+
+
+def _fault(path: Path, index: int, raw: dict, target: Target) -> Fault:
+    fault_id = raw.get("id")
+    where = f"fault {fault_id}" if fault_id else f"fault #{index}"
+    if not isinstance(fault_id, str) or not FAULT_ID.match(fault_id):
+        raise _fail(path, where, f"id: {fault_id!r} is not a valid fault id")
+    unknown = sorted(
+        set(raw) - {"id", "title", "expect", "includes", "survivor_ok", "patches", "configs"}
+    )
+    if unknown:
+        raise _fail(path, where, f"unknown keys {unknown}")
+    if raw.get("expect") not in ("pass", "fail"):
+        raise _fail(path, where, f"expect: {raw.get('expect')!r} is not 'pass' or 'fail'")
+    if "survivor_ok" in raw and raw["expect"] != "fail":
+        raise _fail(path, where, "survivor_ok: only a must-fail fault can be a known survivor")
+    includes = tuple(
+        _expect_type(path, where, "includes", raw.get("includes", []), list, "a list of fault ids")
+    )
+    patches = tuple(
+        _patch(path, where, fault_id, i, p, target) for i, p in enumerate(raw.get("patches", []))
+    )
+    if not patches and not includes:
+        raise _fail(path, where, "patches: a fault needs patches or includes")
+    configs = tuple(
+        _expect_type(path, where, "configs", raw.get("configs", []), list, "a list of names")
+    )
+    return Fault(
+        fault_id,
+        raw.get("title", ""),
+        raw["expect"],
+        patches,
+        includes,
+        raw.get("survivor_ok"),
+        configs,
+    )
+
+
+def _patch(path: Path, where: str, owner: str, index: int, raw: dict, target: Target) -> Patch:
+    where = f"{where} patch #{index}"
+    if "file" in raw:
+        extra = sorted(set(raw) - {"file", "old", "new"})
+        if extra:
+            raise _fail(path, where, f"{', '.join(extra)}: a text patch takes only file, old, new")
+        for key in ("old", "new"):
+            if not isinstance(raw.get(key), str):
+                raise _fail(path, where, f"{key}: required string for a text patch")
+        if not raw["old"]:
+            raise _fail(path, where, "old: must not be empty")
+        return Patch(owner, file=raw["file"], old=raw["old"], new=raw["new"])
+    if "site" not in raw:
+        raise _fail(path, where, "site: required (or file/old/new for a text patch)")
+    action = raw.get("action")
+    if action not in ACTIONS_TAKING:
+        raise _fail(path, where, f"action: {action!r} is not one of {sorted(ACTIONS_TAKING)}")
+    extra = sorted(set(raw) - {"site", "action"} - ACTIONS_TAKING[action])
+    if extra:
+        raise _fail(path, where, f"{', '.join(extra)}: the {action} action takes none")
+    if action == "delay":
+        ns = raw.get("ns")
+        if not isinstance(ns, int) or isinstance(ns, bool) or ns <= 0:
+            raise _fail(path, where, f"ns: a delay needs a positive int of nanoseconds, got {ns!r}")
+        _check_delay(path, where, "ns", ns, target)
+        if raw.get("at", "start") not in ("start", "end"):
+            raise _fail(path, where, f"at: {raw['at']!r} is not 'start' or 'end'")
+    for key in ("when", "marker"):
+        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
+            raise _fail(path, where, f"{key}: must be a non-empty C condition")
+    return Patch(
+        owner,
+        site=raw["site"],
+        action=action,
+        ns=raw.get("ns", 0),
+        at=raw.get("at", "start"),
+        when=raw.get("when", "true"),
+        marker=raw.get("marker", "true"),
+    )
+
+
+def _check_delay(path: Path, where: str, key: str, ns: int, target: Target) -> None:
+    """A delay fits the injected 64-bit comparison and ends before the outer
+    timeout: one that outlasts it can only ever be judged on the timeout."""
+    if ns > MAX_DELAY_NS:
+        raise _fail(
+            path, where, f"{key}: {ns} ns does not fit a signed 64-bit count (at most 2**63 - 1)"
+        )
+    if ns >= target.timeout_s * 1e9:
+        raise _fail(
+            path,
+            where,
+            f"{key}: {ns} ns is not shorter than the target's timeout_s ({target.timeout_s:g} s)",
+        )
+
+
+def _generate(
+    path: Path, data: dict, configs: tuple[Config, ...], target: Target
+) -> GenerateSettings:
+    raw = data.get("generate", {})
+    keys = {"ns", "window_ns", "when", "marker", "configs", "site_configs", "survivor_ok"}
+    unknown = sorted(set(raw) - keys)
+    if unknown:
+        raise _fail(path, "generate", f"unknown keys {unknown}")
+    ns = raw.get("ns", GenerateSettings.ns)
+    window_ns = raw.get("window_ns", ns)
+    for key, value in (("ns", ns), ("window_ns", window_ns)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise _fail(path, "generate", f"{key}: a positive int of nanoseconds, got {value!r}")
+        _check_delay(path, "generate", key, value, target)
+    config_names = {c.name for c in configs}
+
+    def names(key: str, value) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _fail(path, "generate", f"{key}: a list of config names, got {value!r}")
+        if key != "configs" and not value:
+            raise _fail(path, "generate", f"{key}: an empty list would run those faults nowhere")
+        for name in value:
+            if name not in config_names:
+                raise _fail(path, "generate", f"{key}: unknown config {name!r}")
+        return tuple(value)
+
+    by_site = _expect_type(
+        path, "generate", "site_configs", raw.get("site_configs", {}), dict, "a table"
+    )
+    survivors = _expect_type(
+        path, "generate", "survivor_ok", raw.get("survivor_ok", {}), dict, "a table"
+    )
+    for site, why in survivors.items():
+        _expect_type(path, "generate", f"survivor_ok.{site!r}", why, str, "a string")
+    return GenerateSettings(
+        ns=ns,
+        window_ns=window_ns,
+        when=raw.get("when", "true"),
+        marker=raw.get("marker", "true"),
+        configs=names("configs", raw.get("configs", [])),
+        site_configs=tuple(
+            (prefix, names(f"site_configs.{prefix!r}", value)) for prefix, value in by_site.items()
+        ),
+        survivor_ok=tuple(survivors.items()),
+    )
+
+
+def _check_includes(catalog: Catalog) -> None:
+    names = {c.name for c in catalog.configs}
+    for fault in catalog.faults.values():
+        for name in fault.configs:
+            if name not in names:
+                raise _fail(catalog.path, f"fault {fault.id}", f"configs: unknown config {name!r}")
+        for included in fault.includes:
+            if included not in catalog.faults:
+                raise _fail(
+                    catalog.path, f"fault {fault.id}", f"includes: unknown fault id {included!r}"
+                )
+
+    def visit(fault_id: str, chain: tuple[str, ...]) -> None:
+        if fault_id in chain:
+            cycle = " -> ".join((*chain[chain.index(fault_id) :], fault_id))
+            raise _fail(catalog.path, f"fault {chain[0]}", f"includes: cycle {cycle}")
+        for included in catalog.faults[fault_id].includes:
+            visit(included, (*chain, fault_id))
+
+    for fault_id in catalog.faults:
+        visit(fault_id, ())
+
+
+def check_sites_exist(catalog: Catalog, sources: Path) -> None:
+    """Every site patch names a site of `sources` (an unknown site is a stale
+    catalog), and so does every site `[generate]` names."""
+    sites = parse_tree(sources)[0]
+    known = {site.name for site in sites}
+    waits = {site.name for site in sites if site.kind == "wait"}
+    settings = catalog.generate
+    for site in dict(settings.survivor_ok):
+        if site not in waits:
+            raise _fail(
+                catalog.path, "generate", f"survivor_ok: {site!r} is not a wait site in {sources}"
+            )
+    for prefix, _ in settings.site_configs:
+        if not any(name.startswith(prefix) for name in known):
+            raise _fail(
+                catalog.path, "generate", f"site_configs: no site in {sources} starts {prefix!r}"
+            )
+    groups = [(f"fault {f.id}", f.patches) for f in catalog.faults.values()]
+    for where, patches in [*groups, ("control", catalog.control)]:
+        for index, patch in enumerate(patches):
+            if patch.site is not None and patch.site not in known:
+                raise _fail(
+                    catalog.path,
+                    f"{where} patch #{index}",
+                    f"site: unknown site {patch.site!r} in {sources}",
+                )

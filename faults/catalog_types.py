@@ -1,0 +1,142 @@
+"""The catalog's types: a target (how to build and run a tree), its
+configurations, the faults and their patches, and the queries a loaded
+Catalog answers (faults/catalog.py loads and checks one)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class CatalogError(ValueError):
+    """A catalog that cannot be used as written."""
+
+
+@dataclass(frozen=True)
+class Patch:
+    owner: str  # the fault whose patch this is (markers print this id)
+    site: str | None = None
+    action: str | None = None  # delay | skip, for site patches
+    ns: int = 0
+    at: str = "start"
+    when: str = "true"
+    marker: str = "true"
+    file: str | None = None  # text patches: exact-once replacement of old by new
+    old: str | None = None
+    new: str | None = None
+
+
+@dataclass(frozen=True)
+class Fault:
+    id: str
+    title: str
+    expect: str  # pass | fail
+    patches: tuple[Patch, ...]
+    includes: tuple[str, ...] = ()
+    survivor_ok: str | None = None
+    configs: tuple[str, ...] = ()  # the configs it runs under (empty: all)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    gpus: int = 0  # GPUs this config's runs need (`{gpus}` in the run command); 0: the target's
+
+
+@dataclass(frozen=True)
+class LogPatterns:
+    """How a target's log says what happened: each a regular expression
+    searched line by line (docs/architecture.md, "Pipeline of the fault engine")."""
+
+    mismatch: re.Pattern[str]  # a check that failed
+    timeout: re.Pattern[str]  # a wait that gave up, naming its site
+    assertion: re.Pattern[str]  # an invariant the target asserts
+    device_error: re.Pattern[str]  # the device (or the process) faulted: a trap, a bad address
+    digest: re.Pattern[str]  # the tree that ran; its one group captures the digest
+
+
+LOG_KEYS = ("mismatch", "timeout", "assertion", "device_error", "digest")
+
+
+@dataclass(frozen=True)
+class GenerateSettings:
+    """The [generate] table: how site-generated faults are made (faults.generate)."""
+
+    ns: int = 20_000
+    # How long a wait-skip fault holds the guarded site back: the window must
+    # outlast the consumer's own start-up, or the skip opens no race.
+    window_ns: int | None = None  # None: ns
+    when: str = "true"
+    marker: str = "true"  # a condition in scope at every site (the catalog narrows it)
+    configs: tuple[str, ...] = ()  # the configs a generated fault runs under (empty: all)
+    # (site-name prefix, configs): a site that fires only under some configs runs
+    # there; the longest matching prefix wins over `configs`.
+    site_configs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # wait site -> why skipping it cannot open a race (another wait covers it)
+    survivor_ok: tuple[tuple[str, str], ...] = ()
+
+    def configs_for_site(self, site: str) -> tuple[str, ...]:
+        matches = [
+            (len(prefix), names) for prefix, names in self.site_configs if site.startswith(prefix)
+        ]
+        return max(matches)[1] if matches else self.configs
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    sources: str  # directory of the native sources, relative to the tree root
+    language: str
+    run: tuple[str, ...]
+    log: LogPatterns
+    build: tuple[str, ...] = ()
+    clock: str = ""  # expression giving nanoseconds, for delays (required for cuda)
+    rank: str = "0"  # expression a marker prints as its rank
+    timeout_s: float = 300.0
+    env: dict[str, str] = field(default_factory=dict)
+    gpus: int = 0  # GPUs a run needs; with fewer, faults are applied and built only
+
+
+@dataclass(frozen=True)
+class Catalog:
+    path: Path
+    target: Target
+    configs: tuple[Config, ...]
+    faults: dict[str, Fault]
+    control: tuple[Patch, ...]  # the forced-fail control's patches
+    generate: GenerateSettings  # the [generate] table: how site-generated faults are made
+
+    def config(self, name: str) -> Config:
+        for config in self.configs:
+            if config.name == name:
+                return config
+        raise CatalogError(
+            f"{self.path}: no config {name!r}; known: {[c.name for c in self.configs]}"
+        )
+
+    def fault(self, fault_id: str) -> Fault:
+        if fault_id not in self.faults:
+            raise CatalogError(f"{self.path}: no fault {fault_id!r}; known: {sorted(self.faults)}")
+        return self.faults[fault_id]
+
+    def gpus_for(self, config: Config) -> int:
+        return config.gpus or self.target.gpus
+
+    def configs_for(self, fault_id: str, names: list[str] | None = None) -> list[Config]:
+        """The configs `fault_id` runs under, narrowed to `names` when given
+        (None: no narrowing; an empty list: none)."""
+        allowed = self.fault(fault_id).configs
+        return [
+            c
+            for c in self.configs
+            if (not allowed or c.name in allowed) and (names is None or c.name in names)
+        ]
+
+    def all_patches(self, fault_id: str) -> list[Patch]:
+        """The patches of `fault_id`, those of its includes first (depth first)."""
+        fault = self.fault(fault_id)
+        patches = [p for included in fault.includes for p in self.all_patches(included)]
+        return patches + list(fault.patches)

@@ -1,0 +1,40 @@
+"""Host-side helpers the kernel package's tools and the fault engine share,
+stdlib only, with no dependency on either (docs/architecture.md, "Layout"):
+child processes that die with their parent (children.py, through the guard
+in guard.py), atomic writes (files.py), the machine's GPUs (machine.py) and
+one-line usage errors (usage.py). Every name is imported from here."""
+
+from hostio.children import (
+    CLI_STOP_SIGNALS,
+    GUARD_GRACE_S,
+    GUARD_SCRIPT,
+    STOP_WAIT_S,
+    ChildrenStopped,
+    ProcessOutcome,
+    entry_point,
+    run_logged,
+    stop_children,
+)
+from hostio.files import write_json, write_text
+from hostio.machine import gpu_count, gpu_group, machine_name
+from hostio.usage import OneLineParser, UsageError, at_least_one
+
+__all__ = [
+    "CLI_STOP_SIGNALS",
+    "GUARD_GRACE_S",
+    "GUARD_SCRIPT",
+    "STOP_WAIT_S",
+    "ChildrenStopped",
+    "OneLineParser",
+    "ProcessOutcome",
+    "UsageError",
+    "at_least_one",
+    "entry_point",
+    "gpu_count",
+    "gpu_group",
+    "machine_name",
+    "run_logged",
+    "stop_children",
+    "write_json",
+    "write_text",
+]
