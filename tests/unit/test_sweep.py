@@ -69,14 +69,15 @@ def test_two_sweeps_of_the_fixture_report_what_changed(tmp_path, capsys):
     base = ["--catalog", str(CATALOG), "--root", str(REPO), "sweep", "--only", "D1|S1"]
     base += ["--history", str(history)]
     assert main([*base, "--results-dir", str(tmp_path / "one")]) == 0
-    document = json.loads((tmp_path / "one/sweep-cpu.json").read_text())
+    [report] = (tmp_path / "one").glob("sweep-*.json")  # sweep-<machine>.json
+    document = json.loads(report.read_text())
     assert [(f["fault"], f["verdict"]) for f in document["faults"]] == [
         ("D1", "PASSED"),
         ("S1", "KILLED"),
     ]
     assert document["mutation_score"] == 1.0 and document["firing_rate"] == 1.0
     assert document["harness_ok"] and document["ok"]
-    suite = ET.parse(tmp_path / "one/sweep-cpu.xml").getroot()
+    suite = ET.parse(report.with_suffix(".xml")).getroot()
     assert suite.get("tests") == "4" and suite.get("failures") == "0"
     # The second night, D1 no longer fires: the report says so.
     changed = tmp_path / "catalog.toml"
@@ -89,7 +90,8 @@ def test_two_sweeps_of_the_fixture_report_what_changed(tmp_path, capsys):
     )
     base[1] = str(changed)
     assert main([*base, "--results-dir", str(tmp_path / "two")]) == 1
-    markdown = (tmp_path / "two/sweep-cpu.md").read_text()
+    [markdown_report] = (tmp_path / "two").glob("sweep-*.md")
+    markdown = markdown_report.read_text()
     assert "## Changed since sweep" in markdown
     assert "- D1: PASSED -> NOT FIRED" in markdown
     capsys.readouterr()

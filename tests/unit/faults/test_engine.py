@@ -30,7 +30,6 @@ def test_engine_digest_rule_is_afdeps():
 @pytest.mark.parametrize("slots", [1, 2])
 def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, capsys, slots):
     before = tree_digest(SOURCES)
-    report = tmp_path / "sweep-cpu.json"
     top = ["--catalog", str(CATALOG), "--root", str(REPO), "--no-generated"]
     status = main(
         [*top, "--workdir", str(tmp_path / "work"), "sweep", "--slots", str(slots)]
@@ -38,6 +37,7 @@ def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, ca
     )
     assert status == 1  # N1 never fires: its expectation is not met
     assert tree_digest(SOURCES) == before
+    [report] = tmp_path.glob("sweep-*.json")  # sweep-<machine>.json
     document = json.loads(report.read_text())
     assert document["harness_ok"] and not document["ok"]
     controls = {r["fault"]: r["verdict"] for r in document["controls"]}
@@ -72,7 +72,8 @@ def test_a_broken_control_stops_the_sweep(tmp_path, capsys):
     top = ["--catalog", str(broken), "--root", str(REPO), "--workdir", str(tmp_path / "work")]
     status = main([*top, "sweep", "--results-dir", str(tmp_path)])
     assert status == 1
-    document = json.loads((tmp_path / "sweep-cpu.json").read_text())
+    [report] = tmp_path.glob("sweep-*.json")
+    document = json.loads(report.read_text())
     assert not document["harness_ok"] and document["results"] == []
     assert "HARNESS BROKEN" in capsys.readouterr().out
 
