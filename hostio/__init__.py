@@ -17,7 +17,7 @@ from hostio.children import (
 )
 from hostio.files import write_json, write_text
 from hostio.machine import gpu_count, gpu_group, machine_name
-from hostio.usage import OneLineParser, UsageError, at_least_one
+from hostio.usage import OneLineParser, UsageError, at_least, at_least_one
 
 __all__ = [
     "CLI_STOP_SIGNALS",
@@ -28,6 +28,7 @@ __all__ = [
     "OneLineParser",
     "ProcessOutcome",
     "UsageError",
+    "at_least",
     "at_least_one",
     "entry_point",
     "gpu_count",

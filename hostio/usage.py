@@ -6,16 +6,22 @@ from __future__ import annotations
 import argparse
 
 
-def at_least_one(text: str) -> int:
-    """argparse type for runs at a time (--slots, --jobs, --repeat): an int >= 1."""
+def at_least(minimum: int):
+    """An argparse type: an int >= `minimum`, else a one-line error saying so."""
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"at least 1, got {value}")
-    return value
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+at_least_one = at_least(1)  # runs at a time (--slots, --jobs, --repeat)
 
 
 class UsageError(ValueError):

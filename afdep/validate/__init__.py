@@ -31,6 +31,7 @@ from afdep.vocab import parse_log
 from hostio import (
     OneLineParser,
     UsageError,
+    at_least,
     at_least_one,
     entry_point,
     gpu_count,
@@ -122,7 +123,7 @@ def argument_parser() -> OneLineParser:
         "--logs-dir", type=folder, default=None, help="kept (default: a temporary folder)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary logs folder")
-    parser.add_argument("--bench-iters", type=at_least_zero, default=50)
+    parser.add_argument("--bench-iters", type=at_least(0), default=50)
     parser.add_argument(
         "--jobs",
         type=at_least_one,
@@ -138,17 +139,6 @@ def regular_expression(text: str) -> re.Pattern:
         return re.compile(text)
     except re.error as error:
         raise argparse.ArgumentTypeError(f"{text!r} is not a regular expression: {error}") from None
-
-
-def at_least_zero(text: str) -> int:
-    """argparse type for --bench-iters: 0 runs the driver without timing."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"at least 0, got {value}")
-    return value
 
 
 def selected(args: argparse.Namespace, matrix: list[Run]) -> list[Run]:
