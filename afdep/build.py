@@ -9,7 +9,6 @@ CI runs it; on a GPU machine it warms the cubin cache before the ranks start.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import sys
@@ -21,7 +20,7 @@ from afdep.jit import CompileError, compile_kernel, source_digest
 from afdep.kernels import all_launches
 from afdep.vocab import Arm, Protocol, Role
 from afdep.workspace import Geometry, GeometryError
-from hostio import entry_point
+from hostio import OneLineParser, entry_point
 
 # The geometry fields this command's options set; the others are fixed above.
 OPTION_OF_FIELD = {"hidden": "--hidden", "top_k": "--top-k", "payload": "--payload"}
@@ -75,7 +74,7 @@ def named_option(error: GeometryError) -> str:
 
 @entry_point
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="afdep build", description=__doc__)
+    parser = OneLineParser(prog="afdep build", description=__doc__)
     parser.add_argument("--hidden", type=int, nargs="+", default=[2048, 7168])
     parser.add_argument("--top-k", type=int, nargs="+", default=[8])
     parser.add_argument("--payload", nargs="+", choices=("bf16", "fp8"), default=["bf16", "fp8"])

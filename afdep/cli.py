@@ -5,9 +5,10 @@ validate   the correctness matrix on 2+ GPUs (on a CPU: compile, check the refer
 bench      screens: arms interleaved across processes, against NCCL and a peer copy
 screen     count-first vs payload-first on 4 GPUs, beside the recorded table
 drive      the correctness driver under torchrun: afdep drive [--nproc N] DRIVER-ARGS
+           (N >= 2, default 2; `python -m afdep.testing.driver` is one rank of it)
 
-`afdep COMMAND --help` gives each one's options; `python -m afdep.<module>`
-runs the same code.
+`afdep COMMAND --help` gives each one's options. The same code runs as
+`python -m afdep.build`, `afdep.validate`, `afdep.bench`, `afdep.bench.screen`.
 """
 
 from __future__ import annotations
@@ -24,20 +25,30 @@ COMMANDS = {
     "bench": "afdep.bench",
     "screen": "afdep.bench.screen",
 }
-DRIVER = "afdep.testing.driver"
 
 
 def drive(argv: list[str]) -> int:
-    """Replace this process by torchrun running the driver (its ranks die with it)."""
-    nproc = "2"
+    """Check the driver's arguments and the GPUs here, then replace this
+    process by torchrun running the driver (its ranks die with it)."""
+    from afdep.testing.driver import parse_args
+    from afdep.testing.launch import DRIVER, torchrun_command
+    from hostio import gpu_count
+
+    nproc = 2
     if argv[:1] == ["--nproc"]:
-        if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1:
-            print("afdep drive: error: --nproc needs a positive integer", file=sys.stderr)
+        if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 2:
+            print("afdep drive: error: --nproc needs an integer >= 2", file=sys.stderr)
             return 2
-        nproc, argv = argv[1], argv[2:]
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    command += [f"--nproc-per-node={nproc}", "-m", DRIVER, *argv]
-    os.execv(sys.executable, command)
+        nproc, argv = int(argv[1]), argv[2:]
+    parse_args(argv)  # a bad argument is one line here, not one per rank
+    if gpu_count() < nproc:
+        print(
+            f"afdep drive: error: --nproc {nproc}: needs {nproc} GPUs, found {gpu_count()}",
+            file=sys.stderr,
+        )
+        return 2
+    command = torchrun_command(nproc, DRIVER, argv)
+    os.execv(command[0], command)
     return 0  # not reached
 
 

@@ -118,10 +118,6 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
-def cache_dir() -> Path:
-    return _cache_settings()[0]
-
-
 def _cache_settings() -> tuple[Path, int]:
     """The cache's directory and its size bound in bytes."""
     from afdep.config import Config

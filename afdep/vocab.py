@@ -51,6 +51,7 @@ class RouteKind(Word):
 # ---- host lines (the driver) ---------------------------------------------
 MISMATCH = "Mismatched"  # a check that failed: `Mismatched <what> <where>: <detail>`
 RESULT = "AFDEP_RESULT"  # the last line: `AFDEP_RESULT {json}`
+BENCH = "AFDEP_BENCH"  # a bench process's result, rank 0: `AFDEP_BENCH {json}`
 
 
 def digest_line(digest: str) -> str:

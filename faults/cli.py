@@ -8,9 +8,11 @@ sweep                 controls first, then every fault; reports and history
 review BASE [HEAD]    what a change does to the synchronization (--run: run its faults)
 sites [--check] DIR   list the sites under DIR, or check their rules
 
-Every bad argument is refused with one line naming it (exit 2) before any
-tree is built. Scratch trees and logs go to a temporary folder that is removed
-at the end, unless --keep (its path is printed) or --workdir.
+A bad argument, path, ref or catalog is refused with one line naming it
+(exit 2) before any tree is built. Scratch trees and logs go to a temporary
+folder that is removed at the end; it is kept, and its path printed, with
+--keep, when a run missed its expectation, or when interrupted. --workdir DIR
+puts them in DIR, always kept.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from hostio import (
     at_least_one,
     entry_point,
     gpu_count,
+    writable_dir,
     write_json,
     write_text,
 )
@@ -98,9 +101,16 @@ def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:
 
 # --------------------------------------------------------------------- commands
 def sites_command(args: argparse.Namespace) -> int:
+    from faults.sites import source_files
+
     if not Path(args.dir).exists():
         raise UsageError(f"sites: {args.dir}: no such file or directory")
-    sites, violations = parse_tree(Path(args.dir))
+    if not source_files(Path(args.dir)):
+        raise UsageError(f"sites: {args.dir}: no source file under it")
+    try:
+        sites, violations = parse_tree(Path(args.dir))
+    except UnicodeDecodeError as error:
+        raise UsageError(f"sites: {args.dir}: not a text source ({error.reason})") from None
     if not args.check:
         for site in sites:
             guards = f" guards={site.guards}" if site.guards else ""
@@ -138,14 +148,20 @@ def show_command(args: argparse.Namespace) -> int:
 
 
 def apply_command(args: argparse.Namespace) -> int:
-    from faults.apply import apply_fault
+    from faults.apply import ApplyError, apply_fault
 
     catalog = load(args)
     catalog.fault(args.id)
     if args.out.exists():
         raise UsageError(f"apply: --out {args.out} exists: give a new directory")
+    writable_dir(args.out.parent, "apply: --out's folder")
     make_scratch(args.root, args.out)
-    for path in apply_fault(args.out, catalog, args.id):
+    try:
+        patched = apply_fault(args.out, catalog, args.id)
+    except ApplyError as error:  # nothing half-patched stays behind
+        shutil.rmtree(args.out, ignore_errors=True)
+        raise UsageError(f"apply {args.id}: {error}") from None
+    for path in patched:
         print(f"patched {path}")
     return 0
 
@@ -178,7 +194,7 @@ def run_command(args: argparse.Namespace) -> int:
             controls=[],
             results=results,
             wall_s=time.perf_counter() - started,
-            harness_ok=True,
+            harness_ok=None,  # `run` runs no controls: the harness is not checked
         )
         write_json(args.report, document)
     return 0 if all(r.ok for r in results) else 1
@@ -312,6 +328,21 @@ def project_root(start: Path) -> Path:
     return start
 
 
+def check_paths(args: argparse.Namespace) -> None:
+    """The paths the user named are what they must be, before any work."""
+    if args.root is not None and not args.root.is_dir():
+        raise UsageError(f"--root {args.root}: not a directory")
+    if args.catalog is not None and not args.catalog.is_file():
+        raise UsageError(f"--catalog {args.catalog}: not a file")
+    if args.workdir is not None:
+        writable_dir(args.workdir, "--workdir")
+    report = getattr(args, "report", None)
+    if report is not None:
+        writable_dir(report.parent, "--report's folder")
+        if report.is_dir():
+            raise UsageError(f"--report {report}: a directory, not a file")
+
+
 def program() -> str:
     """The name the user typed: the console script's, else `python -m faults`."""
     name = Path(sys.argv[0]).name
@@ -322,6 +353,7 @@ def program() -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        check_paths(args)
         args.root = (args.root or project_root(Path.cwd().resolve())).resolve()
         if args.catalog is None and args.handler is not sites_command:
             args.catalog = default_catalog(args.root)

@@ -97,11 +97,14 @@ def check_refs(root: Path, *refs: str | None) -> None:
     import git
 
     repo = git_repo(root)
+    commits = []
     for ref in filter(None, refs):
         try:
-            repo.commit(ref)
+            commits.append(repo.commit(ref))
         except (git.BadName, ValueError):
             raise ReviewError(f"unknown git ref {ref!r}") from None
+    if len(commits) == 2 and commits[0] == commits[1]:
+        raise ReviewError(f"BASE {refs[0]} and HEAD {refs[1]} are one commit: nothing to review")
 
 
 def changed_lines(
@@ -111,6 +114,9 @@ def changed_lines(
     pure deletion marks the line before it (git's `+N,0`), so the site around
     it counts."""
     repo = git_repo(repo_root)
+    # git names paths from the repository's top; the root may lie below it.
+    below = Path(repo_root).resolve().relative_to(Path(repo.working_tree_dir).resolve())
+    sources = str(below / sources)
     revisions = [base] + ([head] if head else [])
     names = repo.git.diff(*revisions, "--name-only", "--", sources).splitlines()
     changed: dict[str, set[int]] = {}

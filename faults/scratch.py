@@ -64,9 +64,11 @@ def archive_ref(root: Path, ref: str, dest: Path) -> Path:
     """Extract the tree of git `ref` (a commit, branch or tag) into `dest`."""
     import git
 
-    repo = git.Repo(root)
+    repo = git.Repo(root, search_parent_directories=True)
+    # The root may lie below the repository's top: archive that subtree only.
+    below = Path(root).resolve().relative_to(Path(repo.working_tree_dir).resolve()).as_posix()
     buffer = io.BytesIO()
-    repo.archive(buffer, treeish=ref, format="tar")
+    repo.archive(buffer, treeish=ref if below == "." else f"{ref}:{below}", format="tar")
     buffer.seek(0)
     dest.mkdir(parents=True)
     with tarfile.open(fileobj=buffer) as archive:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from faults.report.markdown import junit, markdown
 from faults.scratch import UserTreeGuard
 from faults.sites import parse_tree
 from faults.verdict import FaultSummary, Verdict, summarize_fault
-from hostio import UsageError, gpu_group, machine_name, write_json, write_text
+from hostio import UsageError, gpu_group, machine_name, writable_dir, write_json, write_text
 
 CPU_RESULTS = Path("build/faults")  # a sweep that judges nothing files its report here
 
@@ -73,15 +74,12 @@ def select_configs(catalog: Catalog, names: list[str] | None) -> list[Config]:
     return [c for c in catalog.configs if names is None or c.name in names]
 
 
-def writable_dir(path: Path, argument: str) -> Path:
-    """`path` exists or can be made, and takes files: checked before any work."""
+def check_history(path: Path) -> None:
+    """The history opens as SQLite now, not after the whole sweep."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise SweepError(f"{argument} {path}: cannot create it ({error.strerror})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise SweepError(f"{argument} {path}: not writable")
-    return path
+        History(path).close()
+    except sqlite3.Error as error:
+        raise SweepError(f"--history {path}: not a sweep history ({error})") from None
 
 
 def covered_by_catalog(catalog: Catalog) -> set[str]:
@@ -95,13 +93,13 @@ def covered_by_catalog(catalog: Catalog) -> set[str]:
     }
 
 
-def scores(summaries: list[FaultSummary]) -> tuple[float | None, float]:
+def scores(summaries: list[FaultSummary]) -> tuple[float | None, float | None]:
     """Mutation score (killed / must-fail that fired) and firing rate."""
     must_fail = [s for s in summaries if s.expect == "fail" and s.fired]
     killed = sum(s.verdict == Verdict.KILLED for s in must_fail)
     mutation = round(killed / len(must_fail), 4) if must_fail else None
     fired = sum(bool(s.fired) for s in summaries)
-    return mutation, round(fired / len(summaries), 4) if summaries else 0.0
+    return mutation, round(fired / len(summaries), 4) if summaries else None
 
 
 @dataclass
@@ -149,6 +147,7 @@ class Sweep:
         results_dir = writable_dir(options.results_dir or root / default, "--results-dir")
         history = options.history or results_dir / "sweep-history.sqlite"
         writable_dir(history.parent, "--history")
+        check_history(history)
         return cls(
             catalog,
             root,

@@ -17,7 +17,7 @@ from hostio.children import (
 )
 from hostio.files import write_json, write_text
 from hostio.machine import gpu_count, gpu_group, machine_name
-from hostio.usage import OneLineParser, UsageError, at_least, at_least_one
+from hostio.usage import OneLineParser, UsageError, at_least, at_least_one, writable_dir
 
 __all__ = [
     "CLI_STOP_SIGNALS",
@@ -36,6 +36,7 @@ __all__ = [
     "machine_name",
     "run_logged",
     "stop_children",
+    "writable_dir",
     "write_json",
     "write_text",
 ]

@@ -4,6 +4,8 @@ error, the parser whose errors are one line, and an argparse type."""
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 
 def at_least(minimum: int):
@@ -27,6 +29,21 @@ at_least_one = at_least(1)  # runs at a time (--slots, --jobs, --repeat)
 class UsageError(ValueError):
     """Bad input: said in one line naming the argument, knob or file at fault
     (exit 2), before any work starts."""
+
+
+def writable_dir(path: Path, argument: str) -> Path:
+    """`path` is a folder, or can be made one, that takes files: checked before
+    any work, so a bad output folder is not found after it."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{argument} {path}: not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{argument} {path}: cannot create it ({error.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{argument} {path}: not writable")
+    return path
 
 
 class OneLineParser(argparse.ArgumentParser):

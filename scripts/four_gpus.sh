@@ -10,8 +10,8 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AFDEP_JIT_CACHE=${AFDEP_JIT_CACHE:-$PW
 status=0
 python3 -m afdep.build > "$out/build.log" 2>&1 || status=1
 python3 -m afdep.validate --select four-gpu --jobs 4 --results-dir "$out" \
-    --logs-dir /tmp/afdep-e-validate || status=1
-python3 -m faults --no-generated --workdir /tmp/afdep-e-sweep sweep --config 4gpu-f1 --config 4gpu-f2 \
+    --logs-dir /tmp/afdep-4gpu-validate || status=1
+python3 -m faults --no-generated --workdir /tmp/afdep-4gpu-sweep sweep --config 4gpu-f1 --config 4gpu-f2 \
     --slots 2 --results-dir "$out" || status=1
 python3 -m afdep.bench.screen --results-dir "$out" || status=1
 exit $status

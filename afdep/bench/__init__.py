@@ -26,11 +26,12 @@ from statistics import median_high
 from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
 from afdep.config import environment_error
 from afdep.testing.launch import LogsFolder, folder, torchrun_command
-from afdep.vocab import Arm
+from afdep.vocab import BENCH, Arm
 from hostio import (
     OneLineParser,
     ProcessOutcome,
     UsageError,
+    at_least,
     at_least_one,
     entry_point,
     gpu_count,
@@ -192,12 +193,7 @@ def argument_parser() -> OneLineParser:
     return parser
 
 
-def at_least_two(text: str) -> int:
-    """argparse type for --nproc: an attention rank and an FFN rank at least."""
-    value = at_least_one(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"at least 2 (an attention and an FFN rank), got {value}")
-    return value
+at_least_two = at_least(2)  # --nproc: an attention rank and an FFN rank at least
 
 
 def file_tag(text: str) -> str:
@@ -259,16 +255,16 @@ def process_result(index: int, outcome: ProcessOutcome) -> dict | None:
     """The process's last `AFDEP_BENCH {json}` line; None, said with the
     log's tail, when it exited non-zero or printed no such line or a broken one."""
     text = Path(outcome.log_path).read_text(errors="replace")
-    lines = [line for line in text.splitlines() if "AFDEP_BENCH " in line]
+    lines = [line for line in text.splitlines() if f"{BENCH} " in line]
     if outcome.exit_code != 0:
         why = f"exit {outcome.exit_code}"
     elif not lines:
-        why = "exit 0 without an AFDEP_BENCH line"
+        why = f"exit 0 without an {BENCH} line"
     else:
         try:
-            return json.loads(lines[-1].split("AFDEP_BENCH ", 1)[1])
+            return json.loads(lines[-1].split(f"{BENCH} ", 1)[1])
         except ValueError as error:
-            why = f"its AFDEP_BENCH line is not JSON: {error}"
+            why = f"its {BENCH} line is not JSON: {error}"
     print(
         f"bench process {index} failed ({why}); log {outcome.log_path}:\n{text[-3000:]}",
         file=sys.stderr,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from afdep.bench import main as bench_main
 from afdep.config import environment_error
-from hostio import entry_point, gpu_count, write_json
+from hostio import OneLineParser, at_least_one, entry_point, gpu_count, write_json
 
 GPUS = 4
 BUCKETS = (512, 1024, 2048)
@@ -100,12 +100,12 @@ def print_comparison(rows: list[dict]) -> None:
 
 @entry_point
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="afdep screen",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--processes", type=at_least_one, default=3)
     parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
     args = parser.parse_args(argv)
     problem = environment_error()

@@ -23,7 +23,7 @@ import afdep
 from afdep.bench.traces import ProfilerUnavailable, aligned_lines, record_spans
 from afdep.config import Config
 from afdep.testing.inputs import graph_inputs, load_graph_inputs, make_source_inputs
-from afdep.vocab import Protocol, Role
+from afdep.vocab import BENCH, Protocol, Role
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -283,7 +283,7 @@ def main(argv=None) -> int:
             "ranks": gathered,
             "traces": traces,
         }
-        print(f"AFDEP_BENCH {json.dumps(document)}", flush=True)
+        print(f"{BENCH} {json.dumps(document)}", flush=True)
     dist.destroy_process_group()
     return 0
 

@@ -23,6 +23,7 @@ import afdep
 from afdep.testing.inputs import make_source_inputs
 from afdep.testing.steps import StepRunner, inject_invalid_route
 from afdep.vocab import MISMATCH, Protocol, Role, RouteKind, digest_line, result_line
+from hostio import OneLineParser
 
 INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
 ROLES = [role.value for role in Role]
@@ -34,7 +35,7 @@ def protocol_name(protocol: Protocol | None) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m afdep.testing.driver", description=__doc__)
+    parser = OneLineParser(prog="afdep drive", description=__doc__)
     parser.add_argument("--payload", choices=("bf16", "fp8"), default="bf16")
     parser.add_argument("--ffn-ranks", type=int, default=1)
     parser.add_argument("--num-experts", type=int, default=128)

@@ -1,6 +1,7 @@
 """The correctness matrix: a validation runner made a program.
 
-    afdep validate [--select all|correctness|failures] [--results-dir docs/results]
+    afdep validate [--select all|correctness|failures|count-first|four-gpu]
+                   [--results-dir docs/results]
 
 With 2+ GPUs it runs the driver over the matrix, prints one summary line
 per run and writes `validate-<machine>.json` (every run's command, exit,

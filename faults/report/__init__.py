@@ -73,7 +73,7 @@ def report_document(
         "user_tree_digest": user_digest,
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "harness_ok": harness_ok,
-        "ok": harness_ok and all(r.ok for r in results),
+        "ok": harness_ok is not False and all(r.ok for r in results),
         "wall_s": round(wall_s, 3),
         "stage_seconds": stage,
         "engine_share": engine_share(stage),

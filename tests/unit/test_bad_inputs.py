@@ -57,7 +57,7 @@ ROWS = {
         ["--catalog", AFDEP_CATALOG, "run", "N2"],
         "no chosen config fits this machine's 0 GPUs: bf16-eager needs 2",
     ),
-    "a catalog that is not there": (["--catalog", "nope.toml", "list"], "nope.toml: cannot read"),
+    "a catalog that is not there": (["--catalog", "nope.toml", "list"], "nope.toml: not a file"),
     "review --run on a CPU": (
         ["--catalog", AFDEP_CATALOG, "review", "HEAD", "--run"],
         "review --run: the target needs 2 GPUs, this machine has 0",
@@ -67,6 +67,37 @@ ROWS = {
         "unknown git ref 'origni/main'",
     ),
     "sites of a folder that is not there": (["sites", "nope"], "sites: nope: no such file"),
+    "sites of a folder without sources": (
+        ["sites", "docs"],
+        "sites: docs: no source file under it",
+    ),
+    "sites of a binary file": (["sites", sys.executable], "not a text source"),
+    "--root a file": (["--root", str(REPO / "README.md"), "list"], "not a directory"),
+    "--catalog a folder": (["--catalog", str(REPO / "catalogs"), "list"], "catalogs: not a file"),
+    "--workdir where no folder can be": (
+        fixture("--workdir", "/dev/null/w", "run", "S1"),
+        "--workdir /dev/null/w: cannot create it (Not a directory)",
+    ),
+    "apply --out where no folder can be": (
+        fixture("apply", "S1", "--out", "/dev/null/x"),
+        "apply: --out's folder /dev/null: not a directory",
+    ),
+    "run --report where no file can be": (
+        fixture("run", "S1", "--report", "/dev/null/r.json"),
+        "--report's folder /dev/null: not a directory",
+    ),
+    "--results-dir a file": (
+        fixture("sweep", "--results-dir", "/dev/null"),
+        "--results-dir /dev/null: not a directory",
+    ),
+    "--history not a history": (
+        fixture("sweep", "--history", str(REPO / "README.md")),
+        "README.md: not a sweep history (file is not a database)",
+    ),
+    "review of one commit against itself": (
+        fixture("review", "HEAD", "HEAD"),
+        "BASE HEAD and HEAD HEAD are one commit: nothing to review",
+    ),
 }
 
 

@@ -166,12 +166,6 @@ def module_name_path(module: str) -> str:
     return str(first_party_sources()[module].relative_to(REPO))
 
 
-# Strings naming afdep in modules outside the engine proper: the command line,
-# the sweep, the review and the pytest plugin default to afdep's catalog (the
-# lead decides whether they keep to). This list only shrinks.
-KNOWN_AFDEP_WORDS: dict[str, set[str]] = {}  # none: the engine is generic
-
-
 def afdep_words(path: Path) -> set[str]:
     """Names and strings of code (not comments, not docstrings) that say afdep."""
     tree = ast.parse(path.read_text(), str(path))
@@ -203,9 +197,8 @@ def test_the_engine_names_no_afdep_string():
     found = {}
     for path in sorted((REPO / "faults").rglob("*.py")):
         relative = str(path.relative_to(REPO))
-        extra = afdep_words(path) - KNOWN_AFDEP_WORDS.get(relative, set())
-        if extra:
-            found[relative] = sorted(extra)
+        if words := afdep_words(path):
+            found[relative] = sorted(words)
     assert not found, f"afdep's words belong in its catalog: {found}"
 
 

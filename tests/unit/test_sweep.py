@@ -66,8 +66,8 @@ def test_a_partial_sweep_hides_no_fault_from_the_next(tmp_path):
 
 def test_two_sweeps_of_the_fixture_report_what_changed(tmp_path, capsys):
     history = tmp_path / "history.sqlite"
-    base = ["--catalog", str(CATALOG), "--root", str(REPO), "sweep", "--only", "D1|S1"]
-    base += ["--history", str(history)]
+    base = ["--catalog", str(CATALOG), "--root", str(REPO), "--workdir", str(tmp_path / "w")]
+    base += ["sweep", "--only", "D1|S1", "--history", str(history)]
     assert main([*base, "--results-dir", str(tmp_path / "one")]) == 0
     [report] = (tmp_path / "one").glob("sweep-*.json")  # sweep-<machine>.json
     document = json.loads(report.read_text())
@@ -224,7 +224,7 @@ FULL_DOCUMENT = {
         judged("N2", "fail", "FLAKY", False, (3, 4), 0.3333, 12, "killed in 1 of 3 runs"),
     ],
     "changes": {
-        "previous": "20250101-000000",
+        "previous": 1,
         "verdicts": [["S1", "SURVIVED", "KILLED"]],
         "new_survivors": ["S2"],
         "new_sites": ["fx.a", "fx.b"],
@@ -251,7 +251,7 @@ FULL_MARKDOWN = """\
 - S2: SURVIVED, explained: hint: h; known survivor: k
 - N2: FLAKY, NOT explained: killed in 1 of 3 runs
 
-## Changed since sweep 20250101-000000
+## Changed since sweep 1
 
 - S1: SURVIVED -> KILLED
 - new survivor: S2
