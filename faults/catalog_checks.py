@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from string import Formatter
 
 from faults.catalog_types import (
     LOG_KEYS,
+    PLACEHOLDERS,
     Catalog,
     CatalogError,
     Config,
@@ -41,6 +43,62 @@ def _expect_type(path, where, key, value, kind, name):
     return value
 
 
+def _strings(path: Path, where: str, key: str, value, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _fail(path, where, f"{key} must be {name}, got {value!r}")
+    return tuple(value)
+
+
+def _tables(path: Path, where: str, key: str, value) -> list[dict]:
+    """An array of tables, each element checked (`key #<index>` names one)."""
+    _expect_type(path, where, key, value, list, "an array of tables")
+    for index, item in enumerate(value):
+        _expect_type(path, where, f"{key} #{index}", item, dict, "a table")
+    return value
+
+
+def _env(path: Path, where: str, value) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise _fail(path, where, f"env must be a table of strings, got {value!r}")
+    return dict(value)
+
+
+def _command(path: Path, where: str, key: str, value) -> tuple[str, ...]:
+    """Command words: strings whose every `{name}` is one faults/run.py fills
+    in (an unknown one would fail only after the build)."""
+    words = _strings(path, where, key, value, "a list of strings")
+    for word in words:
+        try:
+            unknown = [name for name in _placeholders(word) if name not in PLACEHOLDERS]
+            if not unknown:  # a stray brace, a bad conversion or format spec
+                word.format(**dict.fromkeys(PLACEHOLDERS, ""))
+        except ValueError as error:
+            raise _fail(path, where, f"{key}: cannot fill in {word!r}: {error}") from None
+        if unknown:
+            known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
+            message = f"unknown placeholder {{{unknown[0]}}} in {word!r}; known: {known}"
+            raise _fail(path, where, f"{key}: {message}")
+    return words
+
+
+def _placeholders(word: str) -> list[str]:
+    """The field names of `word` as str.format reads them, those nested in a
+    format spec too (`{}` is the name "")."""
+    names = []
+    for _, name, spec, _ in Formatter().parse(word):
+        if name is not None:
+            names.append(name)
+        if spec:
+            names += _placeholders(spec)
+    return names
+
+
+def _conditions(path: Path, where: str, raw: dict) -> None:
+    for key in ("when", "marker"):
+        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
+            raise _fail(path, where, f"{key}: must be a non-empty C condition")
+
+
 def catalog_from_tables(path: Path, data: dict) -> Catalog:
     """The catalog the TOML tables of `path` describe, every table checked."""
     unknown = sorted(set(data) - {"target", "config", "fault", "control", "generate"})
@@ -49,24 +107,30 @@ def catalog_from_tables(path: Path, data: dict) -> Catalog:
     target = _target(path, data.get("target"))
     configs = _configs(path, data.get("config", []))
     faults: dict[str, Fault] = {}
-    for index, raw in enumerate(
-        _expect_type(path, "top level", "fault", data.get("fault", []), list, "an array of tables")
-    ):
+    for index, raw in enumerate(_tables(path, "top level", "fault", data.get("fault", []))):
         fault = _fault(path, index, raw, target)
         if fault.id in faults:
             raise _fail(path, f"fault {fault.id}", "id: duplicate fault id")
         faults[fault.id] = fault
     if not faults:  # a sweep of nothing would pass
         raise _fail(path, "top level", "no [[fault]]: a catalog needs at least one fault")
-    control_raw = data.get("control", {}).get("patches", [])
-    control = tuple(
-        _patch(path, "control", "control", i, raw, target) for i, raw in enumerate(control_raw)
-    )
+    control = _control(path, data.get("control", {}), target)
     catalog = Catalog(
         path, target, configs, faults, control, _generate(path, data, configs, target)
     )
     _check_includes(catalog)
     return catalog
+
+
+def _control(path: Path, raw, target: Target) -> tuple[Patch, ...]:
+    """[control]: the forced-fail control's patches (a misspelt key would
+    leave it without any, and the control would silently not run)."""
+    _expect_type(path, "top level", "control", raw, dict, "a table")
+    unknown = sorted(set(raw) - {"patches"})
+    if unknown:
+        raise _fail(path, "control", f"unknown keys {unknown}")
+    patches = _tables(path, "control", "patches", raw.get("patches", []))
+    return tuple(_patch(path, "control", "control", i, p, target) for i, p in enumerate(patches))
 
 
 TARGET_KEYS = frozenset("name sources language run log build clock rank timeout_s env gpus".split())
@@ -82,6 +146,9 @@ def _target(path: Path, raw) -> Target:
     unknown = sorted(set(raw) - TARGET_KEYS)
     if unknown:
         raise _fail(path, where, f"unknown keys {unknown}")
+    for key in ("name", "sources", "rank"):
+        if key in raw:
+            _expect_type(path, where, key, raw[key], str, "a string")
     if raw["language"] not in LANGUAGES:
         raise _fail(path, where, f"language: {raw['language']!r} is not one of {LANGUAGES}")
     clock = raw.get("clock", "")
@@ -92,10 +159,6 @@ def _target(path: Path, raw) -> Target:
             f"clock: an expression giving nanoseconds (a cuda target's delays need it), "
             f"got {clock!r}",
         )
-    for key in ("run", "build"):
-        value = raw.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise _fail(path, where, f"{key} must be a list of strings")
     gpus = raw.get("gpus", 0)
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0:
         raise _fail(path, where, f"gpus: an int >= 0, got {gpus!r}")
@@ -106,13 +169,13 @@ def _target(path: Path, raw) -> Target:
         name=raw["name"],
         sources=raw["sources"],
         language=raw["language"],
-        run=tuple(raw["run"]),
+        run=_command(path, where, "run", raw["run"]),
         log=_log_patterns(path, raw["log"]),
-        build=tuple(raw.get("build", [])),
+        build=_command(path, where, "build", raw.get("build", [])),
         clock=clock,
         rank=raw.get("rank", "0"),
         timeout_s=float(timeout_s),
-        env={k: str(v) for k, v in raw.get("env", {}).items()},
+        env=_env(path, where, raw.get("env", {})),
         gpus=gpus,
     )
 
@@ -152,12 +215,11 @@ def _log_patterns(path: Path, raw) -> LogPatterns:
 
 def _configs(path: Path, raw) -> tuple[Config, ...]:
     configs, names = [], set()
-    for index, entry in enumerate(
-        _expect_type(path, "top level", "config", raw, list, "an array of tables")
-    ):
+    for index, entry in enumerate(_tables(path, "top level", "config", raw)):
         where = f"config #{index}"
         if "name" not in entry:
             raise _fail(path, where, "name: required")
+        _expect_type(path, where, "name", entry["name"], str, "a string")
         if entry["name"] in names:
             raise _fail(path, f"config {entry['name']}", "name: duplicate config name")
         names.add(entry["name"])
@@ -165,14 +227,12 @@ def _configs(path: Path, raw) -> tuple[Config, ...]:
         unknown = sorted(set(entry) - {"name", "args", "env", "gpus"})
         if unknown:
             raise _fail(path, where, f"unknown keys {unknown}")
-        args = entry.get("args", [])
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise _fail(path, where, "args must be a list of strings")
+        args = _command(path, where, "args", entry.get("args", []))
         gpus = entry.get("gpus", 0)
         if "gpus" in entry and (not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1):
             raise _fail(path, where, f"gpus: a positive int, got {gpus!r}")
-        env = {k: str(v) for k, v in entry.get("env", {}).items()}
-        configs.append(Config(entry["name"], tuple(args), env, gpus))
+        env = _env(path, where, entry.get("env", {}))
+        configs.append(Config(entry["name"], args, env, gpus))
     if not configs:
         configs.append(Config("default"))
     return tuple(configs)
@@ -192,17 +252,17 @@ def _fault(path: Path, index: int, raw: dict, target: Target) -> Fault:
         raise _fail(path, where, f"expect: {raw.get('expect')!r} is not 'pass' or 'fail'")
     if "survivor_ok" in raw and raw["expect"] != "fail":
         raise _fail(path, where, "survivor_ok: only a must-fail fault can be a known survivor")
-    includes = tuple(
-        _expect_type(path, where, "includes", raw.get("includes", []), list, "a list of fault ids")
-    )
+    for key in ("title", "survivor_ok"):
+        if key in raw:
+            _expect_type(path, where, key, raw[key], str, "a string")
+    includes = _strings(path, where, "includes", raw.get("includes", []), "a list of fault ids")
     patches = tuple(
-        _patch(path, where, fault_id, i, p, target) for i, p in enumerate(raw.get("patches", []))
+        _patch(path, where, fault_id, i, p, target)
+        for i, p in enumerate(_tables(path, where, "patches", raw.get("patches", [])))
     )
     if not patches and not includes:
         raise _fail(path, where, "patches: a fault needs patches or includes")
-    configs = tuple(
-        _expect_type(path, where, "configs", raw.get("configs", []), list, "a list of names")
-    )
+    configs = _strings(path, where, "configs", raw.get("configs", []), "a list of config names")
     return Fault(
         fault_id,
         raw.get("title", ""),
@@ -220,6 +280,7 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict, target: Ta
         extra = sorted(set(raw) - {"file", "old", "new"})
         if extra:
             raise _fail(path, where, f"{', '.join(extra)}: a text patch takes only file, old, new")
+        _expect_type(path, where, "file", raw["file"], str, "a string")
         for key in ("old", "new"):
             if not isinstance(raw.get(key), str):
                 raise _fail(path, where, f"{key}: required string for a text patch")
@@ -228,8 +289,9 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict, target: Ta
         return Patch(owner, file=raw["file"], old=raw["old"], new=raw["new"])
     if "site" not in raw:
         raise _fail(path, where, "site: required (or file/old/new for a text patch)")
+    _expect_type(path, where, "site", raw["site"], str, "a string")
     action = raw.get("action")
-    if action not in ACTIONS_TAKING:
+    if not isinstance(action, str) or action not in ACTIONS_TAKING:
         raise _fail(path, where, f"action: {action!r} is not one of {sorted(ACTIONS_TAKING)}")
     extra = sorted(set(raw) - {"site", "action"} - ACTIONS_TAKING[action])
     if extra:
@@ -241,9 +303,7 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict, target: Ta
         _check_delay(path, where, "ns", ns, target)
         if raw.get("at", "start") not in ("start", "end"):
             raise _fail(path, where, f"at: {raw['at']!r} is not 'start' or 'end'")
-    for key in ("when", "marker"):
-        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
-            raise _fail(path, where, f"{key}: must be a non-empty C condition")
+    _conditions(path, where, raw)
     return Patch(
         owner,
         site=raw["site"],
@@ -273,11 +333,12 @@ def _check_delay(path: Path, where: str, key: str, ns: int, target: Target) -> N
 def _generate(
     path: Path, data: dict, configs: tuple[Config, ...], target: Target
 ) -> GenerateSettings:
-    raw = data.get("generate", {})
+    raw = _expect_type(path, "top level", "generate", data.get("generate", {}), dict, "a table")
     keys = {"ns", "window_ns", "when", "marker", "configs", "site_configs", "survivor_ok"}
     unknown = sorted(set(raw) - keys)
     if unknown:
         raise _fail(path, "generate", f"unknown keys {unknown}")
+    _conditions(path, "generate", raw)
     ns = raw.get("ns", GenerateSettings.ns)
     window_ns = raw.get("window_ns", ns)
     for key, value in (("ns", ns), ("window_ns", window_ns)):

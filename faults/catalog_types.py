@@ -13,6 +13,11 @@ class CatalogError(ValueError):
     """A catalog that cannot be used as written."""
 
 
+# The `{name}`s a target's build and run words and a config's args may hold;
+# faults/run.py fills in every one in both stages, so the load checks them all.
+PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus")
+
+
 @dataclass(frozen=True)
 class Patch:
     owner: str  # the fault whose patch this is (markers print this id)

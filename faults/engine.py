@@ -7,15 +7,16 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from faults.apply import ApplyError, apply_fault, apply_patches
 from faults.catalog import Catalog, Config
 from faults.parse import Outcome, parse_outcome
-from faults.run import BuildError, build_tree, run_config
+from faults.run import BuildError, RunError, build_tree, run_config
 from faults.scratch import UserTreeGuard, make_scratch, tree_digest
 from faults.sites import parse_tree
 from faults.verdict import Judgement, Verdict, judge, judge_control
@@ -75,6 +76,12 @@ class Engine:
         self._prepared: dict[str, Prepared] = {}  # one tree per label, shared by its configs
 
     @property
+    def build_gpus(self) -> int:
+        # One build serves the runs of every config, so `{gpus}` in a build
+        # word is the largest config's count (a config's own, else the target's).
+        return max(self.catalog.gpus_for(config) for config in self.catalog.configs)
+
+    @property
     def user_sources(self) -> Path:
         return self.root / self.catalog.target.sources
 
@@ -106,7 +113,13 @@ class Engine:
         prepared.apply_s = time.perf_counter() - started
         started = time.perf_counter()
         try:
-            build_tree(self.catalog.target, prepared.tree, self.workdir / label, prepared.digest)
+            build_tree(
+                self.catalog.target,
+                prepared.tree,
+                self.workdir / label,
+                prepared.digest,
+                gpus=self.build_gpus,
+            )
         except BuildError as error:
             prepared.error = Judgement(Verdict.BUILD_ERROR, False, str(error))
         prepared.build_s = time.perf_counter() - started
@@ -127,6 +140,25 @@ class Engine:
         return parse_outcome(
             process, self.catalog.target.log, timeout_s=self.catalog.target.timeout_s
         )
+
+    def _judged(
+        self,
+        prepared: Prepared,
+        config: Config,
+        repeat: int,
+        judge_outcome: Callable[[Outcome], Judgement],
+    ) -> RunResult:
+        """One run of `prepared` under `config`, judged by `judge_outcome`; a
+        run command that cannot start is BROKE, and says why (nothing ran)."""
+        started = time.perf_counter()
+        try:
+            outcome = self.run(prepared, config, repeat)
+        except RunError as error:
+            judgement = Judgement(Verdict.BROKE, False, str(error))
+            return self._result(prepared, config, repeat, judgement)
+        judgement = judge_outcome(outcome)
+        judge_s = time.perf_counter() - started - outcome.wall_s
+        return self._result(prepared, config, repeat, judgement, outcome, outcome.wall_s, judge_s)
 
     def _result(
         self, prepared, config, repeat, judgement, outcome=None, run_s=0.0, judge_s=0.0
@@ -158,19 +190,18 @@ class Engine:
         guards = {
             s.name: s.guards for s in parse_tree(prepared.tree / self.catalog.target.sources)[0]
         }
-        results = []
-        for config in configs:
-            for repeat in range(repeats):
-                started = time.perf_counter()
-                outcome = self.run(prepared, config, repeat)
-                judgement = judge(fault, outcome, prepared.digest, patches=patches, guards=guards)
-                judge_s = time.perf_counter() - started - outcome.wall_s
-                results.append(
-                    self._result(
-                        prepared, config, repeat, judgement, outcome, outcome.wall_s, judge_s
-                    )
-                )
-        return results
+        return [
+            self._judged(
+                prepared,
+                config,
+                repeat,
+                lambda outcome: judge(
+                    fault, outcome, prepared.digest, patches=patches, guards=guards
+                ),
+            )
+            for config in configs
+            for repeat in range(repeats)
+        ]
 
     def controls(self, configs: list[Config], slots: int = 1) -> list[RunResult]:
         """The unpatched tree must pass; the forced-fail control must be killed.
@@ -185,14 +216,34 @@ class Engine:
         def control(prepared: Prepared, config: Config, must_fail: bool) -> RunResult:
             if prepared.error:
                 return self._result(prepared, config, 0, prepared.error)
-            started = time.perf_counter()
-            outcome = self.run(prepared, config)
-            judgement = judge_control(outcome, prepared.digest, must_fail)
-            judge_s = time.perf_counter() - started - outcome.wall_s
-            return self._result(prepared, config, 0, judgement, outcome, outcome.wall_s, judge_s)
+            return self._judged(
+                prepared,
+                config,
+                0,
+                lambda outcome: judge_control(outcome, prepared.digest, must_fail),
+            )
 
-        with ThreadPoolExecutor(max_workers=slots) as pool:
+        with stopping_pool(slots) as pool:
             return list(pool.map(lambda run: control(*run), runs))
+
+
+@contextmanager
+def stopping_pool(
+    workers: int, stop: threading.Event | None = None
+) -> Iterator[ThreadPoolExecutor]:
+    """A thread pool that, when its caller is interrupted (Ctrl-C) or fails,
+    starts none of its queued jobs and sets `stop` for the running ones to
+    see, so no further tree is copied, patched, built or run: a plain `with
+    ThreadPoolExecutor` waits for every job submitted to it first."""
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        yield pool
+    except BaseException:
+        if stop is not None:
+            stop.set()
+        pool.shutdown(cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def sweep(
@@ -222,9 +273,12 @@ def sweep(
         return controls, []
     results: list[RunResult] = []
     lock = threading.Lock()
+    stop = threading.Event()  # set when the sweep is interrupted or stops on an error
 
     def work(engine: Engine, ids: list[str]) -> None:
         for fault_id in ids:
+            if stop.is_set():
+                return
             found = engine.evaluate(fault_id, catalog.configs_for(fault_id, config_names), repeats)
             with lock:
                 results.extend(found)
@@ -240,11 +294,12 @@ def sweep(
     # Every tree is applied and built first, several at once (CPU work), so
     # the runs that go one at a time never wait on a build.
     trees = [(engine, f) for phase in phases for engine, ids in phase for f in ids]
-    with ThreadPoolExecutor(max_workers=BUILDS_AT_ONCE) as pool:
+    with stopping_pool(BUILDS_AT_ONCE) as pool:
         list(pool.map(lambda tree: tree[0].prepare(tree[1], tree[1]), trees))
     for phase in phases:
-        with ThreadPoolExecutor(max_workers=len(phase)) as pool:
-            for job in [pool.submit(work, engine, ids) for engine, ids in phase]:
+        with stopping_pool(len(phase), stop) as pool:
+            # The first job to fail stops the others at their next fault.
+            for job in as_completed([pool.submit(work, engine, ids) for engine, ids in phase]):
                 job.result()
     order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
     return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))

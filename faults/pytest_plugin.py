@@ -20,6 +20,7 @@ from typing import NamedTuple
 import pytest
 
 from faults.project import NoCatalogsTable, ProjectError, project_catalogs
+from hostio import at_least_one
 
 # The user property under which a catalog case records each run's summary line.
 RESULT_PROPERTY = "faults_result"
@@ -37,7 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--faults-repeat",
-        type=int,
+        type=at_least_one,  # 0 would judge no run and pass
         default=1,
         help="runs per (fault, config); a must-fail fault must be killed in each",
     )

@@ -14,7 +14,8 @@ from hostio import ProcessOutcome, run_logged
 
 
 def substitute(words: tuple[str, ...], **values: str) -> list[str]:
-    """`{tree}`, `{out}`, `{python}`, `{digest}`, `{gpus}` in a command's words."""
+    """`{tree}`, `{out}`, `{python}`, `{digest}`, `{gpus}` in a command's words
+    (faults.catalog_types.PLACEHOLDERS: the load refuses any other)."""
     return [word.format(**values) for word in words]
 
 
@@ -31,23 +32,40 @@ class BuildError(RuntimeError):
     """The scratch tree did not build; the message carries the build log's tail."""
 
 
-def build_tree(target: Target, tree: Path, out: Path, digest: str) -> ProcessOutcome | None:
+class RunError(RuntimeError):
+    """The run command could not start (no such program, say): nothing ran."""
+
+
+def build_tree(
+    target: Target, tree: Path, out: Path, digest: str, *, gpus: int
+) -> ProcessOutcome | None:
+    """`gpus`: what `{gpus}` in a build word stands for."""
     if not target.build:
         return None
     out.mkdir(parents=True, exist_ok=True)
     command = substitute(
-        target.build, tree=str(tree), out=str(out), python=sys.executable, digest=digest
+        target.build,
+        tree=str(tree),
+        out=str(out),
+        python=sys.executable,
+        digest=digest,
+        gpus=str(gpus),
     )
-    outcome = run_logged(
-        command,
-        out / "build.log",
-        timeout_s=target.timeout_s,
-        env=stage_env(target, tree),
-        cwd=tree,
-    )
+    try:
+        outcome = run_logged(
+            command,
+            out / "build.log",
+            timeout_s=target.timeout_s,
+            env=stage_env(target, tree),
+            cwd=tree,
+        )
+    except OSError as error:
+        raise BuildError(f"build of {tree} could not start {command[0]!r}: {error}") from None
     if outcome.exit_code != 0:
-        log = Path(outcome.log_path).read_text(errors="replace")
-        raise BuildError(f"build of {tree} failed (exit {outcome.exit_code}):\n{log[-4000:]}")
+        log = Path(outcome.log_path).read_text(errors="replace")[-4000:]
+        if outcome.outer_timeout:
+            raise BuildError(f"build of {tree} timed out after {target.timeout_s:g} s:\n{log}")
+        raise BuildError(f"build of {tree} failed (exit {outcome.exit_code}):\n{log}")
     return outcome
 
 
@@ -71,10 +89,13 @@ def run_config(
         digest=digest,
         gpus=str(gpus),
     )
-    return run_logged(
-        command,
-        out / f"{log_name}.log",
-        timeout_s=target.timeout_s,
-        env=stage_env(target, tree, {**config.env, **(env or {})}),
-        cwd=tree,
-    )
+    try:
+        return run_logged(
+            command,
+            out / f"{log_name}.log",
+            timeout_s=target.timeout_s,
+            env=stage_env(target, tree, {**config.env, **(env or {})}),
+            cwd=tree,
+        )
+    except OSError as error:
+        raise RunError(f"run of {tree} could not start {command[0]!r}: {error}") from None

@@ -164,8 +164,8 @@ def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:
         return Judgement(
             Verdict.SURVIVED,
             False,
-            "the forced-fail control was not detected: the tests cannot see a "
-            "corrupted row, so no fault can be judged",
+            "the forced failure was not detected: the harness cannot see a failure, "
+            "so no fault can be judged",
         )
     if outcome.exit_code == 0 and not outcome.detected:
         return Judgement(Verdict.PASSED, True, "the unpatched tree passes")

@@ -29,6 +29,7 @@ def test_fault(catalog_case, engines, pytestconfig, record_property):
         pytest.skip(f"applied and built; running needs {needed} GPUs")
     repeats = pytestconfig.getoption("--faults-repeat", 1)
     results = engine.evaluate(catalog_case.fault_id, [config], repeats)
+    assert results, f"no run of {catalog_case.fault_id} under {config.name}"
     for result in results:  # every run's line, before any assertion stops the test
         record_property(RESULT_PROPERTY, summary_line(result))
     for result in results:

@@ -4,8 +4,10 @@ trees from the working tree and from git refs, and the user-tree guard."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -232,3 +234,125 @@ def test_a_must_fail_fault_that_crashes_the_target_is_killed_by_its_device_error
     assert result.reason == "the run failed and said why: 1 device error line"
     assert result.outcome["exit_code"] == -6  # SIGABRT
     assert summary_line(result).endswith("markers=4 assert=0 device_err=1 -> KILLED")
+
+
+BUILD = re.compile(r"^build = \[.*?\]$", re.DOTALL | re.MULTILINE)
+
+
+def fixture_catalog(tmp_path: Path, *, build: str | None = None, **changes: str):
+    """The CPU fixture's catalog, loaded from `tmp_path`, with its build words
+    `build` and each (old, new) text of `changes` replaced."""
+    text = CATALOG.read_text()
+    if build is not None:
+        text = BUILD.sub(f"build = {build}", text)
+    for old, new in changes.values():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "catalog.toml"
+    path.write_text(text)
+    return load_catalog(path, tree_root=REPO)
+
+
+def test_a_build_command_that_does_not_exist_is_a_build_error(tmp_path):
+    catalog = fixture_catalog(tmp_path, build='["no-such-gxx", "main.cpp"]')
+    prepared = Engine(catalog, REPO, tmp_path / "work").prepare("clean", patches=())
+    assert prepared.error.verdict is Verdict.BUILD_ERROR
+    assert prepared.error.reason == (
+        f"build of {tmp_path}/work/clean/tree could not start 'no-such-gxx': "
+        "[Errno 2] No such file or directory: 'no-such-gxx'"
+    )
+
+
+def test_a_build_past_the_timeout_says_it_timed_out(tmp_path):
+    catalog = fixture_catalog(
+        tmp_path, build='["sleep", "30"]', timeout=("timeout_s = 60", "timeout_s = 0.5")
+    )
+    prepared = Engine(catalog, REPO, tmp_path / "work").prepare("clean", patches=())
+    assert prepared.error.verdict is Verdict.BUILD_ERROR
+    assert prepared.error.reason == f"build of {tmp_path}/work/clean/tree timed out after 0.5 s:\n"
+
+
+def test_gpus_in_a_build_word_is_the_largest_configs(tmp_path):
+    catalog = fixture_catalog(
+        tmp_path,
+        build='["sh", "-c", "echo gpus={gpus}"]',
+        target=("timeout_s = 60", "timeout_s = 60\ngpus = 2"),
+        config=('name = "default"', 'name = "default"\n[[config]]\nname = "four"\ngpus = 4'),
+    )
+    engine = Engine(catalog, REPO, tmp_path / "work")
+    assert engine.prepare("clean", patches=()).error is None
+    assert (tmp_path / "work/clean/build.log").read_text() == "gpus=4\n"
+
+
+def test_a_run_command_that_does_not_exist_breaks_the_run_not_the_engine(tmp_path, capsys):
+    catalog = fixture_catalog(
+        tmp_path, build="[]", run=('run = ["{out}/flag_payload"]', 'run = ["no-such-program"]')
+    )
+    engine = Engine(catalog, REPO, tmp_path / "work")
+    missing = "could not start 'no-such-program': [Errno 2] No such file or directory: "
+    [result] = engine.evaluate("S1", list(catalog.configs))
+    assert (result.verdict, result.ok, result.outcome) == (Verdict.BROKE, False, None)
+    assert result.reason == f"run of {tmp_path}/work/S1/tree {missing}'no-such-program'"
+    controls = engine.controls(list(catalog.configs))
+    assert [(r.fault, r.verdict, r.reason) for r in controls] == [
+        (label, Verdict.BROKE, f"run of {tmp_path}/work/{label}/tree {missing}'no-such-program'")
+        for label in ("control.clean", "control.forced_fail")
+    ]
+    top = ["--catalog", str(catalog.path), "--root", str(REPO), "--no-generated"]
+    status = main(
+        [*top, "--workdir", str(tmp_path / "sweep"), "sweep"] + ["--results-dir", str(tmp_path)]
+    )
+    assert status == 1  # the controls broke: the harness is broken, and said so
+    assert "HARNESS BROKEN" in capsys.readouterr().out
+
+
+class InterruptedEngine:
+    """An engine whose first build (`stage="prepare"`) or first run
+    (`stage="evaluate"`) is interrupted; the others count themselves."""
+
+    catalog = load_catalog(CATALOG)
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self.started: list[str] = []
+
+    def controls(self, configs, slots):
+        return []
+
+    def prepare(self, label, fault_id):
+        return self._stage("prepare", label)
+
+    def evaluate(self, fault_id, configs, repeats):
+        return self._stage("evaluate", fault_id) or []
+
+    def _stage(self, stage: str, label: str):
+        if stage != self.stage:
+            return None
+        self.started.append(label)
+        if len(self.started) == 1:
+            raise KeyboardInterrupt
+        time.sleep(0.5)  # the one its worker may have taken before the stop
+        return None
+
+
+def test_an_interrupted_build_phase_starts_no_queued_build(monkeypatch):
+    """Ctrl-C (here: the first build raising it) cancels the builds still
+    queued, each of which would copy, patch and build its tree first."""
+    import faults.engine as engine_module
+
+    monkeypatch.setattr(engine_module, "BUILDS_AT_ONCE", 1)
+    engine = InterruptedEngine("prepare")
+    with pytest.raises(KeyboardInterrupt):
+        engine_module.sweep([engine], ["D1"] * 10, None, 1, lambda found: None)
+    assert len(engine.started) <= 2  # not 10
+
+
+def test_an_interrupted_run_phase_stops_every_worker_at_its_next_fault():
+    """Two workers of five faults each: the first run is interrupted, and the
+    other worker ends its current fault and starts no other."""
+    from faults.engine import sweep
+
+    engine = InterruptedEngine("evaluate")
+    with pytest.raises(KeyboardInterrupt):
+        sweep([engine], ["D1"] * 10, None, 1, lambda found: None, slots=2)
+    assert len(engine.started) <= 3  # not 6: the interrupted worker's one and the other's five

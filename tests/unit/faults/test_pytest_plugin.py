@@ -21,8 +21,9 @@ pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).parents[3]
 FIXTURE = "tests/fixtures/flag_payload"
-# Load it by module name whether or not the pytest11 entry point is installed.
-PLUGIN = ["-p", "no:afdep_faults", "-p", "faults.pytest_plugin"]
+# Load it by module name whether or not the pytest11 entry point is installed
+# (the entry point carries the module's name, so the two are one plugin).
+PLUGIN = ["-p", "faults.pytest_plugin"]
 FIXTURE_IDS = ["D1", "S1", "S2", "N1"]
 
 
@@ -189,6 +190,15 @@ def test_plugin_registers_marker_and_options(pytester):
     )
     markers = pytester.runpytest(*PLUGIN, "--markers")
     markers.stdout.fnmatch_lines(["@pytest.mark.faults:*"])
+
+
+@pytest.mark.parametrize("repeat", ["0", "-1"])
+def test_faults_repeat_below_one_is_a_usage_error(pytester, repeat):
+    # Zero repeats would judge no run, and every catalog case would pass.
+    result = pytester.runpytest(*PLUGIN, f"--faults-repeat={repeat}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    # `*`: argparse's prog, how pytest was started (`pytest`, `__main__.py`).
+    result.stderr.fnmatch_lines([f"*: error: argument --faults-repeat: at least 1, got {repeat}"])
 
 
 # ---------------------------------------------------------------- catalog cases

@@ -167,6 +167,19 @@ def test_reasons_say_what_happened(expect, changes, reason):
             {"exit_code": 1, "device_errors": 1},
             (Verdict.BROKE, False, "the unpatched tree fails: the harness is broken"),
         ),
+        *[
+            (
+                True,
+                changes,
+                (
+                    Verdict.SURVIVED,
+                    False,
+                    "the forced failure was not detected: the harness cannot see a failure, "
+                    "so no fault can be judged",
+                ),
+            )
+            for changes in ({}, {"exit_code": 1})  # a clean run; a failure no log line names
+        ],
     ],
 )
 def test_controls(must_fail, changes, expected):
