@@ -17,6 +17,7 @@ from faults.catalog import load_catalog
 pytestmark = pytest.mark.gpu(1)
 
 REPO = Path(__file__).parents[2]
+PYTHONPATH = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])  # this tree first
 
 # A kernel that traps, launched through cuda.core as afdep's kernels are; the
 # host then meets the error where the driver does, at torch.cuda.synchronize.
@@ -47,7 +48,7 @@ def test_a_trapped_kernel_leaves_a_device_error_line(tmp_path):
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": PYTHONPATH},
     )
     lines = (done.stdout + done.stderr).splitlines()
     catalog = load_catalog(REPO / "catalogs/afdep.toml")

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).parents[2]
+PYTHONPATH = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])  # this tree first
 FIXTURE = REPO / "tests/fixtures/flag_payload"
 FIXTURE_CATALOG = str(FIXTURE / "catalog.toml")
 AFDEP_CATALOG = str(REPO / "catalogs/afdep.toml")
 
 
 def faults(*words: str, cwd: Path = REPO, tmp: Path | None = None):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": ""}  # as on CI
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "CUDA_VISIBLE_DEVICES": ""}  # as on CI
     if tmp is not None:
         env["TMPDIR"] = str(tmp)
     return subprocess.run(

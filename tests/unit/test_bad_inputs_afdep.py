@@ -75,7 +75,7 @@ COMMAND_ROWS = [
     ),
     (
         ["afdep.bench", "--nproc", "1"],
-        "afdep bench: error: argument --nproc: at least 2 (an attention and an FFN rank), got 1",
+        "afdep bench: error: argument --nproc: at least 2, got 1",
     ),
     (
         ["afdep.bench", "--buckets", "8", "0"],

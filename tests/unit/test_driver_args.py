@@ -48,10 +48,7 @@ def test_a_bad_role_env_is_refused_naming_it(item, capsys):
         parse_args(["--role-env", item])
     assert info.value.code == 2
     error = capsys.readouterr().err.splitlines()[-1]
-    assert error == (
-        f"python -m afdep.testing.driver: error: --role-env {item!r}: "
-        "expected attention|ffn:VAR=VALUE"
-    )
+    assert error == (f"afdep drive: error: --role-env {item!r}: expected attention|ffn:VAR=VALUE")
 
 
 @pytest.mark.parametrize("rank, value", [(0, None), (1, None), (2, "1")])

@@ -20,6 +20,7 @@ import pytest
 from hostio import GUARD_SCRIPT, run_logged
 
 REPO = Path(__file__).parents[2]
+PYTHONPATH = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])  # this tree first
 FIXTURE = "tests/fixtures/flag_payload"
 SPIN_CATALOG = REPO / FIXTURE / "spin.toml"
 MARK = "LIFETIME_TEST_RUN"  # not AFDEP_*: afdep refuses the AFDEP_ variables it does not know
@@ -74,7 +75,7 @@ def start_spinning_run(tmp_path: Path, token: str, *command: str) -> subprocess.
         [sys.executable, "-m", "faults", "--catalog", str(SPIN_CATALOG), "--root", str(root)]
         + ["--workdir", str(tmp_path / "work"), *(command or ("run", "SPIN"))],
         cwd=root,
-        env={**os.environ, "PYTHONPATH": str(REPO), MARK: token},
+        env={**os.environ, "PYTHONPATH": PYTHONPATH, MARK: token},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
