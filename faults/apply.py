@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from faults.catalog import Catalog, Patch, Target
-from faults.sites import Site, parse_tree
+from faults.sites import Site, parse_file, parse_tree
 
 
 class ApplyError(RuntimeError):
@@ -93,7 +93,10 @@ def apply_site_patch(sources: Path, patch: Patch, target: Target) -> Path:
     return site.path
 
 
-def apply_text_patch(sources: Path, patch: Patch) -> Path:
+def apply_text_patch(sources: Path, patch: Patch, target: Target | None = None) -> Path:
+    """`old` -> `new`, exactly once; with a `target` (a fault's patch, not a
+    control's) a marker opens the site region that holds the change, or the
+    region of `marker_site`, so the run shows whether the changed code ran."""
     path = sources / patch.file
     if not path.is_file():
         raise ApplyError(f"fault {patch.owner}: text patch file {patch.file} not in {sources}")
@@ -105,16 +108,52 @@ def apply_text_patch(sources: Path, patch: Patch) -> Path:
             f"{patch.file} (needs exactly 1): {patch.old[:80]!r}"
         )
     path.write_text(text.replace(patch.old, patch.new))
+    if target is not None:
+        line = text[: text.index(patch.old)].count("\n") + 1
+        try:
+            site = _marked_site(sources, path, line, patch)
+        except ApplyError:
+            path.write_text(text)  # a patch that cannot be marked is not applied
+            raise
+        _mark_site(site, patch, target)
     return path
 
 
-def apply_patches(tree: Path, catalog: Catalog, patches: list[Patch]) -> list[Path]:
-    """Apply `patches` in order to the scratch `tree`; returns the files changed."""
+def _marked_site(sources: Path, path: Path, line: int, patch: Patch) -> Site:
+    if patch.marker_site is not None:
+        return _find_site(sources, patch.marker_site, patch.owner)
+    sites, _ = parse_file(path, check_primitives=False)
+    holding = [site for site in sites if site.start < line < site.end]
+    if not holding:
+        raise ApplyError(
+            f"fault {patch.owner}: the text patch at {patch.file}:{line} lies in no site "
+            "region: name the site its marker goes in (marker_site)"
+        )
+    return holding[0]
+
+
+def _mark_site(site: Site, patch: Patch, target: Target) -> None:
+    lines = site.path.read_text().splitlines(keepends=False)
+    opening = lines[site.start - 1]
+    indent = opening[: len(opening) - len(opening.lstrip())]
+    marker = _tag(
+        marker_line(patch, target), indent, patch, f"marker of a text patch in {site.name}"
+    )
+    lines.insert(site.start, marker)
+    site.path.write_text("\n".join(lines) + "\n")
+
+
+def apply_patches(
+    tree: Path, catalog: Catalog, patches: list[Patch], *, marked: bool = True
+) -> list[Path]:
+    """Apply `patches` in order to the scratch `tree`; returns the files changed.
+    `marked`: text patches get markers (a fault's; a control needs none)."""
     sources = Path(tree) / catalog.target.sources
+    target = catalog.target if marked else None
     changed = []
     for patch in patches:
         if patch.file is not None:
-            changed.append(apply_text_patch(sources, patch))
+            changed.append(apply_text_patch(sources, patch, target))
         else:
             changed.append(apply_site_patch(sources, patch, catalog.target))
     return sorted(set(changed))

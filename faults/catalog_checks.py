@@ -277,16 +277,30 @@ def _fault(path: Path, index: int, raw: dict, target: Target) -> Fault:
 def _patch(path: Path, where: str, owner: str, index: int, raw: dict, target: Target) -> Patch:
     where = f"{where} patch #{index}"
     if "file" in raw:
-        extra = sorted(set(raw) - {"file", "old", "new"})
+        extra = sorted(set(raw) - {"file", "old", "new", "marker", "marker_site"})
         if extra:
-            raise _fail(path, where, f"{', '.join(extra)}: a text patch takes only file, old, new")
+            raise _fail(
+                path,
+                where,
+                f"{', '.join(extra)}: a text patch takes only file, old, new, marker, marker_site",
+            )
         _expect_type(path, where, "file", raw["file"], str, "a string")
         for key in ("old", "new"):
             if not isinstance(raw.get(key), str):
                 raise _fail(path, where, f"{key}: required string for a text patch")
         if not raw["old"]:
             raise _fail(path, where, "old: must not be empty")
-        return Patch(owner, file=raw["file"], old=raw["old"], new=raw["new"])
+        _conditions(path, where, raw)
+        if "marker_site" in raw:
+            _expect_type(path, where, "marker_site", raw["marker_site"], str, "a site name")
+        return Patch(
+            owner,
+            file=raw["file"],
+            old=raw["old"],
+            new=raw["new"],
+            marker=raw.get("marker", "true"),
+            marker_site=raw.get("marker_site"),
+        )
     if "site" not in raw:
         raise _fail(path, where, "site: required (or file/old/new for a text patch)")
     _expect_type(path, where, "site", raw["site"], str, "a string")
@@ -421,9 +435,10 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
     groups = [(f"fault {f.id}", f.patches) for f in catalog.faults.values()]
     for where, patches in [*groups, ("control", catalog.control)]:
         for index, patch in enumerate(patches):
-            if patch.site is not None and patch.site not in known:
-                raise _fail(
-                    catalog.path,
-                    f"{where} patch #{index}",
-                    f"site: unknown site {patch.site!r} in {sources}",
-                )
+            for key, name in (("site", patch.site), ("marker_site", patch.marker_site)):
+                if name is not None and name not in known:
+                    raise _fail(
+                        catalog.path,
+                        f"{where} patch #{index}",
+                        f"{key}: unknown site {name!r} in {sources}",
+                    )

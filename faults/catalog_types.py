@@ -30,6 +30,9 @@ class Patch:
     file: str | None = None  # text patches: exact-once replacement of old by new
     old: str | None = None
     new: str | None = None
+    # A text patch's marker goes at the start of this site's region; None: the
+    # region that holds the change (docs/architecture.md, "apply").
+    marker_site: str | None = None
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,11 @@ def show_command(args: argparse.Namespace) -> int:
         print(f"known survivor: {fault.survivor_ok}")
     for patch in catalog.all_patches(fault.id):
         if patch.file:
-            print(f"  [{patch.owner}] text patch in {patch.file}: {patch.old!r} -> {patch.new!r}")
+            where = patch.marker_site or "the site that holds it"
+            print(
+                f"  [{patch.owner}] text patch in {patch.file}: {patch.old!r} -> {patch.new!r}"
+                f" marker ({patch.marker}) in {where}"
+            )
         else:
             detail = f" {patch.ns} ns at {patch.at} when ({patch.when})" if patch.ns else ""
             print(f"  [{patch.owner}] {patch.action} {patch.site}{detail} marker ({patch.marker})")

@@ -105,7 +105,7 @@ class Engine:
             if fault_id is not None:
                 apply_fault(prepared.tree, self.catalog, fault_id)
             elif patches:
-                apply_patches(prepared.tree, self.catalog, list(patches))
+                apply_patches(prepared.tree, self.catalog, list(patches), marked=False)
         except ApplyError as error:
             prepared.error = Judgement(Verdict.APPLY_ERROR, False, str(error))
             return prepared

@@ -176,7 +176,12 @@ def survivor_hint(patches: list[Patch], guards: dict[str, str | None]) -> str:
     """A skipped wait survives when the data it guards is there anyway: delay
     the guarded site, not the flag (docs/history.md: N3 and N3b)."""
     delayed = {p.site for p in patches if p.action == "delay"}
-    hints = []
+    hints = [
+        f"the text patch in {p.file} ran and changed nothing visible: hold back the data "
+        "its site orders (delay the producers' stores, not the publisher) so the window opens"
+        for p in patches
+        if p.file is not None
+    ]
     for patch in patches:
         if patch.action != "skip":
             continue

@@ -149,3 +149,37 @@ def test_cuda_delay_spins_on_the_targets_clock_and_adds_nothing_else(tmp_path):
         'if (true) printf("AFDFAULT K rank=%d\\n", static_cast<int>(rank_idx)); }  '
         "// AFDFAULT K delay 100 ns at start of k.store"
     )
+
+
+def test_a_text_patch_marks_the_site_that_holds_it(tree, catalog):
+    old = "channel.flag.store(round_idx + 1, std::memory_order_release);"
+    new = "channel.flag.store(round_idx + 1, std::memory_order_relaxed);"
+    patch = Patch("W", file="main.cpp", old=old, new=new, marker="round_idx == 0")
+    apply_patches(tree, catalog, [patch])
+    region = main_cpp(tree).split("// @site fx.producer.flag_release kind=release\n")[1]
+    lines = region.split("// @end")[0].strip().splitlines()
+    assert lines[0] == (
+        'if (round_idx == 0) std::printf("AFDFAULT W rank=%d\\n", static_cast<int>(rank_idx));'
+        "  // AFDFAULT W marker of a text patch in fx.producer.flag_release"
+    )
+    assert lines[1].strip() == new
+
+
+def test_a_text_patch_outside_sites_names_marker_site(tree, catalog):
+    patch = Patch(
+        "O", file="main.cpp", old="constexpr int kRounds = 4;", new="constexpr int kRounds = 5;"
+    )
+    with pytest.raises(
+        ApplyError, match=r"fault O: the text patch at main.cpp:\d+ lies in no site "
+    ):
+        apply_patches(tree, catalog, [patch])
+    marked = Patch(**{**vars(patch), "marker_site": "fx.consumer.flag_wait"})
+    apply_patches(tree, catalog, [marked])
+    region = main_cpp(tree).split("// @site fx.consumer.flag_wait")[1].split("// @end")[0]
+    assert "AFDFAULT O marker of a text patch in fx.consumer.flag_wait" in region
+    assert "constexpr int kRounds = 5;" in main_cpp(tree)
+
+
+def test_a_control_text_patch_gets_no_marker(tree, catalog):
+    apply_patches(tree, catalog, list(catalog.control), marked=False)
+    assert "AFDFAULT" not in main_cpp(tree)

@@ -105,8 +105,8 @@ def test_fixture_catalog_loads():
         ),
         (
             '[[fault]]\nid = "A"\nexpect = "fail"\n'
-            'patches = [{ file = "main.cpp", old = "a", new = "b", marker = "true" }]\n',
-            "fault A patch #0: marker: a text patch takes only file, old, new",
+            'patches = [{ file = "main.cpp", old = "a", new = "b", at = "start" }]\n',
+            "fault A patch #0: at: a text patch takes only file, old, new, marker, marker_site",
         ),
         (
             '[[fault]]\nid = "A"\nexpect = "pass"\n'

@@ -225,9 +225,9 @@ def test_a_must_fail_fault_that_crashes_the_target_is_killed_by_its_device_error
         file="main.cpp",
         old='std::printf("fixture rounds=%d failed=%d\\n", kRounds, failed_rounds);',
         new="std::fflush(stdout); throw 1;",
+        marker_site="fx.producer.flag_release",  # the change lies in no site region
     )
-    marker = Patch("E1", site="fx.producer.flag_release", action="delay", ns=1)
-    fault = Fault("E1", "the target crashes", "fail", (crash, marker))
+    fault = Fault("E1", "the target crashes", "fail", (crash,))
     catalog = replace(catalog, faults={**catalog.faults, "E1": fault})
     [result] = Engine(catalog, REPO, tmp_path).evaluate("E1", list(catalog.configs))
     assert (result.verdict, result.ok) == (Verdict.KILLED, True)
