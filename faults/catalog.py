@@ -10,7 +10,8 @@ from pathlib import Path
 
 import tomllib
 
-from faults.catalog_checks import catalog_from_tables, check_sites_exist
+from faults.catalog_checks import catalog_from_tables
+from faults.catalog_refs import check_sites_exist
 from faults.catalog_types import (
     LOG_KEYS,
     Catalog,

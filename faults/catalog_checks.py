@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from string import Formatter
 
+from faults.catalog_refs import check_includes
 from faults.catalog_types import (
     LOG_KEYS,
     PLACEHOLDERS,
@@ -19,8 +20,8 @@ from faults.catalog_types import (
     LogPatterns,
     Patch,
     Target,
+    catalog_error,
 )
-from faults.sites import parse_tree
 
 LANGUAGES = ("cuda", "cpp")
 ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
@@ -34,7 +35,7 @@ MAX_DELAY_NS = 2**63 - 1
 
 
 def _fail(path: Path, where: str, message: str) -> CatalogError:
-    return CatalogError(f"{path}: {where}: {message}")
+    return catalog_error(path, where, message)
 
 
 def _expect_type(path, where, key, value, kind, name):
@@ -118,7 +119,7 @@ def catalog_from_tables(path: Path, data: dict) -> Catalog:
     catalog = Catalog(
         path, target, configs, faults, control, _generate(path, data, configs, target)
     )
-    _check_includes(catalog)
+    check_includes(catalog)
     return catalog
 
 
@@ -390,55 +391,3 @@ def _generate(
         ),
         survivor_ok=tuple(survivors.items()),
     )
-
-
-def _check_includes(catalog: Catalog) -> None:
-    names = {c.name for c in catalog.configs}
-    for fault in catalog.faults.values():
-        for name in fault.configs:
-            if name not in names:
-                raise _fail(catalog.path, f"fault {fault.id}", f"configs: unknown config {name!r}")
-        for included in fault.includes:
-            if included not in catalog.faults:
-                raise _fail(
-                    catalog.path, f"fault {fault.id}", f"includes: unknown fault id {included!r}"
-                )
-
-    def visit(fault_id: str, chain: tuple[str, ...]) -> None:
-        if fault_id in chain:
-            cycle = " -> ".join((*chain[chain.index(fault_id) :], fault_id))
-            raise _fail(catalog.path, f"fault {chain[0]}", f"includes: cycle {cycle}")
-        for included in catalog.faults[fault_id].includes:
-            visit(included, (*chain, fault_id))
-
-    for fault_id in catalog.faults:
-        visit(fault_id, ())
-
-
-def check_sites_exist(catalog: Catalog, sources: Path) -> None:
-    """Every site patch names a site of `sources` (an unknown site is a stale
-    catalog), and so does every site `[generate]` names."""
-    sites = parse_tree(sources)[0]
-    known = {site.name for site in sites}
-    waits = {site.name for site in sites if site.kind == "wait"}
-    settings = catalog.generate
-    for site in dict(settings.survivor_ok):
-        if site not in waits:
-            raise _fail(
-                catalog.path, "generate", f"survivor_ok: {site!r} is not a wait site in {sources}"
-            )
-    for prefix, _ in settings.site_configs:
-        if not any(name.startswith(prefix) for name in known):
-            raise _fail(
-                catalog.path, "generate", f"site_configs: no site in {sources} starts {prefix!r}"
-            )
-    groups = [(f"fault {f.id}", f.patches) for f in catalog.faults.values()]
-    for where, patches in [*groups, ("control", catalog.control)]:
-        for index, patch in enumerate(patches):
-            for key, name in (("site", patch.site), ("marker_site", patch.marker_site)):
-                if name is not None and name not in known:
-                    raise _fail(
-                        catalog.path,
-                        f"{where} patch #{index}",
-                        f"{key}: unknown site {name!r} in {sources}",
-                    )

@@ -13,6 +13,11 @@ class CatalogError(ValueError):
     """A catalog that cannot be used as written."""
 
 
+def catalog_error(path: Path, where: str, message: str) -> CatalogError:
+    """The one form of a catalog error: file, where in it, what is wrong."""
+    return CatalogError(f"{path}: {where}: {message}")
+
+
 # The `{name}`s a target's build and run words and a config's args may hold;
 # faults/run.py fills in every one in both stages, so the load checks them all.
 PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus")

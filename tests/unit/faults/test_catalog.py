@@ -394,9 +394,10 @@ def test_the_longest_delay_that_fits_loads(tmp_path):
 
 def test_every_caller_imports_the_catalog_from_one_module():
     """faults.catalog is the catalog's one face: its types and checks live in
-    faults.catalog_types and faults.catalog_checks, and are the same objects."""
+    faults.catalog_types, faults.catalog_checks and faults.catalog_refs, and
+    are the same objects."""
     import faults.catalog as catalog
-    import faults.catalog_checks as checks
+    import faults.catalog_refs as refs
     import faults.catalog_types as types
 
     assert catalog.__all__ == [
@@ -413,4 +414,4 @@ def test_every_caller_imports_the_catalog_from_one_module():
         "load_catalog",
     ]
     assert all(getattr(catalog, name) is getattr(types, name) for name in catalog.__all__[:9])
-    assert catalog.check_sites_exist is checks.check_sites_exist
+    assert catalog.check_sites_exist is refs.check_sites_exist

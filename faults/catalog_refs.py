@@ -1,0 +1,65 @@
+"""What a catalog names must exist: the configs and fault ids its faults
+name (and no include cycle), and the sites its patches and `[generate]` name
+in the tree's sources (docs/architecture.md, "Pipeline of the fault engine",
+item 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from faults.catalog_types import Catalog, catalog_error
+from faults.sites import parse_tree
+
+
+def check_includes(catalog: Catalog) -> None:
+    names = {c.name for c in catalog.configs}
+    for fault in catalog.faults.values():
+        for name in fault.configs:
+            if name not in names:
+                raise catalog_error(
+                    catalog.path, f"fault {fault.id}", f"configs: unknown config {name!r}"
+                )
+        for included in fault.includes:
+            if included not in catalog.faults:
+                raise catalog_error(
+                    catalog.path, f"fault {fault.id}", f"includes: unknown fault id {included!r}"
+                )
+
+    def visit(fault_id: str, chain: tuple[str, ...]) -> None:
+        if fault_id in chain:
+            cycle = " -> ".join((*chain[chain.index(fault_id) :], fault_id))
+            raise catalog_error(catalog.path, f"fault {chain[0]}", f"includes: cycle {cycle}")
+        for included in catalog.faults[fault_id].includes:
+            visit(included, (*chain, fault_id))
+
+    for fault_id in catalog.faults:
+        visit(fault_id, ())
+
+
+def check_sites_exist(catalog: Catalog, sources: Path) -> None:
+    """Every site patch names a site of `sources` (an unknown site is a stale
+    catalog), and so does every site `[generate]` names."""
+    sites = parse_tree(sources)[0]
+    known = {site.name for site in sites}
+    waits = {site.name for site in sites if site.kind == "wait"}
+    settings = catalog.generate
+    for site in dict(settings.survivor_ok):
+        if site not in waits:
+            raise catalog_error(
+                catalog.path, "generate", f"survivor_ok: {site!r} is not a wait site in {sources}"
+            )
+    for prefix, _ in settings.site_configs:
+        if not any(name.startswith(prefix) for name in known):
+            raise catalog_error(
+                catalog.path, "generate", f"site_configs: no site in {sources} starts {prefix!r}"
+            )
+    groups = [(f"fault {f.id}", f.patches) for f in catalog.faults.values()]
+    for where, patches in [*groups, ("control", catalog.control)]:
+        for index, patch in enumerate(patches):
+            for key, name in (("site", patch.site), ("marker_site", patch.marker_site)):
+                if name is not None and name not in known:
+                    raise catalog_error(
+                        catalog.path,
+                        f"{where} patch #{index}",
+                        f"{key}: unknown site {name!r} in {sources}",
+                    )
