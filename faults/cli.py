@@ -20,11 +20,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
@@ -33,6 +29,7 @@ from faults.project import NoCatalogsTable, ProjectError, default_catalog, proje
 from faults.scratch import make_scratch
 from faults.sites import parse_tree
 from hostio import (
+    KeptFolder,
     OneLineParser,
     UsageError,
     at_least_one,
@@ -50,33 +47,9 @@ def load(args: argparse.Namespace) -> Catalog:
     return catalog if args.no_generated else with_generated(catalog, args.root)
 
 
-@dataclass
-class Workdir:
-    path: Path
-    failed: bool = False  # a run missed its expectation: its logs are kept
-
-
-@contextmanager
-def workdir(args: argparse.Namespace, prefix: str) -> Iterator[Workdir]:
-    """--workdir as given (kept), else a temporary folder removed at the end
-    unless --keep, a run missed its expectation, or it was interrupted (then
-    kept, and its path said)."""
-    if args.workdir is not None:
-        yield Workdir(args.workdir)
-        return
-    work = Workdir(Path(tempfile.mkdtemp(prefix=f"faults-{prefix}-")))
-    interrupted = ""
-    try:
-        yield work
-    except KeyboardInterrupt:
-        interrupted = "interrupted"
-        raise
-    finally:
-        why = "--keep" if args.keep else "a run failed" if work.failed else interrupted
-        if why:
-            print(f"kept ({why}): {work.path}")
-        else:
-            shutil.rmtree(work.path, ignore_errors=True)
+def workdir(args: argparse.Namespace, command: str) -> KeptFolder:
+    """--workdir as given, else a temporary folder kept by hostio's one rule."""
+    return KeptFolder(args.workdir, f"faults-{command}-", "scratch trees and logs", keep=args.keep)
 
 
 def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:

@@ -15,7 +15,7 @@ from hostio.children import (
     run_logged,
     stop_children,
 )
-from hostio.files import write_json, write_text
+from hostio.files import KeptFolder, write_json, write_text
 from hostio.machine import gpu_count, gpu_group, machine_name
 from hostio.usage import OneLineParser, UsageError, at_least, at_least_one, writable_dir
 
@@ -25,6 +25,7 @@ __all__ = [
     "GUARD_SCRIPT",
     "STOP_WAIT_S",
     "ChildrenStopped",
+    "KeptFolder",
     "OneLineParser",
     "ProcessOutcome",
     "UsageError",

@@ -1,11 +1,15 @@
-"""Atomic writes: a report is whole or not there."""
+"""Atomic writes (a report is whole or not there), and the folder a
+command works in, removed or kept by one rule."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
+
+from hostio.usage import UsageError
 
 
 def write_text(path: Path, text: str) -> None:
@@ -25,3 +29,40 @@ def write_text(path: Path, text: str) -> None:
 
 def write_json(path: Path, document: dict) -> None:
     write_text(path, json.dumps(document, indent=1) + "\n")
+
+
+class KeptFolder:
+    """Where a command's scratch trees or run logs go: one rule for every
+    command (docs/architecture.md, "Layout"). A folder the user named is
+    theirs and stays. A temporary one is removed at the end unless `keep`,
+    a run missed its expectation (`failed`), or the command was interrupted
+    or broke; then its path is said in one line, `<what> kept (<why>): PATH`.
+    Bad input (a UsageError) removes it: no work was done in it.
+
+        with KeptFolder(args.logs_dir, "afdep-validate-", "logs", keep=args.keep) as logs:
+            ...  # runs logging under logs.path
+            logs.failed = not every_run_met
+    """
+
+    def __init__(self, named: Path | None, prefix: str, what: str, *, keep: bool = False):
+        self.named, self.prefix, self.what, self.keep = named, prefix, what, keep
+        self.failed = False
+
+    def __enter__(self) -> KeptFolder:
+        if self.named is None:
+            self.path = Path(tempfile.mkdtemp(prefix=self.prefix))
+        else:
+            self.path = Path(self.named)
+            self.path.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        if self.named is not None:
+            return
+        why = "--keep" if self.keep else "a run failed" if self.failed else ""
+        if kind is not None and not why and not issubclass(kind, UsageError):
+            why = "interrupted" if issubclass(kind, KeyboardInterrupt) else "an error"
+        if why:
+            print(f"{self.what} kept ({why}): {self.path}", flush=True)
+        else:
+            shutil.rmtree(self.path, ignore_errors=True)

@@ -8,7 +8,7 @@ Per bucket: each arm's median µs, paired change % against the control arm in
 each process, their geometric mean, and how many processes saw the arm faster.
 Writes `bench-<machine>.json` and prints the table and the ratios of the performance targets
 (reported, not gated). The processes' logs go to a temporary folder, removed
-once every process succeeded and otherwise kept (`logs kept: PATH`); --keep
+once every process succeeded and otherwise kept (`logs kept (why): PATH`); --keep
 keeps it, and a --logs-dir is always kept.
 """
 
@@ -25,9 +25,10 @@ from statistics import median_high
 
 from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
 from afdep.config import environment_error
-from afdep.testing.launch import LogsFolder, folder, torchrun_command
+from afdep.testing.launch import folder, torchrun_command
 from afdep.vocab import BENCH, Arm
 from hostio import (
+    KeptFolder,
     OneLineParser,
     ProcessOutcome,
     UsageError,
@@ -314,11 +315,11 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
-    with LogsFolder(args.logs_dir, "afdep-bench-", keep=args.keep) as logs:
+    with KeptFolder(args.logs_dir, "afdep-bench-", "logs", keep=args.keep) as logs:
         processes = run_processes(args, arms, logs.path)
         if processes is not None:
             write(args, results_document(args, arms, processes))
-        logs.finished(processes is not None)
+        logs.failed = processes is None
     return 0 if processes is not None else 1
 
 

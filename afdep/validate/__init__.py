@@ -8,7 +8,7 @@ per run and writes `validate-<machine>.json` (every run's command, exit,
 mismatches, digest, log sha256). On a CPU-only machine it compiles every
 kernel, checks the reference on the CPU and lists the runs that need GPUs.
 Exit 0 only when every run met its expectation. The runs' logs go to a
-temporary folder, removed then and otherwise kept (`logs kept: PATH`);
+temporary folder, removed then and otherwise kept (`logs kept (why): PATH`);
 --keep keeps it, and a --logs-dir is always kept.
 """
 
@@ -26,10 +26,11 @@ from pathlib import Path
 
 from afdep.config import environment_error
 from afdep.jit import source_digest
-from afdep.testing.launch import DRIVER, LogsFolder, folder, outcome_record, torchrun_command
+from afdep.testing.launch import DRIVER, folder, outcome_record, torchrun_command
 from afdep.validate.matrix import ROUTE_DEADLINE_S, Expect, Group, Run, matrix_2gpu, matrix_4gpu
 from afdep.vocab import parse_log
 from hostio import (
+    KeptFolder,
     OneLineParser,
     UsageError,
     at_least,
@@ -287,10 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if validation.gpus < 2:
         return cpu_only(validation.selected)
-    with LogsFolder(args.logs_dir, "afdep-validate-", keep=args.keep) as logs:
+    with KeptFolder(args.logs_dir, "afdep-validate-", "logs", keep=args.keep) as logs:
         validation.run(logs.path)
         validation.write()
-        logs.finished(validation.every_run_met)
+        logs.failed = not validation.every_run_met
     if validation.not_run:  # they wait for a larger machine
         list_not_run(validation.not_run)
     return 0 if validation.every_run_met else 1

@@ -191,10 +191,10 @@ def test_the_sweep_and_the_review_leave_no_temporary_folder(tmp_path):
     )
     assert kept.returncode == 0, kept.stderr
     [folder] = temp.iterdir()
-    assert f"kept (--keep): {folder}" in kept.stdout
+    assert f"scratch trees and logs kept (--keep): {folder}" in kept.stdout
     shutil.rmtree(folder)
     # A fault that misses its expectation (N1 never fires) keeps its logs, and says where.
     failed = faults(*fixture("sweep", "--only", "N1", "--results-dir", str(results)), tmp=temp)
     assert failed.returncode == 1, failed.stderr
     [folder] = temp.iterdir()
-    assert f"kept (a run failed): {folder}" in failed.stdout
+    assert f"scratch trees and logs kept (a run failed): {folder}" in failed.stdout

@@ -195,21 +195,22 @@ def test_temporary_logs_are_kept_and_named_when_a_run_missed(two_gpus, tmp_path,
     [kept] = temporary_folders(tmp_path)
     assert kept.name.startswith("afdep-validate-")
     assert sorted(path.name for path in kept.iterdir()) == [f"{ONE_RUN}.log"]
-    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {kept}"
+    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept (a run failed): {kept}"
 
 
 def test_keep_keeps_the_temporary_logs_of_a_success(two_gpus, tmp_path, capsys):
     assert validate(tmp_path, "--keep") == 0
     [kept] = temporary_folders(tmp_path)
     assert (kept / f"{ONE_RUN}.log").exists()
-    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {kept}"
+    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept (--keep): {kept}"
 
 
 def test_an_explicit_logs_dir_is_kept(two_gpus, tmp_path, capsys):
     assert validate(tmp_path, "--logs-dir", str(tmp_path / "logs")) == 0
     assert temporary_folders(tmp_path) == []
     assert (tmp_path / "logs" / f"{ONE_RUN}.log").exists()
-    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {tmp_path / 'logs'}"
+    out = capsys.readouterr().out  # the user named it: said at the start, not again
+    assert f"logs {tmp_path / 'logs'}" in out.splitlines()[0] and "logs kept" not in out
 
 
 def test_an_interrupted_validation_keeps_its_logs_and_reraises(two_gpus, tmp_path, capsys):
@@ -217,7 +218,7 @@ def test_an_interrupted_validation_keeps_its_logs_and_reraises(two_gpus, tmp_pat
     with pytest.raises(KeyboardInterrupt):  # entry_point, around main, says the one line
         main.__wrapped__(["--only", f"^{ONE_RUN}$", "--results-dir", str(tmp_path / "results")])
     [kept] = temporary_folders(tmp_path)
-    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept: {kept}"
+    assert capsys.readouterr().out.splitlines()[-1] == f"logs kept (interrupted): {kept}"
 
 
 def test_runs_of_the_same_tree_accumulate_across_invocations(two_gpus, tmp_path, capsys):
