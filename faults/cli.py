@@ -7,6 +7,7 @@ run ID                apply, build, run every config (or --config), judge
 sweep                 controls first, then every fault; reports and history
 review BASE [HEAD]    what a change does to the synchronization (--run: run its faults)
 sites [--check] DIR   list the sites under DIR, or check their rules
+corpus DIR [--run]    review every bug commit of a corpus; --results-dir writes the table
 
 A bad argument, path, ref or catalog is refused with one line naming it
 (exit 2) before any tree is built. Scratch trees and logs go to a temporary
@@ -35,6 +36,7 @@ from hostio import (
     at_least_one,
     entry_point,
     gpu_count,
+    machine_name,
     writable_dir,
     write_json,
     write_text,
@@ -234,6 +236,27 @@ def review_command(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def corpus_command(args: argparse.Namespace) -> int:
+    from faults.corpus import document, load_corpus, run_corpus, write_results
+    from faults.scratch import tree_digest
+
+    catalog = load(args)
+    bugs = load_corpus(args.dir, args.only)
+    needed = catalog.target.gpus
+    if args.run and gpu_count() < needed:
+        raise UsageError(
+            f"corpus --run: the target needs {needed} GPUs, this machine has {gpu_count()}"
+        )
+    with workdir(args, "corpus") as work:
+        results = run_corpus(args.root, catalog.target.sources, bugs, work.path, run=args.run)
+        doc = document(results, machine_name(), tree_digest(args.root / catalog.target.sources))
+        work.failed = doc["caught"] < len(results)
+    stem = write_results(doc, args.results_dir) if args.results_dir else None
+    where = f"; reports: {stem}.json .md" if stem else ""
+    print(f"{doc['caught']} of {doc['bugs']} bugs caught{where}")
+    return 0 if doc["caught"] == doc["bugs"] and doc["static_expected_caught_statically"] else 1
+
+
 # ----------------------------------------------------------------------- parser
 def parser() -> OneLineParser:
     top = OneLineParser(
@@ -288,6 +311,12 @@ def parser() -> OneLineParser:
     review.add_argument("--run", action="store_true", help="run the covering faults on HEAD")
     review.add_argument("--report", type=Path, default=None, help="write the Markdown here")
     review.set_defaults(handler=review_command)
+    corpus = commands.add_parser("corpus", help="review every bug commit of a corpus")
+    corpus.add_argument("dir", type=Path, help="a folder of *.patch files with their headers")
+    corpus.add_argument("--run", action="store_true", help="also run each review's faults")
+    corpus.add_argument("--only", default=None, help="a regular expression matching whole names")
+    corpus.add_argument("--results-dir", type=Path, default=None)
+    corpus.set_defaults(handler=corpus_command)
     return top
 
 

@@ -1,0 +1,185 @@
+"""faults.corpus: reading bug patches, committing them on a clone, reading the
+review's SARIF, and the caught-by table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from faults.corpus import (
+    Bug,
+    BugResult,
+    Catch,
+    CaughtBy,
+    CorpusError,
+    ReviewOutcome,
+    bug_commit,
+    document,
+    load_bug,
+    load_corpus,
+    markdown,
+    sarif_sites,
+    write_results,
+)
+
+DIFF = """diff --git a/kernel.cu b/kernel.cu
+--- a/kernel.cu
++++ b/kernel.cu
+@@ -1,3 +1,2 @@
+ store();
+-barrier();
+ publish();
+"""
+HEADER = "class: remove-barrier\nsite: k.publish\ncatch: static\ntitle: drop the barrier\n"
+
+
+def write_patch(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.patch"
+    path.write_text(text)
+    return path
+
+
+def test_a_bug_reads_its_header(tmp_path):
+    bug = load_bug(write_patch(tmp_path, "b01", HEADER + "\n" + DIFF))
+    assert (bug.name, bug.bug_class, bug.site, bug.catch, bug.title) == (
+        "b01",
+        "remove-barrier",
+        "k.publish",
+        Catch.STATIC,
+        "drop the barrier",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("class: x\nsite: s\ncatch: static\n" + DIFF, "header lacks title"),
+        (HEADER.replace("catch: static", "catch: maybe") + DIFF, "catch 'maybe' is not one of"),
+        ("colour: red\n" + DIFF, ":1: not a header line (class, site, catch, title)"),
+        (HEADER, "no diff after the header"),
+    ],
+)
+def test_a_bad_header_is_one_line_naming_the_file(tmp_path, text, message):
+    path = write_patch(tmp_path, "bad", text)
+    with pytest.raises(CorpusError) as error:
+        load_bug(path)
+    assert str(error.value).startswith(str(path))
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_corpus_is_a_folder_of_patches(tmp_path):
+    with pytest.raises(CorpusError, match=r"corpus .*missing: not a directory$"):
+        load_corpus(tmp_path / "missing")
+    with pytest.raises(CorpusError, match=r"no \*\.patch file$"):
+        load_corpus(tmp_path)
+    write_patch(tmp_path, "b02", HEADER + DIFF)
+    write_patch(tmp_path, "b01", HEADER + DIFF)
+    assert [bug.name for bug in load_corpus(tmp_path)] == ["b01", "b02"]
+    assert [bug.name for bug in load_corpus(tmp_path, "b02")] == ["b02"]
+    with pytest.raises(CorpusError, match=r"no \*\.patch file matches 'b9'$"):
+        load_corpus(tmp_path, "b9")
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "kernel.cu").write_text("store();\nbarrier();\npublish();\n")
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def test_a_bug_is_committed_on_a_clone_of_head(repo, tmp_path):
+    bug = load_bug(write_patch(tmp_path / "corpus", "b01", HEADER + DIFF))
+    base, head = bug_commit(repo, bug, tmp_path / "clone")
+    assert base == git(repo, "rev-parse", "HEAD").strip()
+    assert (tmp_path / "clone/kernel.cu").read_text() == "store();\npublish();\n"
+    assert (repo / "kernel.cu").read_text() == "store();\nbarrier();\npublish();\n"
+    assert git(tmp_path / "clone", "log", "-1", "--format=%s", head).strip() == (
+        "remove-barrier: drop the barrier"
+    )
+
+
+def test_a_bug_that_does_not_apply_is_named(repo, tmp_path):
+    text = HEADER + DIFF.replace("-barrier();", "-fence();")
+    bug = load_bug(write_patch(tmp_path / "corpus", "b01", text))
+    with pytest.raises(CorpusError, match=r"b01\.patch: does not apply to HEAD: "):
+        bug_commit(repo, bug, tmp_path / "clone")
+
+
+def test_sarif_sites_come_from_properties_and_messages(tmp_path):
+    sarif = tmp_path / "r.sarif"
+    results = [
+        {"message": {"text": "k.publish: no barrier"}, "properties": {}},
+        {"message": {"text": "covering fault at k.wait killed"}, "properties": {"site": "k.other"}},
+    ]
+    sarif.write_text(json.dumps({"version": "2.1.0", "runs": [{"results": results}]}))
+    known = {"k.publish", "k.wait", "k.other", "k.unnamed"}
+    assert sarif_sites(sarif, known) == ["k.other", "k.publish", "k.wait"]
+    assert sarif_sites(tmp_path / "absent.sarif", known) == []
+
+
+def outcome(code: int | None, *sites: str) -> ReviewOutcome:
+    return ReviewOutcome(code, list(sites), 1.5, "log")
+
+
+@pytest.mark.parametrize(
+    ("static", "run", "caught_by"),
+    [
+        (outcome(1, "k.publish"), None, CaughtBy.STATIC),
+        (outcome(1, "k.other"), None, CaughtBy.MISSED),  # CHANGES NEEDED, wrong site
+        (outcome(0, "k.publish"), None, CaughtBy.MISSED),  # named, but approved
+        (outcome(0), outcome(1, "k.publish"), CaughtBy.RUN),
+        (outcome(1, "k.publish"), outcome(1, "k.publish"), CaughtBy.BOTH),
+        (outcome(None, "k.publish"), outcome(0), CaughtBy.MISSED),  # the review timed out
+    ],
+)
+def test_caught_by_needs_changes_needed_and_the_site(tmp_path, static, run, caught_by):
+    bug = Bug("b01", tmp_path / "b01.patch", "remove-barrier", "k.publish", Catch.STATIC, "t")
+    assert BugResult(bug, static, run).caught_by is caught_by
+
+
+def test_the_document_and_its_table(tmp_path):
+    static_bug = Bug("b01", tmp_path / "b01.patch", "remove-barrier", "k.p", Catch.STATIC, "t1")
+    run_bug = Bug("b02", tmp_path / "b02.patch", "epoch-off-by-one", "k.w", Catch.RUN, "t2")
+    results = [
+        BugResult(static_bug, outcome(1, "k.p")),
+        BugResult(run_bug, outcome(0), outcome(1, "k.w")),
+    ]
+    doc = document(results, "1xH200", "ab" * 32)
+    assert (doc["bugs"], doc["caught"], doc["classes"]) == (
+        2,
+        2,
+        ["epoch-off-by-one", "remove-barrier"],
+    )
+    assert doc["static_expected_caught_statically"] is True
+    assert [row["caught_by"] for row in doc["results"]] == ["static", "run"]
+    table = markdown(doc).splitlines()
+    assert table[-2] == "| b01 | remove-barrier | `k.p` | static | static | 1.5 | - |"
+    assert table[-1] == "| b02 | epoch-off-by-one | `k.w` | run | run | 1.5 | 1.5 |"
+    stem = write_results(doc, tmp_path / "results")
+    assert stem.name == "review-corpus-1xH200"
+    assert json.loads(stem.with_suffix(".json").read_text()) == doc
+
+
+def test_a_static_bug_caught_only_by_the_run_is_flagged(tmp_path):
+    bug = Bug("b01", tmp_path / "b01.patch", "remove-barrier", "k.p", Catch.STATIC, "t")
+    doc = document([BugResult(bug, outcome(0), outcome(1, "k.p"))], "cpu", "0" * 64)
+    assert doc["static_expected_caught_statically"] is False
