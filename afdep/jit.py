@@ -175,6 +175,50 @@ def _nvrtc_compile(spec: KernelSpec, root: Path, arch: str) -> tuple[str, bytes]
     return (symbol.decode() if isinstance(symbol, bytes) else symbol), bytes(code.code)
 
 
+def compile_ptx(spec: KernelSpec, root: Path | None = None, *, arch: str = ARCH) -> str:
+    """The PTX of `spec` for the sources under `root` (default: this package's),
+    with line info, for the static publish contract (docs/architecture.md, "The
+    publish contract"). Raw NVRTC: cuda.core's PTX target wants a driver, this
+    needs none. Not cached here: the contract checker caches what it reads."""
+    root = CSRC if root is None else Path(root)
+    with _IMPORT_LOCK:
+        from cuda.bindings import nvrtc
+
+    expression = spec.name_expression().encode()
+    options = [f"-arch={arch}", "-std=c++17", f"-I{root}", "-lineinfo"]
+    error, program = nvrtc.nvrtcCreateProgram(
+        spec.jit_source().encode(), f"{spec.name}.cu".encode(), 0, [], []
+    )
+    _check_nvrtc(nvrtc, error, spec, arch, "")
+    try:
+        (error,) = nvrtc.nvrtcAddNameExpression(program, expression)
+        _check_nvrtc(nvrtc, error, spec, arch, "")
+        (error,) = nvrtc.nvrtcCompileProgram(program, len(options), [o.encode() for o in options])
+        _check_nvrtc(nvrtc, error, spec, arch, _program_log(nvrtc, program))
+        error, size = nvrtc.nvrtcGetPTXSize(program)
+        _check_nvrtc(nvrtc, error, spec, arch, "")
+        ptx = b" " * size
+        (error,) = nvrtc.nvrtcGetPTX(program, ptx)
+        _check_nvrtc(nvrtc, error, spec, arch, "")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    return ptx.rstrip(b"\0").decode()
+
+
+def _program_log(nvrtc, program) -> str:
+    _, size = nvrtc.nvrtcGetProgramLogSize(program)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(program, log)
+    return log.rstrip(b"\0").decode(errors="replace")
+
+
+def _check_nvrtc(nvrtc, error, spec: KernelSpec, arch: str, log: str) -> None:
+    if error != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(
+            f"{spec.label()} failed to compile to PTX for {arch} ({error.name}):\n{log}"
+        )
+
+
 # A cache entry is one file: the mangled symbol, a newline, then the cubin. It
 # is written to a temporary file and renamed, so no reader sees half of it.
 def _write_entry(path: Path, symbol: str, cubin: bytes) -> None:
