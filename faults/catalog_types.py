@@ -136,7 +136,7 @@ def call_pattern(path: Path, key: str, text) -> re.Pattern[str]:
         raise catalog_error(
             path, "target.contract", f"{key}: {text!r} is not a regular expression: {error}"
         ) from None
-    if pattern.search("("):
+    if re.fullmatch(rf"(?:{text})", ""):
         raise catalog_error(path, "target.contract", f"{key}: {text!r} matches an empty name")
     return pattern
 

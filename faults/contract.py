@@ -90,7 +90,7 @@ def check_contracts(
     report = ContractReport(sites_checked=len(checked))
     for site in checked:
         report.violations += source_findings(site, by_name, spellings)
-    if ptx and spellings.ptx:
+    if ptx and spellings.ptx and checked:  # no release or wait: no PTX to hold to one
         started = time.perf_counter()
         folder, report.ptx_cached = ptx_folder(Path(tree_root), sources, catalog_target, cache)
         modules = read_index(folder)
