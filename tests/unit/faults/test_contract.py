@@ -404,3 +404,17 @@ def test_a_target_without_a_contract_has_nothing_to_check(tmp_path):
     _, loader = load(tmp_path, FAULT)
     report = check_contracts(REPO, loader().target, sources=CSRC)
     assert (report.ok, report.sites_checked, report.variants_checked) == (True, 0, 0)
+
+
+def test_a_kernels_ptx_depends_on_the_headers_it_includes_only(tmp_path):
+    from afdep.jit import KernelSpec, include_digest
+
+    csrc = tmp_path / "csrc"
+    shutil.copytree(CSRC, csrc)
+    combine = KernelSpec.make("source_combine", kHidden=2048, kNumThreads=512)
+    before = include_digest(combine, csrc)
+    (csrc / "impls/source_dispatch.cuh").write_text("// another kernel changed\n")
+    assert include_digest(combine, csrc) == before
+    with (csrc / "common/comm.cuh").open("a") as comm:
+        comm.write("// a header it includes changed\n")
+    assert include_digest(combine, csrc) != before
