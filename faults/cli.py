@@ -86,8 +86,14 @@ def sites_command(args: argparse.Namespace) -> int:
         raise UsageError(f"sites: {args.dir}: not a text source ({error.reason})") from None
     if not args.check:
         for site in sites:
-            guards = f" guards={site.guards}" if site.guards else ""
-            print(f"{site.name:28} {site.kind:8} {site.path}:{site.start}-{site.end}{guards}")
+            contract = {
+                "producers": site.producers and site.producers.value,
+                "consumers": site.consumers and site.consumers.value,
+                "scope": site.scope and site.scope.value,
+                "guards": site.guards,
+            }
+            said = "".join(f" {key}={value}" for key, value in contract.items() if value)
+            print(f"{site.name:28} {site.kind:8} {site.path}:{site.start}-{site.end}{said}")
     for violation in violations:
         print(violation, file=sys.stderr)
     if not args.check:

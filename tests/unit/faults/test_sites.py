@@ -247,3 +247,15 @@ def test_scope_strength():
     assert Scope.SYS.covers(Scope.GPU) and Scope.GPU.covers(Scope.CTA)
     assert Scope.SYS.covers(Scope.SYS)
     assert not Scope.GPU.covers(Scope.SYS) and not Scope.CTA.covers(Scope.GPU)
+
+
+def test_the_listing_says_each_contract(tmp_path, capsys):
+    path = write(tmp_path, GOOD)
+    assert main(["sites", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"fx.source.row_store          store    {path}:1-3",
+        f"fx.source.flag_release       release  {path}:4-7 producers=warp scope=sys"
+        " guards=fx.source.row_store",
+        f"fx.sink.flag_wait            wait     {path}:8-10 consumers=thread scope=gpu"
+        " guards=fx.source.row_store",
+    ]
