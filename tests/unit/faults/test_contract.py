@@ -418,3 +418,51 @@ def test_a_kernels_ptx_depends_on_the_headers_it_includes_only(tmp_path):
     with (csrc / "common/comm.cuh").open("a") as comm:
         comm.write("// a header it includes changed\n")
     assert include_digest(combine, csrc) != before
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(
+    "old, new, kind, missing",
+    [
+        (
+            "ld.acquire.sys.global.u64 %0, [%1];",
+            "ld.relaxed.sys.global.u64 %0, [%1];",
+            "wait",
+            "no ld.acquire.sys in the wait (nor a call that acquires, nor a relaxed load then"
+            " fence.acq_rel.sys)",
+        ),
+        (
+            "st.release.sys.global.u64 [%0], %1;",
+            "st.release.gpu.global.u64 [%0], %1;",
+            "release",
+            "publish is st.release.gpu: no release at scope sys",
+        ),
+    ],
+)
+def test_a_primitive_weakened_under_its_name_is_caught_in_the_ptx(
+    tmp_path, ptx_cache, old, new, kind, missing
+):
+    """The source still calls ld_acquire_sys / st_release_sys: only the PTX
+    shows that wait_until no longer acquires, or that the release is narrowed."""
+    csrc = mutated(tmp_path, "common/ptx.cuh", old, new)
+    report = check_contracts(REPO, NARROW_TARGET, sources=csrc, cache=ptx_cache)
+    assert {v.missing for v in report.violations} == {missing}
+    assert all(v.variant is not None for v in report.violations)
+    named = {v.site for v in report.violations}
+    if kind == "wait":  # every wait calls wait_until
+        assert named == {
+            "cf.source.prefix_wait",
+            "cf.ffn.count_wait",
+            "cf.epilogue.prefix_wait",
+            "cf.epilogue.gate_wait",
+            "cf.epilogue.row_wait",
+            "pf.epilogue.done_wait",
+            "cb.source.row_wait",
+        }
+    else:  # the releases that store their flag (done is a red.release)
+        assert named == {
+            "cf.source.count_release",
+            "cf.source.row_release",
+            "cf.ffn.prefix_release",
+            "cb.ffn.row_release",
+        }
