@@ -106,19 +106,13 @@ def sites_command(args: argparse.Namespace) -> int:
 
 def contract_check(args: argparse.Namespace) -> int:
     """The publish contract of the sources under DIR (docs/architecture.md, "The
-    publish contract"), when a catalog with [target.contract] is at hand: on the
-    source, and on the PTX unless --no-ptx. Its violations are printed and counted."""
+    publish contract"), when their catalog has [target.contract]: on the source,
+    and on the PTX unless --no-ptx. Its violations are printed and counted."""
     from faults.contract import check_contracts
     from faults.ptx_read import PtxError
 
-    path = args.catalog
-    if path is None:
-        try:
-            path = default_catalog(args.root)
-        except ProjectError:
-            return 0  # no catalog: the site rules alone
-    catalog = load_catalog(path, tree_root=args.root)
-    if catalog.target.contract is None or not Path(args.dir).is_dir():
+    catalog = sources_catalog(args)
+    if catalog is None or catalog.target.contract is None or not Path(args.dir).is_dir():
         return 0
     cache = args.workdir / "ptx" if args.workdir is not None else None
     try:
@@ -136,6 +130,24 @@ def contract_check(args: argparse.Namespace) -> int:
     state = "ok" if report.ok else f"{len(report.violations)} violation(s)"
     print(f"contract of {report.sites_checked} releases and waits ({ptx}): {state}")
     return len(report.violations)
+
+
+def sources_catalog(args: argparse.Namespace) -> Catalog | None:
+    """--catalog, else the project's catalog whose target's sources hold DIR
+    (None: no catalog names them, and the site rules are all there is)."""
+    if args.catalog is not None:
+        return load_catalog(args.catalog, tree_root=args.root)
+    try:
+        paths = project_catalogs(args.root)
+    except ProjectError:
+        return None
+    where = Path(args.dir).resolve()
+    for path in paths:
+        catalog = load_catalog(path, tree_root=args.root)
+        sources = (args.root / catalog.target.sources).resolve()
+        if where == sources or sources in where.parents:
+            return catalog
+    return None
 
 
 def list_command(args: argparse.Namespace) -> int:

@@ -24,7 +24,8 @@ from tests.unit.faults.test_catalog import FAULT, load
 
 REPO = Path(__file__).parents[3]
 CSRC = REPO / "afdep/csrc"
-CATALOG_TARGET = load_catalog(REPO / "catalogs/afdep.toml", tree_root=REPO).target
+CATALOG = REPO / "catalogs/afdep.toml"
+CATALOG_TARGET = load_catalog(CATALOG, tree_root=REPO).target
 # Mutants are compiled for one hidden size, payload and view (9 variants, every
 # site present): the catalog's own command, narrowed, keeps the suite quick.
 NARROW = ("--hidden", "2048", "--payload", "bf16", "--view", "expanded")
@@ -295,7 +296,7 @@ def test_the_publish_moved_above_the_stores(tmp_path):
 def test_a_malformed_contract_names_site_and_line(tmp_path, capsys, old, new, message, checked):
     csrc = mutated(tmp_path, "impls/ffn_combine.cuh", old, new)
     path = csrc / "impls/ffn_combine.cuh"
-    assert main(["sites", "--check", "--no-ptx", str(csrc)]) == 1
+    assert main(["--catalog", str(CATALOG), "sites", "--check", "--no-ptx", str(csrc)]) == 1
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [f"{path}:{line_of(path, new)}: {message}"]
     assert captured.out.splitlines() == [
@@ -346,7 +347,10 @@ def test_sources_that_do_not_compile_fail_the_check(tmp_path, capsys):
     with pytest.raises(PtxError) as error:
         check_contracts(REPO, NARROW_TARGET, sources=csrc, cache=tmp_path / "ptx")
     assert re.fullmatch(r"the ptx command failed \(exit 1\): .+ \(log: .+\.log\)", str(error.value))
-    assert main(["--workdir", str(tmp_path), "sites", "--check", str(csrc)]) == 2
+    assert (
+        main(["--catalog", str(CATALOG), "--workdir", str(tmp_path), "sites", "--check", str(csrc)])
+        == 2
+    )
     assert (
         "error: sites: the contract's PTX: the ptx command failed (exit 1)"
         in capsys.readouterr().err
@@ -466,3 +470,21 @@ def test_a_primitive_weakened_under_its_name_is_caught_in_the_ptx(
             "cf.ffn.prefix_release",
             "cb.ffn.row_release",
         }
+
+
+def test_the_ptx_tool_names_a_folder_without_kernels(tmp_path, capsys):
+    from afdep.build import main as build
+
+    assert build(["--csrc", str(tmp_path), "--ptx", str(tmp_path / "out")]) == 2
+    assert (
+        capsys.readouterr().err == f"error: --csrc {tmp_path}: no impls/ folder of kernel sources\n"
+    )
+
+
+def test_sources_no_catalog_names_get_the_site_rules_only(tmp_path, capsys):
+    csrc = mutated(tmp_path, "impls/ffn_combine.cuh", COMBINE_FLAG, "ptx::st_relaxed_sys(flags")
+    assert main(["sites", "--check", str(csrc)]) == 0  # no catalog's sources: no contract
+    assert capsys.readouterr().out.splitlines() == [f"23 sites in {csrc}: ok"]
+    fixture = REPO / "tests/fixtures/flag_payload"  # its catalog has no [target.contract]
+    assert main(["sites", "--check", str(fixture)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"4 sites in {fixture}: ok"]
