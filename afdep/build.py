@@ -2,21 +2,27 @@
 
     python -m afdep.build [--hidden 2048 7168] [--top-k 8] [--payload bf16 fp8]
                           [--protocol payload-first count-first] [--view expanded collect]
-                          [--arm ffn source]
+                          [--arm ffn source] [--csrc DIR] [--ptx DIR]
 
 CI runs it; on a GPU machine it warms the cubin cache before the ranks start.
+`--ptx DIR` writes each kernel's PTX with line info instead (`<variant>.ptx`
+and `index.json`, file name -> kernel label), what the fault engine's publish
+contract reads (docs/architecture.md, "The publish contract"); `--csrc DIR`
+compiles the kernel sources under DIR instead of this package's.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
 
 from afdep.config import environment_error
-from afdep.jit import CompileError, compile_kernel, source_digest
+from afdep.jit import CSRC, CompileError, KernelSpec, compile_kernel, compile_ptx, source_digest
 from afdep.kernels import all_launches
 from afdep.vocab import Arm, Protocol, Role
 from afdep.workspace import Geometry, GeometryError
@@ -56,12 +62,50 @@ def all_specs(
     return list(specs)
 
 
-def timed_compile(spec):
+def timed_compile(spec, root=CSRC):
     started = time.perf_counter()
     try:
-        return compile_kernel(spec), time.perf_counter() - started, None
+        return compile_kernel(spec, root=root), time.perf_counter() - started, None
     except CompileError as error:
         return None, time.perf_counter() - started, error
+
+
+def ptx_file_name(spec: KernelSpec) -> str:
+    """`source_dispatch-Hidden2048-TopK8-...-NumThreads512.ptx`: one file per variant."""
+    args = "-".join(f"{key.removeprefix('k')}{str(value).lower()}" for key, value in spec.template)
+    return f"{spec.name}-{args}.ptx"
+
+
+def write_ptx(spec: KernelSpec, root: Path, out: Path) -> tuple[float, int, CompileError | None]:
+    """One variant's PTX into `out`: seconds taken, bytes written, the error."""
+    started = time.perf_counter()
+    try:
+        text = compile_ptx(spec, root)
+    except CompileError as error:
+        return time.perf_counter() - started, 0, error
+    (out / ptx_file_name(spec)).write_text(text)
+    return time.perf_counter() - started, len(text), None
+
+
+def build_ptx(specs: list[KernelSpec], root: Path, out: Path) -> int:
+    """Every variant's PTX and `index.json` into `out`. Processes, not threads:
+    NVRTC's PTX path holds the GIL long enough that threads barely overlap
+    (41 variants on 2 cores: 12.7 s in threads, 7.9 s in processes)."""
+    out.mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        outcomes = list(pool.map(write_ptx, specs, [root] * len(specs), [out] * len(specs)))
+    failed = 0
+    for spec, (seconds, size, error) in zip(specs, outcomes, strict=True):
+        if error is not None:
+            failed += 1
+            print(f"FAILED {spec.label()}\n{error}", file=sys.stderr)
+            continue
+        print(f"ptx      {seconds:6.2f}s {size:7d} B  {spec.label()}")
+    if failed:
+        return 1
+    index = {ptx_file_name(spec): spec.label() for spec in specs}
+    (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+    return 0
 
 
 def named_option(error: GeometryError) -> str:
@@ -90,7 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--arm", nargs="+", choices=[a.value for a in Arm], default=[a.value for a in Arm]
     )
+    parser.add_argument("--csrc", type=Path, default=CSRC, help="the kernel sources to compile")
+    parser.add_argument("--ptx", type=Path, default=None, help="write each kernel's PTX here")
     args = parser.parse_args(argv)
+    if not (args.csrc / "impls").is_dir():
+        print(f"error: --csrc {args.csrc}: no impls/ folder of kernel sources", file=sys.stderr)
+        return 2
     problem = environment_error()
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
@@ -102,10 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     except GeometryError as error:
         print(f"error: {named_option(error)}", file=sys.stderr)
         return 2
-    print(f"native_source_sha256 {source_digest()}")
+    print(f"native_source_sha256 {source_digest(args.csrc)}")
+    if args.ptx is not None:
+        return build_ptx(specs, args.csrc.resolve(), args.ptx)
     # NVRTC releases the GIL: kernels compile side by side, reported in order.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        outcomes = list(pool.map(timed_compile, specs))
+        outcomes = list(pool.map(timed_compile, specs, [args.csrc] * len(specs)))
     failed = 0
     for spec, (compiled, seconds, error) in zip(specs, outcomes, strict=True):
         if error is not None:

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -175,14 +176,103 @@ def _nvrtc_compile(spec: KernelSpec, root: Path, arch: str) -> tuple[str, bytes]
     return (symbol.decode() if isinstance(symbol, bytes) else symbol), bytes(code.code)
 
 
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def include_digest(spec: KernelSpec, root: Path) -> str:
+    """sha256 over the files `spec`'s header includes, transitively (relative
+    path, bytes): what its PTX depends on, so a change to another kernel's
+    header leaves its PTX cached."""
+    digest, seen, pending = hashlib.sha256(), set(), [f"impls/{spec.name}.cuh"]
+    while pending:
+        name = pending.pop()
+        path = root / name
+        if name in seen or not path.is_file():
+            continue  # a system header, or a missing one NVRTC will name
+        seen.add(name)
+        text = path.read_text()
+        for included in INCLUDE.findall(text):
+            beside = (path.parent / included).relative_to(root).as_posix()
+            pending.append(included if (root / included).is_file() else beside)
+        digest.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def compile_ptx(spec: KernelSpec, root: Path | None = None, *, arch: str = ARCH) -> str:
+    """The PTX of `spec` for the sources under `root` (default: this package's),
+    with line info, for the static publish contract (docs/architecture.md, "The
+    publish contract"). Cached beside the cubins (`ptx/`), keyed by the files
+    the kernel includes, so a change to one kernel recompiles only its variants."""
+    root = CSRC if root is None else Path(root)
+    directory, max_bytes = _cache_settings()
+    key = cache_key(spec, include_digest(spec, root), arch, nvrtc_version())
+    path = directory / "ptx" / f"{spec.name}-{key}.ptx"
+    try:
+        text = path.read_text()
+        with contextlib.suppress(OSError):
+            os.utime(path)
+        return text
+    except FileNotFoundError:
+        pass
+    text = _nvrtc_ptx(spec, root, arch)
+    _write_atomically(path, text.encode())
+    # PTX is small and a review compares a few trees: an eighth of the cubins' bound
+    evict(path.parent, max_bytes // 8, keep=path, pattern="*.ptx")
+    return text
+
+
+def _nvrtc_ptx(spec: KernelSpec, root: Path, arch: str) -> str:
+    """Raw NVRTC: cuda.core's PTX target wants a driver, this needs none."""
+    with _IMPORT_LOCK:
+        from cuda.bindings import nvrtc
+
+    expression = spec.name_expression().encode()
+    options = [f"-arch={arch}", "-std=c++17", f"-I{root}", "-lineinfo"]
+    error, program = nvrtc.nvrtcCreateProgram(
+        spec.jit_source().encode(), f"{spec.name}.cu".encode(), 0, [], []
+    )
+    _check_nvrtc(nvrtc, error, spec, arch, "")
+    try:
+        (error,) = nvrtc.nvrtcAddNameExpression(program, expression)
+        _check_nvrtc(nvrtc, error, spec, arch, "")
+        (error,) = nvrtc.nvrtcCompileProgram(program, len(options), [o.encode() for o in options])
+        _check_nvrtc(nvrtc, error, spec, arch, _program_log(nvrtc, program))
+        error, size = nvrtc.nvrtcGetPTXSize(program)
+        _check_nvrtc(nvrtc, error, spec, arch, "")
+        ptx = b" " * size
+        (error,) = nvrtc.nvrtcGetPTX(program, ptx)
+        _check_nvrtc(nvrtc, error, spec, arch, "")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    return ptx.rstrip(b"\0").decode()
+
+
+def _program_log(nvrtc, program) -> str:
+    _, size = nvrtc.nvrtcGetProgramLogSize(program)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(program, log)
+    return log.rstrip(b"\0").decode(errors="replace")
+
+
+def _check_nvrtc(nvrtc, error, spec: KernelSpec, arch: str, log: str) -> None:
+    if error != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(
+            f"{spec.label()} failed to compile to PTX for {arch} ({error.name}):\n{log}"
+        )
+
+
 # A cache entry is one file: the mangled symbol, a newline, then the cubin. It
 # is written to a temporary file and renamed, so no reader sees half of it.
 def _write_entry(path: Path, symbol: str, cubin: bytes) -> None:
+    _write_atomically(path, symbol.encode() + b"\n" + cubin)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(symbol.encode() + b"\n" + cubin)
+            handle.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -206,13 +296,13 @@ def _read_entry(path: Path) -> tuple[str, bytes] | None:
     return symbol.decode(), cubin
 
 
-def evict(directory: Path, max_bytes: int, *, keep: Path) -> list[Path]:
+def evict(directory: Path, max_bytes: int, *, keep: Path, pattern: str = "*.cubin") -> list[Path]:
     """Remove the least recently used entries (oldest modification time first)
     until the cache holds at most `max_bytes`; never `keep`, the entry just
     written. Processes and threads evict side by side: an entry another one
     removed first is skipped. Returns the entries this call removed, in order."""
     entries = []
-    for path in directory.glob("*.cubin"):
+    for path in directory.glob(pattern):
         try:
             stat = path.stat()
         except FileNotFoundError:

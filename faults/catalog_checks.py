@@ -12,6 +12,7 @@ from faults.catalog_refs import check_includes
 from faults.catalog_types import (
     LOG_KEYS,
     PLACEHOLDERS,
+    PTX_PLACEHOLDERS,
     Catalog,
     CatalogError,
     Config,
@@ -21,6 +22,7 @@ from faults.catalog_types import (
     Patch,
     Target,
     catalog_error,
+    contract_spellings,
 )
 
 LANGUAGES = ("cuda", "cpp")
@@ -64,20 +66,20 @@ def _env(path: Path, where: str, value) -> dict[str, str]:
     return dict(value)
 
 
-def _command(path: Path, where: str, key: str, value) -> tuple[str, ...]:
-    """Command words: strings whose every `{name}` is one faults/run.py fills
-    in (an unknown one would fail only after the build)."""
+def _command(path: Path, where: str, key: str, value, known=PLACEHOLDERS) -> tuple[str, ...]:
+    """Command words: strings whose every `{name}` is one faults/run.py (or,
+    for `known` ones, its caller) fills in: an unknown one would fail late."""
     words = _strings(path, where, key, value, "a list of strings")
     for word in words:
         try:
-            unknown = [name for name in _placeholders(word) if name not in PLACEHOLDERS]
+            unknown = [name for name in _placeholders(word) if name not in known]
             if not unknown:  # a stray brace, a bad conversion or format spec
-                word.format(**dict.fromkeys(PLACEHOLDERS, ""))
+                word.format(**dict.fromkeys(known, ""))
         except ValueError as error:
             raise _fail(path, where, f"{key}: cannot fill in {word!r}: {error}") from None
         if unknown:
-            known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
-            message = f"unknown placeholder {{{unknown[0]}}} in {word!r}; known: {known}"
+            names = ", ".join(f"{{{name}}}" for name in known)
+            message = f"unknown placeholder {{{unknown[0]}}} in {word!r}; known: {names}"
             raise _fail(path, where, f"{key}: {message}")
     return words
 
@@ -134,7 +136,9 @@ def _control(path: Path, raw, target: Target) -> tuple[Patch, ...]:
     return tuple(_patch(path, "control", "control", i, p, target) for i, p in enumerate(patches))
 
 
-TARGET_KEYS = frozenset("name sources language run log build clock rank timeout_s env gpus".split())
+TARGET_KEYS = frozenset(
+    "name sources language run log build clock rank timeout_s env gpus contract".split()
+)
 
 
 def _target(path: Path, raw) -> Target:
@@ -178,7 +182,15 @@ def _target(path: Path, raw) -> Target:
         timeout_s=float(timeout_s),
         env=_env(path, where, raw.get("env", {})),
         gpus=gpus,
+        contract=_contract(path, raw["contract"]) if "contract" in raw else None,
     )
+
+
+def _contract(path: Path, raw):
+    """[target.contract]: its `ptx` command here, the spellings in catalog_types."""
+    ptx = raw.get("ptx", []) if isinstance(raw, dict) else []
+    words = _command(path, "target.contract", "ptx", ptx, known=PTX_PLACEHOLDERS)
+    return contract_spellings(path, raw, words)
 
 
 def _log_patterns(path: Path, raw) -> LogPatterns:

@@ -21,6 +21,8 @@ def catalog_error(path: Path, where: str, message: str) -> CatalogError:
 # The `{name}`s a target's build and run words and a config's args may hold;
 # faults/run.py fills in every one in both stages, so the load checks them all.
 PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus")
+# The `{name}`s of `[target.contract] ptx`, filled in by faults/contract.py.
+PTX_PLACEHOLDERS = ("tree", "sources", "out", "python")
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,78 @@ class GenerateSettings:
 
 
 @dataclass(frozen=True)
+class ContractSpellings:
+    """[target.contract]: how the target's source spells what the publish
+    contract looks for (docs/architecture.md, "The publish contract"), each a
+    regular expression matching a called name, and the command that writes the
+    PTX of every kernel variant (`<file>.ptx` and `index.json`, file -> label)."""
+
+    ptx: tuple[str, ...] = ()  # empty: the contract is checked on the source only
+    barrier: dict[str, re.Pattern[str]] = field(default_factory=dict)  # group -> call
+    release: dict[str, re.Pattern[str]] = field(default_factory=dict)  # scope -> call
+    acquire: dict[str, re.Pattern[str]] = field(default_factory=dict)  # scope -> call
+    fence: dict[str, re.Pattern[str]] = field(default_factory=dict)  # scope -> call
+    store: re.Pattern[str] | None = None  # a relaxed store a fence before it makes a publish
+    load: re.Pattern[str] | None = None  # a relaxed load a fence after it makes an acquire
+
+
+# [target.contract]'s keys: tables by group or scope, and single patterns.
+CONTRACT_TABLES = {
+    "barrier": ("warp", "block", "grid"),
+    "release": ("sys", "gpu", "cta"),
+    "acquire": ("sys", "gpu", "cta"),
+    "fence": ("sys", "gpu", "cta"),
+}
+CONTRACT_PATTERNS = ("store", "load")
+
+
+def call_pattern(path: Path, key: str, text) -> re.Pattern[str]:
+    """A spelling as the contract searches code for it: the name, then `(`."""
+    if not isinstance(text, str) or not text.strip():
+        raise catalog_error(path, "target.contract", f"{key}: a regular expression, got {text!r}")
+    try:
+        pattern = re.compile(rf"\b(?:{text})\s*\(")
+    except re.error as error:
+        raise catalog_error(
+            path, "target.contract", f"{key}: {text!r} is not a regular expression: {error}"
+        ) from None
+    if re.fullmatch(rf"(?:{text})", ""):
+        raise catalog_error(path, "target.contract", f"{key}: {text!r} matches an empty name")
+    return pattern
+
+
+def spelling(pattern: re.Pattern[str]) -> str:
+    """The catalog's text of a call_pattern, as a finding names it."""
+    return pattern.pattern.removeprefix(r"\b(?:").removesuffix(r")\s*\(")
+
+
+def contract_spellings(path: Path, raw, ptx: tuple[str, ...]) -> ContractSpellings:
+    """[target.contract] checked key by key (`ptx`, its command, checked by the caller)."""
+    if not isinstance(raw, dict):
+        raise catalog_error(path, "target.contract", f"a table, got {raw!r}")
+    unknown = sorted(set(raw) - {"ptx", *CONTRACT_TABLES, *CONTRACT_PATTERNS})
+    if unknown:
+        raise catalog_error(path, "target.contract", f"unknown keys {unknown}")
+    tables = {}
+    for key, names in CONTRACT_TABLES.items():
+        table = raw.get(key, {})
+        if not isinstance(table, dict):
+            raise catalog_error(
+                path, "target.contract", f"{key}: a table keyed by {', '.join(names)}"
+            )
+        strays = sorted(set(table) - set(names))
+        if strays:
+            raise catalog_error(
+                path, "target.contract", f"{key}.{strays[0]}: not one of {', '.join(names)}"
+            )
+        tables[key] = {name: call_pattern(path, f"{key}.{name}", v) for name, v in table.items()}
+    singles = {
+        key: call_pattern(path, key, raw[key]) if key in raw else None for key in CONTRACT_PATTERNS
+    }
+    return ContractSpellings(ptx, **tables, **singles)
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     sources: str  # directory of the native sources, relative to the tree root
@@ -111,6 +185,7 @@ class Target:
     timeout_s: float = 300.0
     env: dict[str, str] = field(default_factory=dict)
     gpus: int = 0  # GPUs a run needs; with fewer, faults are applied and built only
+    contract: ContractSpellings | None = None  # [target.contract]; None: no contract check
 
 
 @dataclass(frozen=True)

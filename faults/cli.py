@@ -6,7 +6,7 @@ apply ID --out DIR    a scratch tree with ID applied, to read or build by hand
 run ID                apply, build, run every config (or --config), judge
 sweep                 controls first, then every fault; reports and history
 review BASE [HEAD]    what a change does to the synchronization (--run: run its faults)
-sites [--check] DIR   list the sites under DIR, or check their rules
+sites [--check] DIR   list the sites under DIR, or check their rules and contracts
 corpus DIR [--run]    review every bug commit of a corpus; --results-dir writes the table
 
 A bad argument, path, ref or catalog is refused with one line naming it
@@ -88,14 +88,68 @@ def sites_command(args: argparse.Namespace) -> int:
         raise UsageError(f"sites: {args.dir}: not a text source ({error.reason})") from None
     if not args.check:
         for site in sites:
-            guards = f" guards={site.guards}" if site.guards else ""
-            print(f"{site.name:28} {site.kind:8} {site.path}:{site.start}-{site.end}{guards}")
+            contract = {
+                "producers": site.producers and site.producers.value,
+                "consumers": site.consumers and site.consumers.value,
+                "scope": site.scope and site.scope.value,
+                "guards": site.guards,
+            }
+            said = "".join(f" {key}={value}" for key, value in contract.items() if value)
+            print(f"{site.name:28} {site.kind:8} {site.path}:{site.start}-{site.end}{said}")
     for violation in violations:
         print(violation, file=sys.stderr)
-    if args.check:
-        state = "ok" if not violations else f"{len(violations)} violation(s)"
-        print(f"{len(sites)} sites in {args.dir}: {state}")
-    return 1 if violations else 0
+    if not args.check:
+        return 1 if violations else 0
+    broken = len(violations) + contract_check(args)
+    state = "ok" if not broken else f"{broken} violation(s)"
+    print(f"{len(sites)} sites in {args.dir}: {state}")
+    return 1 if broken else 0
+
+
+def contract_check(args: argparse.Namespace) -> int:
+    """The publish contract of the sources under DIR (docs/architecture.md, "The
+    publish contract"), when their catalog has [target.contract]: on the source,
+    and on the PTX unless --no-ptx. Its violations are printed and counted."""
+    from faults.contract import check_contracts
+    from faults.ptx_read import PtxError
+
+    catalog = sources_catalog(args)
+    if catalog is None or catalog.target.contract is None or not Path(args.dir).is_dir():
+        return 0
+    cache = args.workdir / "ptx" if args.workdir is not None else None
+    try:
+        report = check_contracts(
+            args.root, catalog.target, ptx=not args.no_ptx, sources=Path(args.dir), cache=cache
+        )
+    except PtxError as error:
+        raise UsageError(f"sites: the contract's PTX: {error}") from None
+    for violation in report.violations:
+        print(violation, file=sys.stderr)
+    how = "cached" if report.ptx_cached else "compiled"
+    ptx = f"{report.variants_checked} variants, PTX {how} {report.ptx_seconds:.1f} s"
+    if args.no_ptx or not catalog.target.contract.ptx:
+        ptx = "source only"
+    state = "ok" if report.ok else f"{len(report.violations)} violation(s)"
+    print(f"contract of {report.sites_checked} releases and waits ({ptx}): {state}")
+    return len(report.violations)
+
+
+def sources_catalog(args: argparse.Namespace) -> Catalog | None:
+    """--catalog, else the project's catalog whose target's sources hold DIR
+    (None: no catalog names them, and the site rules are all there is)."""
+    if args.catalog is not None:
+        return load_catalog(args.catalog, tree_root=args.root)
+    try:
+        paths = project_catalogs(args.root)
+    except ProjectError:
+        return None
+    where = Path(args.dir).resolve()
+    for path in paths:
+        catalog = load_catalog(path, tree_root=args.root)
+        sources = (args.root / catalog.target.sources).resolve()
+        if where == sources or sources in where.parents:
+            return catalog
+    return None
 
 
 def list_command(args: argparse.Namespace) -> int:
@@ -277,6 +331,9 @@ def parser() -> OneLineParser:
     sites = commands.add_parser("sites", help="list the sites under DIR, or --check their rules")
     sites.add_argument("dir", help="a source directory (the catalog's sources) or one file")
     sites.add_argument("--check", action="store_true", help="exit 1 naming each violation")
+    sites.add_argument(
+        "--no-ptx", action="store_true", help="check the publish contract on the source only"
+    )
     sites.set_defaults(handler=sites_command)
     commands.add_parser("list").set_defaults(handler=list_command)
     show = commands.add_parser("show")

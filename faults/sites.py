@@ -1,24 +1,69 @@
 """Sites: the named regions of native source that faults, reviews and reports
 refer to. A region is
 
-    // @site <name> kind=<store|release|wait|compute> [guards=<site>]
+    // @site <name> kind=store|compute
+    // @site <name> kind=release producers=<group> scope=<scope> guards=<site>
+    // @site <name> kind=wait consumers=<group> scope=<scope> guards=<site>
     <code>
     // @end <name>
 
+A release and a wait carry their publish contract (docs/architecture.md, "The
+publish contract"): `producers` is whose stores the release publishes (thread,
+warp, block, grid), `consumers` who reads after the wait (thread, warp,
+block), `scope` the scope of the release or acquire (sys, gpu, cta), `guards`
+the store (or compute) site whose data is published or awaited.
+
 Rules (checked by `python -m faults sites --check DIR`): regions close and do
-not nest, names are unique, kinds are valid, a wait names the site whose data
-it guards and that site exists, and every use of an ordering primitive in a
-kernel header lies inside exactly one site. Definitions under `common/` are
-exempt from the last rule: they are where the primitives live.
+not nest, names are unique, kinds are valid, a release or a wait declares its
+whole contract (and no other kind any of it), what it guards exists and is a
+store or compute site, and every use of an ordering primitive in a kernel
+header lies inside exactly one site. Definitions under `common/` are exempt
+from the last rule: they are where the primitives live.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 KINDS = ("store", "release", "wait", "compute")
+
+
+class Group(str, Enum):
+    """Threads that move together: whose stores a release publishes, who reads after a wait."""
+
+    THREAD = "thread"
+    WARP = "warp"
+    BLOCK = "block"
+    GRID = "grid"
+
+
+class Scope(str, Enum):
+    """The scope of a release or an acquire, strongest first."""
+
+    SYS = "sys"
+    GPU = "gpu"
+    CTA = "cta"
+
+    def covers(self, other: Scope) -> bool:
+        """sys covers gpu covers cta."""
+        order = list(Scope)
+        return order.index(self) <= order.index(other)
+
+
+# The contract attributes each kind must declare (and no other kind may).
+CONTRACT = {
+    "release": ("producers", "scope", "guards"),
+    "wait": ("consumers", "scope", "guards"),
+}
+CONTRACT_VALUES = {
+    "producers": tuple(Group),
+    "consumers": (Group.THREAD, Group.WARP, Group.BLOCK),
+    "scope": tuple(Scope),
+}
+GUARDABLE_KINDS = ("store", "compute")
 SOURCE_SUFFIXES = (".cuh", ".cu", ".h", ".hpp", ".cpp", ".cc")
 EXEMPT_DIRS = ("common",)
 
@@ -43,6 +88,9 @@ class Site:
     path: Path
     start: int  # line of `// @site`, 1-based
     end: int  # line of `// @end`
+    producers: Group | None = None  # releases
+    consumers: Group | None = None  # waits
+    scope: Scope | None = None  # releases and waits
 
     def where(self) -> str:
         return f"{self.path}:{self.start}"
@@ -80,7 +128,7 @@ def _exempt(path: Path, root: Path) -> bool:
 
 def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[Violation]]:
     sites, violations = [], []
-    open_site: tuple[str, str, str | None, int] | None = None
+    open_site: tuple[str, dict[str, str], int] | None = None  # name, attributes, line
     for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
         opened, closed = OPEN.match(line), CLOSE.match(line)
         if opened:
@@ -91,12 +139,12 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
                         path,
                         number,
                         f"site {name} opens inside site "
-                        f"{open_site[0]} (opened at line {open_site[3]})",
+                        f"{open_site[0]} (opened at line {open_site[2]})",
                     )
                 )
                 continue
             violations += _check_header(path, number, name, attrs, opened["attrs"])
-            open_site = (name, attrs.get("kind", ""), attrs.get("guards"), number)
+            open_site = (name, attrs, number)
         elif closed:
             name = closed["name"]
             if open_site is None:
@@ -109,14 +157,12 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
                         path,
                         number,
                         f"@end {name or '(unnamed)'} closes "
-                        f"site {open_site[0]} (opened at line {open_site[3]})",
+                        f"site {open_site[0]} (opened at line {open_site[2]})",
                     )
                 )
                 open_site = None
             else:
-                sites.append(
-                    Site(open_site[0], open_site[1], open_site[2], Path(path), open_site[3], number)
-                )
+                sites.append(_site(open_site, Path(path), number))
                 open_site = None
         elif check_primitives and open_site is None:
             use = PRIMITIVE.search(_code(line))
@@ -127,8 +173,32 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
                     )
                 )
     if open_site is not None:
-        violations.append(Violation(path, open_site[3], f"site {open_site[0]} is never closed"))
+        violations.append(Violation(path, open_site[2], f"site {open_site[0]} is never closed"))
     return sites, violations
+
+
+def _site(opened: tuple[str, dict[str, str], int], path: Path, end: int) -> Site:
+    """The closed site; a contract value that is not valid (a violation already
+    says so) is left out."""
+    name, attrs, start = opened
+
+    def value(key: str, kind: type[Enum]) -> Enum | None:
+        try:
+            return kind(attrs[key]) if key in attrs else None
+        except ValueError:
+            return None
+
+    return Site(
+        name,
+        attrs.get("kind", ""),
+        attrs.get("guards"),
+        path,
+        start,
+        end,
+        producers=value("producers", Group),
+        consumers=value("consumers", Group),
+        scope=value("scope", Scope),
+    )
 
 
 def _check_header(path: Path, number: int, name: str, attrs: dict, text: str) -> list[Violation]:
@@ -138,15 +208,36 @@ def _check_header(path: Path, number: int, name: str, attrs: dict, text: str) ->
     kind = attrs.get("kind")
     if kind not in KINDS:
         problems.append(f"site {name}: kind={kind} is not one of {', '.join(KINDS)}")
-    unknown = sorted(set(attrs) - {"kind", "guards"})
+    unknown = sorted(set(attrs) - {"kind", "guards", *CONTRACT_VALUES})
     leftovers = ATTR.sub("", text).strip()
     if unknown or leftovers:
         problems.append(f"site {name}: unknown attributes {unknown or [leftovers]}")
-    if kind == "wait" and "guards" not in attrs:
-        problems.append(f"site {name}: a wait must name the site it guards (guards=...)")
-    if kind != "wait" and "guards" in attrs:
-        problems.append(f"site {name}: only a wait guards a site")
+    problems += _contract_problems(name, kind, attrs)
     return [Violation(path, number, message) for message in problems]
+
+
+def _contract_problems(name: str, kind: str | None, attrs: dict) -> list[str]:
+    """What the header's contract attributes get wrong (docs/architecture.md,
+    "The publish contract"): a release or a wait declares all of its own, no
+    other kind any, and every value is one its enum knows."""
+    problems = []
+    needed = CONTRACT.get(kind or "", ())
+    missing = [key for key in needed if key not in attrs]
+    if missing:
+        declare = ", ".join(f"{key}=" for key in needed)
+        problems.append(
+            f"site {name}: a {kind} must declare {declare}; missing {', '.join(missing)}"
+        )
+    for key in ("producers", "consumers", "scope", "guards"):
+        if key not in attrs or key in needed or kind not in KINDS:
+            continue
+        owners = " or a ".join(k for k, keys in CONTRACT.items() if key in keys)
+        problems.append(f"site {name}: {key}= belongs to a {owners}, not a {kind}")
+    for key, allowed in CONTRACT_VALUES.items():
+        if key in attrs and attrs[key] not in allowed:
+            known = ", ".join(item.value for item in allowed)
+            problems.append(f"site {name}: {key}={attrs[key]} is not one of {known}")
+    return problems
 
 
 def parse_tree(root: Path) -> tuple[list[Site], list[Violation]]:
@@ -170,10 +261,20 @@ def parse_tree(root: Path) -> tuple[list[Site], list[Violation]]:
         else:
             first[site.name] = site
     for site in sites:
-        if site.guards is not None and site.guards not in first:
+        guarded = first.get(site.guards) if site.guards is not None else None
+        if site.guards is not None and guarded is None:
             violations.append(
                 Violation(
                     site.path, site.start, f"site {site.name} guards unknown site {site.guards}"
+                )
+            )
+        elif guarded is not None and guarded.kind not in GUARDABLE_KINDS:
+            violations.append(
+                Violation(
+                    site.path,
+                    site.start,
+                    f"site {site.name} guards {site.guards}, a {guarded.kind} site: "
+                    f"a site guards a {' or '.join(GUARDABLE_KINDS)} site",
                 )
             )
     return sites, violations

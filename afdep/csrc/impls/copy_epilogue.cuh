@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const Placement placement = placement_at(smem_i32, num_attention, experts_per_ffn);
   i32* totals = smem_i32 + placement_ints(num_attention, experts_per_ffn);
 
-  // @site pf.epilogue.done_wait kind=wait guards=pf.source.row_store
+  // @site pf.epilogue.done_wait kind=wait consumers=block scope=sys guards=pf.source.row_store
   if (thread_idx == 0) {
     const u64* done = peer_ptr<const u64>(p, rank_idx, p.off_done);
     for (int source = 0; source < num_attention; ++source)

@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     }
     // @end cb.ffn.row_store
 
-    // @site cb.ffn.row_release kind=release
+    // @site cb.ffn.row_release kind=release producers=warp scope=sys guards=cb.ffn.row_store
     __syncwarp();
     if (lane_idx == 0) {
       u64* flags = peer_ptr<u64>(p, source, p.off_combine_flags);

@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
   const u64 epoch = *local_ptr<const u64>(p.epoch);
 
-  // @site cf.ffn.count_wait kind=wait guards=cf.source.count_put
+  // @site cf.ffn.count_wait kind=wait consumers=block scope=sys guards=cf.source.count_put
   if (thread_idx == 0) {
     const u64* count_ready = peer_ptr<const u64>(p, rank_idx, p.off_count_ready);
     for (int source = 0; source < num_attention; ++source)
@@ -46,10 +46,10 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   for (int j = thread_idx; j <= experts_per_ffn; j += kNumThreads)
     local_ptr<i32>(p.out_expert_offsets)[j] = placement.offsets[j];
   if (thread_idx == 0) *local_ptr<i32>(p.protocol_log) = kProtocolCountFirst;
-  __syncthreads();
   // @end cf.ffn.prefix_compute
 
-  // @site cf.ffn.prefix_release kind=release
+  // @site cf.ffn.prefix_release kind=release producers=block scope=sys guards=cf.ffn.prefix_compute
+  __syncthreads();
   if (thread_idx == 0) {
     ptx::fence_acq_rel_sys();  // sources read the table too (ARM=source)
     ptx::st_release_sys(peer_ptr<u64>(p, rank_idx, p.off_prefix_ready), epoch);

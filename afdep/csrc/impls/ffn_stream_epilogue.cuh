@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const int ints = placement_ints(num_attention, experts_per_ffn);
   const Placement placement = placement_at(smem_i32, num_attention, experts_per_ffn);
 
-  // @site cf.epilogue.prefix_wait kind=wait guards=cf.ffn.prefix_compute
+  // @site cf.epilogue.prefix_wait kind=wait consumers=block scope=sys guards=cf.ffn.prefix_compute
   if (thread_idx == 0)
     wait_until(peer_ptr<const u64>(p, rank_idx, p.off_prefix_ready), epoch,
                "cf.epilogue.prefix_wait", p);
@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const u64* flags = peer_ptr<const u64>(p, rank_idx, p.off_slot_flags);
   for (int pass = 0; pass < (any_gated ? 2 : 1); ++pass) {
     if (pass == 1) {
-      // @site cf.epilogue.gate_wait kind=wait guards=cf.source.row_store
+      // @site cf.epilogue.gate_wait kind=wait consumers=block scope=sys guards=cf.source.row_store
       if (thread_idx == 0) {
         const u64* done = peer_ptr<const u64>(p, rank_idx, p.off_done);
         for (int source = 0; source < num_attention; ++source)
@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
         for (int slot_id = start; slot_id < start + unit && slot_id < slots; ++slot_id) {
           const u64 slot = static_cast<u64>(source) * capacity + slot_id;
           if (pass == 0) {
-            // @site cf.epilogue.row_wait kind=wait guards=cf.source.row_store
+            // @site cf.epilogue.row_wait kind=wait consumers=warp scope=sys guards=cf.source.row_store
             if (lane_idx == 0) wait_until(flags + slot, epoch, "cf.epilogue.row_wait", p);
             __syncwarp();
             // @end cf.epilogue.row_wait

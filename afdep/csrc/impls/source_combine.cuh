@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
        token_idx < num_tokens; token_idx += total_warps) {
     const u32 ffn_mask = local_ptr<const u32>(p.token_ffn_mask)[token_idx];
 
-    // @site cb.source.row_wait kind=wait guards=cb.ffn.row_store
+    // @site cb.source.row_wait kind=wait consumers=warp scope=sys guards=cb.ffn.row_store
     if (lane_idx == 0)
       for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1)
         wait_until(flags + static_cast<u64>(__ffs(pending) - 1) * capacity + token_idx, epoch,

@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       put_counts<kNumThreads>(p, bits, prefix, words, num_tokens, kProtocolCountFirst,
                               thread_idx);
     // @end cf.source.count_put
-    // @site cf.source.count_release kind=release
+    // @site cf.source.count_release kind=release producers=block scope=sys guards=cf.source.count_put
     if (blockIdx.x == 0) {
       __syncthreads();
       if (thread_idx == 0) {
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   }
 
   if constexpr (kArmSource) {
-    // @site cf.source.prefix_wait kind=wait guards=cf.ffn.prefix_compute
+    // @site cf.source.prefix_wait kind=wait consumers=block scope=sys guards=cf.ffn.prefix_compute
     if (thread_idx == 0)
       for (int ffn = 0; ffn < num_ffn; ++ffn)
         wait_until(peer_ptr<const u64>(p, num_attention + ffn, p.off_prefix_ready), epoch,
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
           write_slot_row<kHidden, kFp8>(row, x, x_scales, token_idx, lane_idx);
         }
         // @end cf.source.row_store
-        // @site cf.source.row_release kind=release
+        // @site cf.source.row_release kind=release producers=warp scope=sys guards=cf.source.row_store
         __syncwarp();
         if (lane_idx == 0)
           ptx::st_release_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags) + slot, epoch);
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   }
 
   if constexpr (kCountFirst) {
-    // @site cf.source.done_release kind=release
+    // @site cf.source.done_release kind=release producers=block scope=sys guards=cf.source.row_store
     __syncthreads();
     if (thread_idx == 0) {
       ptx::fence_acq_rel_sys();
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     }
     // @end cf.source.done_release
   } else {
-    // @site pf.source.done_release kind=release
+    // @site pf.source.done_release kind=release producers=block scope=sys guards=pf.source.row_store
     __syncthreads();
     if (thread_idx == 0) {
       ptx::fence_acq_rel_sys();

@@ -15,6 +15,10 @@ from faults.scratch import tree_digest
 
 REPO = Path(__file__).parents[3]
 FIXTURE = REPO / "tests/fixtures/flag_payload"
+RELEASE_HEADER = (
+    "// @site fx.producer.flag_release kind=release producers=thread scope=sys"
+    " guards=fx.producer.payload_store\n"
+)
 
 
 @pytest.fixture
@@ -81,7 +85,7 @@ def test_delay_at_end_and_conditions(tree, catalog):
         marker="round_idx % 2 == 0",
     )
     apply_patches(tree, catalog, [patch])
-    region = main_cpp(tree).split("// @site fx.producer.flag_release kind=release\n")[1]
+    region = main_cpp(tree).split(RELEASE_HEADER)[1]
     lines = region.split("// @end")[0].strip().splitlines()
     assert lines[0].startswith("channel.flag.store(")
     assert lines[1].strip().startswith("if (round_idx == 2) {")
@@ -156,7 +160,7 @@ def test_a_text_patch_marks_the_site_that_holds_it(tree, catalog):
     new = "channel.flag.store(round_idx + 1, std::memory_order_relaxed);"
     patch = Patch("W", file="main.cpp", old=old, new=new, marker="round_idx == 0")
     apply_patches(tree, catalog, [patch])
-    region = main_cpp(tree).split("// @site fx.producer.flag_release kind=release\n")[1]
+    region = main_cpp(tree).split(RELEASE_HEADER)[1]
     lines = region.split("// @end")[0].strip().splitlines()
     assert lines[0] == (
         'if (round_idx == 0) std::printf("AFDFAULT W rank=%d\\n", static_cast<int>(rank_idx));'

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from faults.cli import main
-from faults.sites import parse_tree, site_body
+from faults.sites import Group, Scope, parse_tree, site_body
 
 CSRC = Path(__file__).parents[3] / "afdep" / "csrc"
 
@@ -16,10 +16,11 @@ GOOD = """\
     // @site fx.source.row_store kind=store
     row[0] = 1;
     // @end fx.source.row_store
-    // @site fx.source.flag_release kind=release
-    ptx::st_release_sys(flag, epoch);
+    // @site fx.source.flag_release kind=release producers=warp scope=sys guards=fx.source.row_store
+    __syncwarp();
+    if (lane == 0) ptx::st_release_sys(flag, epoch);
     // @end fx.source.flag_release
-    // @site fx.sink.flag_wait kind=wait guards=fx.source.row_store
+    // @site fx.sink.flag_wait kind=wait consumers=thread scope=gpu guards=fx.source.row_store
     wait_until(flag, epoch, "fx.sink.flag_wait", p);  // spins
     // @end fx.sink.flag_wait
 """
@@ -58,8 +59,13 @@ def test_good_fixture_parses(tmp_path):
     assert violations == []
     assert [(s.name, s.kind, s.guards, s.start, s.end) for s in sites] == [
         ("fx.source.row_store", "store", None, 1, 3),
-        ("fx.source.flag_release", "release", None, 4, 6),
-        ("fx.sink.flag_wait", "wait", "fx.source.row_store", 7, 9),
+        ("fx.source.flag_release", "release", "fx.source.row_store", 4, 7),
+        ("fx.sink.flag_wait", "wait", "fx.source.row_store", 8, 10),
+    ]
+    assert [(s.producers, s.consumers, s.scope) for s in sites] == [
+        (None, None, None),
+        (Group.WARP, None, Scope.SYS),
+        (None, Group.THREAD, Scope.GPU),
     ]
     assert site_body(sites[0]) == ["row[0] = 1;"]
 
@@ -92,15 +98,16 @@ def test_good_fixture_parses(tmp_path):
         ),
         (
             "// @site a.b kind=wait\n// @end a.b\n",
-            "kernel.cuh:1: site a.b: a wait must name the site it guards",
+            "kernel.cuh:1: site a.b: a wait must declare consumers=, scope=, guards=;"
+            " missing consumers, scope, guards",
         ),
         (
-            "// @site a.b kind=wait guards=a.zz\n// @end a.b\n",
+            "// @site a.b kind=wait consumers=warp scope=sys guards=a.zz\n// @end a.b\n",
             "kernel.cuh:1: site a.b guards unknown site a.zz",
         ),
         (
             "// @site a.b kind=store guards=a.b\n// @end a.b\n",
-            "kernel.cuh:1: site a.b: only a wait guards a site",
+            "kernel.cuh:1: site a.b: guards= belongs to a release or a wait, not a store",
         ),
         (
             "// @site a.b kind=store color=red\n// @end a.b\n",
@@ -133,10 +140,122 @@ def test_definitions_under_common_are_exempt_and_comments_ignored(tmp_path):
 
 
 def test_cli_check(tmp_path, capsys):
-    assert main(["sites", "--check", str(CSRC)]) == 0
-    assert "sites in" in capsys.readouterr().out
+    assert main(["sites", "--check", "--no-ptx", str(CSRC)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "contract of 13 releases and waits (source only): ok",
+        f"23 sites in {CSRC}: ok",
+    ]
     broken = write(tmp_path, "ptx::red_add_release_sys(p, 1);\n")
     assert main(["sites", "--check", str(tmp_path)]) == 1
     captured = capsys.readouterr()
     assert f"{broken}:1: ordering primitive red_add_release_sys(" in captured.err
     assert main(["sites", str(tmp_path / "missing")]) == 2
+
+
+STORE = "// @site a.data kind=store\n// @end a.data\n"
+
+
+@pytest.mark.parametrize(
+    "header, expected",
+    [
+        (
+            "// @site a.pub kind=release scope=sys guards=a.data",
+            "kernel.cuh:3: site a.pub: a release must declare producers=, scope=, guards=;"
+            " missing producers",
+        ),
+        (
+            "// @site a.pub kind=release producers=warp guards=a.data",
+            "kernel.cuh:3: site a.pub: a release must declare producers=, scope=, guards=;"
+            " missing scope",
+        ),
+        (
+            "// @site a.pub kind=release producers=warp scope=sys",
+            "kernel.cuh:3: site a.pub: a release must declare producers=, scope=, guards=;"
+            " missing guards",
+        ),
+        (
+            "// @site a.pub kind=release producers=wave scope=sys guards=a.data",
+            "kernel.cuh:3: site a.pub: producers=wave is not one of thread, warp, block, grid",
+        ),
+        (
+            "// @site a.pub kind=release producers=warp scope=system guards=a.data",
+            "kernel.cuh:3: site a.pub: scope=system is not one of sys, gpu, cta",
+        ),
+        (
+            "// @site a.pub kind=release producers=warp consumers=warp scope=sys guards=a.data",
+            "kernel.cuh:3: site a.pub: consumers= belongs to a wait, not a release",
+        ),
+        (
+            "// @site a.pub kind=wait consumers=grid scope=sys guards=a.data",
+            "kernel.cuh:3: site a.pub: consumers=grid is not one of thread, warp, block",
+        ),
+        (
+            "// @site a.pub kind=wait producers=warp consumers=warp scope=sys guards=a.data",
+            "kernel.cuh:3: site a.pub: producers= belongs to a release, not a wait",
+        ),
+        (
+            "// @site a.pub kind=compute scope=sys",
+            "kernel.cuh:3: site a.pub: scope= belongs to a release or a wait, not a compute",
+        ),
+        (
+            "// @site a.pub kind=wait consumers=warp scope=sys guards=a.pub",
+            "kernel.cuh:3: site a.pub guards a.pub, a wait site: a site guards a store or"
+            " compute site",
+        ),
+    ],
+)
+def test_malformed_contract_names_site_and_line(tmp_path, header, expected):
+    path = write(tmp_path, f"{STORE}{header}\n// @end a.pub\n")
+    assert messages(tmp_path) == [f"{path.parent}/{expected}"]
+
+
+def test_a_malformed_contract_value_is_left_out_of_the_site(tmp_path):
+    write(
+        tmp_path,
+        f"{STORE}// @site a.pub kind=release producers=wave scope=sys guards=a.data\n"
+        "// @end a.pub\n",
+    )
+    site = parse_tree(tmp_path)[0][1]
+    assert (site.producers, site.scope, site.guards) == (None, Scope.SYS, "a.data")
+
+
+def test_real_sources_declare_every_contract():
+    contracts = {
+        s.name: (s.producers or s.consumers, s.scope, s.guards)
+        for s in parse_tree(CSRC)[0]
+        if s.kind in ("release", "wait")
+    }
+    block, warp, sys = Group.BLOCK, Group.WARP, Scope.SYS
+    assert contracts == {
+        "cf.source.count_release": (block, sys, "cf.source.count_put"),
+        "cf.source.row_release": (warp, sys, "cf.source.row_store"),
+        "cf.source.done_release": (block, sys, "cf.source.row_store"),
+        "pf.source.done_release": (block, sys, "pf.source.row_store"),
+        "cf.ffn.prefix_release": (block, sys, "cf.ffn.prefix_compute"),
+        "cb.ffn.row_release": (warp, sys, "cb.ffn.row_store"),
+        "cf.source.prefix_wait": (block, sys, "cf.ffn.prefix_compute"),
+        "cf.ffn.count_wait": (block, sys, "cf.source.count_put"),
+        "cf.epilogue.prefix_wait": (block, sys, "cf.ffn.prefix_compute"),
+        "cf.epilogue.gate_wait": (block, sys, "cf.source.row_store"),
+        "cf.epilogue.row_wait": (warp, sys, "cf.source.row_store"),
+        "pf.epilogue.done_wait": (block, sys, "pf.source.row_store"),
+        "cb.source.row_wait": (warp, sys, "cb.ffn.row_store"),
+    }
+
+
+def test_scope_strength():
+    assert Scope.SYS.covers(Scope.GPU) and Scope.GPU.covers(Scope.CTA)
+    assert Scope.SYS.covers(Scope.SYS)
+    assert not Scope.GPU.covers(Scope.SYS) and not Scope.CTA.covers(Scope.GPU)
+
+
+def test_the_listing_says_each_contract(tmp_path, capsys):
+    path = write(tmp_path, GOOD)
+    assert main(["sites", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"fx.source.row_store          store    {path}:1-3",
+        f"fx.source.flag_release       release  {path}:4-7 producers=warp scope=sys"
+        " guards=fx.source.row_store",
+        f"fx.sink.flag_wait            wait     {path}:8-10 consumers=thread scope=gpu"
+        " guards=fx.source.row_store",
+    ]

@@ -1,0 +1,204 @@
+"""The publish contract, checked with no GPU (docs/architecture.md, "The
+publish contract"). Each release site declares whose stores it publishes and
+at what scope, each wait who reads after it and at what scope; this module
+proves each declaration twice:
+
+- on the source, with the target's spellings (`[target.contract]`): a barrier
+  of the producers' group before the publish, the publish a release of the
+  scope (or a fence of the scope before a relaxed store), the guarded store
+  site ending before the release starts; an acquire of the scope in a wait
+  (or a relaxed load then a fence), then a barrier of the consumers' group;
+- on the PTX of every kernel variant, the compiler's truth, through `.loc`:
+  every path back from each publish meets a barrier of the group before a
+  data store, the publish is `st/red/atom.release.<scope>` or follows a fence
+  of the scope, and every path on from a wait's acquire meets the consumers'
+  barrier before a data load.
+
+The PTX side (making, caching and reading the PTX) is faults/ptx_check.py,
+over the reader faults/ptx_read.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faults.catalog_types import ContractSpellings, Target, spelling
+from faults.ptx_check import covers, ptx_findings, ptx_folder, read_index
+from faults.ptx_read import PtxError
+from faults.sites import Group, Scope, Site, parse_tree, site_body
+
+__all__ = ["ContractReport", "ContractViolation", "PtxError", "check_contracts"]
+
+
+@dataclass(frozen=True)
+class ContractViolation:
+    site: str
+    path: Path
+    line: int
+    variant: str | None  # None: found on the source; else the kernel variant's label
+    missing: str
+
+    def __str__(self) -> str:
+        variant = f" [{self.variant}]" if self.variant else ""
+        return f"{self.path}:{self.line}: {self.site}{variant}: {self.missing}"
+
+
+@dataclass
+class ContractReport:
+    violations: list[ContractViolation] = field(default_factory=list)
+    sites_checked: int = 0
+    variants_checked: int = 0
+    ptx_seconds: float = 0.0  # writing (or finding cached) and reading the PTX
+    ptx_cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def contracted(sites: list[Site]) -> list[Site]:
+    """The releases and waits whose contract parsed (a malformed one is a site violation)."""
+    return [
+        s
+        for s in sites
+        if s.kind in ("release", "wait") and s.scope is not None and (s.producers or s.consumers)
+    ]
+
+
+def check_contracts(
+    tree_root: Path,
+    catalog_target: Target,
+    *,
+    ptx: bool = True,
+    sources: Path | None = None,
+    cache: Path | None = None,
+) -> ContractReport:
+    """Every contract of the sources (default: the target's under `tree_root`),
+    on the source, and on the PTX when `ptx` and the catalog names its command.
+    A target without `[target.contract]` has nothing to check: an empty report
+    (sites_checked 0). Raises PtxError for PTX that cannot be made or read."""
+    spellings = catalog_target.contract
+    if spellings is None:
+        return ContractReport()
+    sources = Path(sources) if sources is not None else Path(tree_root) / catalog_target.sources
+    sites, _ = parse_tree(sources)
+    checked = contracted(sites)
+    by_name = {site.name: site for site in sites}
+    report = ContractReport(sites_checked=len(checked))
+    for site in checked:
+        report.violations += source_findings(site, by_name, spellings)
+    if ptx and spellings.ptx and checked:  # no release or wait: no PTX to hold to one
+        started = time.perf_counter()
+        folder, report.ptx_cached = ptx_folder(Path(tree_root), sources, catalog_target, cache)
+        modules = read_index(folder)
+        report.variants_checked = len(modules)
+        found = ptx_findings(checked, sources, modules)
+        report.violations += [ContractViolation(*finding) for finding in found]
+        report.ptx_seconds = time.perf_counter() - started
+    return report
+
+
+# --------------------------------------------------------- source findings
+@dataclass(frozen=True, order=True)
+class Call:
+    line: int
+    column: int
+    name: str
+
+
+def _calls(site: Site, patterns: Iterable) -> list[Call]:
+    """The calls of the site's code (comments left out) that `patterns` spell, in order."""
+    found = set()
+    for offset, text in enumerate(site_body(site)):
+        for pattern in patterns:
+            for match in pattern.finditer(text.split("//", 1)[0]):
+                name = match[0].rstrip("( \t")
+                found.add(Call(site.start + 1 + offset, match.start(), name))
+    return sorted(found)
+
+
+def _scoped(table: dict, scope: Scope, *, covering: bool) -> list:
+    """The spellings of the scopes that cover `scope` (or, not `covering`, of the weaker ones)."""
+    return [table[s.value] for s in Scope if s.value in table and s.covers(scope) == covering]
+
+
+def _named(patterns: list, what: str) -> str:
+    return "|".join(spelling(p) for p in patterns) or f"{what} (the catalog spells none)"
+
+
+def _barriers(site: Site, sp: ContractSpellings, group: Group) -> tuple[str, list[Call]]:
+    """How the group's own barrier is spelled, and the calls of it (or of a
+    larger group's) in the site."""
+    own = [sp.barrier[group.value]] if group.value in sp.barrier else []
+    spelled = [sp.barrier[g.value] for g in Group if g.value in sp.barrier and covers(g, group)]
+    return _named(own, f"barrier.{group.value}"), _calls(site, spelled)
+
+
+def source_findings(
+    site: Site, by_name: dict[str, Site], spellings: ContractSpellings
+) -> list[ContractViolation]:
+    check = _release_source if site.kind == "release" else _wait_source
+    found = dict.fromkeys(check(site, by_name, spellings))
+    return [ContractViolation(site.name, site.path, line, None, what) for line, what in found]
+
+
+def _release_source(site: Site, by_name: dict[str, Site], sp: ContractSpellings) -> list:
+    """A barrier of the producers, then a release of the scope (or a fence of
+    it, then a relaxed store), after the guarded site's end."""
+    scope, group, findings = site.scope.value, site.producers, []
+    guarded = by_name.get(site.guards or "")
+    if guarded is not None and guarded.path == site.path and guarded.end > site.start:
+        where = f"{guarded.name} (lines {guarded.start}-{guarded.end})"
+        findings.append((site.start, f"the guarded site {where} does not end before it starts"))
+    releases = _scoped(sp.release, site.scope, covering=True)
+    weak = _calls(site, _scoped(sp.release, site.scope, covering=False))
+    relaxed = _calls(site, [sp.store] if sp.store else [])
+    fence_spellings = _scoped(sp.fence, site.scope, covering=True)
+    fences = _calls(site, fence_spellings)
+    barrier, barriers = _barriers(site, sp, group)
+    publishes = sorted([*_calls(site, releases), *weak, *relaxed])
+    if not publishes:
+        missing = _named(releases, f"release.{scope}")
+        return [*findings, (site.start, f"no publish: no {missing} in the site")]
+    for call in publishes:
+        fenced = any(
+            f < call and (group == Group.THREAD or any(b < f for b in barriers)) for f in fences
+        )
+        unreleased = f"publish {call.name} is no release at scope {scope}"
+        if call in weak:
+            findings.append((call.line, f"{unreleased}: it releases at a narrower scope"))
+        elif call in relaxed and not fenced:
+            fence = _named(fence_spellings, f"fence.{scope}")
+            findings.append((call.line, f"{unreleased} and no {fence} precedes it"))
+        if group != Group.THREAD and not any(b < call for b in barriers):
+            findings.append((call.line, f"no {barrier} before the publish {call.name}"))
+    return findings
+
+
+def _wait_source(site: Site, by_name: dict[str, Site], sp: ContractSpellings) -> list:
+    """An acquire of the scope (or a relaxed load, then a fence of it), then a
+    barrier of the consumers."""
+    scope, group = site.scope.value, site.consumers
+    acquire_spellings = _scoped(sp.acquire, site.scope, covering=True)
+    fence_spellings = _scoped(sp.fence, site.scope, covering=True)
+    loads = _calls(site, [sp.load] if sp.load else [])
+    fenced = [f for f in _calls(site, fence_spellings) if any(load < f for load in loads)]
+    points = sorted([*_calls(site, acquire_spellings), *fenced])
+    if not points:
+        weak = _calls(site, _scoped(sp.acquire, site.scope, covering=False))
+        if weak:
+            return [(weak[0].line, f"acquire {weak[0].name} is no acquire at scope {scope}")]
+        acquire = _named(acquire_spellings, f"acquire.{scope}")
+        fence = _named(fence_spellings, f"fence.{scope}")
+        return [(site.start, f"no acquire at scope {scope}: no {acquire}, nor a load then {fence}")]
+    if group == Group.THREAD:
+        return []
+    barrier, barriers = _barriers(site, sp, group)
+    return [
+        (point.line, f"no {barrier} after the acquire {point.name}")
+        for point in points
+        if not any(b > point for b in barriers)
+    ]

@@ -1,0 +1,244 @@
+"""The publish contract on the PTX of every kernel variant, the compiler's
+truth (docs/architecture.md, "The publish contract"): the catalog's `ptx`
+command writes it (cached by the digest of the sources and that command),
+faults/ptx_read.py reads it, and each release and wait site is held to its
+contract through the source lines `.loc` gives its instructions:
+
+- a release: every path back from each publish (a global store, red or atom
+  of the site) meets a barrier of the producers' group (warp: bar.warp.sync;
+  block: bar.sync 0) before another data store; the publish is a release of
+  the scope, or a fence of the scope lies between that barrier and it;
+- a wait: an acquire of the scope (ld.acquire, a call whose body acquires,
+  or a relaxed load then a fence), then, for a warp or a block, every path on
+  meets its barrier before a data load outside the site or the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from faults.catalog_types import ContractSpellings, Target
+from faults.ptx_read import (
+    SCOPE_RANK,
+    Function,
+    Module,
+    PtxError,
+    read_module,
+)
+from faults.sites import Group, Site
+from hostio import run_logged
+
+BARRIER_PTX = {Group.WARP: "bar.warp.sync", Group.BLOCK: "bar.sync", Group.GRID: "bar.sync"}
+CACHE_ENTRIES = 8  # PTX folders kept per target: the trees a review compares, and some
+# A finding: site, source path, source line, variant label (None: every variant), what is missing.
+Finding = tuple[str, Path, int, "str | None", str]
+
+
+def default_cache(target: Target) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "faults" / target.name / "ptx"
+
+
+def sources_digest(sources: Path, command: tuple[str, ...]) -> str:
+    """The PTX's cache key: the command's words, then every file under the
+    sources (relative path, bytes)."""
+    digest = hashlib.sha256("\0".join(command).encode() + b"\0\0")
+    for path in sorted(p for p in sources.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(sources).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def ptx_folder(
+    tree_root: Path, sources: Path, target: Target, cache: Path | None = None
+) -> tuple[Path, bool]:
+    """The folder holding the PTX of every variant of `sources`, and whether
+    it was cached; otherwise the `ptx` command writes it (in `tree_root`, that
+    tree first on PYTHONPATH, as the build stage runs)."""
+    spellings: ContractSpellings = target.contract
+    root = Path(cache) if cache is not None else default_cache(target)
+    folder = root / sources_digest(sources, spellings.ptx)
+    if (folder / "index.json").is_file():
+        os.utime(folder)
+        return folder, True
+    root.mkdir(parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(dir=root, prefix=f".{folder.name}."))
+    values = {"python": sys.executable, "tree": tree_root, "sources": sources, "out": out}
+    command = [word.format(**{k: str(v) for k, v in values.items()}) for word in spellings.ptx]
+    paths = [str(tree_root), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, **target.env, "PYTHONPATH": os.pathsep.join(paths), "PYTHONSAFEPATH": "1"}
+    log = root / f"{folder.name}.log"
+    try:
+        outcome = run_logged(command, log, timeout_s=target.timeout_s, env=env, cwd=tree_root)
+    except OSError as error:
+        shutil.rmtree(out, ignore_errors=True)
+        raise PtxError(f"the ptx command could not start {command[0]!r}: {error}") from None
+    if outcome.exit_code != 0 or not (out / "index.json").is_file():
+        shutil.rmtree(out, ignore_errors=True)
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        what = "timed out" if outcome.outer_timeout else f"exit {outcome.exit_code}"
+        if outcome.exit_code == 0:
+            what = "wrote no index.json"
+        raise PtxError(f"the ptx command failed ({what}): {(lines or ['-'])[-1]} (log: {log})")
+    log.unlink(missing_ok=True)
+    try:
+        out.rename(folder)
+    except OSError:  # another check wrote the same PTX first
+        shutil.rmtree(out, ignore_errors=True)
+    _evict(root)
+    return folder, False
+
+
+def _evict(root: Path) -> None:
+    folders = sorted(
+        (p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    for stale in folders[CACHE_ENTRIES:]:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def read_index(folder: Path) -> list[tuple[str, Module]]:
+    """(variant label, module) for every entry of the folder's index.json."""
+    try:
+        index = json.loads((folder / "index.json").read_text())
+    except (OSError, ValueError) as error:
+        raise PtxError(f"{folder}/index.json: cannot read it ({error})") from None
+    if not isinstance(index, dict) or not index:
+        raise PtxError(f"{folder}/index.json: not a table of PTX file -> variant label")
+    return [(str(label), read_module(folder / name)) for name, label in index.items()]
+
+
+# ------------------------------------------------------------------ findings
+def ptx_findings(
+    sites: list[Site], sources: Path, modules: list[tuple[str, Module]]
+) -> list[Finding]:
+    """Each site in each variant whose lines some instruction carries; a site
+    no variant carries is a finding of its own."""
+    violations, present = [], set()
+    for label, module in modules:
+        for site in sites:
+            file_index = module.file_index(site.path.relative_to(sources).as_posix())
+            for function in module.functions.values() if file_index is not None else ():
+                lines = function.lines_in(file_index)
+                members = [i for i, n in enumerate(lines) if n and site.start < n < site.end]
+                if not members:
+                    continue
+                present.add(site.name)
+                check = release_findings if site.kind == "release" else wait_findings
+                found = dict.fromkeys(check(site, module, function, members, lines))
+                violations += [(site.name, site.path, n, label, m) for n, m in found]
+    absent = "no instruction of the site in any variant"
+    violations += [
+        (site.name, site.path, site.start, None, absent)
+        for site in sites
+        if site.name not in present
+    ]
+    return violations
+
+
+def release_findings(
+    site: Site, module: Module, function: Function, members, lines
+) -> list[tuple[int, str]]:
+    """The publish is a release of the scope (or follows a fence of it), and
+    every path back from it meets the producers' barrier before a data store."""
+    code, scope, group = function.instructions, site.scope.value, site.producers
+    publishes = [i for i in members if code[i].is_data_store()]
+    if not publishes:
+        return [(site.start, "no publish in the site: no st/red/atom to global memory")]
+    own, stores = set(publishes), module.storing
+
+    def data_store(i: int) -> bool:
+        return i not in own and (code[i].is_data_store() or code[i].callee() in stores)
+
+    def barrier(i: int) -> bool:
+        return group != Group.THREAD and covers(code[i].barrier(), group)
+
+    findings, want = [], SCOPE_RANK[scope]
+    for i in publishes:
+        rank, name = code[i].release_rank(), code[i].render()
+        if rank is None:  # relaxed: a fence of the scope must lie between the barrier and it
+            fence = lambda j: (code[j].fence_rank() or -1) >= want  # noqa: E731
+            unfenced = walk(function, i, -1, fence, lambda j: barrier(j) or data_store(j))[0]
+            rank = want if unfenced is None else None
+        if rank is None or rank < want:
+            findings.append((lines[i], f"publish is {name}: no release at scope {scope}"))
+        if group != Group.THREAD and walk(function, i, -1, barrier, data_store)[0] is not None:
+            between = f"between the {group.value}'s stores and {name} on every path"
+            findings.append((lines[i], f"no {BARRIER_PTX[group]} {between}"))
+    return findings
+
+
+def wait_findings(
+    site: Site, module: Module, function: Function, members, lines
+) -> list[tuple[int, str]]:
+    """An acquire of the scope (a load, a call whose body acquires, or a relaxed
+    load then a fence), then on every path the consumers' barrier before a data
+    load or the end."""
+    code, scope, group = function.instructions, site.scope.value, site.consumers
+    want, acquiring = SCOPE_RANK[site.scope.value], module.acquiring
+    ranks = {i: code[i].acquire_rank() for i in members}
+    ranks.update({i: acquiring[code[i].callee()] for i in members if code[i].callee() in acquiring})
+    acquires = {i for i, rank in ranks.items() if rank is not None and rank >= want}
+    loads = {i for i in members if (code[i].relaxed_load_rank() or -1) >= want}
+    inside = set(members)
+
+    def reads(j: int) -> bool:  # the wait's own loads (its flag's address) are no reads
+        return (j not in inside and code[j].is_data_load()) or not function.successors[j]
+
+    for i in loads:  # a relaxed load: the fence after it acquires
+        fence = lambda j: (code[j].fence_rank() or -1) >= want  # noqa: E731
+        failed, fences = walk(function, i, 1, fence, reads)
+        acquires |= fences if failed is None else set()
+    if not acquires:
+        weaker = [i for i, rank in ranks.items() if rank is not None]
+        if weaker:
+            return [(lines[weaker[0]], f"the wait acquires below scope {scope}")]
+        nor = f"nor a call that acquires, nor a relaxed load then fence.acq_rel.{scope}"
+        return [(site.start, f"no ld.acquire.{scope} in the wait ({nor})")]
+    if group == Group.THREAD:
+        return []
+    barrier = lambda j: covers(code[j].barrier(), group)  # noqa: E731
+    missing = f"no {BARRIER_PTX[group]} after the acquire on every path before the {group.value}"
+    return [
+        (lines[i], f"{missing} reads")
+        for i in sorted(acquires)
+        if walk(function, i, 1, barrier, reads)[0] is not None
+    ]
+
+
+def covers(barrier: Group | None, group: Group) -> bool:
+    """A barrier of a group holds every smaller one (a block's holds its warps)."""
+    order = list(Group)
+    return barrier is not None and order.index(barrier) >= order.index(group)
+
+
+def walk(
+    function: Function, start: int, direction: int, goal: Callable, fail: Callable
+) -> tuple[int | None, set[int]]:
+    """Every path from instruction `start`, backward (direction -1) or forward
+    (+1): the first instruction `fail` holds for on a path before any `goal`
+    one (None: every path meets a goal first, or ends), and the goals met."""
+    edges = function.predecessors if direction < 0 else function.successors
+    stack, met = list(edges[start]), set()
+    seen = set(stack)
+    while stack:
+        index = stack.pop()
+        if goal(index):
+            met.add(index)
+            continue
+        if fail(index):
+            return index, met
+        for following in edges[index]:
+            if following not in seen:
+                seen.add(following)
+                stack.append(following)
+    return None, met

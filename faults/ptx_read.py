@@ -1,0 +1,392 @@
+"""PTX as the publish contract reads it (docs/architecture.md, "The publish
+contract"): a module's functions, their instructions with the source line each
+came from (`.loc`, `inlined_at`), the control-flow graph of each function, and
+what an instruction does to memory ordering, and walks over the graph.
+Nothing here knows a site: faults/ptx_check.py holds the sites to it.
+
+PTX this reader cannot follow (no line info, an indirect branch, an unknown
+label, a function that never closes) raises PtxError with one line naming the
+module and what is wrong: an unreadable module is never a silent pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from faults.sites import Group
+
+
+class PtxError(ValueError):
+    """PTX the contract checker cannot read; the message names the module."""
+
+
+# PTX scopes by strength: a release at `sys` also releases at `gpu` and `cta`.
+SCOPE_RANK = {"cta": 1, "cluster": 2, "gpu": 3, "sys": 4}  # all true: `rank or -1` reads None
+SEMANTICS = ("weak", "relaxed", "acquire", "release", "acq_rel", "volatile", "sc", "mmio")
+LOCAL_SPACES = ("shared", "shared::cta", "shared::cluster", "local", "param", "const")
+FULL_WARP_MASKS = ("-1", "0xffffffff", "0xFFFFFFFF", "4294967295")
+
+FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?\binlined_at\s+(\d+)\s+(\d+)\s+\d+)?")
+LABEL = re.compile(r"^\s*([$%\w.]+):\s*$")
+HEADER = re.compile(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([$\w.]+)")
+PREDICATE = re.compile(r"^@!?%?[\w$]+\s+")
+CALLEE = re.compile(r"^\s*(?:\([^)]*\)\s*,\s*)?([$\w.]+)")
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: int
+    line: int
+    inlined_file: int | None
+    inlined_line: int | None
+
+
+@dataclass(frozen=True)
+class Instruction:
+    opcode: str  # e.g. st.release.sys.global.u64
+    operands: str
+    predicated: bool
+    loc: Loc | None
+    ptx_line: int
+
+    @cached_property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(self.opcode.split("."))
+
+    @property
+    def base(self) -> str:
+        return self.parts[0]
+
+    def _space(self) -> str | None:
+        return next((p for p in self.parts if p in ("global", *LOCAL_SPACES)), None)
+
+    def semantics(self) -> str:
+        """relaxed, acquire, release, ...; volatile reads as relaxed at sys, as PTX defines it."""
+        sem = next((p for p in self.parts if p in SEMANTICS), None)
+        if sem is None:
+            return "relaxed" if self.base in ("atom", "red") else "weak"
+        return "relaxed" if sem == "volatile" else sem
+
+    def scope(self) -> str | None:
+        scope = next((p for p in self.parts if p in SCOPE_RANK), None)
+        if scope is None and "volatile" in self.parts:
+            return "sys"
+        if scope is None and self.base in ("atom", "red"):
+            return "gpu"  # their default scope
+        return scope
+
+    def render(self) -> str:
+        """The opcode as a finding names it: st.release.sys, st.relaxed.sys, st.weak."""
+        scope = self.scope()
+        return ".".join(p for p in (self.base, self.semantics(), scope) if p)
+
+    def is_data_store(self) -> bool:
+        """A store to global or generic memory: what a release must order."""
+        if self.base in ("st", "red", "atom"):
+            return self._space() not in LOCAL_SPACES and "async" not in self.parts
+        if self.base == "cp" and "global" in self.parts:
+            shared = [i for i, p in enumerate(self.parts) if p.startswith("shared")]
+            return not shared or self.parts.index("global") < shared[0]
+        return False
+
+    def is_data_load(self) -> bool:
+        """A coherent load of global or generic memory (not the read-only
+        `.nc` path): what a wait's consumers must not do before the barrier."""
+        if self.base == "atom":
+            return self._space() not in LOCAL_SPACES
+        if self.base == "ld":
+            return self._space() not in LOCAL_SPACES and "nc" not in self.parts
+        if self.base == "cp" and "global" in self.parts:
+            shared = [i for i, p in enumerate(self.parts) if p.startswith("shared")]
+            return bool(shared) and shared[0] < self.parts.index("global")
+        return False
+
+    def release_rank(self) -> int | None:
+        """The scope rank of a store/red/atom with release semantics."""
+        if self.base in ("st", "red", "atom") and self.semantics() in ("release", "acq_rel"):
+            return SCOPE_RANK[self.scope() or "gpu"]
+        return None
+
+    def acquire_rank(self) -> int | None:
+        if self.base in ("ld", "atom") and self.semantics() in ("acquire", "acq_rel"):
+            return SCOPE_RANK[self.scope() or "gpu"]
+        return None
+
+    def relaxed_load_rank(self) -> int | None:
+        if self.base == "ld" and self.semantics() == "relaxed":
+            return SCOPE_RANK[self.scope() or "gpu"]
+        return None
+
+    def fence_rank(self) -> int | None:
+        """fence.acq_rel / fence.sc (and membar) order both ways at their scope;
+        fence.proxy and the like order nothing between threads."""
+        if self.predicated:
+            return None
+        if self.base == "membar":
+            return SCOPE_RANK.get({"gl": "gpu"}.get(self.parts[-1], self.parts[-1]))
+        if self.base != "fence" or not set(self.parts[1:]) <= {"sc", "acq_rel", *SCOPE_RANK}:
+            return None
+        scope = next((p for p in self.parts if p in SCOPE_RANK), None)
+        return SCOPE_RANK[scope] if scope else None
+
+    def barrier(self) -> Group | None:
+        """The group an unpredicated barrier holds: bar.warp.sync over the whole
+        warp, or barrier 0 of the CTA with no thread count (__syncthreads)."""
+        if self.predicated or self.base not in ("bar", "barrier"):
+            return None
+        args = [a.strip() for a in self.operands.split(",") if a.strip()]
+        if self.parts[1:3] == ("warp", "sync"):
+            return Group.WARP if args and args[0] in FULL_WARP_MASKS else None
+        if "arrive" in self.parts or "warp" in self.parts:
+            return None
+        if "sync" in self.parts and args == ["0"]:
+            return Group.BLOCK
+        if "red" in self.parts and len(args) == 3 and args[1] == "0":
+            return Group.BLOCK
+        return None
+
+    def callee(self) -> str | None:
+        if self.base != "call":
+            return None
+        match = CALLEE.match(self.operands)
+        return match[1] if match else None
+
+
+@dataclass
+class Function:
+    name: str
+    kind: str  # entry | func
+    instructions: list[Instruction] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)  # label -> next instruction
+    _lines: dict[int, list[int | None]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def successors(self) -> list[tuple[int, ...]]:
+        result = []
+        end = len(self.instructions)
+        for index, ins in enumerate(self.instructions):
+            after = (index + 1,) if index + 1 < end else ()
+            if ins.base == "bra":
+                target = self.labels[ins.operands.strip()]
+                jump = (target,) if target < end else ()
+                result.append(jump + after if ins.predicated else jump)
+            elif ins.base in ("ret", "exit") and not ins.predicated:
+                result.append(())
+            else:
+                result.append(after)
+        return result
+
+    @cached_property
+    def predecessors(self) -> list[list[int]]:
+        result: list[list[int]] = [[] for _ in self.instructions]
+        for index, nexts in enumerate(self.successors):
+            for successor in nexts:
+                result[successor].append(index)
+        return result
+
+    def lines_in(self, file_index: int) -> list[int | None]:
+        """Each instruction's source line in file `file_index`: its `.loc` there,
+        else the call site it was inlined at there, else (a deeper inline chain)
+        the last line attributed before it."""
+        if file_index not in self._lines:
+            self._lines[file_index] = self._attribute(file_index)
+        return self._lines[file_index]
+
+    def _attribute(self, file_index: int) -> list[int | None]:
+        lines, last = [], None
+        for ins in self.instructions:
+            loc = ins.loc
+            if loc is not None and loc.file == file_index and loc.line > 0:
+                last = loc.line
+            elif loc is not None and loc.inlined_file == file_index and loc.inlined_line:
+                last = loc.inlined_line
+            lines.append(last)
+        return lines
+
+
+@dataclass
+class Module:
+    name: str
+    files: dict[int, str]
+    functions: dict[str, Function]
+
+    @cached_property
+    def storing(self) -> set[str]:
+        return storing_functions(self)
+
+    @cached_property
+    def acquiring(self) -> dict[str, int]:
+        return acquiring_functions(self)
+
+    def file_index(self, relative: str) -> int | None:
+        """The `.file` entry of a source file, by its path relative to the
+        sources (the PTX may come from a copy of the tree elsewhere)."""
+        for index, path in self.files.items():
+            if path == relative or path.endswith("/" + relative):
+                return index
+        return None
+
+
+def parse_module(text: str, name: str) -> Module:
+    """The functions of PTX `text`; `name` (the module's file) leads every error."""
+    files: dict[int, str] = {}
+    functions: dict[str, Function] = {}
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index].split("//", 1)[0]
+        file_entry = FILE.match(line)
+        if file_entry:
+            files[int(file_entry[1])] = file_entry[2]
+        elif ".entry" in line or ".func" in line:
+            index, function = _read_function(lines, index, name)
+            if function is not None:
+                functions[function.name] = function
+            continue
+        index += 1
+    if not any(f.kind == "entry" for f in functions.values()):
+        raise PtxError(f"{name}: no .entry function: not a kernel's PTX")
+    _check_locations(name, files, functions)
+    return Module(name, files, functions)
+
+
+def _read_function(lines: list[str], start: int, name: str) -> tuple[int, Function | None]:
+    """The function whose header starts at `start` and the line after it; a
+    prototype (a header ended by `;`) gives None."""
+    header, index = "", start
+    while index < len(lines):
+        code = lines[index].split("//", 1)[0]
+        if "{" in code:
+            break
+        header += " " + code
+        index += 1
+        if code.strip().endswith(";"):
+            return index, None
+    match = HEADER.search(header + " " + lines[min(index, len(lines) - 1)])
+    if match is None or index >= len(lines):
+        raise PtxError(f"{name}:{start + 1}: a function header the checker cannot read")
+    function = Function(match[2], match[1])
+    return _read_body(lines, index, function, name), function
+
+
+def _read_body(lines: list[str], start: int, function: Function, name: str) -> int:
+    depth, statement, loc, begun = 1, "", None, start + 1
+    for index in range(start, len(lines)):
+        code = lines[index].split("//", 1)[0].strip()
+        if index == start:
+            code = code.split("{", 1)[1].strip()  # the header's own line holds the body's `{`
+        located = LOC.match(code)
+        if located:
+            inlined = located[3]
+            loc = Loc(
+                int(located[1]),
+                int(located[2]),
+                int(inlined) if inlined else None,
+                int(located[4]) if inlined else None,
+            )
+            continue
+        label = LABEL.match(code)
+        if label and not statement:
+            function.labels[label[1]] = len(function.instructions)
+            continue
+        depth += code.count("{") - code.count("}")
+        code = code.replace("{", " ").replace("}", " ").strip() if not statement else code
+        if not code:
+            if depth == 0:
+                return index + 1
+            continue
+        if not statement:
+            begun = index + 1
+        statement += " " + code
+        if statement.rstrip().endswith(";"):
+            _add_instruction(function, statement.strip().rstrip(";"), loc, begun, name)
+            statement = ""
+        if depth == 0:
+            return index + 1
+    raise PtxError(f"{name}: function {function.name} never closes")
+
+
+def _add_instruction(function: Function, text: str, loc: Loc | None, line: int, name: str):
+    if text.startswith("."):
+        return  # a declaration (.reg, .param, .local, .pragma ...)
+    predicate = PREDICATE.match(text)
+    body = text[predicate.end() :] if predicate else text
+    opcode, _, operands = body.partition(" ")
+    opcode = opcode.strip()
+    if opcode.startswith("brx"):
+        raise PtxError(f"{name}:{line}: indirect branch {opcode}: the checker cannot follow it")
+    function.instructions.append(
+        Instruction(opcode, operands.strip(), predicate is not None, loc, line)
+    )
+
+
+def _check_locations(name: str, files: dict[int, str], functions: dict[str, Function]) -> None:
+    located = False
+    for function in functions.values():
+        for ins in function.instructions:
+            if ins.base == "bra" and ins.operands.strip() not in function.labels:
+                raise PtxError(
+                    f"{name}:{ins.ptx_line}: branch to unknown label {ins.operands.strip()}"
+                )
+            if ins.loc is None:
+                continue
+            located = True
+            for file_index in (ins.loc.file, ins.loc.inlined_file):
+                if file_index is not None and file_index not in files:
+                    raise PtxError(f"{name}:{ins.ptx_line}: .loc names file {file_index}, no .file")
+    if not located:
+        raise PtxError(f"{name}: no .loc line: compile with line info (-lineinfo)")
+
+
+def read_module(path: Path) -> Module:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise PtxError(f"{path.name}: cannot read it ({error})") from None
+    return parse_module(text, path.name)
+
+
+def storing_functions(module: Module) -> set[str]:
+    """Functions whose body (or a function it calls) stores to global memory."""
+    return _closure(module, lambda ins: ins.is_data_store())
+
+
+def acquiring_functions(module: Module) -> dict[str, int]:
+    """Function -> the strongest scope rank its body (or a callee) acquires at:
+    an acquire load or atom, or a relaxed load followed by a fence."""
+    ranks = {name: _acquire_rank(f.instructions) for name, f in module.functions.items()}
+    grew = True
+    while grew:  # a caller acquires at least as strongly as what it calls
+        grew = False
+        for name, function in module.functions.items():
+            called = [ranks.get(i.callee(), -1) for i in function.instructions if i.callee()]
+            if max(called, default=-1) > ranks[name]:
+                ranks[name], grew = max(called), True
+    return {name: rank for name, rank in ranks.items() if rank >= 0}
+
+
+def _acquire_rank(instructions: list[Instruction]) -> int:
+    best, loaded = -1, -1
+    for ins in instructions:
+        best = max(best, ins.acquire_rank() or -1)
+        loaded = max(loaded, ins.relaxed_load_rank() or -1)
+        best = max(best, min(loaded, ins.fence_rank() or -1))
+    return best
+
+
+def _closure(module: Module, holds: Callable[[Instruction], bool]) -> set[str]:
+    """Functions with an instruction `holds` for, or a call to one such."""
+    found = {n for n, f in module.functions.items() if any(holds(i) for i in f.instructions)}
+    grew = True
+    while grew:
+        grew = False
+        for name, function in module.functions.items():
+            if name not in found and any(i.callee() in found for i in function.instructions):
+                found.add(name)
+                grew = True
+    return found
