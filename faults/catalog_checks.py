@@ -5,6 +5,7 @@ names the file, the fault and the field at fault (docs/architecture.md,
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from string import Formatter
 
@@ -22,6 +23,7 @@ from faults.catalog_types import (
     Target,
     catalog_error,
 )
+from faults.mutate import mutation_rules
 
 LANGUAGES = ("cuda", "cpp")
 ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
@@ -106,6 +108,7 @@ def catalog_from_tables(path: Path, data: dict) -> Catalog:
     if unknown:
         raise _fail(path, "top level", f"unknown tables {unknown}")
     target = _target(path, data.get("target"))
+    target = replace(target, mutations=mutation_rules(path, data["target"].get("mutation", [])))
     configs = _configs(path, data.get("config", []))
     faults: dict[str, Fault] = {}
     for index, raw in enumerate(_tables(path, "top level", "fault", data.get("fault", []))):
@@ -134,7 +137,9 @@ def _control(path: Path, raw, target: Target) -> tuple[Patch, ...]:
     return tuple(_patch(path, "control", "control", i, p, target) for i, p in enumerate(patches))
 
 
-TARGET_KEYS = frozenset("name sources language run log build clock rank timeout_s env gpus".split())
+TARGET_KEYS = frozenset(
+    "name sources language run log build clock rank timeout_s env gpus mutation".split()
+)
 
 
 def _target(path: Path, raw) -> Target:
