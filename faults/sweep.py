@@ -20,7 +20,7 @@ from pathlib import Path
 
 from faults.catalog import Catalog, Config
 from faults.catalog_types import Family
-from faults.engine import Engine, RunResult, sweep
+from faults.engine import Engine, RunResult, TreeContract, sweep
 from faults.generate import is_generated
 from faults.history import History
 from faults.report import catalog_sha256, engine_share, stage_seconds, summary_line
@@ -45,6 +45,8 @@ class SweepOptions:
     slots: int = 1
     results_dir: Path | None = None
     history: Path | None = None
+    # A tree's static contract violations, for UNOBSERVABLE (None: faults.contract's).
+    contract: TreeContract | None = None
 
 
 def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
@@ -257,8 +259,9 @@ class Sweep:
         """One engine per GPU group of the largest config (the caller's
         CUDA_VISIBLE_DEVICES holds)."""
         size = max(self.catalog.gpus_for(c) for c in self.configs)
+        contract = self.options.contract
         if not size:
-            return [Engine(self.catalog, self.root, self.workdir / "group0")]
+            return [Engine(self.catalog, self.root, self.workdir / "group0", contract=contract)]
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         return [
             Engine(
@@ -266,6 +269,7 @@ class Sweep:
                 self.root,
                 self.workdir / f"group{i}",
                 env={"CUDA_VISIBLE_DEVICES": ",".join(gpu_group(i, size, visible, self.gpus))},
+                contract=contract,
             )
             for i in range(max(self.gpus // size, 1))
         ]
