@@ -5,6 +5,7 @@ names the file, the fault and the field at fault (docs/architecture.md,
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from string import Formatter
 
@@ -24,6 +25,7 @@ from faults.catalog_types import (
     catalog_error,
     contract_spellings,
 )
+from faults.mutate import mutation_rules
 
 LANGUAGES = ("cuda", "cpp")
 ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
@@ -108,6 +110,7 @@ def catalog_from_tables(path: Path, data: dict) -> Catalog:
     if unknown:
         raise _fail(path, "top level", f"unknown tables {unknown}")
     target = _target(path, data.get("target"))
+    target = replace(target, mutations=mutation_rules(path, data["target"].get("mutation", [])))
     configs = _configs(path, data.get("config", []))
     faults: dict[str, Fault] = {}
     for index, raw in enumerate(_tables(path, "top level", "fault", data.get("fault", []))):
@@ -137,7 +140,7 @@ def _control(path: Path, raw, target: Target) -> tuple[Patch, ...]:
 
 
 TARGET_KEYS = frozenset(
-    "name sources language run log build clock rank timeout_s env gpus contract".split()
+    "name sources language run log build clock rank timeout_s env gpus contract mutation".split()
 )
 
 

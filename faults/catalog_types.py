@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 
@@ -23,6 +24,55 @@ def catalog_error(path: Path, where: str, message: str) -> CatalogError:
 PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus")
 # The `{name}`s of `[target.contract] ptx`, filled in by faults/contract.py.
 PTX_PLACEHOLDERS = ("tree", "sources", "out", "python")
+
+
+class Family(str, Enum):
+    """What a generated fault does to its site (docs/architecture.md,
+    "Mutation operators"); faults/mutate.py makes the text rewrites."""
+
+    SKIP_WAIT = "skip-wait"
+    DELAY = "delay"
+    UNEVEN_DELAY = "uneven-delay"
+    FORCED_ORDER = "forced-order"
+    REMOVE_BARRIER = "remove-barrier"
+    REMOVE_WARP_SYNC = "remove-warp-sync"
+    WEAKEN_RELEASE = "weaken-release"
+    WEAKEN_ACQUIRE = "weaken-acquire"
+    REMOVE_FENCE = "remove-fence"
+    NARROW_SCOPE = "narrow-scope"
+    EPOCH_OFF_BY_ONE = "epoch-off-by-one"
+    WRONG_SLOT = "wrong-slot"
+    PUBLISH_EARLY = "publish-early"
+    SKIP_RELEASE = "skip-release"
+
+    def __str__(self) -> str:  # ids and reports print the word
+        return self.value
+
+
+# The families a catalog's `[[target.mutation]]` rewrites make; the others are
+# made by faults/generate.py (site actions) or moved structurally (publish-early).
+REWRITE_FAMILIES = (
+    Family.REMOVE_BARRIER,
+    Family.REMOVE_WARP_SYNC,
+    Family.WEAKEN_RELEASE,
+    Family.WEAKEN_ACQUIRE,
+    Family.REMOVE_FENCE,
+    Family.NARROW_SCOPE,
+    Family.EPOCH_OFF_BY_ONE,
+    Family.WRONG_SLOT,
+)
+
+
+@dataclass(frozen=True)
+class MutationRule:
+    """A `[[target.mutation]]` entry: in every site of `kind`, each match of
+    `pattern` becomes one mutant with the match rewritten to `replacement`
+    (which may name the pattern's groups, as re.sub's template)."""
+
+    family: Family
+    kind: str  # the site kind it rewrites (faults.sites.KINDS)
+    pattern: re.Pattern[str]
+    replacement: str
 
 
 @dataclass(frozen=True)
@@ -51,6 +101,7 @@ class Fault:
     includes: tuple[str, ...] = ()
     survivor_ok: str | None = None
     configs: tuple[str, ...] = ()  # the configs it runs under (empty: all)
+    family: Family | None = None  # a generated fault's; None for a hand-written one
 
 
 @dataclass(frozen=True)
@@ -186,6 +237,7 @@ class Target:
     env: dict[str, str] = field(default_factory=dict)
     gpus: int = 0  # GPUs a run needs; with fewer, faults are applied and built only
     contract: ContractSpellings | None = None  # [target.contract]; None: no contract check
+    mutations: tuple[MutationRule, ...] = ()  # [[target.mutation]]: faults/mutate.py
 
 
 @dataclass(frozen=True)

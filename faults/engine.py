@@ -36,6 +36,9 @@ class Prepared:
     apply_s: float = 0.0
     build_s: float = 0.0
     error: Judgement | None = None
+    # The static contract's verdict on this tree, asked once, of a survivor only:
+    # (violations or None, why it could not be checked or None).
+    contract: tuple[str | None, str | None] | None = None
 
 
 @dataclass
@@ -67,12 +70,16 @@ class Engine:
         *,
         ref: str | None = None,
         env: dict[str, str] | None = None,
+        contract: TreeContract | None = None,
     ):
         self.catalog = catalog
         self.root = Path(root).resolve()
         self.workdir = Path(workdir)
         self.ref = ref
         self.env = env or {}  # e.g. this worker's CUDA_VISIBLE_DEVICES
+        # A tree's static contract violations (docs/architecture.md, "Mutation
+        # operators"): the injected check, else faults.contract's (when there is one).
+        self.contract = contract or static_contract(catalog)
         self._prepared: dict[str, Prepared] = {}  # one tree per label, shared by its configs
 
     @property
@@ -190,18 +197,39 @@ class Engine:
         guards = {
             s.name: s.guards for s in parse_tree(prepared.tree / self.catalog.target.sources)[0]
         }
-        return [
-            self._judged(
-                prepared,
-                config,
-                repeat,
-                lambda outcome: judge(
-                    fault, outcome, prepared.digest, patches=patches, guards=guards
-                ),
+
+        def judged(outcome: Outcome) -> Judgement:
+            judgement = judge(
+                fault,
+                outcome,
+                prepared.digest,
+                patches=patches,
+                guards=guards,
+                contract=lambda: self.contract_flags(prepared),
             )
+            unchecked = prepared.contract[1] if prepared.contract else None
+            if judgement.verdict is Verdict.SURVIVED and unchecked:
+                reason = f"{judgement.reason}; the static contract was not checked: {unchecked}"
+                return Judgement(judgement.verdict, judgement.ok, reason)
+            return judgement
+
+        return [
+            self._judged(prepared, config, repeat, judged)
             for config in configs
             for repeat in range(repeats)
         ]
+
+    def contract_flags(self, prepared: Prepared) -> str | None:
+        """The static contract's violations in `prepared`'s tree, once per tree;
+        a check that fails says why in the survivor's reason, never UNOBSERVABLE."""
+        if self.contract is None:
+            return None
+        if prepared.contract is None:
+            try:
+                prepared.contract = (self.contract(prepared.tree), None)
+            except Exception as error:  # any failure of the checker: said, not hidden
+                prepared.contract = (None, f"{type(error).__name__}: {error}")
+        return prepared.contract[0]
 
     def controls(self, configs: list[Config], slots: int = 1) -> list[RunResult]:
         """The unpatched tree must pass; the forced-fail control must be killed.
@@ -225,6 +253,26 @@ class Engine:
 
         with stopping_pool(slots) as pool:
             return list(pool.map(lambda run: control(*run), runs))
+
+
+# A tree root -> its static contract violations on one line, or None.
+TreeContract = Callable[[Path], str | None]
+
+
+def static_contract(catalog: Catalog) -> TreeContract | None:
+    """faults.contract's check of a tree, when that module is there (it is
+    optional: without it no survivor is UNOBSERVABLE)."""
+    try:
+        from faults.contract import check_contracts
+    except ImportError:
+        return None
+
+    def violations(tree: Path) -> str | None:
+        ptx = bool(getattr(catalog.target, "ptx", None))  # the PTX check needs the target's command
+        report = check_contracts(tree, catalog.target, ptx=ptx)
+        return "; ".join(str(v) for v in report.violations) or None
+
+    return violations
 
 
 @contextmanager

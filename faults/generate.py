@@ -2,7 +2,9 @@
 what: every wait is skipped while the site it guards is delayed (must fail),
 and every store, release and compute site is delayed (must pass); every
 release is also skipped (must fail: its waiter can only time out), so each
-release has a fault that proves something waits for it."""
+release has a fault that proves something waits for it. The mutants of
+faults/mutate.py (the catalog's `[[target.mutation]]` rewrites, and
+publish-early) join them, each tagged with its family."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from faults.catalog import Catalog, Fault, GenerateSettings, Patch
+from faults.catalog_types import Family
+from faults.mutate import PREFIX, mutants
 from faults.sites import Site, parse_tree
 
 SKIP_PREFIX = "gen.skip."
@@ -39,6 +43,7 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
                 patches,
                 survivor_ok=dict(settings.survivor_ok).get(site.name),
                 configs=settings.configs_for_site(site.name),
+                family=Family.SKIP_WAIT,
             )
         else:
             if site.kind == "release":
@@ -49,6 +54,7 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
                     "fail",
                     (Patch(skip_id, site=site.name, action="skip", marker=settings.marker),),
                     configs=settings.configs_for_site(site.name),
+                    family=Family.SKIP_RELEASE,
                 )
             fault_id = DELAY_PREFIX + site.name
             patch = Patch(
@@ -65,17 +71,24 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
                 "pass",
                 (patch,),
                 configs=settings.configs_for_site(site.name),
+                family=Family.DELAY,
             )
     return faults
 
 
 def with_generated(catalog: Catalog, tree_root: Path) -> Catalog:
-    """The catalog plus a generated fault for every site under its sources."""
-    sites, _ = parse_tree(Path(tree_root) / catalog.target.sources)
+    """The catalog plus the faults generated from every site under its
+    sources: the site actions above, then the mutants."""
+    sources = Path(tree_root) / catalog.target.sources
+    sites, _ = parse_tree(sources)
     generated = generated_faults(sites, catalog.generate)
+    generated.update(mutants(sites, catalog.target.mutations, catalog.generate, sources))
     extra = {k: v for k, v in generated.items() if k not in catalog.faults}
     return replace(catalog, faults={**catalog.faults, **extra})
 
 
+GENERATED_PREFIXES = (SKIP_PREFIX, DELAY_PREFIX) + tuple(f"{PREFIX}{f}." for f in Family)
+
+
 def is_generated(fault_id: str) -> bool:
-    return fault_id.startswith((SKIP_PREFIX, DELAY_PREFIX))
+    return fault_id.startswith(GENERATED_PREFIXES)

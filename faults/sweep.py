@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, Config
-from faults.engine import Engine, RunResult, sweep
+from faults.catalog_types import Family
+from faults.engine import Engine, RunResult, TreeContract, sweep
 from faults.generate import is_generated
 from faults.history import History
 from faults.report import catalog_sha256, engine_share, stage_seconds, summary_line
@@ -44,6 +45,8 @@ class SweepOptions:
     slots: int = 1
     results_dir: Path | None = None
     history: Path | None = None
+    # A tree's static contract violations, for UNOBSERVABLE (None: faults.contract's).
+    contract: TreeContract | None = None
 
 
 def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
@@ -100,6 +103,43 @@ def scores(summaries: list[FaultSummary]) -> tuple[float | None, float | None]:
     mutation = round(killed / len(must_fail), 4) if must_fail else None
     fired = sum(bool(s.fired) for s in summaries)
     return mutation, round(fired / len(summaries), 4) if summaries else None
+
+
+# How a must-fail fault's summary counts in its family's score: the verdicts a
+# judged run can end in, each its own column (docs/architecture.md, "Mutation
+# operators"); NOT FIRED and the apply, build and tree errors judged nothing.
+SCORED = {
+    Verdict.KILLED: "killed",
+    Verdict.SURVIVED: "survived",
+    Verdict.UNOBSERVABLE: "unobservable",
+    Verdict.FLAKY: "flaky",
+    Verdict.HUNG: "hung",
+    Verdict.BROKE: "broke",
+}
+UNJUDGED = {Verdict.NOT_FIRED: "not_fired"}  # the rest (APPLY/BUILD ERROR, WRONG TREE): errors
+HAND_WRITTEN = "catalog"  # the family column of a hand-written fault
+
+
+def family_scores(summaries: list[FaultSummary]) -> dict[str, dict]:
+    """Per family of must-fail faults (hand-written ones under "catalog"): each
+    verdict's count, and score = killed / (killed + survived + unobservable +
+    flaky + hung + broke), None when nothing was judged. NOT FIRED and errors
+    are counted beside it, outside the score."""
+    families: dict[str, dict] = {}
+    order = [family.value for family in Family] + [HAND_WRITTEN]
+    must_fail = [s for s in summaries if s.expect == "fail"]
+    for summary in sorted(must_fail, key=lambda s: order.index(s.family or HAND_WRITTEN)):
+        row = families.setdefault(
+            summary.family or HAND_WRITTEN,
+            {"faults": 0, **dict.fromkeys(SCORED.values(), 0), "not_fired": 0, "errors": 0},
+        )
+        verdict = Verdict(summary.verdict)
+        row["faults"] += 1
+        row[SCORED.get(verdict) or UNJUDGED.get(verdict) or "errors"] += 1
+    for row in families.values():
+        judged = sum(row[column] for column in SCORED.values())
+        row["score"] = round(row["killed"] / judged, 4) if judged else None
+    return families
 
 
 @dataclass
@@ -219,8 +259,9 @@ class Sweep:
         """One engine per GPU group of the largest config (the caller's
         CUDA_VISIBLE_DEVICES holds)."""
         size = max(self.catalog.gpus_for(c) for c in self.configs)
+        contract = self.options.contract
         if not size:
-            return [Engine(self.catalog, self.root, self.workdir / "group0")]
+            return [Engine(self.catalog, self.root, self.workdir / "group0", contract=contract)]
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         return [
             Engine(
@@ -228,6 +269,7 @@ class Sweep:
                 self.root,
                 self.workdir / f"group{i}",
                 env={"CUDA_VISIBLE_DEVICES": ",".join(gpu_group(i, size, visible, self.gpus))},
+                contract=contract,
             )
             for i in range(max(self.gpus // size, 1))
         ]
@@ -287,6 +329,7 @@ class Sweep:
             "harness_ok": self.harness_ok,
             "ok": self.harness_ok and all(s.ok for s in summaries),
             "mutation_score": mutation,
+            "mutation_score_by_family": family_scores(summaries),
             "firing_rate": firing,
             "wall_s": round(self.wall_s, 2),
             "slots": self.options.slots,

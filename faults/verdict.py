@@ -1,5 +1,7 @@
 """The verdict stage: an outcome against its fault's expectation, through one
-table of rules (mutmut's way): the first rule whose condition holds decides."""
+table of rules (mutmut's way): the first rule whose condition holds decides.
+A must-fail fault that ran clean is UNOBSERVABLE, not SURVIVED, when the
+static contract flags its tree (docs/architecture.md, "Mutation operators")."""
 
 from __future__ import annotations
 
@@ -9,7 +11,12 @@ from dataclasses import dataclass
 from enum import Enum
 
 from faults.catalog import Fault, Patch
+from faults.mutate import family_hint
 from faults.parse import Outcome
+
+# The static contract's violations in the tree that ran, one line (None: it
+# holds); asked only of a must-fail fault that ran clean.
+ContractFlags = Callable[[], str | None]
 
 
 class Verdict(str, Enum):
@@ -19,6 +26,9 @@ class Verdict(str, Enum):
     HUNG = "HUNG"
     TIMED_OUT = "TIMED OUT"
     SURVIVED = "SURVIVED"
+    # A must-fail fault that ran clean whose tree the static contract flags:
+    # the hardware did not show the bug, the contract catches it.
+    UNOBSERVABLE = "UNOBSERVABLE"
     FLAKY = "FLAKY"  # a fault over repeats: killed in some runs, not all
     NOT_FIRED = "NOT FIRED"
     WRONG_TREE = "WRONG TREE"
@@ -129,21 +139,44 @@ def judge(
     *,
     patches: list[Patch],
     guards: dict[str, str | None],
+    contract: ContractFlags | None = None,
 ) -> Judgement:
     """`patches`: the fault's patches with its includes'; `guards`: each site's
-    guarded site, from the tree that ran (for the survivor hint)."""
+    guarded site, from the tree that ran (for the survivor hint); `contract`:
+    the static contract's violations in that tree, asked only of a survivor."""
     markers = outcome.markers.get(fault.id, 0)
     digest_ok = outcome.digests == [tree_digest]
     for expect, condition, verdict, ok, reason in RULES:
         if expect in ("any", fault.expect) and condition(outcome, markers, digest_ok):
             reason = reason if isinstance(reason, str) else reason(outcome, markers)
             if verdict is Verdict.SURVIVED:
-                ok = fault.survivor_ok is not None
-                reason = f"{reason}; hint: {survivor_hint(patches, guards)}"
-                if fault.survivor_ok:
-                    reason += f"; known survivor: {fault.survivor_ok}"
+                return _survived(fault, reason, patches, guards, contract)
             return Judgement(verdict, ok, reason)
     raise AssertionError("the last rule of each expectation always holds")
+
+
+def _survived(
+    fault: Fault,
+    reason: str,
+    patches: list[Patch],
+    guards: dict[str, str | None],
+    contract: ContractFlags | None,
+) -> Judgement:
+    """A must-fail fault that ran clean: a known survivor says why; otherwise
+    the static contract, when it flags the tree, makes it UNOBSERVABLE."""
+    hint = family_hint(fault.family) or survivor_hint(patches, guards)
+    if fault.survivor_ok:
+        return Judgement(
+            Verdict.SURVIVED, True, f"{reason}; hint: {hint}; known survivor: {fault.survivor_ok}"
+        )
+    flags = contract() if contract is not None else None
+    if flags:
+        return Judgement(
+            Verdict.UNOBSERVABLE,
+            True,
+            f"{reason}, but the static contract flags its tree: {flags}; hint: {hint}",
+        )
+    return Judgement(Verdict.SURVIVED, False, f"{reason}; hint: {hint}")
 
 
 def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:
@@ -215,6 +248,7 @@ class FaultSummary:
     kill_rate: float | None  # must-fail faults that fired: killed / fired
     repeats_for_99: int | None  # repeats a kill rate this low needs for 99 % confidence
     reason: str
+    family: str | None = None  # the generated fault's family (faults.mutate.Family's word)
 
     def __post_init__(self) -> None:  # a summary read back from a JSON report holds the word
         object.__setattr__(self, "verdict", Verdict(self.verdict))
@@ -238,7 +272,12 @@ def summarize_fault(fault: Fault, results: list) -> FaultSummary:
     fired = [r for r in results if r.verdict is not Verdict.NOT_FIRED]
     killed = sum(r.verdict is Verdict.KILLED for r in fired)
     base = dict(
-        fault=fault.id, expect=fault.expect, runs=len(results), fired=len(fired), killed=killed
+        fault=fault.id,
+        expect=fault.expect,
+        runs=len(results),
+        fired=len(fired),
+        killed=killed,
+        family=fault.family.value if fault.family else None,
     )
     unrated = dict(kill_rate=None, repeats_for_99=None)
     if errors:
@@ -265,9 +304,14 @@ def summarize_fault(fault: Fault, results: list) -> FaultSummary:
     elif killed:
         verdict, ok = Verdict.FLAKY, False
     else:
+        # Never killed: a hang or a broken run says more than a clean one; a
+        # clean run the static contract flagged is UNOBSERVABLE.
         seen = {r.verdict for r in fired}
-        verdict = next((v for v in (Verdict.HUNG, Verdict.BROKE) if v in seen), Verdict.SURVIVED)
-        ok = verdict is Verdict.SURVIVED and fault.survivor_ok is not None
+        worst = (Verdict.HUNG, Verdict.BROKE, Verdict.UNOBSERVABLE)
+        verdict = next((v for v in worst if v in seen), Verdict.SURVIVED)
+        ok = verdict is Verdict.UNOBSERVABLE or (
+            verdict is Verdict.SURVIVED and fault.survivor_ok is not None
+        )
     reason = (
         f"killed in {killed} of {len(fired)} runs"
         if verdict is Verdict.FLAKY

@@ -10,6 +10,10 @@ from pathlib import Path
 from faults.engine import RunResult
 from faults.verdict import Verdict
 
+# Verdicts that meet their expectation yet say why: a known survivor, a
+# survivor the static contract catches.
+SAID_IN_FULL = (Verdict.SURVIVED, Verdict.UNOBSERVABLE)
+
 
 def summary_line(result: RunResult) -> str:
     name = f"{result.fault}-{result.config}" + (f"-r{result.repeat}" if result.repeat else "")
@@ -27,7 +31,7 @@ def summary_line(result: RunResult) -> str:
         f"markers={own} assert={outcome['assertion_lines']}"
         + (f" device_err={device_errors}" if device_errors else "")
         + f" -> {result.verdict}"
-        + ("" if result.ok and result.verdict is not Verdict.SURVIVED else f" ({result.reason})")
+        + ("" if result.ok and result.verdict not in SAID_IN_FULL else f" ({result.reason})")
     )
 
 

@@ -47,6 +47,7 @@ def markdown(document: dict) -> str:
         lines += _harness_broken(document["controls"])
     else:
         lines += _verdict_table(document["faults"])
+        lines += _family_table(document.get("mutation_score_by_family", {}))
         lines += _survivors(document["faults"])
         lines += _changes(document.get("changes"))
     return "\n".join(lines) + "\n"
@@ -104,14 +105,41 @@ def _verdict_table(faults: list[dict]) -> list[str]:
     return lines
 
 
+FAMILY_COLUMNS = ("killed", "survived", "unobservable", "flaky", "hung", "broke")
+
+
+def _family_table(families: dict[str, dict]) -> list[str]:
+    """The mutation score per family of must-fail faults: killed / (killed +
+    survived + unobservable + flaky + hung + broke); NOT FIRED and errors
+    beside it, outside the score (docs/architecture.md, "Mutation operators")."""
+    if not families:
+        return []
+    lines = [
+        "",
+        "## Mutation score per family",
+        "",
+        "score = killed / (killed + survived + unobservable + flaky + hung + broke)",
+        "",
+        "| family | score | " + " | ".join(FAMILY_COLUMNS) + " | not fired | errors |",
+        "|---|---|" + "---|" * (len(FAMILY_COLUMNS) + 2),
+    ]
+    for family, row in families.items():
+        counts = " | ".join(str(row[column]) for column in FAMILY_COLUMNS)
+        lines.append(
+            f"| {family} | {_score(row['score'])} | {counts} | {row['not_fired']} | "
+            f"{row['errors']} |"
+        )
+    return lines
+
+
+SURVIVING = (Verdict.SURVIVED, Verdict.FLAKY, Verdict.UNOBSERVABLE)
+
+
 def _survivors(faults: list[dict]) -> list[str]:
     """The table cuts each reason to a line; a must-fail fault that survived a
-    run (SURVIVED, FLAKY) is said in full: its known-survivor reason, or its hint."""
-    survivors = [
-        s
-        for s in faults
-        if s["expect"] == "fail" and s["verdict"] in (Verdict.SURVIVED, Verdict.FLAKY)
-    ]
+    run (SURVIVED, FLAKY, UNOBSERVABLE) is said in full: its known-survivor
+    reason, or the static contract's finding, and its hint."""
+    survivors = [s for s in faults if s["expect"] == "fail" and s["verdict"] in SURVIVING]
     if not survivors:
         return []
     return ["", "## Must-fail faults that survived a run", ""] + [
@@ -157,6 +185,6 @@ def junit(document: dict) -> str:
         if not r["ok"]:
             failure = ET.SubElement(case, "failure", message=r["verdict"])
             failure.text = r["reason"]
-        elif r["verdict"] in (Verdict.SURVIVED, Verdict.NOT_FIRED):
+        elif r["verdict"] in (Verdict.SURVIVED, Verdict.UNOBSERVABLE, Verdict.NOT_FIRED):
             ET.SubElement(case, "system-out").text = f"{r['verdict']}: {r['reason']}"
     return ET.tostring(suite, encoding="unicode") + "\n"

@@ -1,0 +1,210 @@
+"""Mutation operators: realistic ordering bugs generated from the sites
+(docs/architecture.md, "Mutation operators"). The operators are generic text
+rewrites inside a site's region; the target's spellings (its barrier, its
+release store, its wait helper) come from the catalog's `[[target.mutation]]`
+entries. One structural operator, publish-early, moves a release above the
+store site it guards. Every mutant is a must-fail text patch whose marker
+opens the mutated site, tagged with its family."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from faults.catalog_types import (
+    REWRITE_FAMILIES,
+    Family,
+    Fault,
+    GenerateSettings,
+    MutationRule,
+    Patch,
+    catalog_error,
+)
+from faults.sites import KINDS, Site
+
+__all__ = ["REWRITE_FAMILIES", "Family", "family_hint", "mutants", "mutation_rules"]
+
+PREFIX = "gen."
+RULE_KEYS = ("family", "kind", "pattern", "replacement")
+GROUP_REFERENCE = re.compile(r"\\(\d+)|\\g<([^>]*)>")
+
+# Why a must-fail mutant of each family can run clean, and what opens its
+# window (docs/architecture.md, "Mutation operators").
+HINTS = {
+    Family.REMOVE_BARRIER: "the publishing group reached the release together: hold back a "
+    "subset of its warps before their stores (uneven-delay) or make them wait for a marker the "
+    "publisher sets after its release (forced-order)",
+    Family.REMOVE_WARP_SYNC: "the warp reconverged before the release: a lane-level window may "
+    "not exist on this hardware, the static contract is the catch",
+    Family.WEAKEN_RELEASE: "the hardware kept the stores in order although the weakened release "
+    "allows otherwise: more repeats and larger sizes, and the static contract",
+    Family.WEAKEN_ACQUIRE: "the reads were not hoisted above the relaxed flag load in these "
+    "runs: more repeats and larger sizes, and the static contract",
+    Family.REMOVE_FENCE: "the stores became visible in order without the fence in these runs: "
+    "more repeats and larger sizes, and the static contract",
+    Family.NARROW_SCOPE: "a narrower scope was enough on this machine's interconnect in these "
+    "runs: the static contract is the catch",
+    Family.EPOCH_OFF_BY_ONE: "the data was there when the consumer looked: make the consumer "
+    "wait on a late producer (host-side launch skew, or delay the guarded store) and make each "
+    "step's data differ from the last",
+    Family.WRONG_SLOT: "the neighbouring slot's flag came in time: delay the guarded store of "
+    "some slots only, so neighbouring flags differ",
+    Family.PUBLISH_EARLY: "the data landed before the consumer read it: delay the guarded store "
+    "so the early flag runs ahead of it",
+}
+
+
+def family_hint(family: Family | None) -> str | None:
+    return HINTS.get(family) if family is not None else None
+
+
+# ---------------------------------------------------------------- the catalog's entries
+def mutation_rules(path: Path, raw) -> tuple[MutationRule, ...]:
+    """`[[target.mutation]]`, each entry checked: a known rewrite family, a
+    site kind, a regular expression that matches some text, a replacement
+    whose group references the pattern has."""
+    if not isinstance(raw, list) or not all(isinstance(entry, dict) for entry in raw):
+        raise catalog_error(path, "target", f"mutation must be an array of tables, got {raw!r}")
+    return tuple(_rule(path, index, entry) for index, entry in enumerate(raw))
+
+
+def _rule(path: Path, index: int, entry: dict) -> MutationRule:
+    where = f"target.mutation #{index}"
+    unknown = sorted(set(entry) - set(RULE_KEYS))
+    if unknown:
+        raise catalog_error(path, where, f"unknown keys {unknown}")
+    for key in RULE_KEYS:
+        if not isinstance(entry.get(key), str):
+            raise catalog_error(path, where, f"{key}: required string, got {entry.get(key)!r}")
+    families = [family.value for family in REWRITE_FAMILIES]
+    if entry["family"] not in families:
+        raise catalog_error(
+            path, where, f"family: {entry['family']!r} is not one of {', '.join(families)}"
+        )
+    where = f"{where} ({entry['family']})"
+    if entry["kind"] not in KINDS:
+        raise catalog_error(
+            path, where, f"kind: {entry['kind']!r} is not a site kind ({', '.join(KINDS)})"
+        )
+    try:
+        pattern = re.compile(entry["pattern"])
+    except re.error as error:
+        raise catalog_error(
+            path, where, f"pattern: {entry['pattern']!r} is not a regular expression: {error}"
+        ) from None
+    if pattern.search(""):
+        raise catalog_error(path, where, f"pattern: {entry['pattern']!r} matches empty text")
+    for number, name in GROUP_REFERENCE.findall(entry["replacement"]):
+        known = int(number) <= pattern.groups if number else _group_exists(pattern, name)
+        if not known:
+            raise catalog_error(
+                path,
+                where,
+                f"replacement: {entry['replacement']!r} refers to group "
+                f"{number or name} that the pattern does not have",
+            )
+    return MutationRule(Family(entry["family"]), entry["kind"], pattern, entry["replacement"])
+
+
+def _group_exists(pattern: re.Pattern[str], name: str) -> bool:
+    return int(name) <= pattern.groups if name.isdigit() else name in pattern.groupindex
+
+
+# ---------------------------------------------------------------- generation
+def mutants(
+    sites: list[Site], rules: tuple[MutationRule, ...], settings: GenerateSettings, sources: Path
+) -> dict[str, Fault]:
+    """One must-fail fault per (rule, site of its kind, match), and one
+    publish-early fault per release site whose guarded store it can be moved
+    above. Ids: `gen.<family>.<site>`, with `.<n>` (from 1) when a family
+    mutates one site more than once."""
+    found: dict[tuple[Family, str], list[tuple[Site, str, str, str]]] = {}
+    for family, site, title, old, new in _rewrites(sites, rules, sources):
+        edits = found.setdefault((family, site.name), [])
+        if all(edit[3] != new for edit in edits):  # two entries, one rewrite: one mutant
+            edits.append((site, title, old, new))
+    faults = {}
+    for (family, name), edits in found.items():
+        for number, (site, title, old, new) in enumerate(edits, start=1):
+            fault_id = f"{PREFIX}{family}.{name}" + (f".{number}" if len(edits) > 1 else "")
+            patch = Patch(
+                fault_id,
+                file=site.path.relative_to(sources).as_posix(),
+                old=old,
+                new=new,
+                marker=settings.marker,
+                marker_site=name,  # the marker opens the mutated site
+            )
+            faults[fault_id] = Fault(
+                fault_id,
+                title,
+                "fail",
+                (patch,),
+                configs=settings.configs_for_site(name),
+                family=family,
+            )
+    return faults
+
+
+def _rewrites(
+    sites: list[Site], rules: tuple[MutationRule, ...], sources: Path
+) -> Iterator[tuple[Family, Site, str, str, str]]:
+    """(family, site, title, old, new) for every rewrite and every move. The
+    patch's `old` runs from the line of the match to the site's `@end` line:
+    unique in its file (site names are), and inside the region for its marker."""
+    by_name = {site.name: site for site in sites}
+    for rule in rules:
+        for site in sites:
+            if site.kind != rule.kind:
+                continue
+            lines = site.path.read_text().splitlines(keepends=True)
+            body, end = "".join(lines[site.start : site.end - 1]), lines[site.end - 1]
+            for match in rule.pattern.finditer(body):
+                line_start = body.rfind("\n", 0, match.start()) + 1
+                rewritten = match.expand(rule.replacement)
+                if rewritten == match[0]:
+                    continue
+                line = site.start + 1 + body.count("\n", 0, match.start())
+                where = f"{site.path.name}:{line}"
+                title = f"{rule.family} in {site.name} ({where}): {match[0]!r} -> {rewritten!r}"
+                old = body[line_start:] + end
+                new = body[line_start : match.start()] + rewritten + body[match.end() :] + end
+                yield rule.family, site, title, old, new
+    for site in sites:
+        moved = _publish_early(site, by_name)
+        if moved is not None:
+            yield Family.PUBLISH_EARLY, site, *moved
+
+
+def _publish_early(release: Site, by_name: dict[str, Site]) -> tuple[str, str, str] | None:
+    """The release region moved above the store region it guards: (title,
+    old, new), or None when the release declares no guarded store, or the
+    two do not lie in one block of one file (a move across blocks would not
+    compile, or would change what runs, not only the order)."""
+    store = by_name.get(getattr(release, "guards", None) or "")
+    if release.kind != "release" or store is None:
+        return None
+    if store.path != release.path or store.end >= release.start:
+        return None
+    lines = release.path.read_text().splitlines(keepends=True)
+    before = lines[store.start - 1 : release.start - 1]  # the store region and what follows it
+    region = lines[release.start - 1 : release.end]
+    if not _one_block("".join(before + region)):
+        return None
+    title = (
+        f"publish-early: {release.name} moved above {store.name}, the store it guards "
+        f"({release.path.name}:{store.start})"
+    )
+    return title, "".join(before + region), "".join(region + before)
+
+
+def _one_block(text: str) -> bool:
+    """The text opens no block it does not close and closes none it did not open."""
+    depth = 0
+    for line in text.splitlines():
+        for char in line.split("//", 1)[0]:
+            depth += {"{": 1, "}": -1}.get(char, 0)
+            if depth < 0:
+                return False
+    return depth == 0
