@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from faults.catalog import Catalog, Fault, GenerateSettings, Patch
+from faults.expose import expose_faults
 from faults.sites import Site, parse_tree
 
 SKIP_PREFIX = "gen.skip."
@@ -73,6 +74,7 @@ def with_generated(catalog: Catalog, tree_root: Path) -> Catalog:
     """The catalog plus a generated fault for every site under its sources."""
     sites, _ = parse_tree(Path(tree_root) / catalog.target.sources)
     generated = generated_faults(sites, catalog.generate)
+    generated.update(expose_faults(sites, catalog))  # docs/architecture.md, "Delays that expose"
     extra = {k: v for k, v in generated.items() if k not in catalog.faults}
     return replace(catalog, faults={**catalog.faults, **extra})
 
