@@ -133,9 +133,13 @@ def expose_faults(sites: list[Site], catalog: Catalog) -> dict[str, Fault]:
         holding = _holding(catalog, release, group)
         store = published_store(release, sites)
         if store is None:
+            missing = (
+                f"guards={release.guards} names no site"
+                if release.guards
+                else "no store site above it to hold back; name the one it publishes with guards="
+            )
             raise CatalogError(
-                f"{catalog.path}: site {release.name} ({release.where()}): no store site above "
-                "it to hold back; name the one it publishes with guards="
+                f"{catalog.path}: site {release.name} ({release.where()}): {missing}"
             )
         settings = catalog.generate
         uneven = _uneven_delay(release, store, group, holding, settings)

@@ -205,6 +205,10 @@ def test_a_release_with_nothing_above_it_is_an_error(catalog, tmp_path):
         f"{AFDEP}: site k.flag ({source}:1): no store site above it to hold back; "
         "name the one it publishes with guards="
     )
+    misnamed = Declared(**{**_fields(release), "guards": "k.gone"})
+    with pytest.raises(CatalogError) as error:
+        expose_faults([misnamed], catalog)
+    assert str(error.value) == f"{AFDEP}: site k.flag ({source}:1): guards=k.gone names no site"
 
 
 def test_covering_faults_of_a_release_are_both():
