@@ -5,6 +5,7 @@ the injected code runs, so a run proves the fault fired."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -72,6 +73,110 @@ def skip(body: list[str], patch: Patch, target: Target, indent: str) -> list[str
     return [_tag(marker_line(patch, target), indent, patch, f"skip {patch.site}")]
 
 
+# Forced order (docs/architecture.md, "Delays that expose"): the held threads
+# wait, bounded, for a marker cell the publisher bumps right after its
+# release. The cell lives in memory its group shares (a CTA's shared memory on
+# a GPU), reached through one function each patched file defines once; it is
+# never reset: a waiter reads it first and waits for it to change.
+CELL_GUARD = "AFD_ORDER_CELL"
+CELL_FUNCTION = "afd_order_cell"
+CELL_DEFINITION = {
+    "cuda": (
+        f"static __device__ __forceinline__ volatile unsigned int* {CELL_FUNCTION}"
+        "(unsigned int index) {",
+        "  __shared__ unsigned int afd_cells[32];",  # one a warp (32 at most), or one a CTA
+        "  return afd_cells + index;",
+        "}",
+    ),
+    "cpp": (
+        "#include <atomic>",
+        "#include <chrono>",
+        f"inline std::atomic<unsigned>* {CELL_FUNCTION}(unsigned index) {{",
+        "  static std::atomic<unsigned> afd_cells[64];",
+        "  return afd_cells + index;",
+        "}",
+    ),
+}
+
+
+def cell_prelude(patch: Patch, target: Target) -> list[str]:
+    """The cell function, guarded so that two patched files of one build define it once."""
+    lines = [f"#ifndef {CELL_GUARD}", f"#define {CELL_GUARD}"]
+    lines += [*CELL_DEFINITION[target.language], f"#endif  // {CELL_GUARD}"]
+    return [f"{line}  // AFDFAULT {patch.owner} forced-order cell" for line in lines]
+
+
+def _bounded_wait(patch: Patch, target: Target) -> str:
+    """Read this thread's cell, then spin until it changes or `ns` pass."""
+    if target.language == "cuda":
+        clock = target.clock
+        return (
+            f"volatile unsigned int* const afd_cell = {CELL_FUNCTION}({patch.cell}); "
+            "const unsigned int afd_seen = *afd_cell; "
+            f"const unsigned long long afd_t0 = {clock}; "
+            f"while (*afd_cell == afd_seen && {clock} - afd_t0 < {patch.ns}ull) {{ }}"
+        )
+    return (
+        f"std::atomic<unsigned>* const afd_cell = {CELL_FUNCTION}({patch.cell}); "
+        "const unsigned afd_seen = afd_cell->load(); "
+        "const auto afd_t0 = std::chrono::steady_clock::now(); "
+        "while (afd_cell->load() == afd_seen && std::chrono::steady_clock::now() - afd_t0 < "
+        f"std::chrono::nanoseconds({patch.ns})) {{ }}"
+    )
+
+
+def _bump(patch: Patch, target: Target) -> str:
+    if target.language == "cuda":
+        return (
+            f"volatile unsigned int* const afd_cell = {CELL_FUNCTION}({patch.cell}); "
+            "*afd_cell = *afd_cell + 1u;"
+        )
+    return f"{CELL_FUNCTION}({patch.cell})->fetch_add(1u);"
+
+
+@action("hold")
+def hold(body: list[str], patch: Patch, target: Target, indent: str) -> list[str]:
+    """`code` -> `if (when) { wait for the cell to change, at most ns; marker }` then `code`."""
+    injected = _tag(
+        f"if ({patch.when}) {{ {_bounded_wait(patch, target)} {marker_line(patch, target)} }}",
+        indent,
+        patch,
+        f"hold at most {patch.ns} ns at start of {patch.site} for cell {patch.cell}",
+    )
+    return [injected, *body]
+
+
+@action("signal")
+def signal(body: list[str], patch: Patch, target: Target, indent: str) -> list[str]:
+    """`code` -> `code` then `if (when) { bump the cell }` (the held threads go on)."""
+    injected = _tag(
+        f"if ({patch.when}) {{ {_bump(patch, target)} }}",
+        indent,
+        patch,
+        f"signal cell {patch.cell} at end of {patch.site}",
+    )
+    return [*body, injected]
+
+
+# Actions whose code needs lines at file scope, once per file.
+PRELUDES: dict[str, Callable[[Patch, Target], list[str]]] = {
+    "hold": cell_prelude,
+    "signal": cell_prelude,
+}
+INCLUDE = re.compile(r"^\s*#\s*(include|pragma\s+once)\b")
+
+
+def _with_prelude(lines: list[str], before: int, patch: Patch, target: Target) -> list[str]:
+    """`lines` with the action's prelude after the last include (or `#pragma
+    once`) above line index `before`, unless the file has it already."""
+    make = PRELUDES.get(patch.action)
+    if make is None or any(CELL_GUARD in line for line in lines):
+        return lines
+    heads = [i for i, line in enumerate(lines[:before]) if INCLUDE.match(line)]
+    at = heads[-1] + 1 if heads else 0
+    return [*lines[:at], *make(patch, target), *lines[at:]]
+
+
 def _find_site(sources: Path, name: str, owner: str) -> Site:
     sites, _ = parse_tree(sources)
     found = [s for s in sites if s.name == name]
@@ -89,6 +194,7 @@ def apply_site_patch(sources: Path, patch: Patch, target: Target) -> Path:
     body = lines[site.start : site.end - 1]
     replaced = ACTIONS[patch.action](body, patch, target, indent)
     lines[site.start : site.end - 1] = replaced
+    lines = _with_prelude(lines, site.start - 1, patch, target)
     site.path.write_text("\n".join(lines) + "\n")
     return site.path
 

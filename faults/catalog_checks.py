@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from string import Formatter
 
+from faults.catalog_publisher import publisher_table
 from faults.catalog_refs import check_includes
 from faults.catalog_types import (
     LOG_KEYS,
@@ -31,6 +32,9 @@ LANGUAGES = ("cuda", "cpp")
 ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
     "delay": {"ns", "at", "when", "marker"},
     "skip": {"marker"},
+    # forced order (docs/architecture.md, "Delays that expose")
+    "hold": {"ns", "when", "marker", "cell"},
+    "signal": {"when", "cell"},
 }
 FAULT_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 # The injected spin compares against `<ns>ull`; a signed 64-bit bound keeps
@@ -140,7 +144,7 @@ def _control(path: Path, raw, target: Target) -> tuple[Patch, ...]:
 
 
 TARGET_KEYS = frozenset(
-    "name sources language run log build clock rank timeout_s env gpus contract mutation".split()
+    "name sources language run log build clock rank timeout_s env gpus contract mutation publisher".split()
 )
 
 
@@ -186,6 +190,7 @@ def _target(path: Path, raw) -> Target:
         env=_env(path, where, raw.get("env", {})),
         gpus=gpus,
         contract=_contract(path, raw["contract"]) if "contract" in raw else None,
+        publisher=publisher_table(path, raw.get("publisher"), float(timeout_s)),
     )
 
 
@@ -326,14 +331,18 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict, target: Ta
     extra = sorted(set(raw) - {"site", "action"} - ACTIONS_TAKING[action])
     if extra:
         raise _fail(path, where, f"{', '.join(extra)}: the {action} action takes none")
-    if action == "delay":
+    if action in ("delay", "hold"):
         ns = raw.get("ns")
         if not isinstance(ns, int) or isinstance(ns, bool) or ns <= 0:
-            raise _fail(path, where, f"ns: a delay needs a positive int of nanoseconds, got {ns!r}")
+            raise _fail(
+                path, where, f"ns: a {action} needs a positive int of nanoseconds, got {ns!r}"
+            )
         _check_delay(path, where, "ns", ns, target)
         if raw.get("at", "start") not in ("start", "end"):
             raise _fail(path, where, f"at: {raw['at']!r} is not 'start' or 'end'")
     _conditions(path, where, raw)
+    if "cell" in raw and (not isinstance(raw["cell"], str) or not raw["cell"].strip()):
+        raise _fail(path, where, f"cell: an index expression, got {raw['cell']!r}")
     return Patch(
         owner,
         site=raw["site"],
@@ -342,6 +351,7 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict, target: Ta
         at=raw.get("at", "start"),
         when=raw.get("when", "true"),
         marker=raw.get("marker", "true"),
+        cell=raw.get("cell", "0"),
     )
 
 

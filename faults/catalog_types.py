@@ -79,7 +79,7 @@ class MutationRule:
 class Patch:
     owner: str  # the fault whose patch this is (markers print this id)
     site: str | None = None
-    action: str | None = None  # delay | skip, for site patches
+    action: str | None = None  # delay | skip | hold | signal, for site patches
     ns: int = 0
     at: str = "start"
     when: str = "true"
@@ -90,6 +90,9 @@ class Patch:
     # A text patch's marker goes at the start of this site's region; None: the
     # region that holds the change (docs/architecture.md, "apply").
     marker_site: str | None = None
+    # hold / signal: the forced-order marker cell, an index expression (one
+    # cell per warp or per CTA; docs/architecture.md, "Delays that expose").
+    cell: str = "0"
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,31 @@ def contract_spellings(path: Path, raw, ptx: tuple[str, ...]) -> ContractSpellin
 
 
 @dataclass(frozen=True)
+class Holding:
+    """For releases of one producers= group: who publishes, whom a delay that
+    exposes holds back (never the publisher), and the forced-order cell."""
+
+    publisher: str  # C condition: the thread that releases
+    held: str  # C condition: the other producers (other lanes, warps or CTAs)
+    marker: str  # C condition: the held threads that print the marker
+    cell: str | None = None  # index of this thread's cell; None: no forced order
+
+
+@dataclass(frozen=True)
+class Publisher:
+    """[target.publisher]: per producers= group (GROUPS), its Holding."""
+
+    hold_ns: int  # the bound of a forced-order wait
+    groups: dict[str, Holding]
+
+    def holding(self, group: str) -> Holding | None:
+        return self.groups.get(group)
+
+
+GROUPS = ("thread", "warp", "block", "grid")
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     sources: str  # directory of the native sources, relative to the tree root
@@ -238,6 +266,7 @@ class Target:
     gpus: int = 0  # GPUs a run needs; with fewer, faults are applied and built only
     contract: ContractSpellings | None = None  # [target.contract]; None: no contract check
     mutations: tuple[MutationRule, ...] = ()  # [[target.mutation]]: faults/mutate.py
+    publisher: Publisher | None = None  # who publishes, for the delays that expose
 
 
 @dataclass(frozen=True)

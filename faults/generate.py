@@ -13,6 +13,7 @@ from pathlib import Path
 
 from faults.catalog import Catalog, Fault, GenerateSettings, Patch
 from faults.catalog_types import Family
+from faults.expose import expose_faults
 from faults.mutate import PREFIX, mutants
 from faults.sites import Site, parse_tree
 
@@ -83,6 +84,7 @@ def with_generated(catalog: Catalog, tree_root: Path) -> Catalog:
     sites, _ = parse_tree(sources)
     generated = generated_faults(sites, catalog.generate)
     generated.update(mutants(sites, catalog.target.mutations, catalog.generate, sources))
+    generated.update(expose_faults(sites, catalog))  # docs/architecture.md, "Delays that expose"
     extra = {k: v for k, v in generated.items() if k not in catalog.faults}
     return replace(catalog, faults={**catalog.faults, **extra})
 

@@ -38,7 +38,7 @@ def main_cpp(tree: Path) -> str:
 
 
 def test_actions_are_registered_with_their_docstrings():
-    assert set(ACTIONS) == {"delay", "skip"}
+    assert set(ACTIONS) == {"delay", "skip", "hold", "signal"}
     assert all("->" in function.__doc__ for function in ACTIONS.values())
 
 

@@ -78,7 +78,7 @@ def test_fixture_catalog_loads():
         (
             '[[fault]]\nid = "A"\nexpect = "pass"\n'
             'patches = [{ site = "fx.consumer.check", action = "poke" }]\n',
-            "fault A patch #0: action: 'poke' is not one of ['delay', 'skip']",
+            "fault A patch #0: action: 'poke' is not one of ['delay', 'hold', 'signal', 'skip']",
         ),
         (
             '[[fault]]\nid = "A"\nexpect = "fail"\nincludes = ["B"]\n'

@@ -82,7 +82,7 @@ TYPE_CASES = [
     ),
     (
         fault('patches = [{ site = "fx.consumer.check", action = [] }]'),
-        "fault A patch #0: action: [] is not one of ['delay', 'skip']",
+        "fault A patch #0: action: [] is not one of ['delay', 'hold', 'signal', 'skip']",
     ),
     (
         fault('patches = [{ file = 1, old = "a", new = "b" }]'),
