@@ -10,7 +10,7 @@ import pytest
 
 from faults.cli import main as faults_main
 
-FIXTURE = Path(__file__).parents[2] / "tests/fixtures/flag_payload"
+FIXTURE = Path(__file__).parents[3] / "tests/fixtures/flag_payload"
 SRC = "tests/fixtures/flag_payload"
 
 
@@ -131,7 +131,12 @@ def test_run_judges_no_fault_when_a_control_is_wrong(repo, capsys):
     out = capsys.readouterr().out
     assert status == 1
     assert "- control.forced_fail [default]: SURVIVED" in out
-    assert "- S1 [default]" not in out and "Verdict: CHANGES NEEDED" in out
+    assert (
+        "- **the harness is broken: the forced-fail control was not killed: SURVIVED: the "
+        "forced failure was not detected: the harness cannot see a failure, so no fault can be "
+        "judged (config default)**\n" in out
+    )
+    assert "- S1 [default]" not in out and "Verdict: HARNESS BROKEN\n" in out
     assert (repo.parent / "r.md").read_text() == out[:-1]
 
 
