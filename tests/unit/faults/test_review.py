@@ -22,14 +22,19 @@ def git(repo: Path, *args: str) -> None:
     )
 
 
-@pytest.fixture
-def repo(tmp_path) -> Path:
+def fixture_repo(tmp_path: Path) -> Path:
+    """A git repository holding the CPU fixture at SRC, one commit."""
     root = tmp_path / "repo"
     shutil.copytree(FIXTURE, root / SRC)
     git(root, "init", "-q")
     git(root, "add", ".")
     git(root, "commit", "-qm", "base")
     return root
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    return fixture_repo(tmp_path)
 
 
 def edit(repo: Path, old: str, new: str) -> None:
@@ -115,6 +120,15 @@ def test_run_executes_the_covering_faults_on_head(repo, capsys):
     assert "- D1 [default]: PASSED" in out and "- S2 [default]: SURVIVED" in out
     assert "- control.clean [default]: PASSED" in out
     assert "- control.forced_fail [default]: KILLED" in out
+    assert (
+        "- The change's tree passes the driver with no fault (config default).\n"
+        "- BASE's tree: not run (the change's tree passes: nothing to tell apart).\n"
+    ) in out
+    assert (
+        "  - ran: D1 [default] PASSED, gen.delay.fx.producer.payload_store [default] PASSED, "
+        "S1 [default] KILLED, S2 [default] SURVIVED, gen.skip.fx.consumer.flag_wait [default] "
+        "KILLED\n"
+    ) in out
     assert status == 0
 
 
@@ -145,3 +159,42 @@ def test_a_pure_deletion_inside_a_site_touches_it(repo, capsys):
     _, out = review(repo, capsys)  # its verdict is the publish contract's to give
     assert "`fx.producer.flag_release` (release" in out
     assert "`fx.producer.payload_store`" not in out
+
+
+ONE_WORD_OFF = "const int got = channel.payload[word_idx] + (word_idx == 5);"
+
+
+def test_a_change_that_fails_with_no_fault_is_named_not_the_harness(repo, capsys):
+    edit(repo, "const int got = channel.payload[word_idx];", ONE_WORD_OFF)
+    git(repo, "commit", "-qam", "head: the check reads one word wrong")
+    status = main(["HEAD~1", "HEAD", "--root", str(repo), "--run"], workdir="w")
+    out = capsys.readouterr().out
+    log = repo.parent / "w/runs/change/control.clean/control.clean-default.log"
+    assert (
+        "- **the change fails the driver: Mismatched payload round=0 word=5 expected=6 got=7 "
+        f"(config default; log: {log})**\n- BASE's tree with no fault [default]: PASSED\n"
+    ) in out
+    assert (
+        "- control.clean [default]: BROKE (the change fails the driver: Mismatched payload "
+        "round=0 word=5 expected=6 got=7)\n"
+    ) in out
+    assert "harness" not in out
+    assert "  - ran: none (a control was wrong: no fault judged)\n" in out
+    assert status == 1 and out.endswith("Verdict: CHANGES NEEDED\n\n")
+
+
+def test_base_failing_with_no_fault_too_is_a_broken_harness(repo, capsys):
+    edit(repo, "const int got = channel.payload[word_idx];", ONE_WORD_OFF)
+    git(repo, "commit", "-qam", "base: the check reads one word wrong")
+    edit(repo, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
+    git(repo, "commit", "-qam", "head: an ordering-neutral change")
+    status = main(["HEAD~1", "HEAD", "--root", str(repo), "--run"], workdir="w")
+    out = capsys.readouterr().out
+    log = repo.parent / "w/runs/base/control.clean/control.clean-default.log"
+    assert (
+        "- **the harness is broken: BASE's tree fails the driver too, with no fault: Mismatched "
+        f"payload round=0 word=5 expected=6 got=7 (config default; log: {log})**\n"
+        "- BASE's tree with no fault [default]: BROKE\n"
+    ) in out
+    assert "the change fails" not in out
+    assert status == 1 and out.endswith("Verdict: HARNESS BROKEN\n\n")
