@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -138,7 +139,17 @@ def test_run_judges_no_fault_when_a_control_is_wrong(repo, capsys):
     edit(repo, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
     git(repo, "commit", "-qam", "head: a forced failure that fails nothing")
     status = main(
-        ["HEAD~1", "HEAD", "--root", str(repo), "--run", "--report", str(repo.parent / "r.md")],
+        [
+            "HEAD~1",
+            "HEAD",
+            "--root",
+            str(repo),
+            "--run",
+            "--report",
+            str(repo.parent / "r.md"),
+            "--sarif",
+            str(repo.parent / "r.sarif"),
+        ],
         catalog,
         workdir="w",
     )
@@ -151,6 +162,15 @@ def test_run_judges_no_fault_when_a_control_is_wrong(repo, capsys):
         "judged (config default)**\n" in out
     )
     assert "- S1 [default]" not in out and "Verdict: HARNESS BROKEN\n" in out
+    [result] = json.loads((repo.parent / "r.sarif").read_text())["runs"][0]["results"]
+    assert (result["ruleId"], result["level"]) == ("harness-broken", "warning")
+    assert result["locations"] == [
+        {
+            "physicalLocation": {
+                "artifactLocation": {"uri": f"{SRC}/catalog.toml", "uriBaseId": "%SRCROOT%"}
+            }
+        }
+    ]
     assert (repo.parent / "r.md").read_text() == out[:-1]
 
 

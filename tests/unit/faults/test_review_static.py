@@ -64,8 +64,7 @@ def repo(tmp_path) -> Path:
     return fixture_repo(tmp_path)
 
 
-@pytest.fixture
-def contract(monkeypatch) -> list:
+def install_contract(monkeypatch) -> list:
     """faults.contract replaced by the stand-in; returns its calls."""
     calls = []
     module = types.ModuleType("faults.contract")
@@ -78,6 +77,11 @@ def contract(monkeypatch) -> list:
     module.check_contracts = check_contracts
     monkeypatch.setitem(sys.modules, "faults.contract", module)
     return calls
+
+
+@pytest.fixture
+def contract(monkeypatch) -> list:
+    return install_contract(monkeypatch)
 
 
 def weaken_the_release(repo: Path) -> None:
