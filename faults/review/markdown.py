@@ -63,7 +63,12 @@ def touched_site(result: Review, cover: Coverage) -> list[str]:
     if result.runs is not None:
         ran = [r for r in result.runs.faults if r.fault in cover.faults]
         verdicts = ", ".join(f"{r.fault} [{r.config}] {r.verdict}" for r in ran)
-        lines.append(f"  - ran: {verdicts or 'none (a control was wrong: no fault judged)'}")
+        none = (
+            "none (no covering fault runs under a config that fits here)"
+            if all(r.ok for r in result.runs.controls)
+            else "none (a control was wrong: no fault judged)"
+        )
+        lines.append(f"  - ran: {verdicts or none}")
     return lines
 
 

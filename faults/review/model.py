@@ -9,7 +9,7 @@ from pathlib import Path
 
 from faults.review.coverage import Coverage
 from faults.review.runs import RunReport
-from faults.review.static import ContractCheck, Located
+from faults.review.static import ContractCheck, ContractFinding, Located
 
 
 class ReviewVerdict(str, Enum):
@@ -38,7 +38,7 @@ class Review:
     def site_path(self, cover: Coverage) -> str:
         return cover.site.path.relative_to(self.tree).as_posix()
 
-    def untouched_findings(self) -> list:
+    def untouched_findings(self) -> list[ContractFinding]:
         """Contract findings at sites the change does not touch: they count
         too, since a change can break a site it never edits (a barrier removed
         above a release's region, a shared header changing the PTX)."""

@@ -52,7 +52,8 @@ def first_failure(result: RunResult, log: LogPatterns) -> str:
     if outcome is None:  # it did not build, or could not start
         return f"{result.verdict}: {result.reason.splitlines()[0]}"
     if outcome["outer_timeout"]:
-        return f"the outer timeout ({outcome['timeout_s']:g} s) ended the run: it hangs"
+        limit = "" if outcome["timeout_s"] is None else f" ({outcome['timeout_s']:g} s)"
+        return f"the outer timeout{limit} ended the run: it hangs"
     path = Path(outcome["log_path"])
     lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
     patterns = (log.mismatch, log.timeout, log.assertion, log.device_error)
@@ -104,6 +105,8 @@ def run_review(
         base_clean = engine.controls([c for c in catalog.configs if c.name in failed])
         for base_run in base_clean:
             mine = failed[base_run.config]
+            # The control's own reason blames the harness; the runs listed
+            # in the report say which tree is at fault instead.
             if base_run.ok:
                 failure = CleanFailure(mine.config, first_failure(mine, log), log_path(mine))
                 change_fails.append(failure)

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from faults.catalog import load_catalog
 from faults.cli import main as faults_main
+from faults.engine import RunResult
+from faults.review.runs import first_failure
+from faults.verdict import Verdict
 
 FIXTURE = Path(__file__).parents[3] / "tests/fixtures/flag_payload"
 SRC = "tests/fixtures/flag_payload"
@@ -218,3 +222,55 @@ def test_base_failing_with_no_fault_too_is_a_broken_harness(repo, capsys):
     ) in out
     assert "the change fails" not in out
     assert status == 1 and out.endswith("Verdict: HARNESS BROKEN\n\n")
+
+
+def failed_run(tmp_path: Path, verdict, reason: str, log: str | None, **outcome) -> RunResult:
+    path = tmp_path / "run.log"
+    if log is not None:
+        path.write_text(log)
+    fields = {"exit_code": 1, "outer_timeout": False, "timeout_s": 60.0, "log_path": str(path)}
+    return RunResult(
+        "control.clean", "default", 0, verdict, False, reason, "d" * 64, {},
+        None if log is None else {**fields, **outcome},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "verdict, reason, log, outcome, said",
+    [
+        (Verdict.BUILD_ERROR, "g++: error: x\nmore", None, {}, "BUILD ERROR: g++: error: x"),
+        (
+            Verdict.TIMED_OUT,
+            "",
+            "started\n",
+            {"outer_timeout": True, "exit_code": None},
+            "the outer timeout (60 s) ended the run: it hangs",
+        ),
+        (
+            Verdict.BROKE,
+            "",
+            "hello\nMismatched payload round=1\nterminate called\n",
+            {},
+            "Mismatched payload round=1",
+        ),
+        (
+            Verdict.BROKE,
+            "",
+            "hello\nbye\n\n",
+            {"exit_code": 3},
+            "exit 3 with no line naming a failure; its last line: bye",
+        ),
+        (
+            Verdict.WRONG_TREE,
+            "the log's digest is not the scratch tree's",
+            "fixture rounds=4 failed=0\n",
+            {"exit_code": 0},
+            "WRONG TREE: the log's digest is not the scratch tree's",
+        ),
+    ],
+)
+def test_a_failed_clean_run_is_said_by_its_first_failing_line(
+    tmp_path, verdict, reason, log, outcome, said
+):
+    patterns = load_catalog(FIXTURE / "catalog.toml").target.log
+    assert first_failure(failed_run(tmp_path, verdict, reason, log, **outcome), patterns) == said
