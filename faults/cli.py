@@ -5,7 +5,7 @@ show ID               one fault, its patches (includes first)
 apply ID --out DIR    a scratch tree with ID applied, to read or build by hand
 run ID                apply, build, run every config (or --config), judge
 sweep                 controls first, then every fault; reports and history
-review BASE [CHANGE] what a change does to the synchronization (static; --run: run it)
+review BASE [CHANGE]  what a change does to the synchronization (static; --run: run it)
 sites [--check] DIR   list the sites under DIR, or check their rules
 
 A bad argument, path, ref or catalog is refused with one line naming it
