@@ -144,7 +144,10 @@ def _control(path: Path, raw, target: Target) -> tuple[Patch, ...]:
 
 
 TARGET_KEYS = frozenset(
-    "name sources language run log build clock rank timeout_s env gpus contract mutation publisher".split()
+    (
+        "name sources language run log build clock rank timeout_s env gpus"
+        " contract mutation publisher"
+    ).split()
 )
 
 

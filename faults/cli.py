@@ -5,7 +5,7 @@ show ID               one fault, its patches (includes first)
 apply ID --out DIR    a scratch tree with ID applied, to read or build by hand
 run ID                apply, build, run every config (or --config), judge
 sweep                 controls first, then every fault; reports and history
-review BASE [HEAD]    what a change does to the synchronization (--run: run its faults)
+review BASE [CHANGE]  what a change does to the synchronization (static; --run: run it)
 sites [--check] DIR   list the sites under DIR, or check their rules and contracts
 corpus DIR [--run]    review every bug commit of a corpus; --results-dir writes the table
 
@@ -264,28 +264,41 @@ def sweep_command(args: argparse.Namespace) -> int:
 
 
 def review_command(args: argparse.Namespace) -> int:
-    from faults.review import markdown, review, run_covering
+    from faults.report.sarif import write_sarif
+    from faults.review import check_refs, markdown, review, run_review
+    from faults.review.diff import top_prefix
+    from faults.review.findings import RULES, TOOL, findings
 
     needed = load_catalog(args.catalog).target.gpus
+    check_refs(args.root, args.base, args.change)
     if args.run and gpu_count() < needed:
         raise UsageError(
             f"review --run: the target needs {needed} GPUs, this machine has {gpu_count()}"
         )
     with workdir(args, "review") as work:
-        result, catalog, tree = review(
+        result, catalog = review(
             args.root,
             args.base,
-            args.head,
+            args.change,
             args.catalog,
             generated=not args.no_generated,
             workdir=work.path,
         )
         if args.run:
-            result.runs = run_covering(result, catalog, tree, work.path / "runs")
-            work.failed = not all(r.ok for r in result.runs)
+            result.runs = run_review(
+                result.touched, catalog, result.tree, args.root, args.base, work.path / "runs"
+            )
+            work.failed = not result.runs.ok
     text = markdown(result)
     if args.report:
         write_text(args.report, text)
+    if args.sarif:
+        prefix = top_prefix(args.root)
+        try:
+            harness = prefix / Path(args.catalog).resolve().relative_to(args.root)
+        except ValueError:  # a catalog outside the tree: its findings name no file
+            harness = None
+        write_sarif(args.sarif, TOOL, RULES, findings(result, prefix, harness))
     print(text)
     return 0 if result.ok else 1
 
@@ -362,11 +375,20 @@ def parser() -> OneLineParser:
         command.add_argument("--config", action="append", default=None)
         command.add_argument("--repeat", type=at_least_one, default=1)
         command.set_defaults(handler=function)
-    review = commands.add_parser("review")
-    review.add_argument("base")
-    review.add_argument("head", nargs="?", default=None)
-    review.add_argument("--run", action="store_true", help="run the covering faults on HEAD")
+    review = commands.add_parser(
+        "review", help="what BASE..CHANGE does to the synchronization (static unless --run)"
+    )
+    review.add_argument("base", metavar="BASE", help="the ref the change is reviewed against")
+    review.add_argument(
+        "change", metavar="CHANGE", nargs="?", default=None, help="a ref (default: working tree)"
+    )
+    review.add_argument(
+        "--run",
+        action="store_true",
+        help="run the change's tree, then the covering faults (without it: the static review)",
+    )
     review.add_argument("--report", type=Path, default=None, help="write the Markdown here")
+    review.add_argument("--sarif", type=Path, default=None, help="write the findings as SARIF")
     review.set_defaults(handler=review_command)
     corpus = commands.add_parser("corpus", help="review every bug commit of a corpus")
     corpus.add_argument("dir", type=Path, help="a folder of *.patch files with their headers")
@@ -399,11 +421,14 @@ def check_paths(args: argparse.Namespace) -> None:
         raise UsageError(f"--catalog {args.catalog}: not a file")
     if args.workdir is not None:
         writable_dir(args.workdir, "--workdir")
-    report = getattr(args, "report", None)
-    if report is not None:
-        writable_dir(report.parent, "--report's folder")
-        if report.is_dir():
-            raise UsageError(f"--report {report}: a directory, not a file")
+    outputs = {name: getattr(args, name, None) for name in ("report", "sarif")}
+    for name, output in outputs.items():
+        if output is not None:
+            writable_dir(output.parent, f"--{name}'s folder")
+            if output.is_dir():
+                raise UsageError(f"--{name} {output}: a directory, not a file")
+    if None not in outputs.values() and len({p.resolve() for p in outputs.values()}) == 1:
+        raise UsageError(f"--report and --sarif name one file: {outputs['sarif']}")
 
 
 def program() -> str:

@@ -97,7 +97,7 @@ ROWS = {
     ),
     "review of one commit against itself": (
         fixture("review", "HEAD", "HEAD"),
-        "BASE HEAD and HEAD HEAD are one commit: nothing to review",
+        "BASE HEAD and CHANGE HEAD are one commit: nothing to review",
     ),
 }
 

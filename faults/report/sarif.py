@@ -1,0 +1,88 @@
+"""SARIF 2.1.0, the format code-review tools (GitHub code scanning, IDEs) show
+inline: one result per finding, each at its file:line, under a rule per kind
+of finding. Only what the standard requires and what those tools read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from hostio import write_json
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+VERSION = "2.1.0"
+# The base the relative uris resolve against: the repository's top, as
+# GitHub code scanning names it.
+SOURCE_ROOT = "%SRCROOT%"
+
+
+class Level(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: Rule
+    level: Level
+    message: str
+    uri: str | None = None  # relative to the repository's top, '/'-separated
+    line: int | None = None  # 1-based; None: the whole file
+
+    def __post_init__(self) -> None:
+        if self.uri is not None and (self.uri.startswith("/") or "\\" in self.uri):
+            raise ValueError(f"SARIF uri {self.uri!r}: relative and '/'-separated")
+        if self.line is not None and self.line < 1:
+            raise ValueError(f"SARIF line {self.line}: lines start at 1")
+
+
+def result(finding: Finding, rule_index: int) -> dict:
+    entry = {
+        "ruleId": finding.rule.id,
+        "ruleIndex": rule_index,
+        "level": finding.level.value,
+        "message": {"text": finding.message},
+    }
+    if finding.uri is not None:
+        location: dict = {"artifactLocation": {"uri": finding.uri, "uriBaseId": SOURCE_ROOT}}
+        if finding.line is not None:
+            location["region"] = {"startLine": finding.line}
+        entry["locations"] = [{"physicalLocation": location}]
+    return entry
+
+
+def sarif_document(tool: str, rules: list[Rule], findings: list[Finding]) -> dict:
+    """One run of `tool`; `rules` are every kind it can report, found or not."""
+    index = {rule.id: i for i, rule in enumerate(rules)}
+    unknown = sorted({f.rule.id for f in findings} - set(index))
+    if unknown:
+        raise ValueError(f"SARIF findings under rules not declared: {unknown}")
+    return {
+        "$schema": SCHEMA,
+        "version": VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": tool,
+                        "rules": [
+                            {"id": rule.id, "shortDescription": {"text": rule.description}}
+                            for rule in rules
+                        ],
+                    }
+                },
+                "results": [result(f, index[f.rule.id]) for f in findings],
+            }
+        ],
+    }
+
+
+def write_sarif(path: Path, tool: str, rules: list[Rule], findings: list[Finding]) -> None:
+    write_json(path, sarif_document(tool, rules, findings))

@@ -1,0 +1,84 @@
+"""The pre-merge ordering review: what a change does to the synchronization.
+
+    afdep-faults review BASE [CHANGE] [--run] [--report FILE] [--sarif FILE]
+
+From the git diff BASE..CHANGE (CHANGE omitted: the working tree) under the
+catalog's sources: the sites the change touches; ordering primitives it adds
+outside any site; the publish contract of every site on the changed tree
+(faults.contract, no GPU); and, for each touched site, the faults that cover
+it - a must-pass fault that delays it and a must-fail fault that exercises it,
+from the catalog or generated from the sites. With --run (and the hardware
+the target needs) the change's own tree runs first, then the covering faults,
+in scratch trees. Without --run it is the static review, the one the
+pre-commit hook runs (docs/architecture.md, "The pre-merge review").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from faults.catalog import Catalog, load_catalog
+from faults.generate import with_generated
+from faults.review.coverage import Coverage, coverage
+from faults.review.diff import ReviewError, changed_lines, check_refs
+from faults.review.markdown import markdown
+from faults.review.model import Review, ReviewVerdict
+from faults.review.runs import RunReport, run_review
+from faults.review.static import Located, check_contract
+from faults.scratch import make_scratch
+from faults.sites import parse_tree
+
+__all__ = [
+    "Coverage",
+    "Review",
+    "ReviewError",
+    "ReviewVerdict",
+    "RunReport",
+    "check_refs",
+    "coverage",
+    "markdown",
+    "review",
+    "run_review",
+]
+
+
+def review(
+    repo_root: Path,
+    base: str,
+    change: str | None,
+    catalog_path: Path,
+    *,
+    generated: bool = True,
+    workdir: Path,
+) -> tuple[Review, Catalog]:
+    """The static review of BASE..CHANGE: no GPU, no run."""
+    check_refs(repo_root, base, change)
+    tree = make_scratch(repo_root, workdir / "change", ref=change) if change else Path(repo_root)
+    catalog = load_catalog(catalog_path, tree_root=tree)
+    if generated:
+        catalog = with_generated(catalog, tree)
+    sources = tree / catalog.target.sources
+    sites, violations = parse_tree(sources)
+    changed = changed_lines(repo_root, base, change, catalog.target.sources)
+
+    def lines_of(path: Path) -> set[int]:
+        return changed.get(str(path.relative_to(sources)), set())
+
+    covers = coverage(catalog, sites)
+    touched = [covers[s.name] for s in sites if lines_of(s.path) & set(range(s.start, s.end + 1))]
+    unsited = [
+        Located(v.path.relative_to(tree).as_posix(), v.line, v.message)
+        for v in violations
+        if v.line in lines_of(v.path)
+    ]
+    result = Review(
+        base,
+        change or "working tree",
+        tree,
+        catalog.target.sources,
+        changed,
+        touched,
+        unsited,
+        check_contract(tree, catalog.target),
+    )
+    return result, catalog

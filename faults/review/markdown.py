@@ -1,0 +1,99 @@
+"""The review's Markdown report: the change's own run first (with --run), the
+static contract, each touched site with its contract result and covering
+faults, then every run and the verdict."""
+
+from __future__ import annotations
+
+from faults.engine import CLEAN
+from faults.review.coverage import Coverage
+from faults.review.model import Review
+from faults.review.runs import RunReport
+from faults.review.static import ContractCheck
+
+
+def own_run(runs: RunReport | None) -> list[str]:
+    lines = ["## The change's own run", ""]
+    if runs is None:
+        return [*lines, "Not run: the static review (--run runs it, then the covering faults).", ""]
+    lines += [f"- **{failure}**" for failure in runs.change_fails]
+    lines += [f"- **{sentence}**" for sentence in runs.harness_broken]
+    if not runs.change_fails and not runs.harness_broken:
+        configs = ", ".join(r.config for r in runs.controls if r.fault == CLEAN)
+        lines.append(f"- The change's tree passes the driver with no fault (config {configs}).")
+    lines += [f"- BASE's tree with no fault [{r.config}]: {r.verdict}" for r in runs.base_clean]
+    if not runs.base_clean:
+        lines.append("- BASE's tree: not run (the change's tree passes: nothing to tell apart).")
+    return [*lines, ""]
+
+
+def contract_summary(check: ContractCheck) -> list[str]:
+    lines = ["## Static contract (the changed tree, no GPU)", ""]
+    if not check.available:
+        return [*lines, "Not checked: this installation has no faults.contract.", ""]
+    state = "no violation" if check.ok else f"{len(check.findings)} violation(s)"
+    lines.append(
+        f"{check.sites_checked} sites, {check.variants_checked} kernel variants checked: {state}."
+    )
+    return [*lines, ""]
+
+
+def site_contract(check: ContractCheck, cover: Coverage) -> str:
+    if not check.available:
+        return "not checked"
+    found = check.at(cover.site.name)
+    if found:
+        return "VIOLATED: " + "; ".join(str(f.where) for f in found)
+    if cover.site.kind in ("release", "wait"):
+        return "ok"
+    return f"none (a {cover.site.kind} site declares no publish contract)"
+
+
+def touched_site(result: Review, cover: Coverage) -> list[str]:
+    site = cover.site
+    state = "covered" if not cover.missing else "UNCOVERED: " + "; ".join(cover.missing)
+    path = result.site_path(cover)
+    unneeded = "n/a (no wait guards it)"
+    failing = ", ".join(cover.failing) or ("-" if cover.needs_failing else unneeded)
+    lines = [
+        f"- `{site.name}` ({site.kind}, {path}:{site.start}-{site.end}): {state}",
+        f"  - contract: {site_contract(result.contract, cover)}",
+        f"  - must pass: {', '.join(cover.passing) or '-'}",
+        f"  - must fail: {failing}",
+    ]
+    if result.runs is not None:
+        ran = [r for r in result.runs.faults if r.fault in cover.faults]
+        verdicts = ", ".join(f"{r.fault} [{r.config}] {r.verdict}" for r in ran)
+        none = (
+            "none (no covering fault runs under a config that fits here)"
+            if all(r.ok for r in result.runs.controls)
+            else "none (a control was wrong: no fault judged)"
+        )
+        lines.append(f"  - ran: {verdicts or none}")
+    return lines
+
+
+def markdown(result: Review) -> str:
+    lines = [f"# Ordering review: {result.base}..{result.change}", ""]
+    files = ", ".join(f"`{name}`" for name in sorted(result.changed)) or "none"
+    lines += [f"Files changed under the sources: {files}", ""]
+    lines += own_run(result.runs) + contract_summary(result.contract)
+    if result.unsited:
+        lines += ["## Ordering primitives added outside any site", ""]
+        lines += [f"- {entry}" for entry in result.unsited] + [""]
+    lines += ["## Sites touched", ""]
+    if not result.touched:
+        lines.append("None: the change leaves every synchronization site as it was.")
+    for cover in result.touched:
+        lines += touched_site(result, cover)
+    elsewhere = result.untouched_findings()
+    if elsewhere:
+        lines += ["", "## Contract violations at sites the change does not touch", ""]
+        lines += [f"- {finding.where}" for finding in elsewhere]
+    if result.runs is not None:
+        lines += ["", "## Runs on the change's tree (controls first)", ""]
+        lines += [
+            f"- {r.fault} [{r.config}]: {r.verdict}" + ("" if r.ok else f" ({r.reason})")
+            for r in [*result.runs.controls, *result.runs.faults]
+        ]
+    lines += ["", f"Verdict: {result.verdict}"]
+    return "\n".join(lines) + "\n"

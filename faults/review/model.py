@@ -1,0 +1,69 @@
+"""One review: what the change touches, what the static contract and the runs
+said, and the verdict that follows (docs/architecture.md, "The pre-merge review")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from faults.review.coverage import Coverage
+from faults.review.runs import RunReport
+from faults.review.static import ContractCheck, ContractFinding, Located
+
+
+class ReviewVerdict(str, Enum):
+    OK = "ok"
+    CHANGES_NEEDED = "CHANGES NEEDED"
+    # The harness cannot judge: BASE's tree fails too, or the forced failure
+    # is not seen. Not the change's fault, and not a pass either.
+    HARNESS_BROKEN = "HARNESS BROKEN"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class Review:
+    base: str
+    change: str  # a ref, or "working tree"
+    tree: Path  # the change's tree: the working tree, or CHANGE's scratch copy
+    sources: str  # the catalog's sources, relative to the tree's root
+    changed: dict[str, set[int]]  # file (relative to the sources) -> lines changed by CHANGE
+    touched: list[Coverage]
+    unsited: list[Located]  # ordering primitives the change adds outside any site
+    contract: ContractCheck
+    runs: RunReport | None = None  # with --run
+
+    def site_path(self, cover: Coverage) -> str:
+        return cover.site.path.relative_to(self.tree).as_posix()
+
+    def untouched_findings(self) -> list[ContractFinding]:
+        """Contract findings at sites the change does not touch: they count
+        too, since a change can break a site it never edits (a barrier removed
+        above a release's region, a shared header changing the PTX)."""
+        touched = {cover.site.name for cover in self.touched}
+        return [f for f in self.contract.findings if f.site not in touched]
+
+    @property
+    def static_ok(self) -> bool:
+        return (
+            not self.unsited
+            and not any(cover.missing for cover in self.touched)
+            and self.contract.ok
+        )
+
+    @property
+    def verdict(self) -> ReviewVerdict:
+        runs = self.runs
+        if not self.static_ok or (runs is not None and runs.change_fails):
+            return ReviewVerdict.CHANGES_NEEDED
+        if runs is not None and runs.harness_broken:
+            return ReviewVerdict.HARNESS_BROKEN
+        if runs is not None and not runs.ok:
+            return ReviewVerdict.CHANGES_NEEDED
+        return ReviewVerdict.OK
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is ReviewVerdict.OK
