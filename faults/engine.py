@@ -260,16 +260,15 @@ TreeContract = Callable[[Path], str | None]
 
 
 def static_contract(catalog: Catalog) -> TreeContract | None:
-    """faults.contract's check of a tree, when that module is there (it is
-    optional: without it no survivor is UNOBSERVABLE)."""
-    try:
-        from faults.contract import check_contracts
-    except ImportError:
+    """faults.contract's check of a tree (source and PTX); None for a catalog
+    that declares no [target.contract]: then no survivor is UNOBSERVABLE."""
+    from faults.contract import check_contracts
+
+    if catalog.target.contract is None:
         return None
 
     def violations(tree: Path) -> str | None:
-        ptx = bool(getattr(catalog.target, "ptx", None))  # the PTX check needs the target's command
-        report = check_contracts(tree, catalog.target, ptx=ptx)
+        report = check_contracts(tree, catalog.target, ptx=True)
         return "; ".join(str(v) for v in report.violations) or None
 
     return violations

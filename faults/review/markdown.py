@@ -28,8 +28,8 @@ def own_run(runs: RunReport | None) -> list[str]:
 
 def contract_summary(check: ContractCheck) -> list[str]:
     lines = ["## Static contract (the changed tree, no GPU)", ""]
-    if not check.available:
-        return [*lines, "Not checked: this installation has no faults.contract.", ""]
+    if not check.declared:
+        return [*lines, "Not checked: the catalog declares no [target.contract].", ""]
     state = "no violation" if check.ok else f"{len(check.findings)} violation(s)"
     lines.append(
         f"{check.sites_checked} sites, {check.variants_checked} kernel variants checked: {state}."
@@ -38,7 +38,7 @@ def contract_summary(check: ContractCheck) -> list[str]:
 
 
 def site_contract(check: ContractCheck, cover: Coverage) -> str:
-    if not check.available:
+    if not check.declared:
         return "not checked"
     found = check.at(cover.site.name)
     if found:

@@ -4,11 +4,12 @@ every release and wait site, checked on the changed tree by faults.contract
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CONTRACT_MODULE = "faults.contract"
+from faults.contract import check_contracts
+from faults.ptx_read import PtxError
+from hostio import UsageError
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,10 @@ class ContractFinding:
 
 @dataclass
 class ContractCheck:
-    """`available` False: this installation has no contract checker, and the
-    report says so (never a silent pass)."""
+    """`declared` False: the catalog has no [target.contract], and the report
+    says so (never a silent pass)."""
 
-    available: bool
+    declared: bool
     findings: list[ContractFinding] = field(default_factory=list)
     sites_checked: int = 0
     variants_checked: int = 0
@@ -58,17 +59,20 @@ def tree_relative(path: Path, tree: Path) -> str:
     return path.as_posix()
 
 
+def declares_contract(target) -> bool:
+    return target.contract is not None
+
+
 def check_contract(tree: Path, target) -> ContractCheck:
     """Every site contract of `tree`, on the sources and on the PTX the
-    target's compiler emits. A checker that is absent is said, not skipped
-    silently; one that is present but broken raises."""
+    target's compiler emits. PTX that cannot be made or read stops the review
+    with one line naming it (exit 2), never a silent pass."""
+    if not declares_contract(target):
+        return ContractCheck(declared=False)
     try:
-        contract = importlib.import_module(CONTRACT_MODULE)
-    except ModuleNotFoundError as error:
-        if error.name != CONTRACT_MODULE:
-            raise  # the checker is there and imports something missing: not ours to hide
-        return ContractCheck(available=False)
-    report = contract.check_contracts(tree, target, ptx=True)
+        report = check_contracts(tree, target, ptx=True)
+    except PtxError as error:
+        raise UsageError(f"the changed tree's PTX: {error}") from None
     findings = [
         ContractFinding(
             violation.site,

@@ -5,13 +5,12 @@ publish with no release order, a wait with no acquire."""
 
 from __future__ import annotations
 
-import sys
-import types
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from faults.review import static
 from faults.sites import parse_tree
 from tests.unit.faults.test_review import SRC, edit, fixture_repo, git, main, review
 
@@ -67,15 +66,14 @@ def repo(tmp_path) -> Path:
 def install_contract(monkeypatch) -> list:
     """faults.contract replaced by the stand-in; returns its calls."""
     calls = []
-    module = types.ModuleType("faults.contract")
 
     def check_contracts(tree_root: Path, catalog_target, *, ptx: bool = True) -> ContractReport:
         calls.append((Path(tree_root), catalog_target.name, ptx))
         found = violations(Path(tree_root), catalog_target.sources)
         return ContractReport(found, sites_checked=4, variants_checked=1)
 
-    module.check_contracts = check_contracts
-    monkeypatch.setitem(sys.modules, "faults.contract", module)
+    monkeypatch.setattr(static, "check_contracts", check_contracts)
+    monkeypatch.setattr(static, "declares_contract", lambda target: True)
     return calls
 
 
@@ -146,15 +144,3 @@ def test_the_changed_tree_of_a_commit_is_checked_not_the_working_tree(repo, caps
     assert status == 1 and "contract: VIOLATED" in out
     [(tree, _, _)] = contract
     assert tree == repo.parent / "work/change"  # HEAD's archive, in the workdir
-
-
-def test_without_a_contract_checker_the_review_says_so(repo, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "faults.contract", None)  # an import of it fails
-    weaken_the_release(repo)
-    status, out = review(repo, capsys)
-    assert (
-        "## Static contract (the changed tree, no GPU)\n\n"
-        "Not checked: this installation has no faults.contract.\n"
-    ) in out
-    assert "  - contract: not checked\n" in out
-    assert status == 0 and out.endswith("Verdict: ok\n\n")
