@@ -77,16 +77,19 @@ def assert_no_row_repeats(fresh: torch.Tensor, stale: torch.Tensor, what: str) -
 
 
 def test_source_rows_scales_and_weights_differ_from_the_steps_before(catalog_steps):
+    """From the step before: every row, weight row and scale row. From further
+    back: bf16 rows (band and parity: 5 steps), scale rows (band: 2 steps)."""
     payload, steps = catalog_steps
+    reach = {"x": 5 if payload == "bf16" else 1, "topk_weights": 1, "x_scales": 2}
     for step in range(1, len(steps)):
-        fresh, stale = steps[step]["sources"][0], steps[step - 1]["sources"][0]
-        where = f"{payload} step {step}"
-        assert_no_row_repeats(fresh.x, stale.x, f"x {where}")
-        assert_no_row_repeats(fresh.topk_weights, stale.topk_weights, f"weights {where}")
-        if payload == "fp8":  # scales carry the band alone: step % 3
-            for earlier in range(max(step - 2, 0), step):
-                stale_scales = steps[earlier]["sources"][0].x_scales
-                assert_no_row_repeats(fresh.x_scales, stale_scales, f"x_scales {where}")
+        fresh = steps[step]["sources"][0]
+        for name, back in reach.items():
+            if getattr(fresh, name) is None:
+                continue
+            for earlier in range(max(step - back, 0), step):
+                stale = getattr(steps[earlier]["sources"][0], name)
+                where = f"{name} {payload} step {step} vs {earlier}"
+                assert_no_row_repeats(getattr(fresh, name), stale, where)
 
 
 def test_expert_rows_and_outputs_differ_from_every_earlier_step(catalog_steps):
