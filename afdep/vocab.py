@@ -52,6 +52,7 @@ class RouteKind(Word):
 MISMATCH = "Mismatched"  # a check that failed: `Mismatched <what> <where>: <detail>`
 RESULT = "AFDEP_RESULT"  # the last line: `AFDEP_RESULT {json}`
 BENCH = "AFDEP_BENCH"  # a bench process's result, rank 0: `AFDEP_BENCH {json}`
+SKEW = "AFDEP_SKEW"  # a rank's launch delay at a step: `AFDEP_SKEW step=<s> rank=<r> cycles=<c>`
 
 
 def digest_line(digest: str) -> str:
@@ -61,6 +62,10 @@ def digest_line(digest: str) -> str:
 
 def result_line(summary: dict) -> str:
     return f"{RESULT} {json.dumps(summary)}"
+
+
+def skew_line(step: int, rank: int, cycles: int) -> str:
+    return f"{SKEW} step={step} rank={rank} cycles={cycles}"
 
 
 # ---- device lines (common/comm.cuh printf) ------------------------------------
@@ -80,6 +85,7 @@ ROUTE_ASSERT = re.compile(
 AGREEMENT_LINE = re.compile(
     r"\[default(\d+)\]:.*all ranks must use the same count-first configuration"
 )
+SKEW_LINE = re.compile(SKEW + r" step=(\d+) rank=(\d+) cycles=(\d+)")
 RESULT_LINE = re.compile(RESULT + r" (\{.*\})\s*$", re.MULTILINE)
 
 
@@ -92,6 +98,7 @@ class LogFacts:
     digests: list[str] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
     agreement_ranks: list[int] = field(default_factory=list)  # ranks that named a disagreement
+    skews: list[tuple[int, int, int]] = field(default_factory=list)  # (step, rank, cycles)
 
     @property
     def final_result(self) -> dict | None:
@@ -110,6 +117,7 @@ def parse_log(text: str) -> LogFacts:
         facts.route_asserts.append((m[1], int(m[2]), int(m[3]), int(rank)))
     facts.digests = sorted(set(DIGEST.findall(text)))
     facts.agreement_ranks = sorted({int(m[1]) for m in AGREEMENT_LINE.finditer(text)})
+    facts.skews = [(int(m[1]), int(m[2]), int(m[3])) for m in SKEW_LINE.finditer(text)]
     for m in RESULT_LINE.finditer(text):
         try:
             facts.results.append(json.loads(m[1]))

@@ -21,9 +21,10 @@ import torch.distributed as dist
 
 import afdep
 from afdep.testing.inputs import make_source_inputs
+from afdep.testing.skew import LaunchSkew, launch_delays
 from afdep.testing.steps import StepRunner, inject_invalid_route
-from afdep.vocab import MISMATCH, Protocol, Role, RouteKind, digest_line, result_line
-from hostio import OneLineParser
+from afdep.vocab import MISMATCH, Protocol, Role, RouteKind, digest_line, result_line, skew_line
+from hostio import OneLineParser, at_least
 
 INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
 ROLES = [role.value for role in Role]
@@ -61,8 +62,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--empty-prob", type=float, default=0.1, help="probability that a top-k entry is -1"
     )
     parser.add_argument(
-        "--skew", type=int, default=None, help="route every real token's slot 0 to this expert"
+        "--route-skew",
+        type=int,
+        default=None,
+        metavar="EXPERT",
+        help="route every real token's slot 0 to this expert",
     )
+    add_skew_options(parser)
     parser.add_argument("--invalid-route", choices=[k.value for k in RouteKind], default=None)
     parser.add_argument("--invalid-execution", choices=("eager", "graph"), default=None)
     parser.add_argument(
@@ -85,6 +91,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="test only: this rank sends nothing at the first step",
     )
     args = parser.parse_args(argv)
+    resolve_skew_options(parser, args)
     for item in args.role_env:  # kept as written: the summary records the arguments
         try:
             parse_role_env(item)
@@ -101,6 +108,40 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.steps < 1 or args.invalid_route and args.steps <= INVALID_STEP:
         parser.error(f"--steps must be >= 1 (> {INVALID_STEP} with --invalid-route)")
     return args
+
+
+def add_skew_options(parser: argparse.ArgumentParser) -> None:
+    """--skew and --skew-seed (architecture.md, "Stale data and launch skew")."""
+    parser.add_argument(
+        "--skew",
+        choices=[mode.value for mode in LaunchSkew],
+        default=LaunchSkew.SEEDED.value,
+        help="per step, which rank launches first and how late the others do (seeded: from "
+        "--skew-seed; off: all at once)",
+    )
+    parser.add_argument(
+        "--skew-seed",
+        type=at_least(0),
+        default=None,
+        help="the launch skew's seed (default: --seed)",
+    )
+
+
+def resolve_skew_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    args.skew = LaunchSkew(args.skew)
+    if args.skew == LaunchSkew.OFF and args.skew_seed is not None:
+        parser.error("--skew-seed needs --skew seeded")
+    if args.skew == LaunchSkew.SEEDED and args.skew_seed is None:
+        args.skew_seed = args.seed  # the summary's config records the seed that ran
+
+
+def launch_delay(args: argparse.Namespace, step: int, rank: int, world_size: int) -> int:
+    """This rank's launch delay at `step` in cycles, logged as one line."""
+    cycles = 0
+    if args.skew == LaunchSkew.SEEDED:
+        cycles = launch_delays(args.skew_seed, step, world_size)[rank]
+    print(skew_line(step, rank, cycles), flush=True)
+    return cycles
 
 
 def parse_role_env(item: str) -> tuple[Role, str, str]:
@@ -153,7 +194,7 @@ def run(args: argparse.Namespace, rank: int) -> dict:
                     payload=g.payload,
                     device=buffer.device,
                     empty_prob=args.empty_prob,
-                    skew=args.skew,
+                    skew=args.route_skew,
                 )
                 for a in range(g.num_attention)
             ]
@@ -162,7 +203,8 @@ def run(args: argparse.Namespace, rank: int) -> dict:
                 kind, token, slot = inject_invalid_route(sources, args.invalid_route, g.num_experts)
                 log(rank, f"injected: route {kind} token={token} slot={slot}")
             skip = args.test_skip_dispatch_rank == rank and global_step == 0
-            runner.step(sources, bucket=num_tokens, skip_send=skip)
+            delay = launch_delay(args, global_step, rank, dist.get_world_size())
+            runner.step(sources, bucket=num_tokens, skip_send=skip, delay_cycles=delay)
             torch.cuda.synchronize()  # a trap or timeout surfaces here as a CUDA error
             if invalid:
                 mismatches.append(f"{MISMATCH} route {args.invalid_route}: the step ran clean")

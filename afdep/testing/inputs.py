@@ -11,6 +11,10 @@ FP8_MAX = 448.0  # largest finite float8_e4m3fn value
 _AMAX_FLOOR = 1e-4  # keeps all-zero blocks from dividing by zero
 _WEIGHT_LOW, _WEIGHT_HIGH = 0.05, 1.0
 _PAYLOADS = ("bf16", "fp8")
+# A step's rows lie in one of three magnitude bands (log2), by step % 3, and
+# are +0 in one of two channels, by step % 2 (`step_rows`).
+STEP_BANDS = (-11, 0, 11)  # 2^-11 stays above quantize_fp8's amax floor
+PARITY_CHANNELS = (1, 2)
 
 
 @dataclass
@@ -133,6 +137,48 @@ def _step_seed(seed: int, step: int, rank: int) -> int:
     return mixed % (1 << 63)
 
 
+def step_rows(capacity: int, hidden: int, step: int, generator: torch.Generator) -> torch.Tensor:
+    """fp32 [C, H] rows that encode `step` (architecture.md, "Stale data and
+    launch skew"): with `band = 2 ** STEP_BANDS[step % 3]`,
+
+    - channel `128 b` (each block's lead) is `±band * [1, 2]`, every other channel
+      below `band` in magnitude: the lead is its block's amax, so an fp8 block
+      scale lies in `band * [1, 2] / 448` and a partial's channel 0 in
+      `band * [2^-5.4, 36]` (top-k <= 8, weights in [0.05, 1), s(e) in [0.5, 2.25]);
+      bands 11 binades apart never meet;
+    - channel `1 + step % 2` is +0 and channel `2 - step % 2` is `±band * [0.5, 1]`:
+      a row, its expert rows, its partials and its combined output are +0 there
+      at this step and nonzero at the step before, whatever the routes.
+    """
+    if hidden < 3:
+        raise ValueError(
+            f"hidden must be at least 3 (a lead and two parity channels), got {hidden}"
+        )
+    band = 2.0 ** STEP_BANDS[step % 3]
+    rows = (torch.rand(capacity, hidden, generator=generator) * 2 - 1) * band
+    blocks = len(range(0, hidden, FP8_BLOCK))
+    lead = (1 + torch.rand(capacity, blocks, generator=generator)) * band
+    negative = torch.rand(capacity, blocks, generator=generator) < 0.5
+    rows[:, ::FP8_BLOCK] = torch.where(negative, -lead, lead)
+    kept = (0.5 + 0.5 * torch.rand(capacity, generator=generator)) * band
+    zero_channel, kept_channel = PARITY_CHANNELS[step % 2], PARITY_CHANNELS[1 - step % 2]
+    rows[:, zero_channel] = 0.0
+    rows[:, kept_channel] = torch.where(negative[:, 0], -kept, kept)
+    return rows
+
+
+def step_weights(capacity: int, top_k: int, step: int, generator: torch.Generator) -> torch.Tensor:
+    """fp32 [C, K] in [0.05, 1) whose last mantissa bit is `step % 2`: a weight
+    from the step before never equals this step's."""
+    low = torch.nextafter(torch.tensor(_WEIGHT_LOW), torch.tensor(1.0))
+    # uniform_ can round up to the excluded upper bound in fp32.
+    high = torch.nextafter(torch.tensor(_WEIGHT_HIGH), torch.tensor(0.0))
+    weights = torch.empty(capacity, top_k).uniform_(_WEIGHT_LOW, _WEIGHT_HIGH, generator=generator)
+    # From above `low`, clearing the bit stays >= 0.05; below `high`, setting it stays < 1.
+    bits = weights.clamp(min=low, max=high).view(torch.int32)
+    return ((bits & ~1) | (step % 2)).view(torch.float32)
+
+
 def make_source_inputs(
     *,
     rank: int,
@@ -148,7 +194,9 @@ def make_source_inputs(
     empty_prob: float = 0.1,
     skew: int | None = None,
 ) -> SourceInputs:
-    """Inputs of attention rank `rank` at `step`, a pure function of its arguments."""
+    """Inputs of attention rank `rank` at `step`, a pure function of its
+    arguments; rows, scales and weights encode the step (`step_rows`,
+    `step_weights`)."""
     if payload not in _PAYLOADS:
         raise ValueError(f"payload must be one of {_PAYLOADS}, got {payload!r}")
     gen = torch.Generator(device="cpu")
@@ -156,11 +204,8 @@ def make_source_inputs(
     topk_idx = random_routes(
         num_tokens, capacity, num_experts, top_k, gen, empty_prob=empty_prob, skew=skew
     )
-    weights = torch.empty(capacity, top_k).uniform_(_WEIGHT_LOW, _WEIGHT_HIGH, generator=gen)
-    # uniform_ can round up to the excluded upper bound in fp32.
-    below_one = torch.nextafter(torch.tensor(_WEIGHT_HIGH), torch.tensor(0.0)).item()
-    weights = weights.clamp(max=below_one)
-    x_f32 = torch.randn(capacity, hidden, generator=gen)
+    weights = step_weights(capacity, top_k, step, gen)
+    x_f32 = step_rows(capacity, hidden, step, gen)
     if payload == "bf16":
         x, scales = x_f32.to(torch.bfloat16), None
     else:

@@ -188,26 +188,27 @@ def _slot_rows(layout: ExpertLayout, src_rank: int, num_tokens: int, top_k: int)
     return row_of
 
 
-def combine_reference(
+def combine_partials(
     sources: list[SourceInputs],
     layouts: list[ExpertLayout],
     ys: list[torch.Tensor],
     num_experts: int,
     ffn_ranks: int,
-) -> list[torch.Tensor]:
-    """out_a [n_a, H] bf16 per attention rank, with the two-level fixed-order reduction."""
+) -> list[list[tuple[torch.Tensor, torch.Tensor]]]:
+    """Step 1 of the combine: per attention rank, per FFN rank, (routes_to_f
+    [n, 1] bool, the bf16 partial [n, H] that FFN rank sends)."""
     epf = experts_per_ffn(num_experts, ffn_ranks)
     _check_sources(sources, num_experts)
     if len(layouts) != ffn_ranks or len(ys) != ffn_ranks:
         raise ValueError(
             f"need one layout and one y per FFN rank, got {len(layouts)=} {len(ys)=} {ffn_ranks=}"
         )
-    outs = []
+    partials = []
     for a, source in enumerate(sources):
         n, hidden = source.num_tokens, source.x.shape[1]
         topk, w = source.topk_idx[:n], source.topk_weights[:n]
         device = topk.device
-        acc = torch.zeros(n, hidden, dtype=torch.float32, device=device)
+        per_ffn = []
         for f in range(ffn_ranks):
             on_f = (topk >= f * epf) & (topk < (f + 1) * epf)
             row_of = _slot_rows(layouts[f], a, n, topk.shape[1])
@@ -226,8 +227,28 @@ def combine_reference(
                 # where, not a 0/1 mask multiply: a skipped slot adds nothing, not even
                 # a signed zero or a NaN from the unrelated row it was clamped to.
                 partial = torch.where(take.unsqueeze(1), partial + w[:, k : k + 1] * yk, partial)
-            partial_bf16 = partial.to(torch.bfloat16)
-            routes_to_f = on_f.any(dim=1, keepdim=True)
-            acc = torch.where(routes_to_f, acc + partial_bf16.float(), acc)
-        outs.append(acc.to(torch.bfloat16))
-    return outs
+            per_ffn.append((on_f.any(dim=1, keepdim=True), partial.to(torch.bfloat16)))
+        partials.append(per_ffn)
+    return partials
+
+
+def reduce_partials(per_ffn: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Step 2 of the combine on one attention rank: out [n, H] bf16, the FFN
+    ranks' partials added in increasing order, each where its token routes."""
+    first = per_ffn[0][1]
+    acc = torch.zeros(first.shape, dtype=torch.float32, device=first.device)
+    for routes_to_f, partial in per_ffn:
+        acc = torch.where(routes_to_f, acc + partial.float(), acc)
+    return acc.to(torch.bfloat16)
+
+
+def combine_reference(
+    sources: list[SourceInputs],
+    layouts: list[ExpertLayout],
+    ys: list[torch.Tensor],
+    num_experts: int,
+    ffn_ranks: int,
+) -> list[torch.Tensor]:
+    """out_a [n_a, H] bf16 per attention rank, with the two-level fixed-order reduction."""
+    partials = combine_partials(sources, layouts, ys, num_experts, ffn_ranks)
+    return [reduce_partials(per_ffn) for per_ffn in partials]

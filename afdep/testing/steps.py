@@ -19,6 +19,7 @@ from afdep.testing.reference import (
     expert_function,
     take_rows,
 )
+from afdep.testing.skew import delay_stream
 from afdep.vocab import MISMATCH, Protocol, Role, RouteKind
 
 
@@ -89,8 +90,17 @@ class StepRunner:
         if self.buffer.role == Role.ATTENTION:
             load_graph_inputs(self.static, sources[self.buffer.rank])
 
-    def step(self, sources: list[SourceInputs], *, bucket: int, skip_send: bool = False) -> None:
-        """One step of `bucket` tokens (every rank passes the same bucket)."""
+    def step(
+        self,
+        sources: list[SourceInputs],
+        *,
+        bucket: int,
+        skip_send: bool = False,
+        delay_cycles: int = 0,
+    ) -> None:
+        """One step of `bucket` tokens (every rank passes the same bucket),
+        its kernels queued `delay_cycles` late on the current stream (the
+        launch skew, architecture.md "Stale data and launch skew")."""
         self.bucket = bucket
         self._load(sources)
         # Ranks start each step together. The last step's host-side checks take
@@ -102,6 +112,7 @@ class StepRunner:
         # parent gives up on a silent worker after REPLY_TIMEOUT_S.
         dist.barrier()
         if not self.graph:
+            delay_stream(delay_cycles)
             self._dispatch(skip_send)
             self._combine()
             return
@@ -112,6 +123,8 @@ class StepRunner:
                 self._dispatch(skip_send)
                 self._combine()
             self._graphs[protocol] = graph
+        # After the capture, which synchronizes the device, and outside the graph.
+        delay_stream(delay_cycles)
         self._graphs[protocol].replay()
 
     def bench(self, sources: list[SourceInputs], iters: int) -> dict[str, float]:

@@ -10,6 +10,7 @@ import pytest
 
 from afdep.jit import source_digest
 from afdep.testing.launch import DRIVER, torchrun_command
+from afdep.testing.skew import launch_delays
 from afdep.vocab import RouteKind, parse_log
 from hostio import run_logged
 
@@ -48,6 +49,11 @@ def test_bitwise_equal_to_reference(tmp_path, payload, execution, extra):
     assert result["ok"] and result["mismatches"] == 0 and result["checks"] > 0
     assert [rank["role"] for rank in result["ranks"]] == ["attention", "ffn"]  # the wire's words
     assert facts.digests == [source_digest()]
+    # The default launch skew, seeded by --seed 0: one line per step and rank.
+    schedule = [
+        (step, rank, launch_delays(0, step, 2)[rank]) for step in range(6) for rank in (0, 1)
+    ]
+    assert sorted(facts.skews) == schedule
 
 
 @pytest.mark.parametrize("execution", ["eager", "graph"])

@@ -5,6 +5,7 @@ import os
 import pytest
 
 from afdep.testing.driver import apply_role_env, parse_args, parse_role_env
+from afdep.testing.skew import LaunchSkew
 from afdep.vocab import Role, RouteKind
 
 
@@ -58,3 +59,32 @@ def test_role_env_reaches_only_its_role(monkeypatch, rank, value):
     args = parse_args(["--ffn-ranks", "1", "--role-env", "ffn:AFDEP_X=1"])
     apply_role_env(args, rank, world_size=3)
     assert os.environ.get("AFDEP_X") == value
+
+
+def test_launch_skew_is_seeded_by_default_from_the_seed():
+    args = parse_args(["--seed", "4"])
+    assert args.skew is LaunchSkew.SEEDED and args.skew_seed == 4
+    assert parse_args(["--skew-seed", "9"]).skew_seed == 9
+    off = parse_args(["--skew", "off"])
+    assert off.skew is LaunchSkew.OFF and off.skew_seed is None
+    assert parse_args(["--route-skew", "5"]).route_skew == 5
+
+
+@pytest.mark.parametrize(
+    "argv, error",
+    [
+        (
+            ["--skew", "bogus"],
+            "argument --skew: invalid choice: 'bogus' (choose from 'off', 'seeded')",
+        ),
+        (["--skew-seed", "-1"], "argument --skew-seed: at least 0, got -1"),
+        (["--skew-seed", "x"], "argument --skew-seed: an integer, got 'x'"),
+        (["--skew", "off", "--skew-seed", "3"], "--skew-seed needs --skew seeded"),
+        (["--route-skew", "x"], "argument --route-skew: invalid int value: 'x'"),
+    ],
+)
+def test_a_bad_skew_option_is_refused_naming_it(argv, error, capsys):
+    with pytest.raises(SystemExit) as info:
+        parse_args(argv)
+    assert info.value.code == 2
+    assert capsys.readouterr().err == f"afdep drive: error: {error}\n"

@@ -34,6 +34,7 @@ LOG = f"""\
 [default1]:afdep timeout: site=pf.epilogue.done_wait rank=1 expected=48 seen=24
 [default1]:AFDEP_RESULT {{"ok": false, "rank": 1, "error": "x"}}
 [default0]:AFDEP_RESULT {{"ok": false, "checks": 3, "ranks": []}}
+[default1]:AFDEP_SKEW step=2 rank=1 cycles=41234
 """
 
 
@@ -45,6 +46,7 @@ def test_parse_log_reads_every_line_kind():
     assert len(facts.assertions) == 2
     assert facts.digests == [DIGEST]
     assert facts.final_result == {"ok": False, "checks": 3, "ranks": []}
+    assert facts.skews == [(2, 1, 41234)]
 
 
 def test_parse_log_without_summary_returns_the_last_failure():

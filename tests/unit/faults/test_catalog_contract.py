@@ -60,6 +60,7 @@ SAMPLES = [
     (vocab.result_line({"ok": True, "ranks": 2}), set()),
     ("[default1]:AFDFAULT N2 rank=1", set()),
     ("[default0]:step 3 tokens=512 ok", set()),
+    (f"[default1]:{vocab.skew_line(3, 1, 41234)}", set()),
 ]
 
 
