@@ -137,6 +137,45 @@ class RankFailures(RuntimeError):
         super().__init__(f"logical rank {first.rank}: {type(first.error).__name__}: {first.error}")
 
 
+class Meeting:
+    """A reusable barrier of `parties` threads. Unlike threading.Barrier, a
+    break (`abort`) never reaches a thread whose meeting already completed,
+    even if it has not woken yet: only those still waiting, and later ones."""
+
+    def __init__(self, parties: int, timeout_s: float) -> None:
+        self.parties = parties
+        self.timeout_s = timeout_s
+        self._cond = threading.Condition()
+        self._arrived = 0
+        self._generation = 0
+        self._broken = False
+
+    def wait(self) -> None:
+        with self._cond:
+            if self._broken:
+                raise threading.BrokenBarrierError
+            generation = self._generation
+            self._arrived += 1
+            if self._arrived == self.parties:
+                self._arrived = 0
+                self._generation += 1
+                self._cond.notify_all()
+                return
+            met = self._cond.wait_for(
+                lambda: self._generation != generation or self._broken, self.timeout_s
+            )
+            if not met:
+                self._broken = True
+                self._cond.notify_all()
+            if self._generation == generation:
+                raise threading.BrokenBarrierError
+
+    def abort(self) -> None:
+        with self._cond:
+            self._broken = True
+            self._cond.notify_all()
+
+
 class LocalWorld:
     """N logical ranks' host code on N threads of one process, one at a time:
     a rank runs until it reaches a collective, where it gives up its turn and
@@ -148,7 +187,7 @@ class LocalWorld:
         if not isinstance(world_size, int) or world_size < 1:
             raise ValueError(f"world_size must be a positive int, got {world_size!r}")
         self.world_size = world_size
-        self._barrier = threading.Barrier(world_size, timeout=timeout_s)
+        self._barrier = Meeting(world_size, timeout_s)
         self._turn = threading.Lock()
         self._slots: list[Any] = [None] * world_size
 
