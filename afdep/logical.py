@@ -62,6 +62,11 @@ def logical_ranks(
         return Buffer(group, config=config, **buffer_kwargs)
 
     buffers = LocalWorld(world_size).run(build)
+    # The kernels were loaded on the ranks' threads; this thread launches them.
+    from cuda.core import Device
+
+    torch.cuda.set_device(device_index)
+    Device(device_index).set_current()
     first = buffers[0]
     sm_count = torch.cuda.get_device_properties(device_index).multi_processor_count
     fit = check_residency(first.geometry, first.protocols, first.config.epilogue_sms, sm_count)
