@@ -289,3 +289,66 @@ def test_a_graph_step_captures_every_rank_before_any_replay():
     assert not [entry for entry in log if str(entry[2]).startswith("capture")]
     steps.step([], bucket=512)  # the other protocol: captured once more
     assert len([entry for entry in log if str(entry[2]).startswith("capture")]) == 8
+
+
+# ------------------------------------------------------------------ failures
+@pytest.fixture
+def no_gpu_needed(monkeypatch):
+    import torch
+
+    import afdep.testing.logical as logical
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32")  # restored after the test
+
+    def exit_now(code):
+        raise SystemExit(code)
+
+    monkeypatch.setattr(logical.os, "_exit", exit_now)
+    return logical
+
+
+def test_a_disagreement_is_reported_by_every_logical_rank(no_gpu_needed, monkeypatch, capsys):
+    from afdep.buffer import agree_on_config
+    from afdep.config import Config
+    from afdep.ranks import LocalWorld
+
+    configs = [Config(), Config(ungate=True)]
+
+    def disagreeing(world_size, **kwargs):
+        return LocalWorld(world_size).run(lambda group: agree_on_config(group, configs[group.rank]))
+
+    monkeypatch.setattr(no_gpu_needed, "logical_ranks", disagreeing)
+    args = parse_args(["--role-env", "ffn:AFDEP_COUNT_FIRST_UNGATE=1"])
+    resolve_rank_mode(args, PLAIN)
+    with pytest.raises(SystemExit) as caught:
+        no_gpu_needed.main_logical(args)
+    assert caught.value.code == 1
+    out, err = capsys.readouterr()
+    facts = parse_log(out + err)
+    assert facts.agreement_ranks == [0, 1]
+    assert [(r["ok"], r["rank"]) for r in facts.results] == [(False, 0), (False, 1)]
+    assert facts.results[1]["error"].startswith(
+        "ConfigError: all ranks must use the same count-first configuration: "
+        "AFDEP_COUNT_FIRST_UNGATE differs"
+    )
+    assert out.splitlines()[2] == "[default0]:rank mode: 1xH200, 2 logical ranks"
+
+
+def test_a_geometry_that_cannot_be_resident_ends_the_run_in_one_line(
+    no_gpu_needed, monkeypatch, capfd
+):
+    from afdep.residency import ResidencyError
+
+    message = "one-GPU mode: 3A:1F needs 3×40 (attention) + 1×40 (ffn) = 160 CTAs ..."
+
+    def refused(world_size, **kwargs):
+        raise ResidencyError(message)
+
+    monkeypatch.setattr(no_gpu_needed, "logical_ranks", refused)
+    args = parse_args(["--ranks", "4"])
+    resolve_rank_mode(args, PLAIN)
+    assert no_gpu_needed.main_logical(args) == 2
+    out, err = capfd.readouterr()
+    assert err.splitlines() == [f"afdep drive: error: {message}"]
+    assert "AFDEP_RESULT" not in out
