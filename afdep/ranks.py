@@ -34,6 +34,14 @@ class RankMode(Word):
     LOGICAL = "logical"
 
 
+def mode_for_gpus(gpus: int, ranks: int) -> RankMode:
+    """The mode a tool picks from the GPUs it sees: a rank per GPU when there
+    are enough, else every rank on one GPU; ValueError with none."""
+    if gpus < 1:
+        raise ValueError(f"{ranks} ranks need a GPU, found {gpus}")
+    return RankMode.NVLINK if gpus >= ranks else RankMode.LOGICAL
+
+
 def rank_mode_label(mode: RankMode, ranks: int, gpu_name: str) -> str:
     """What results carry so one-GPU and NVLink results are never mixed:
     `1xH200, 2 logical ranks` or `2xH200, 2 NVLink ranks`."""

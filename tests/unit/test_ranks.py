@@ -21,6 +21,7 @@ from afdep.ranks import (
     TorchRankGroup,
     logical_allocation_bytes,
     logical_peer_bases,
+    mode_for_gpus,
     rank_group,
     rank_mode_label,
     slice_stride,
@@ -185,3 +186,12 @@ def test_a_break_after_a_meeting_completed_does_not_reach_its_waiters():
 def test_a_meeting_nobody_else_reaches_times_out_broken():
     with pytest.raises(threading.BrokenBarrierError):
         Meeting(2, 0.05).wait()
+
+
+def test_the_mode_follows_the_gpus_seen():
+    assert mode_for_gpus(2, 2) == RankMode.NVLINK
+    assert mode_for_gpus(8, 4) == RankMode.NVLINK
+    assert mode_for_gpus(1, 2) == RankMode.LOGICAL
+    assert mode_for_gpus(2, 4) == RankMode.LOGICAL
+    with pytest.raises(ValueError, match=r"^2 ranks need a GPU, found 0$"):
+        mode_for_gpus(0, 2)
