@@ -6,6 +6,10 @@ Attention ranks call `dispatch(x, topk_idx, topk_weights, num_tokens)` then
 goes on the current torch stream, so a whole step can be captured in a CUDA
 graph: inputs are read from the tensors' memory at replay time, and the step's
 epoch lives on the device.
+
+A Buffer's peers are a RankGroup (afdep.ranks): a rank per GPU through
+torch.distributed, or logical ranks sharing one GPU in one process
+(afdep.logical; docs/architecture.md, "One GPU, logical ranks").
 """
 
 from __future__ import annotations

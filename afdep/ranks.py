@@ -229,7 +229,10 @@ class LocalWorld:
                     self._barrier.abort()
 
         threads = [
-            threading.Thread(target=rank_main, args=(rank,), name=f"logical-rank-{rank}")
+            # daemon: Ctrl-C in the main thread ends the process, not waits for them
+            threading.Thread(
+                target=rank_main, args=(rank,), name=f"logical-rank-{rank}", daemon=True
+            )
             for rank in range(self.world_size)
         ]
         for thread in threads:
