@@ -239,6 +239,9 @@ def main_logical(args: argparse.Namespace) -> int:
     """The driver's logical mode (args resolved: `args.ranks` logical ranks)."""
     for name, value in CONNECTIONS.items():
         os.environ.setdefault(name, value)  # read when CUDA starts, below
+    if torch.cuda.device_count() < 1:
+        print("afdep drive: error: --mode logical: needs a GPU, found 0", file=sys.stderr)
+        return 2
     tags = RankTags()
     digest = afdep.source_digest()
     label = rank_mode_label(RankMode.LOGICAL, args.ranks, torch.cuda.get_device_name())

@@ -299,6 +299,7 @@ def no_gpu_needed(monkeypatch):
     import afdep.testing.logical as logical
 
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32")  # restored after the test
 
     def exit_now(code):
@@ -352,3 +353,14 @@ def test_a_geometry_that_cannot_be_resident_ends_the_run_in_one_line(
     out, err = capfd.readouterr()
     assert err.splitlines() == [f"afdep drive: error: {message}"]
     assert "AFDEP_RESULT" not in out
+
+
+def test_logical_mode_without_a_gpu_is_one_line(no_gpu_needed, monkeypatch, capsys):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    args = parse_args([])
+    resolve_rank_mode(args, PLAIN)
+    assert no_gpu_needed.main_logical(args) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "afdep drive: error: --mode logical: needs a GPU, found 0\n")
