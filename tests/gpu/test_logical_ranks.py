@@ -114,6 +114,15 @@ def test_arm_source_at_three_attention_ranks(tmp_path):
     assert_clean_pass(*drive(tmp_path, "3A:1F", args, env=env), "3A:1F")
 
 
+def test_a_per_role_knob_outside_the_protocol_passes_and_a_protocol_knob_fails(tmp_path):
+    args = ["--eager", "--tokens", "8", "--role-env", "ffn:AFDEP_TIMEOUT_MS=5000"]
+    assert_clean_pass(*drive(tmp_path / "timeout", "3A:1F", args), "3A:1F")
+    args = ["--eager", "--tokens", "8", "--role-env", "ffn:AFDEP_COUNT_FIRST_UNGATE=1"]
+    outcome, facts, text = drive(tmp_path / "ungate", "3A:1F", args, timeout_s=120)
+    assert outcome.exit_code == 1 and not outcome.outer_timeout
+    assert facts.agreement_ranks == [0, 1, 2, 3], text[-3000:]
+
+
 def test_a_wait_that_cannot_complete_times_out_on_one_gpu(tmp_path):
     # The FFN rank sends nothing: only the attention combine waits, so one site
     # times out (one context: the first trap ends every logical rank's kernels).
