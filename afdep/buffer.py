@@ -6,6 +6,10 @@ Attention ranks call `dispatch(x, topk_idx, topk_weights, num_tokens)` then
 goes on the current torch stream, so a whole step can be captured in a CUDA
 graph: inputs are read from the tensors' memory at replay time, and the step's
 epoch lives on the device.
+
+A Buffer's peers are a RankGroup (afdep.ranks): a rank per GPU through
+torch.distributed, or logical ranks sharing one GPU in one process
+(afdep.logical; docs/architecture.md, "One GPU, logical ranks").
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import torch
 
 from afdep.config import Config, ConfigError, disagreement
 from afdep.kernels import Launcher, combine_launch, dispatch_launches
+from afdep.ranks import RankGroup, rank_group
 from afdep.vocab import Arm, Protocol, Role
 from afdep.workspace import Geometry, pack_params, symmetric_layout
 
@@ -66,20 +71,17 @@ class Buffer:
         collect_view: bool = False,
         config: Config | None = None,
     ) -> None:
-        import torch.distributed as dist
-        import torch.distributed._symmetric_memory as symm_mem
-
-        if not dist.is_initialized():
-            raise RuntimeError("afdep.Buffer needs torch.distributed to be initialized")
-        self.group = group or dist.group.WORLD
-        self.rank = dist.get_rank(self.group)
+        # `group`: a RankGroup (afdep.ranks: logical ranks pass theirs), else a
+        # torch.distributed process group or None for the world.
+        self.group = group = rank_group(group)
+        self.rank = group.rank
         self.config = config or Config.from_env()
-        self._agree_on_config(dist)
+        agree_on_config(group, self.config)
         self.protocols = (Protocol.PAYLOAD_FIRST,) + (
             (Protocol.COUNT_FIRST,) if self.config.min_bucket else ()
         )
         self.geometry = g = Geometry(
-            world_size=dist.get_world_size(self.group),
+            world_size=group.world_size,
             ffn_ranks=ffn_ranks,
             num_experts=num_experts,
             capacity=capacity,
@@ -94,13 +96,10 @@ class Buffer:
         self.device = torch.device("cuda", torch.cuda.current_device())
         self.layout = layout = symmetric_layout(g)
 
-        self._symmetric = symm_mem.empty(
-            layout["total_bytes"], dtype=torch.uint8, device=self.device
-        )
-        self._symmetric.zero_()
-        handle = symm_mem.rendezvous(self._symmetric, self.group.group_name)
-        self._handle = handle
-        self._peer_bases = torch.tensor(handle.buffer_ptrs, dtype=torch.int64, device=self.device)
+        self._workspace = workspace = group.symmetric_workspace(layout["total_bytes"], self.device)
+        self._symmetric = workspace.local
+        self._symmetric.zero_()  # before the barrier below: no peer writes before it
+        self._peer_bases = torch.tensor(workspace.peer_bases, dtype=torch.int64, device=self.device)
 
         zeros = lambda *shape, dtype: torch.zeros(*shape, dtype=dtype, device=self.device)  # noqa: E731
         a, c, k, h = g.num_attention, g.capacity, g.top_k, g.hidden
@@ -155,17 +154,7 @@ class Buffer:
         }
         self._combine_kernel = Launcher(combine_launch(g, self.role), self.device.index)
         torch.cuda.synchronize()
-        dist.barrier(group=self.group)
-
-    def _agree_on_config(self, dist) -> None:
-        """Every rank must run the same protocol knobs: a mismatch fails on every
-        rank, naming the knob and each rank's value."""
-        mine = self.config.protocol()
-        gathered: list[dict | None] = [None] * dist.get_world_size(self.group)
-        dist.all_gather_object(gathered, mine, group=self.group)
-        problem = disagreement(gathered)
-        if problem is not None:
-            raise ConfigError(problem)
+        group.barrier()
 
     # ------------------------------------------------------------------ outputs
     def _symmetric_rows(self, offset: str, rows: int, width: int, dtype: torch.dtype):
@@ -314,6 +303,14 @@ class Buffer:
         None until a dispatch has run its kernels on this rank."""
         logged = {1: Protocol.PAYLOAD_FIRST, 2: Protocol.COUNT_FIRST}
         return logged.get(int(self._protocol_log.item()))
+
+
+def agree_on_config(group: RankGroup, config: Config) -> None:
+    """Every rank must run the same protocol knobs: a mismatch fails on every
+    rank, naming the knob and each rank's value."""
+    problem = disagreement(group.all_gather_object(config.protocol()))
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 def step_bucket(bucket, num_tokens, capacity: int) -> int:

@@ -5,7 +5,8 @@ validate   the correctness matrix on 2+ GPUs (on a CPU: compile, check the refer
 bench      screens: arms interleaved across processes, against NCCL and a peer copy
 screen     count-first vs payload-first on 4 GPUs, beside the recorded table
 drive      the correctness driver under torchrun: afdep drive [--nproc N] DRIVER-ARGS
-           (N >= 2, default 2; `python -m afdep.testing.driver` is one rank of it)
+           (N >= 2, default 2; `python -m afdep.testing.driver` is one rank of it);
+           with `--mode logical --ranks N`, N ranks in one process on one GPU
 
 `afdep COMMAND --help` gives each one's options. The same code runs as
 `python -m afdep.build`, `afdep.validate`, `afdep.bench`, `afdep.bench.screen`.
@@ -30,8 +31,9 @@ COMMANDS = {
 def drive(argv: list[str]) -> int:
     """Check the driver's arguments and the GPUs here, then replace this
     process by torchrun running the driver (its ranks die with it)."""
+    from afdep.ranks import RankMode
     from afdep.testing.driver import parse_args
-    from afdep.testing.launch import DRIVER, torchrun_command
+    from afdep.testing.launch import DRIVER, driver_command, torchrun_command
     from hostio import gpu_count
 
     nproc = 2
@@ -40,7 +42,13 @@ def drive(argv: list[str]) -> int:
             print("afdep drive: error: --nproc needs an integer >= 2", file=sys.stderr)
             return 2
         nproc, argv = int(argv[1]), argv[2:]
-    parse_args(argv)  # a bad argument is one line here, not one per rank
+    args = parse_args(argv)  # a bad argument is one line here, not one per rank
+    if args.mode == RankMode.LOGICAL:  # every rank in one process, on one GPU
+        if gpu_count() < 1:
+            print("afdep drive: error: --mode logical: needs a GPU, found 0", file=sys.stderr)
+            return 2
+        command = driver_command(RankMode.LOGICAL, None, argv)
+        os.execv(command[0], command)
     if gpu_count() < nproc:
         print(
             f"afdep drive: error: --nproc {nproc}: needs {nproc} GPUs, found {gpu_count()}",

@@ -2,6 +2,7 @@
 bitwise against afdep.testing.reference on every step.
 
     torchrun --standalone --nproc-per-node=2 -m afdep.testing.driver --payload bf16 --graph
+    python -m afdep.testing.driver --mode logical --ranks 2 --payload bf16 --graph  (one GPU)
 
 Prints the source digest, `Mismatched ...` lines on failure, and one final line
 `AFDEP_RESULT {json}`. Exit 0 only when every check matched. A CUDA error (a
@@ -20,19 +21,21 @@ import torch
 import torch.distributed as dist
 
 import afdep
+from afdep.ranks import RankMode, rank_mode_label
+from afdep.testing.driver_parts import (
+    INVALID_STEP,
+    ROLES,
+    apply_role_env,
+    log,
+    parse_role_env,
+    protocol_name,
+)
 from afdep.testing.inputs import make_source_inputs
-from afdep.testing.skew import LaunchSkew, launch_delays
+from afdep.testing.logical import add_rank_mode_arguments, main_logical, resolve_rank_mode
+from afdep.testing.skew import LaunchSkew, launch_delay
 from afdep.testing.steps import StepRunner, inject_invalid_route
-from afdep.vocab import MISMATCH, Protocol, Role, RouteKind, digest_line, result_line, skew_line
-from hostio import OneLineParser, at_least
-
-INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
-ROLES = [role.value for role in Role]
-
-
-def protocol_name(protocol: Protocol | None) -> str:
-    """As the summary's `protocols` spells it: `none` when no dispatch recorded one."""
-    return "none" if protocol is None else protocol.value
+from afdep.vocab import MISMATCH, RouteKind, digest_line, result_line
+from hostio import OneLineParser, UsageError, at_least
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -90,6 +93,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="test only: this rank sends nothing at the first step",
     )
+    add_rank_mode_arguments(parser)
     args = parser.parse_args(argv)
     resolve_skew_options(parser, args)
     for item in args.role_env:  # kept as written: the summary records the arguments
@@ -133,35 +137,6 @@ def resolve_skew_options(parser: argparse.ArgumentParser, args: argparse.Namespa
         parser.error("--skew-seed needs --skew seeded")
     if args.skew == LaunchSkew.SEEDED and args.skew_seed is None:
         args.skew_seed = args.seed  # the summary's config records the seed that ran
-
-
-def launch_delay(args: argparse.Namespace, step: int, rank: int, world_size: int) -> int:
-    """This rank's launch delay at `step` in cycles, logged as one line."""
-    cycles = 0
-    if args.skew == LaunchSkew.SEEDED:
-        cycles = launch_delays(args.skew_seed, step, world_size)[rank]
-    print(skew_line(step, rank, cycles), flush=True)
-    return cycles
-
-
-def parse_role_env(item: str) -> tuple[Role, str, str]:
-    """`ROLE:VAR=VALUE` as (role, variable, value); ValueError naming the item."""
-    role, _, assignment = item.partition(":")
-    name, eq, value = assignment.partition("=")
-    if role not in ROLES or not eq or not name:
-        raise ValueError(f"--role-env {item!r}: expected {'|'.join(ROLES)}:VAR=VALUE")
-    return Role(role), name, value
-
-
-def log(rank: int, message: str) -> None:
-    print(f"[rank {rank}] {message}", flush=True)
-
-
-def apply_role_env(args: argparse.Namespace, rank: int, world_size: int) -> None:
-    role = Role.ATTENTION if rank < world_size - args.ffn_ranks else Role.FFN
-    for target, name, value in map(parse_role_env, args.role_env):
-        if target == role:
-            os.environ[name] = value
 
 
 def run(args: argparse.Namespace, rank: int) -> dict:
@@ -237,15 +212,24 @@ def run(args: argparse.Namespace, rank: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        resolve_rank_mode(args, os.environ)
+    except UsageError as error:
+        print(f"afdep drive: error: {error}", file=sys.stderr)
+        return 2
+    if args.mode == RankMode.LOGICAL:
+        return main_logical(args)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank = dist.get_rank()
     apply_role_env(args, rank, dist.get_world_size())
     digest = afdep.source_digest()
+    label = rank_mode_label(args.mode, args.ranks, torch.cuda.get_device_name())
     if rank == 0:
         print(digest_line(digest), flush=True)
         print(f"afdep.__file__ = {afdep.__file__}", flush=True)
+        print(f"rank mode: {label}", flush=True)
     started = time.perf_counter()
     try:
         result = run(args, rank)
@@ -270,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
             "mismatches": sum(r["mismatches"] for r in gathered),
             "native_source_sha256": digest,
             "afdep_file": afdep.__file__,
+            "mode": args.mode,
+            "rank_mode": label,
             "config": {**vars(args), "afdep": afdep.Config.from_env().__dict__},
             "wall_s": round(time.perf_counter() - started, 3),
             "ranks": gathered,

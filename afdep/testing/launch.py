@@ -9,6 +9,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from afdep.ranks import RankMode
 from afdep.vocab import LogFacts
 from hostio import ProcessOutcome
 
@@ -55,3 +56,13 @@ def folder(text: str) -> Path:
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: not a folder")
     return path
+
+
+def driver_command(mode: RankMode, ranks: int | None, args: list[str]) -> list[str]:
+    """The driver on `ranks` ranks (None: its default): under torchrun, a rank
+    per GPU (nvlink), or one plain process holding every rank on one GPU
+    (logical, docs/architecture.md "One GPU, logical ranks")."""
+    if mode == RankMode.LOGICAL:
+        count = [] if ranks is None else ["--ranks", str(ranks)]
+        return [sys.executable, "-m", DRIVER, "--mode", str(mode), *count, *args]
+    return torchrun_command(2 if ranks is None else ranks, DRIVER, args)

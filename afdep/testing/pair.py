@@ -1,6 +1,8 @@
-"""Two ranks kept alive across test cases: worker processes each hold a Buffer
-and run one eager step per request, so a Hypothesis property can draw many
-routes without paying a torchrun start per example."""
+"""Ranks kept alive across test cases, so a Hypothesis property can draw many
+routes without paying a torchrun start per example: RankPair's worker
+processes each hold a Buffer on their own GPU; LogicalRankPair holds every
+rank in this process on one GPU (docs/architecture.md, "One GPU, logical
+ranks"). Both run one eager step per request."""
 
 from __future__ import annotations
 
@@ -99,3 +101,36 @@ class RankPair:
             process.join(timeout=30)
             if process.is_alive():
                 process.terminate()
+
+
+class LogicalRankPair:
+    """RankPair's interface over logical ranks in this process, on the current GPU."""
+
+    def __init__(self, world_size: int = 2, **buffer_kwargs) -> None:
+        from afdep.logical import logical_ranks
+        from afdep.testing.logical_steps import LogicalStepper
+        from afdep.testing.steps import StepRunner
+
+        self.world_size = world_size
+        self.ranks = logical_ranks(world_size, **buffer_kwargs)
+        self.runners = [StepRunner(buffer, graph=False) for buffer in self.ranks.buffers]
+        self.stepper = LogicalStepper(self.runners, self.ranks.streams, graph=False)
+        self.steps = 0
+
+    def step(self, sources: list[SourceInputs]) -> tuple[int, list[str]]:
+        """Run one step on every rank; (checks made, mismatch lines) over all ranks."""
+        device = self.ranks.buffers[0].device
+        sources = [s.to(device) for s in sources]
+        self.stepper.step(sources, bucket=sources[0].num_tokens)
+        torch.cuda.synchronize()
+        checks, mismatches = 0, []
+        for runner in self.runners:
+            made, found = runner.check(sources, self.steps, sources[0].num_tokens)
+            checks += made
+            mismatches += found
+        self.steps += 1
+        return checks, mismatches
+
+    def close(self) -> None:
+        torch.cuda.synchronize()
+        self.runners = []

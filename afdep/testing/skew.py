@@ -8,11 +8,12 @@ entry on its own stream, host-side, outside any CUDA graph."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 
 import torch
 
-from afdep.vocab import Word
+from afdep.vocab import Word, skew_line
 
 # Delays in SM clock cycles (torch.cuda._sleep spins on clock64): 5 to 50 us
 # at the H200's 1.98 GHz; shorter than the epilogue's ~22 us start-up hides
@@ -67,3 +68,12 @@ def delay_stream(cycles: int) -> None:
         raise ValueError(f"cycles must be >= 0, got {cycles}")
     if cycles:
         torch.cuda._sleep(cycles)
+
+
+def launch_delay(args: argparse.Namespace, step: int, rank: int, world_size: int) -> int:
+    """This rank's launch delay at `step` in cycles, logged as one line."""
+    cycles = 0
+    if args.skew == LaunchSkew.SEEDED:
+        cycles = launch_delays(args.skew_seed, step, world_size)[rank]
+    print(skew_line(step, rank, cycles), flush=True)
+    return cycles

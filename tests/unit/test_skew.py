@@ -7,12 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from afdep.testing.driver import launch_delay
 from afdep.testing.skew import (
     MAX_DELAY_CYCLES,
     MIN_DELAY_CYCLES,
     LaunchSkew,
     delay_stream,
+    launch_delay,
     launch_delays,
     step_kind,
 )

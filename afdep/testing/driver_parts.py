@@ -1,0 +1,42 @@
+"""What the correctness driver's two rank modes share (afdep.testing.driver:
+a rank per GPU under torchrun; afdep.testing.logical: logical ranks on one
+GPU): the invalid step, the per-role environment, the rank's log line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from afdep.vocab import Protocol, Role
+
+INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
+ROLES = [role.value for role in Role]
+
+
+def protocol_name(protocol: Protocol | None) -> str:
+    """As the summary's `protocols` spells it: `none` when no dispatch recorded one."""
+    return "none" if protocol is None else protocol.value
+
+
+def parse_role_env(item: str) -> tuple[Role, str, str]:
+    """`ROLE:VAR=VALUE` as (role, variable, value); ValueError naming the item."""
+    role, _, assignment = item.partition(":")
+    name, eq, value = assignment.partition("=")
+    if role not in ROLES or not eq or not name:
+        raise ValueError(f"--role-env {item!r}: expected {'|'.join(ROLES)}:VAR=VALUE")
+    return Role(role), name, value
+
+
+def log(rank: int, message: str) -> None:
+    print(f"[rank {rank}] {message}", flush=True)
+
+
+def role_of(rank: int, world_size: int, ffn_ranks: int) -> Role:
+    return Role.ATTENTION if rank < world_size - ffn_ranks else Role.FFN
+
+
+def apply_role_env(args: argparse.Namespace, rank: int, world_size: int) -> None:
+    role = role_of(rank, world_size, args.ffn_ranks)
+    for target, name, value in map(parse_role_env, args.role_env):
+        if target == role:
+            os.environ[name] = value

@@ -1,0 +1,87 @@
+"""The one-GPU mode's SM budget: every logical rank's kernels of a step
+resident at once, counted before any launch (docs/architecture.md, "One GPU,
+logical ranks")."""
+
+from __future__ import annotations
+
+import pytest
+
+from afdep.jit import KernelSpec
+from afdep.kernels import Launch
+from afdep.residency import ResidencyError, check_residency, concurrent_ctas, residency
+from afdep.vocab import Protocol
+from afdep.workspace import Geometry
+
+PF = (Protocol.PAYLOAD_FIRST,)
+BOTH = (Protocol.PAYLOAD_FIRST, Protocol.COUNT_FIRST)
+SHAPES = {"1A:1F": (2, 1), "2A:1F": (3, 1), "3A:1F": (4, 1), "2A:2F": (4, 2), "1A:3F": (4, 3)}
+
+
+def geometry(shape: str, num_sms: int = 24) -> Geometry:
+    world_size, ffn_ranks = SHAPES[shape]
+    return Geometry(
+        world_size=world_size,
+        ffn_ranks=ffn_ranks,
+        num_experts=96,
+        capacity=2048,
+        hidden=2048,
+        top_k=8,
+        num_sms=num_sms,
+    )
+
+
+def launch(grid: int, programmatic: bool = False) -> Launch:
+    spec = KernelSpec.make("ffn_stream_dispatch", kNumThreads=512)
+    return Launch(spec, grid, 0, programmatic)
+
+
+def test_stream_ordered_launches_hold_the_largest_and_pdl_adds_up():
+    assert concurrent_ctas([launch(24), launch(24)]) == 24
+    assert concurrent_ctas([launch(1), launch(30, programmatic=True), launch(24)]) == 31
+    assert concurrent_ctas([launch(1), launch(20, programmatic=True), launch(24)]) == 24
+
+
+@pytest.mark.parametrize(
+    "shape, payload_first, both",
+    [
+        ("1A:1F", 48, 49),
+        ("2A:1F", 72, 73),
+        ("3A:1F", 96, 97),
+        ("2A:2F", 96, 98),
+        ("1A:3F", 96, 99),
+    ],
+)
+def test_every_shape_fits_an_h200_at_24_sms(shape, payload_first, both):
+    assert check_residency(geometry(shape), PF, None, 132).total == payload_first
+    fit = check_residency(geometry(shape), BOTH, None, 132)
+    assert (fit.attention_ctas, fit.ffn_ctas, fit.total, fit.fits) == (24, 25, both, True)
+
+
+def test_count_first_ffn_holds_its_dispatch_and_epilogue_at_once():
+    g = geometry("3A:1F")
+    assert residency(g, PF, None, 132).ffn_ctas == 24
+    assert residency(g, BOTH, None, 132).ffn_ctas == 25  # 1 + 24 (PDL), above the combine's 24
+    assert residency(g, BOTH, 40, 132).ffn_ctas == 41
+    assert residency(g, PF, 40, 132).ffn_ctas == 24  # the knob only matters to count-first
+
+
+def test_a_geometry_that_fits_exactly_is_accepted():
+    assert check_residency(geometry("3A:1F", 33), PF, None, 132).total == 132
+
+
+def test_a_geometry_that_does_not_fit_is_refused_naming_it():
+    with pytest.raises(ResidencyError) as caught:
+        check_residency(geometry("3A:1F", 40), PF, None, 132)
+    assert str(caught.value) == (
+        "one-GPU mode: 3A:1F needs 3×40 (attention) + 1×40 (ffn) = 160 CTAs resident at once; "
+        "the GPU has 132 SMs: lower --num-sms"
+    )
+
+
+def test_the_refusal_names_the_epilogue_knob_when_it_counts():
+    with pytest.raises(ResidencyError) as caught:
+        check_residency(geometry("1A:3F", 24), BOTH, 80, 132)
+    assert str(caught.value) == (
+        "one-GPU mode: 1A:3F needs 1×24 (attention) + 3×81 (ffn) = 267 CTAs resident at once; "
+        "the GPU has 132 SMs: lower --num-sms or AFDEP_COUNT_FIRST_EPILOGUE_SMS"
+    )
