@@ -188,7 +188,7 @@ def review_bug(
     mode = "run" if run else "static"
     sarif = work / f"review-{mode}.sarif"
     command = [sys.executable, "-m", "faults", "--root", str(clone), "--workdir", str(work / mode)]
-    command += ["review", base, head, "--run" if run else "--static", "--sarif", str(sarif)]
+    command += ["review", base, head, "--sarif", str(sarif)] + (["--run"] if run else [])
     log = work / f"review-{mode}.log"
     started = time.perf_counter()
     outcome = run_logged(
