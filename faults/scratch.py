@@ -11,6 +11,8 @@ import shutil
 import tarfile
 from pathlib import Path
 
+from hostio import UsageError
+
 SKIP_PARTS = {".git", "__pycache__", ".jit", ".hypothesis", ".ruff_cache", ".pytest_cache"}
 
 
@@ -43,13 +45,15 @@ def _git_files(root: Path) -> list[str] | None:
 
 
 def copy_working_tree(root: Path, dest: Path) -> Path:
-    """Copy `root` into `dest` (which must not exist yet)."""
+    """Copy `root` into `dest` (absent, or an empty folder)."""
     root, dest = Path(root), Path(dest)
     names = _git_files(root)
     if names is None:
-        shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*SKIP_PARTS))
+        shutil.copytree(
+            root, dest, ignore=shutil.ignore_patterns(*SKIP_PARTS), dirs_exist_ok=True
+        )
         return dest
-    dest.mkdir(parents=True)
+    dest.mkdir(parents=True, exist_ok=True)
     for name in names:
         source = root / name
         if not source.is_file() or SKIP_PARTS.intersection(Path(name).parts):
@@ -70,13 +74,22 @@ def archive_ref(root: Path, ref: str, dest: Path) -> Path:
     buffer = io.BytesIO()
     repo.archive(buffer, treeish=ref if below == "." else f"{ref}:{below}", format="tar")
     buffer.seek(0)
-    dest.mkdir(parents=True)
+    dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=buffer) as archive:
         archive.extractall(dest, filter="data")
     return dest
 
 
+class ScratchExists(UsageError):
+    """A scratch tree's folder already holds something: a reused --workdir."""
+
+
 def make_scratch(root: Path, dest: Path, *, ref: str | None = None) -> Path:
+    """A scratch tree at `dest`, which must not hold anything yet: a folder
+    left by an earlier command is never merged into, nor deleted."""
+    dest = Path(dest)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise ScratchExists(f"{dest}: already exists; give a fresh --workdir")
     return archive_ref(root, ref, dest) if ref else copy_working_tree(root, dest)
 
 

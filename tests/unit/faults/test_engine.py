@@ -17,7 +17,13 @@ from faults.catalog import load_catalog
 from faults.cli import main
 from faults.engine import Engine, RunResult
 from faults.report import summary_line
-from faults.scratch import UserTreeChanged, UserTreeGuard, make_scratch, tree_digest
+from faults.scratch import (
+    ScratchExists,
+    UserTreeChanged,
+    UserTreeGuard,
+    make_scratch,
+    tree_digest,
+)
 from faults.verdict import Verdict
 
 REPO = Path(__file__).parents[3]
@@ -356,3 +362,14 @@ def test_an_interrupted_run_phase_stops_every_worker_at_its_next_fault():
     with pytest.raises(KeyboardInterrupt):
         sweep([engine], ["D1"] * 10, None, 1, lambda found: None, slots=2)
     assert len(engine.started) <= 3  # not 6: the interrupted worker's one and the other's five
+
+
+def test_a_scratch_tree_is_never_made_over_an_earlier_one(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/a.cu").write_text("x\n")
+    (tmp_path / "dest").mkdir()  # empty: fine
+    assert (make_scratch(tmp_path / "src", tmp_path / "dest") / "a.cu").read_text() == "x\n"
+    with pytest.raises(ScratchExists) as error:
+        make_scratch(tmp_path / "src", tmp_path / "dest")
+    assert str(error.value) == f"{tmp_path / 'dest'}: already exists; give a fresh --workdir"
+    assert (tmp_path / "dest/a.cu").read_text() == "x\n"  # left as it was
