@@ -146,9 +146,18 @@ def _control(path: Path, raw, target: Target) -> tuple[Patch, ...]:
 TARGET_KEYS = frozenset(
     (
         "name sources language run log build clock rank timeout_s env gpus"
-        " contract mutation publisher"
+        " contract mutation publisher logical"
     ).split()
 )
+
+
+def _logical_run(path: Path, raw) -> tuple[str, ...]:
+    """[target.logical] run: the command that runs every rank on one GPU."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or set(raw) != {"run"}:
+        raise _fail(path, "target.logical", f"a table with one key, run; got {raw!r}")
+    return _command(path, "target.logical", "run", raw["run"])
 
 
 def _target(path: Path, raw) -> Target:
@@ -194,6 +203,7 @@ def _target(path: Path, raw) -> Target:
         gpus=gpus,
         contract=_contract(path, raw["contract"]) if "contract" in raw else None,
         publisher=publisher_table(path, raw.get("publisher"), float(timeout_s)),
+        logical_run=_logical_run(path, raw.get("logical")),
     )
 
 

@@ -5,7 +5,7 @@ Catalog answers (faults/catalog.py loads and checks one)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
@@ -21,7 +21,7 @@ def catalog_error(path: Path, where: str, message: str) -> CatalogError:
 
 # The `{name}`s a target's build and run words and a config's args may hold;
 # faults/run.py fills in every one in both stages, so the load checks them all.
-PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus")
+PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus", "ranks")
 # The `{name}`s of `[target.contract] ptx`, filled in by faults/contract.py.
 PTX_PLACEHOLDERS = ("tree", "sources", "out", "python")
 
@@ -251,6 +251,17 @@ class Publisher:
 GROUPS = ("thread", "warp", "block", "grid")
 
 
+class RankMode(str, Enum):
+    """How a run places its ranks (docs/architecture.md, "One GPU, logical
+    ranks"): one per GPU, or all of them as logical ranks on one GPU."""
+
+    PER_GPU = "per-gpu"
+    LOGICAL = "logical"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -267,6 +278,7 @@ class Target:
     contract: ContractSpellings | None = None  # [target.contract]; None: no contract check
     mutations: tuple[MutationRule, ...] = ()  # [[target.mutation]]: faults/mutate.py
     publisher: Publisher | None = None  # who publishes, for the delays that expose
+    logical_run: tuple[str, ...] = ()  # [target.logical] run: every rank on one GPU
 
 
 @dataclass(frozen=True)
@@ -277,6 +289,7 @@ class Catalog:
     faults: dict[str, Fault]
     control: tuple[Patch, ...]  # the forced-fail control's patches
     generate: GenerateSettings  # the [generate] table: how site-generated faults are made
+    rank_mode: RankMode = RankMode.PER_GPU
 
     def config(self, name: str) -> Config:
         for config in self.configs:
@@ -291,8 +304,38 @@ class Catalog:
             raise CatalogError(f"{self.path}: no fault {fault_id!r}; known: {sorted(self.faults)}")
         return self.faults[fault_id]
 
-    def gpus_for(self, config: Config) -> int:
+    def ranks_for(self, config: Config) -> int:
+        """The ranks a run of `config` has (a GPU each in the per-GPU mode)."""
         return config.gpus or self.target.gpus
+
+    def gpus_for(self, config: Config) -> int:
+        if self.rank_mode is RankMode.LOGICAL:
+            return min(self.ranks_for(config), 1)
+        return self.ranks_for(config)
+
+    @property
+    def gpus_needed(self) -> int:
+        """GPUs a run of the target's default configs needs in this mode."""
+        return min(self.target.gpus, 1) if self.rank_mode is RankMode.LOGICAL else self.target.gpus
+
+    def auto_rank_mode(self, gpus: int) -> RankMode:
+        """By the GPUs here: fewer than the target's ranks but one at least, and
+        a [target.logical] command, run every rank on one GPU."""
+        if 0 < gpus < self.target.gpus and self.target.logical_run:
+            return RankMode.LOGICAL
+        return RankMode.PER_GPU
+
+    def in_rank_mode(self, mode: RankMode) -> Catalog:
+        """This catalog with its runs placed by `mode` (logical: the target's
+        [target.logical] run command, one GPU per run)."""
+        if mode is RankMode.PER_GPU:
+            return self
+        if not self.target.logical_run:
+            raise CatalogError(
+                f"{self.path}: rank mode {mode}: the catalog has no [target.logical] run command"
+            )
+        target = replace(self.target, run=self.target.logical_run)
+        return replace(self, target=target, rank_mode=mode)
 
     def configs_for(self, fault_id: str, names: list[str] | None = None) -> list[Config]:
         """The configs `fault_id` runs under, narrowed to `names` when given

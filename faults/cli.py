@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
+from faults.catalog_types import RankMode
 from faults.generate import with_generated
 from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from faults.scratch import make_scratch
@@ -46,7 +47,15 @@ from hostio import (
 # ------------------------------------------------------------------ shared steps
 def load(args: argparse.Namespace) -> Catalog:
     catalog = load_catalog(args.catalog, tree_root=args.root)
+    catalog = catalog.in_rank_mode(chosen_rank_mode(args, catalog))
     return catalog if args.no_generated else with_generated(catalog, args.root)
+
+
+def chosen_rank_mode(args: argparse.Namespace, catalog: Catalog) -> RankMode:
+    """--rank-mode, or by the GPUs here (Catalog.auto_rank_mode)."""
+    if args.rank_mode != "auto":
+        return RankMode(args.rank_mode)
+    return catalog.auto_rank_mode(gpu_count())
 
 
 def workdir(args: argparse.Namespace, command: str) -> KeptFolder:
@@ -269,7 +278,9 @@ def review_command(args: argparse.Namespace) -> int:
     from faults.review.diff import top_prefix
     from faults.review.findings import RULES, TOOL, findings
 
-    needed = load_catalog(args.catalog).target.gpus
+    plain = load_catalog(args.catalog)
+    mode = chosen_rank_mode(args, plain)
+    needed = plain.in_rank_mode(mode).gpus_needed
     check_refs(args.root, args.base, args.change)
     if args.run and gpu_count() < needed:
         raise UsageError(
@@ -283,6 +294,7 @@ def review_command(args: argparse.Namespace) -> int:
             args.catalog,
             generated=not args.no_generated,
             workdir=work.path,
+            rank_mode=mode,
         )
         if args.run:
             result.runs = run_review(
@@ -309,13 +321,20 @@ def corpus_command(args: argparse.Namespace) -> int:
 
     catalog = load(args)
     bugs = load_corpus(args.dir, args.only)
-    needed = catalog.target.gpus
+    needed = catalog.gpus_needed
     if args.run and gpu_count() < needed:
         raise UsageError(
             f"corpus --run: the target needs {needed} GPUs, this machine has {gpu_count()}"
         )
     with workdir(args, "corpus") as work:
-        results = run_corpus(args.root, catalog.target.sources, bugs, work.path, run=args.run)
+        results = run_corpus(
+            args.root,
+            catalog.target.sources,
+            bugs,
+            work.path,
+            run=args.run,
+            rank_mode=str(catalog.rank_mode),
+        )
         doc = document(results, machine_name(), tree_digest(args.root / catalog.target.sources))
         work.failed = doc["caught"] < len(results)
     stem = write_results(doc, args.results_dir) if args.results_dir else None
@@ -337,6 +356,13 @@ def parser() -> OneLineParser:
     top.add_argument("--root", type=Path, default=None, help="the user's tree (default: its top)")
     top.add_argument("--workdir", type=Path, default=None, help="scratch trees and logs (kept)")
     top.add_argument("--keep", action="store_true", help="keep the temporary scratch folder")
+    top.add_argument(
+        "--rank-mode",
+        choices=["auto", *(str(mode) for mode in RankMode)],
+        default="auto",
+        help="per-gpu: a GPU per rank; logical: every rank on one GPU "
+        "(auto: logical when there are GPUs, fewer than the target's ranks)",
+    )
     top.add_argument(
         "--no-generated", action="store_true", help="leave out the faults generated from sites"
     )

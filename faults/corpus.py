@@ -183,11 +183,19 @@ def sarif_sites(sarif: Path, known_sites: set[str]) -> list[str]:
 
 
 def review_bug(
-    clone: Path, base: str, head: str, work: Path, *, run: bool, known_sites: set[str]
+    clone: Path,
+    base: str,
+    head: str,
+    work: Path,
+    *,
+    run: bool,
+    known_sites: set[str],
+    rank_mode: str = "auto",
 ) -> ReviewOutcome:
     mode = "run" if run else "static"
     sarif = work / f"review-{mode}.sarif"
     command = [sys.executable, "-m", "faults", "--root", str(clone), "--workdir", str(work / mode)]
+    command += ["--rank-mode", rank_mode]
     command += ["review", base, head, "--sarif", str(sarif)] + (["--run"] if run else [])
     log = work / f"review-{mode}.log"
     started = time.perf_counter()
@@ -203,11 +211,16 @@ def review_bug(
 
 
 def _env_for(clone: Path) -> dict[str, str]:
-    """The clone's own packages first: the review that runs is the bug commit's."""
+    """This faults package first (the tool that reviews; `clone` is only what
+    it reviews: the target's own stages put the clone first themselves)."""
     import os
 
+    import faults
+
+    tool = str(Path(faults.__file__).resolve().parents[1])
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(clone), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [tool, env.get("PYTHONPATH")]))
+    env["PYTHONSAFEPATH"] = "1"  # run in the clone, never import from it
     return env
 
 
@@ -263,7 +276,14 @@ def markdown(doc: dict) -> str:
 
 
 def run_corpus(
-    repo_root: Path, sources: str, bugs: list[Bug], workdir: Path, *, run: bool, say=print
+    repo_root: Path,
+    sources: str,
+    bugs: list[Bug],
+    workdir: Path,
+    *,
+    run: bool,
+    rank_mode: str = "auto",
+    say=print,
 ) -> list[BugResult]:
     """Each bug committed on a clone of HEAD and reviewed there, one at a time
     (a review --run holds every GPU)."""
@@ -278,7 +298,13 @@ def run_corpus(
         result = BugResult(bug, static)
         if run:
             result.run = review_bug(
-                work / "clone", base, head, work, run=True, known_sites=known_sites
+                work / "clone",
+                base,
+                head,
+                work,
+                run=True,
+                known_sites=known_sites,
+                rank_mode=rank_mode,
             )
         if bug.site not in known_sites:
             result.problems.append(f"site {bug.site} is not a site of HEAD")

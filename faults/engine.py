@@ -142,6 +142,7 @@ class Engine:
             prepared.digest,
             f"{prepared.label}-{config.name}{suffix}",
             gpus=self.catalog.gpus_for(config),
+            ranks=self.catalog.ranks_for(config),
             env=self.env,
         )
         return parse_outcome(

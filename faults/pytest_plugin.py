@@ -116,6 +116,7 @@ def engines(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     trees under one workdir, its runs on this xdist worker's GPU group."""
     from faults.catalog import load_catalog
     from faults.engine import Engine
+    from hostio import gpu_count
 
     config = request.config
     root = config.rootpath
@@ -126,6 +127,7 @@ def engines(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     def engine_for(path: Path) -> Engine:
         if path not in made:
             catalog = load_catalog(path, tree_root=root)
+            catalog = catalog.in_rank_mode(catalog.auto_rank_mode(gpu_count()))
             # The group holds the largest config that fits here.
             fitting = [catalog.gpus_for(c) for c in catalog.configs]
             size = max((n for n in fitting if enough_gpus(n)), default=0)
@@ -205,7 +207,7 @@ def _session_lines(config: pytest.Config) -> list[str]:
         lines.append(
             f"faults: {catalog.target.name} sources {catalog.target.sources} "
             f"sha256 {tree_digest(sources)}, catalog sha256 {catalog_sha256(path)[:12]}, "
-            f"{gpu_count()} GPUs here"
+            f"{gpu_count()} GPUs here, rank mode {catalog.auto_rank_mode(gpu_count())}"
         )
     return lines
 

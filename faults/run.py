@@ -14,7 +14,7 @@ from hostio import ProcessOutcome, run_logged
 
 
 def substitute(words: tuple[str, ...], **values: str) -> list[str]:
-    """`{tree}`, `{out}`, `{python}`, `{digest}`, `{gpus}` in a command's words
+    """`{tree}`, `{out}`, `{python}`, `{digest}`, `{gpus}`, `{ranks}` in a command's words
     (faults.catalog_types.PLACEHOLDERS: the load refuses any other)."""
     return [word.format(**values) for word in words]
 
@@ -50,6 +50,7 @@ def build_tree(
         python=sys.executable,
         digest=digest,
         gpus=str(gpus),
+        ranks=str(gpus),
     )
     try:
         outcome = run_logged(
@@ -78,6 +79,7 @@ def run_config(
     log_name: str,
     *,
     gpus: int,
+    ranks: int | None = None,
     env: dict[str, str] | None = None,
 ) -> ProcessOutcome:
     """One run of `config` in `tree`; `env` (the GPU group) goes over the config's."""
@@ -88,6 +90,7 @@ def run_config(
         python=sys.executable,
         digest=digest,
         gpus=str(gpus),
+        ranks=str(gpus if ranks is None else ranks),
     )
     try:
         return run_logged(

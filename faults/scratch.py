@@ -49,9 +49,7 @@ def copy_working_tree(root: Path, dest: Path) -> Path:
     root, dest = Path(root), Path(dest)
     names = _git_files(root)
     if names is None:
-        shutil.copytree(
-            root, dest, ignore=shutil.ignore_patterns(*SKIP_PARTS), dirs_exist_ok=True
-        )
+        shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*SKIP_PARTS), dirs_exist_ok=True)
         return dest
     dest.mkdir(parents=True, exist_ok=True)
     for name in names:

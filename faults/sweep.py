@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, Config
-from faults.catalog_types import Family
+from faults.catalog_types import Family, RankMode
 from faults.engine import Engine, RunResult, TreeContract, sweep
 from faults.generate import is_generated
 from faults.history import History
@@ -209,6 +209,7 @@ class Sweep:
         started = time.perf_counter()
         with UserTreeGuard(self.root / self.catalog.target.sources) as guard:
             if self.runnable:
+                say(f"rank mode: {self.catalog.rank_mode} ({self.machine})")
                 self._run_faults(say, advance)
             else:
                 self._build_faults(say, advance)
@@ -322,6 +323,7 @@ class Sweep:
             "catalog": str(self.catalog.path),
             "catalog_sha256": catalog_sha256(self.catalog.path),
             "machine": self.machine,
+            "rank_mode": str(self.catalog.rank_mode),
             "native_source_sha256": self.user_digest,
             "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "gpus_needed": {c.name: self.catalog.gpus_for(c) for c in self.configs},
@@ -351,7 +353,8 @@ class Sweep:
         }
 
     def write(self, document: dict) -> Path:
-        stem = self.results_dir / f"sweep-{self.machine}"
+        mode = "-logical" if self.catalog.rank_mode is RankMode.LOGICAL else ""
+        stem = self.results_dir / f"sweep-{self.machine}{mode}"  # never mixed with per-GPU
         write_json(stem.with_suffix(".json"), document)
         write_text(stem.with_suffix(".md"), markdown(document))
         write_text(stem.with_suffix(".xml"), junit(document))

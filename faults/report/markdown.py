@@ -53,12 +53,17 @@ def markdown(document: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mode(document: dict) -> str:
+    """Logical ranks on one GPU are said; a report from before modes has none."""
+    return " (logical ranks on one GPU)" if document.get("rank_mode") == "logical" else ""
+
+
 def _header(document: dict) -> list[str]:
     return [
         f"# Fault sweep: {document['catalog']}",
         "",
-        f"- tree `{document['native_source_sha256'][:12]}` on {document['machine']}, "
-        f"{document['written']}",
+        f"- tree `{document['native_source_sha256'][:12]}` on {document['machine']}"
+        f"{_mode(document)}, {document['written']}",
         f"- mutation score {_score(document['mutation_score'])} "
         f"(killed / must-fail that fired), firing rate {_score(document['firing_rate'])}",
         _controls_line(document["controls"]),

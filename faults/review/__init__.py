@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from faults.catalog import Catalog, load_catalog
+from faults.catalog_types import RankMode
 from faults.generate import with_generated
 from faults.review.coverage import Coverage, coverage
 from faults.review.diff import ReviewError, changed_lines, check_refs
@@ -50,11 +51,13 @@ def review(
     *,
     generated: bool = True,
     workdir: Path,
+    rank_mode: RankMode = RankMode.PER_GPU,
 ) -> tuple[Review, Catalog]:
-    """The static review of BASE..CHANGE: no GPU, no run."""
+    """The static review of BASE..CHANGE: no GPU, no run (`rank_mode`: how
+    the catalog returned places the ranks of the runs --run makes)."""
     check_refs(repo_root, base, change)
     tree = make_scratch(repo_root, workdir / "change", ref=change) if change else Path(repo_root)
-    catalog = load_catalog(catalog_path, tree_root=tree)
+    catalog = load_catalog(catalog_path, tree_root=tree).in_rank_mode(rank_mode)
     if generated:
         catalog = with_generated(catalog, tree)
     sources = tree / catalog.target.sources

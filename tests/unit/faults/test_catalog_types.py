@@ -12,7 +12,7 @@ from tests.unit.faults.test_catalog import FAULT, LOG, TARGET, error_of
 BASE = TARGET + LOG + FAULT
 SOURCES = 'sources = "tests/fixtures/flag_payload"'
 RUN = 'run = ["true"]'
-KNOWN = "known: {tree}, {out}, {python}, {digest}, {gpus}"
+KNOWN = "known: {tree}, {out}, {python}, {digest}, {gpus}, {ranks}"
 
 
 def fault(*lines: str, expect: str = "fail") -> str:

@@ -274,7 +274,7 @@ def test_header_names_each_catalogs_sources_and_digests(pytester):
     sources = f"sources {FIXTURE} sha256 {digest}"
     twin_sha = catalog_sha256(pytester.path / "twin.toml")[:12]
     fixture_sha = catalog_sha256(REPO / FIXTURE / "catalog.toml")[:12]
-    gpus = f"{gpu_count()} GPUs here"
+    gpus = f"{gpu_count()} GPUs here, rank mode per-gpu"  # the fixture has one mode
     assert result.outlines[2:4] == [
         f"faults: twin {sources}, catalog sha256 {twin_sha}, {gpus}",
         f"faults: flag_payload {sources}, catalog sha256 {fixture_sha}, {gpus}",
