@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from faults.catalog import Fault, Patch
+from faults.catalog_types import Family
 from faults.mutate import family_hint
 from faults.parse import Outcome
 
@@ -163,13 +164,16 @@ def _survived(
     contract: ContractFlags | None,
 ) -> Judgement:
     """A must-fail fault that ran clean: a known survivor says why; otherwise
-    the static contract, when it flags the tree, makes it UNOBSERVABLE."""
+    a mutant that weakens order (ORDER_FAMILIES) whose tree the static contract
+    flags is UNOBSERVABLE. A hand-written fault or a skipped wait that survives
+    stays SURVIVED, flagged or not: its runs were meant to show it."""
     hint = family_hint(fault.family) or survivor_hint(patches, guards)
     if fault.survivor_ok:
         return Judgement(
             Verdict.SURVIVED, True, f"{reason}; hint: {hint}; known survivor: {fault.survivor_ok}"
         )
-    flags = contract() if contract is not None else None
+    weakens_order = fault.family in ORDER_FAMILIES
+    flags = contract() if contract is not None and weakens_order else None
     if flags:
         return Judgement(
             Verdict.UNOBSERVABLE,
@@ -177,6 +181,21 @@ def _survived(
             f"{reason}, but the static contract flags its tree: {flags}; hint: {hint}",
         )
     return Judgement(Verdict.SURVIVED, False, f"{reason}; hint: {hint}")
+
+
+# Mutants that weaken the order a release or wait promises: the hardware may
+# never show them, and the publish contract is their catch.
+ORDER_FAMILIES = frozenset(
+    {
+        Family.REMOVE_BARRIER,
+        Family.REMOVE_WARP_SYNC,
+        Family.WEAKEN_RELEASE,
+        Family.WEAKEN_ACQUIRE,
+        Family.REMOVE_FENCE,
+        Family.NARROW_SCOPE,
+        Family.PUBLISH_EARLY,
+    }
+)
 
 
 def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:

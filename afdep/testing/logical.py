@@ -41,7 +41,10 @@ from hostio import UsageError, at_least
 
 # Logical ranks issue their launches into shared hardware queues; more queues
 # than streams keeps one rank's waiting command from standing before another's.
-CONNECTIONS = {"CUDA_DEVICE_MAX_CONNECTIONS": "32"}
+# Modules load at once, not at a kernel's first launch: a lazy load waits for
+# the context, where another rank's kernel spins on this one (ARM=source eager
+# hung at cf.source.prefix_wait on 1xH200 with lazy loading, passed with eager).
+CONNECTIONS = {"CUDA_DEVICE_MAX_CONNECTIONS": "32", "CUDA_MODULE_LOADING": "EAGER"}
 
 
 def add_rank_mode_arguments(parser: argparse.ArgumentParser) -> None:

@@ -54,6 +54,16 @@ def test_a_survivor_the_contract_flags_is_unobservable_with_the_violation():
     )
 
 
+@pytest.mark.parametrize(
+    "family", [None, Family.SKIP_WAIT, Family.EPOCH_OFF_BY_ONE, Family.WRONG_SLOT]
+)
+def test_only_a_mutant_that_weakens_order_can_be_unobservable(family):
+    # A hand-written fault (N2 skips a wait under a delay) or a wrong value
+    # was meant to show in a run: surviving is a finding, flagged or not.
+    judgement = verdict(mutant(family), never)
+    assert (judgement.verdict, judgement.ok) == (Verdict.SURVIVED, False)
+
+
 def test_a_survivor_the_contract_passes_stays_survived_with_its_familys_hint():
     judgement = verdict(mutant(Family.REMOVE_BARRIER), lambda: None)
     assert (judgement.verdict, judgement.ok) == (Verdict.SURVIVED, False)
