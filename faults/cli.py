@@ -8,6 +8,7 @@ sweep                 controls first, then every fault; reports and history
 review BASE [CHANGE]  what a change does to the synchronization (static; --run: run it)
 sites [--check] DIR   list the sites under DIR, or check their rules and contracts
 corpus DIR [--run]    review every bug commit of a corpus; --results-dir writes the table
+compare --left .. --right ..  sweep reports side by side (shards of a side merged)
 
 A bad argument, path, ref or catalog is refused with one line naming it
 (exit 2) before any tree is built. Scratch trees and logs go to a temporary
@@ -343,6 +344,18 @@ def corpus_command(args: argparse.Namespace) -> int:
     return 0 if doc["caught"] == doc["bugs"] and doc["static_expected_caught_statically"] else 1
 
 
+def compare_command(args: argparse.Namespace) -> int:
+    from faults.report.compare import markdown, read_side
+
+    if args.out:
+        writable_dir(args.out.parent, "--out's folder")
+    text = markdown(read_side(args.left, "--left"), read_side(args.right, "--right"))
+    if args.out:
+        write_text(args.out, text)
+    print(text, end="")
+    return 0
+
+
 # ----------------------------------------------------------------------- parser
 def parser() -> OneLineParser:
     top = OneLineParser(
@@ -422,6 +435,11 @@ def parser() -> OneLineParser:
     corpus.add_argument("--only", default=None, help="a regular expression matching whole names")
     corpus.add_argument("--results-dir", type=Path, default=None)
     corpus.set_defaults(handler=corpus_command)
+    compare = commands.add_parser("compare", help="two sets of sweep reports, side by side")
+    compare.add_argument("--left", type=Path, nargs="+", required=True, help="sweep JSON reports")
+    compare.add_argument("--right", type=Path, nargs="+", required=True, help="sweep JSON reports")
+    compare.add_argument("--out", type=Path, default=None, help="write the Markdown here")
+    compare.set_defaults(handler=compare_command)
     return top
 
 
