@@ -49,6 +49,20 @@ class Family(str, Enum):
         return self.value
 
 
+# Mutants that weaken the order a release or wait promises: the hardware may
+# never show them, and the publish contract is their catch.
+ORDER_FAMILIES = frozenset(
+    {
+        Family.REMOVE_BARRIER,
+        Family.REMOVE_WARP_SYNC,
+        Family.WEAKEN_RELEASE,
+        Family.WEAKEN_ACQUIRE,
+        Family.REMOVE_FENCE,
+        Family.NARROW_SCOPE,
+        Family.PUBLISH_EARLY,
+    }
+)
+
 # The families a catalog's `[[target.mutation]]` rewrites make; the others are
 # made by faults/generate.py (site actions) or moved structurally (publish-early).
 REWRITE_FAMILIES = (

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from faults.catalog import Fault, Patch
-from faults.catalog_types import Family
+from faults.catalog_types import ORDER_FAMILIES
 from faults.mutate import family_hint
 from faults.parse import Outcome
 
@@ -181,21 +181,6 @@ def _survived(
             f"{reason}, but the static contract flags its tree: {flags}; hint: {hint}",
         )
     return Judgement(Verdict.SURVIVED, False, f"{reason}; hint: {hint}")
-
-
-# Mutants that weaken the order a release or wait promises: the hardware may
-# never show them, and the publish contract is their catch.
-ORDER_FAMILIES = frozenset(
-    {
-        Family.REMOVE_BARRIER,
-        Family.REMOVE_WARP_SYNC,
-        Family.WEAKEN_RELEASE,
-        Family.WEAKEN_ACQUIRE,
-        Family.REMOVE_FENCE,
-        Family.NARROW_SCOPE,
-        Family.PUBLISH_EARLY,
-    }
-)
 
 
 def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:

@@ -29,8 +29,8 @@ from afdep.testing.driver_parts import (
     log,
     parse_role_env,
     protocol_name,
+    step_sources,
 )
-from afdep.testing.inputs import make_source_inputs
 from afdep.testing.logical import add_rank_mode_arguments, main_logical, resolve_rank_mode
 from afdep.testing.skew import LaunchSkew, launch_delay
 from afdep.testing.steps import StepRunner, inject_invalid_route
@@ -156,23 +156,7 @@ def run(args: argparse.Namespace, rank: int) -> dict:
     global_step = 0
     for num_tokens in args.tokens:
         for _ in range(args.steps):
-            sources = [
-                make_source_inputs(
-                    rank=a,
-                    step=global_step,
-                    seed=args.seed,
-                    capacity=g.capacity,
-                    hidden=g.hidden,
-                    top_k=g.top_k,
-                    num_experts=g.num_experts,
-                    num_tokens=num_tokens,
-                    payload=g.payload,
-                    device=buffer.device,
-                    empty_prob=args.empty_prob,
-                    skew=args.route_skew,
-                )
-                for a in range(g.num_attention)
-            ]
+            sources = step_sources(args, g, buffer.device, global_step, num_tokens)
             invalid = args.invalid_route is not None and global_step == INVALID_STEP
             if invalid:
                 kind, token, slot = inject_invalid_route(sources, args.invalid_route, g.num_experts)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from afdep.testing.inputs import make_source_inputs
 from afdep.vocab import Protocol, Role
 
 INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
@@ -40,3 +41,25 @@ def apply_role_env(args: argparse.Namespace, rank: int, world_size: int) -> None
     for target, name, value in map(parse_role_env, args.role_env):
         if target == role:
             os.environ[name] = value
+
+
+def step_sources(args: argparse.Namespace, g, device, step: int, num_tokens: int) -> list:
+    """Every attention rank's inputs of `step` (step-encoded: inputs.py), the
+    same in both rank modes."""
+    return [
+        make_source_inputs(
+            rank=a,
+            step=step,
+            seed=args.seed,
+            capacity=g.capacity,
+            hidden=g.hidden,
+            top_k=g.top_k,
+            num_experts=g.num_experts,
+            num_tokens=num_tokens,
+            payload=g.payload,
+            device=device,
+            empty_prob=args.empty_prob,
+            skew=args.route_skew,
+        )
+        for a in range(g.num_attention)
+    ]

@@ -30,8 +30,8 @@ from afdep.testing.driver_parts import (
     parse_role_env,
     protocol_name,
     role_of,
+    step_sources,
 )
-from afdep.testing.inputs import make_source_inputs
 from afdep.testing.logical_steps import LogicalStepper
 from afdep.testing.ranklog import RankTags, tagged_output
 from afdep.testing.skew import launch_delay
@@ -125,27 +125,6 @@ class RankTally:
     protocols: list[str] = field(default_factory=list)
 
 
-def step_sources(args: argparse.Namespace, ranks: LogicalRanks, step: int, num_tokens: int):
-    g = ranks.geometry
-    return [
-        make_source_inputs(
-            rank=a,
-            step=step,
-            seed=args.seed,
-            capacity=g.capacity,
-            hidden=g.hidden,
-            top_k=g.top_k,
-            num_experts=g.num_experts,
-            num_tokens=num_tokens,
-            payload=g.payload,
-            device=ranks.buffers[0].device,
-            empty_prob=args.empty_prob,
-            skew=args.route_skew,
-        )
-        for a in range(g.num_attention)
-    ]
-
-
 def tally_step(tally, runner, sources, *, step, num_tokens, invalid, args) -> None:
     """One rank's checks of a finished step (the torchrun driver's, per rank)."""
     buffer = runner.buffer
@@ -171,7 +150,7 @@ def run_steps(args: argparse.Namespace, ranks: LogicalRanks, tags: RankTags) -> 
     step = 0
     for num_tokens in args.tokens:
         for _ in range(args.steps):
-            sources = step_sources(args, ranks, step, num_tokens)
+            sources = step_sources(args, ranks.geometry, ranks.buffers[0].device, step, num_tokens)
             invalid = args.invalid_route is not None and step == INVALID_STEP
             if invalid:
                 g = ranks.geometry
