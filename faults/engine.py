@@ -209,9 +209,13 @@ class Engine:
                 contract=lambda: self.contract_flags(prepared),
             )
             unchecked = prepared.contract[1] if prepared.contract else None
-            if judgement.verdict is Verdict.SURVIVED and unchecked:
-                reason = f"{judgement.reason}; the static contract was not checked: {unchecked}"
-                return Judgement(judgement.verdict, judgement.ok, reason)
+            if judgement.verdict in (Verdict.SURVIVED, Verdict.EQUIVALENT) and unchecked:
+                # No contract, no equivalence: judged as with no checker at all.
+                plain = judge(
+                    fault, outcome, prepared.digest, patches=patches, guards=guards, contract=None
+                )
+                reason = f"{plain.reason}; the static contract was not checked: {unchecked}"
+                return Judgement(plain.verdict, plain.ok, reason)
             return judgement
 
         return [

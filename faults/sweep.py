@@ -116,22 +116,24 @@ SCORED = {
     Verdict.HUNG: "hung",
     Verdict.BROKE: "broke",
 }
-UNJUDGED = {Verdict.NOT_FIRED: "not_fired"}  # the rest (APPLY/BUILD ERROR, WRONG TREE): errors
+# Outside the score too: NOT FIRED judged nothing; an EQUIVALENT mutant took
+# away nothing the contract requires. The rest (APPLY/BUILD ERROR, WRONG TREE): errors.
+UNJUDGED = {Verdict.NOT_FIRED: "not_fired", Verdict.EQUIVALENT: "equivalent"}
 HAND_WRITTEN = "catalog"  # the family column of a hand-written fault
 
 
 def family_scores(summaries: list[FaultSummary]) -> dict[str, dict]:
     """Per family of must-fail faults (hand-written ones under "catalog"): each
     verdict's count, and score = killed / (killed + survived + unobservable +
-    flaky + hung + broke), None when nothing was judged. NOT FIRED and errors
-    are counted beside it, outside the score."""
+    flaky + hung + broke), None when nothing was judged. NOT FIRED, EQUIVALENT
+    and errors are counted beside it, outside the score."""
     families: dict[str, dict] = {}
     order = [family.value for family in Family] + [HAND_WRITTEN]
     must_fail = [s for s in summaries if s.expect == "fail"]
     for summary in sorted(must_fail, key=lambda s: order.index(s.family or HAND_WRITTEN)):
         row = families.setdefault(
             summary.family or HAND_WRITTEN,
-            {"faults": 0, **dict.fromkeys(SCORED.values(), 0), "not_fired": 0, "errors": 0},
+            {"faults": 0, **dict.fromkeys([*SCORED.values(), *UNJUDGED.values()], 0), "errors": 0},
         )
         verdict = Verdict(summary.verdict)
         row["faults"] += 1

@@ -30,6 +30,10 @@ class Verdict(str, Enum):
     # A must-fail fault that ran clean whose tree the static contract flags:
     # the hardware did not show the bug, the contract catches it.
     UNOBSERVABLE = "UNOBSERVABLE"
+    # A mutant that weakens order, ran clean, and whose tree still meets the
+    # static contract: it took away nothing the contract requires (a fence
+    # before a store that is itself a release): an equivalent mutant.
+    EQUIVALENT = "EQUIVALENT"
     FLAKY = "FLAKY"  # a fault over repeats: killed in some runs, not all
     NOT_FIRED = "NOT FIRED"
     WRONG_TREE = "WRONG TREE"
@@ -172,15 +176,21 @@ def _survived(
         return Judgement(
             Verdict.SURVIVED, True, f"{reason}; hint: {hint}; known survivor: {fault.survivor_ok}"
         )
-    weakens_order = fault.family in ORDER_FAMILIES
-    flags = contract() if contract is not None and weakens_order else None
+    if contract is None or fault.family not in ORDER_FAMILIES:
+        return Judgement(Verdict.SURVIVED, False, f"{reason}; hint: {hint}")
+    flags = contract()
     if flags:
         return Judgement(
             Verdict.UNOBSERVABLE,
             True,
             f"{reason}, but the static contract flags its tree: {flags}; hint: {hint}",
         )
-    return Judgement(Verdict.SURVIVED, False, f"{reason}; hint: {hint}")
+    return Judgement(
+        Verdict.EQUIVALENT,
+        True,
+        f"{reason}, and the static contract still holds on its tree: the order it "
+        "weakens is kept another way (a fence or a release of the scope, a barrier)",
+    )
 
 
 def judge_control(outcome: Outcome, digest: str, must_fail: bool) -> Judgement:
@@ -309,11 +319,12 @@ def summarize_fault(fault: Fault, results: list) -> FaultSummary:
         verdict, ok = Verdict.FLAKY, False
     else:
         # Never killed: a hang or a broken run says more than a clean one; a
-        # clean run the static contract flagged is UNOBSERVABLE.
+        # clean run the static contract flagged is UNOBSERVABLE, one it passed
+        # EQUIVALENT.
         seen = {r.verdict for r in fired}
-        worst = (Verdict.HUNG, Verdict.BROKE, Verdict.UNOBSERVABLE)
+        worst = (Verdict.HUNG, Verdict.BROKE, Verdict.UNOBSERVABLE, Verdict.EQUIVALENT)
         verdict = next((v for v in worst if v in seen), Verdict.SURVIVED)
-        ok = verdict is Verdict.UNOBSERVABLE or (
+        ok = verdict in (Verdict.UNOBSERVABLE, Verdict.EQUIVALENT) or (
             verdict is Verdict.SURVIVED and fault.survivor_ok is not None
         )
     reason = (

@@ -115,8 +115,8 @@ FAMILY_COLUMNS = ("killed", "survived", "unobservable", "flaky", "hung", "broke"
 
 def _family_table(families: dict[str, dict]) -> list[str]:
     """The mutation score per family of must-fail faults: killed / (killed +
-    survived + unobservable + flaky + hung + broke); NOT FIRED and errors
-    beside it, outside the score (docs/architecture.md, "Mutation operators")."""
+    survived + unobservable + flaky + hung + broke); NOT FIRED, EQUIVALENT and
+    errors beside it, outside the score (docs/architecture.md, "Mutation operators")."""
     if not families:
         return []
     lines = [
@@ -125,19 +125,19 @@ def _family_table(families: dict[str, dict]) -> list[str]:
         "",
         "score = killed / (killed + survived + unobservable + flaky + hung + broke)",
         "",
-        "| family | score | " + " | ".join(FAMILY_COLUMNS) + " | not fired | errors |",
-        "|---|---|" + "---|" * (len(FAMILY_COLUMNS) + 2),
+        "| family | score | " + " | ".join(FAMILY_COLUMNS) + " | equivalent | not fired | errors |",
+        "|---|---|" + "---|" * (len(FAMILY_COLUMNS) + 3),
     ]
     for family, row in families.items():
         counts = " | ".join(str(row[column]) for column in FAMILY_COLUMNS)
         lines.append(
-            f"| {family} | {_score(row['score'])} | {counts} | {row['not_fired']} | "
-            f"{row['errors']} |"
+            f"| {family} | {_score(row['score'])} | {counts} | {row.get('equivalent', 0)} | "
+            f"{row['not_fired']} | {row['errors']} |"
         )
     return lines
 
 
-SURVIVING = (Verdict.SURVIVED, Verdict.FLAKY, Verdict.UNOBSERVABLE)
+SURVIVING = (Verdict.SURVIVED, Verdict.FLAKY, Verdict.UNOBSERVABLE, Verdict.EQUIVALENT)
 
 
 def _survivors(faults: list[dict]) -> list[str]:
