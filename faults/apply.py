@@ -37,16 +37,19 @@ def marker_line(patch: Patch, target: Target) -> str:
     )
 
 
-def spin_line(patch: Patch, target: Target) -> str:
+def spin_line(patch: Patch, target: Target, still: str = "") -> str:
+    """Spin `ns` on the target's clock (cuda) or steady_clock (cpp); with
+    `still`, a C condition, only while it holds too."""
+    also = f"{still} && " if still else ""
     if target.language == "cuda":
         clock = target.clock  # the catalog requires one for a cuda target
         return (
             f"const unsigned long long afd_t0 = {clock}; "
-            f"while ({clock} - afd_t0 < {patch.ns}ull) {{ }}"
+            f"while ({also}{clock} - afd_t0 < {patch.ns}ull) {{ }}"
         )
     return (
         "const auto afd_t0 = std::chrono::steady_clock::now(); "
-        "while (std::chrono::steady_clock::now() - afd_t0 < "
+        f"while ({also}std::chrono::steady_clock::now() - afd_t0 < "
         f"std::chrono::nanoseconds({patch.ns})) {{ }}"
     )
 
@@ -109,20 +112,16 @@ def cell_prelude(patch: Patch, target: Target) -> list[str]:
 def _bounded_wait(patch: Patch, target: Target) -> str:
     """Read this thread's cell, then spin until it changes or `ns` pass."""
     if target.language == "cuda":
-        clock = target.clock
-        return (
+        cell = (
             f"volatile unsigned int* const afd_cell = {CELL_FUNCTION}({patch.cell}); "
             "const unsigned int afd_seen = *afd_cell; "
-            f"const unsigned long long afd_t0 = {clock}; "
-            f"while (*afd_cell == afd_seen && {clock} - afd_t0 < {patch.ns}ull) {{ }}"
         )
-    return (
+        return cell + spin_line(patch, target, still="*afd_cell == afd_seen")
+    cell = (
         f"std::atomic<unsigned>* const afd_cell = {CELL_FUNCTION}({patch.cell}); "
         "const unsigned afd_seen = afd_cell->load(); "
-        "const auto afd_t0 = std::chrono::steady_clock::now(); "
-        "while (afd_cell->load() == afd_seen && std::chrono::steady_clock::now() - afd_t0 < "
-        f"std::chrono::nanoseconds({patch.ns})) {{ }}"
     )
+    return cell + spin_line(patch, target, still="afd_cell->load() == afd_seen")
 
 
 def _bump(patch: Patch, target: Target) -> str:

@@ -75,7 +75,7 @@ ATTR = re.compile(r"(\w+)=(\S+)")
 # atomics and reductions, and the wait helper built on them.
 PRIMITIVE = re.compile(
     r"\b(ld_acquire\w*|st_release\w*|red_\w+|atom_\w+|atomic[A-Z]\w*|fence_\w+"
-    r"|__threadfence\w*|wait_until|std::atomic_thread_fence)\s*\("
+    r"|__threadfence\w*|wait_until\w*|std::atomic_thread_fence)\s*\("
     r"|(?:\.|->)(load|store|exchange|fetch_\w+|compare_exchange_\w+)\s*\([^;]*memory_order"
 )
 

@@ -26,6 +26,7 @@ from afdep.testing.driver_parts import (
     INVALID_STEP,
     ROLES,
     apply_role_env,
+    failure_line,
     log,
     parse_role_env,
     protocol_name,
@@ -219,13 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run(args, rank)
     except Exception as error:  # a CUDA error leaves the context unusable: report, exit now
         traceback.print_exc()
-        failure = {
-            "ok": False,
-            "rank": rank,
-            "error": f"{type(error).__name__}: {error}"[:800],
-            "native_source_sha256": digest,
-        }
-        print(result_line(failure), flush=True)
+        print(failure_line(rank, error, digest), flush=True)
         sys.stdout.flush()
         os._exit(1)
     gathered: list[dict | None] = [None] * dist.get_world_size()

@@ -8,7 +8,7 @@ import argparse
 import os
 
 from afdep.testing.inputs import make_source_inputs
-from afdep.vocab import Protocol, Role
+from afdep.vocab import Protocol, Role, result_line
 
 INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
 ROLES = [role.value for role in Role]
@@ -63,3 +63,15 @@ def step_sources(args: argparse.Namespace, g, device, step: int, num_tokens: int
         )
         for a in range(g.num_attention)
     ]
+
+
+def failure_line(rank: int, error: BaseException, digest: str) -> str:
+    """A failed rank's result line (a CUDA error leaves the context unusable:
+    the rank reports this and exits at once)."""
+    failure = {
+        "ok": False,
+        "rank": rank,
+        "error": f"{type(error).__name__}: {error}"[:800],
+        "native_source_sha256": digest,
+    }
+    return result_line(failure)

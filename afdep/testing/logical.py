@@ -26,6 +26,7 @@ from afdep.ranks import MAX_LOGICAL_RANKS, RankFailures, RankMode, rank_mode_lab
 from afdep.residency import ResidencyError
 from afdep.testing.driver_parts import (
     INVALID_STEP,
+    failure_line,
     log,
     parse_role_env,
     protocol_name,
@@ -197,13 +198,7 @@ def fail_ranks(tags: RankTags, failures: list[tuple[int, BaseException, str]], d
     for rank, error, trace in failures:
         with tags.speaking(rank):
             print(trace.rstrip("\n"), file=sys.stderr, flush=True)
-            failure = {
-                "ok": False,
-                "rank": rank,
-                "error": f"{type(error).__name__}: {error}"[:800],
-                "native_source_sha256": digest,
-            }
-            print(result_line(failure), flush=True)
+            print(failure_line(rank, error, digest), flush=True)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(1)

@@ -81,6 +81,10 @@ def test_good_fixture_parses(tmp_path):
             'x = 1;\nwait_until(flag, 1, "s", p);\n',
             "kernel.cuh:2: ordering primitive wait_until( outside any site",
         ),
+        (  # the mutants' weaker twins (common/comm.cuh) are waits too
+            'wait_until_relaxed(flag, 1, "s", p);\n',
+            "kernel.cuh:1: ordering primitive wait_until_relaxed( outside any site",
+        ),
         ("atomicAdd(&count, 1);\n", "kernel.cuh:1: ordering primitive atomicAdd( outside"),
         (
             "// @site a.b kind=store\n// @site a.c kind=store\n// @end a.c\n// @end a.b\n",
