@@ -26,7 +26,7 @@ from afdep.jit import CSRC, CompileError, KernelSpec, compile_kernel, compile_pt
 from afdep.kernels import all_launches
 from afdep.vocab import Arm, Protocol, Role
 from afdep.workspace import Geometry, GeometryError
-from hostio import OneLineParser, entry_point
+from hostio import OneLineParser, die_with_parent, entry_point
 
 # The geometry fields this command's options set; the others are fixed above.
 OPTION_OF_FIELD = {"hidden": "--hidden", "top_k": "--top-k", "payload": "--payload"}
@@ -92,7 +92,8 @@ def build_ptx(specs: list[KernelSpec], root: Path, out: Path) -> int:
     NVRTC's PTX path holds the GIL long enough that threads barely overlap
     (41 variants on 2 cores: 12.7 s in threads, 7.9 s in processes)."""
     out.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    workers = os.cpu_count() or 1
+    with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent) as pool:
         outcomes = list(pool.map(write_ptx, specs, [root] * len(specs), [out] * len(specs)))
     failed = 0
     for spec, (seconds, size, error) in zip(specs, outcomes, strict=True):

@@ -25,7 +25,7 @@ import json
 import re
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 
@@ -91,7 +91,6 @@ class BugResult:
     bug: Bug
     static: ReviewOutcome
     run: ReviewOutcome | None = None
-    problems: list[str] = field(default_factory=list)
 
     @property
     def caught_by(self) -> CaughtBy:
@@ -237,7 +236,6 @@ def document(results: list[BugResult], machine: str, digest: str) -> dict:
                 "caught_by": str(result.caught_by),
                 "static": asdict(result.static),
                 "run": asdict(result.run) if result.run else None,
-                "problems": result.problems,
             }
         )
     classes = sorted({r.bug.bug_class for r in results})
@@ -285,15 +283,19 @@ def run_corpus(
     rank_mode: str = "auto",
     say=print,
 ) -> list[BugResult]:
-    """Each bug committed on a clone of HEAD and reviewed there, one at a time
-    (a review --run holds every GPU)."""
+    """Each bug committed on a clone of HEAD, all of them first (a bug naming
+    no site of HEAD, or one that does not apply, stops the command before any
+    review), then reviewed there one at a time (a review --run holds every GPU)."""
     from faults.sites import parse_tree
 
     known_sites = {site.name for site in parse_tree(Path(repo_root) / sources)[0]}
-    results = []
     for bug in bugs:
+        if bug.site not in known_sites:
+            raise CorpusError(f"{bug.path}: site {bug.site} is not a site of HEAD")
+    commits = [bug_commit(repo_root, bug, Path(workdir) / bug.name / "clone") for bug in bugs]
+    results = []
+    for bug, (base, head) in zip(bugs, commits, strict=True):
         work = Path(workdir) / bug.name
-        base, head = bug_commit(repo_root, bug, work / "clone")
         static = review_bug(work / "clone", base, head, work, run=False, known_sites=known_sites)
         result = BugResult(bug, static)
         if run:
@@ -306,8 +308,6 @@ def run_corpus(
                 known_sites=known_sites,
                 rank_mode=rank_mode,
             )
-        if bug.site not in known_sites:
-            result.problems.append(f"site {bug.site} is not a site of HEAD")
         say(
             f"{bug.name} class={bug.bug_class} expected={bug.catch} caught_by={result.caught_by} "
             f"static_s={static.seconds}" + (f" run_s={result.run.seconds}" if result.run else "")

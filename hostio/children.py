@@ -83,6 +83,20 @@ def run_logged(
     return ProcessOutcome(list(command), exit_code, wall, outer_timeout, str(log_path), digest)
 
 
+def die_with_parent() -> None:
+    """For a worker this process did not start through the guard (a process
+    pool's `initializer`): Linux's parent-death signal ends it when its parent
+    dies, even by SIGKILL; a parent already gone ends it now."""
+    import multiprocessing
+
+    from hostio.guard import PR_SET_PDEATHSIG, _prctl
+
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        os._exit(1)  # it died before the line above
+
+
 # ------------------------------------------------------- the parent's registry
 _live: set[subprocess.Popen] = set()  # guards still running
 _signalled: set[int] = set()  # guards stop_children signalled, for its report

@@ -198,3 +198,32 @@ def test_the_guard_starts_on_the_standard_library_alone():
     heavy = {"argparse", "dataclasses", "hostio", "pathlib", "subprocess", "threading", "typing"}
     assert (started.returncode, imported & heavy) == (2, set())
     assert lines[-1] == "usage: python hostio/guard.py --guard PARENT_PID STATUS_FD -- COMMAND..."
+
+
+POOL = """
+import sys, time
+from concurrent.futures import ProcessPoolExecutor
+from hostio import die_with_parent
+
+def nap(_):
+    time.sleep(60)
+
+if __name__ == "__main__":
+    with ProcessPoolExecutor(2, initializer=die_with_parent) as pool:
+        print("started", flush=True)
+        list(pool.map(nap, range(2)))
+"""
+
+
+def test_a_pool_worker_ends_with_its_killed_parent(tmp_path, token):
+    # afdep build --ptx compiles in a process pool; SIGKILL gives its parent no
+    # chance to stop the workers, so they end by the parent-death signal.
+    script = tmp_path / "pool.py"
+    script.write_text(POOL)
+    env = {**os.environ, MARK: token, "PYTHONPATH": PYTHONPATH}
+    parent = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE)
+    assert parent.stdout.readline() == b"started\n"
+    wait_for(lambda: len(marked(token)) == 3, 10, "the parent and its two workers")
+    parent.kill()
+    parent.wait()
+    wait_for(lambda: not marked(token), 10, "no worker left after SIGKILL of the parent")

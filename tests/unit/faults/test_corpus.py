@@ -183,3 +183,25 @@ def test_a_static_bug_caught_only_by_the_run_is_flagged(tmp_path):
     bug = Bug("b01", tmp_path / "b01.patch", "remove-barrier", "k.p", Catch.STATIC, "t")
     doc = document([BugResult(bug, outcome(0), outcome(1, "k.p"))], "cpu", "0" * 64)
     assert doc["static_expected_caught_statically"] is False
+
+
+def test_a_bug_that_cannot_be_reviewed_stops_the_corpus_before_any_review(repo, tmp_path):
+    from faults.corpus import run_corpus
+
+    (repo / "src").mkdir()
+    (repo / "src/k.cu").write_text("// @site k.publish kind=store\nx = 1;\n// @end k.publish\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "site")
+    good = load_bug(write_patch(tmp_path / "corpus", "b01", HEADER + DIFF))
+    stray = load_bug(
+        write_patch(tmp_path / "corpus", "b02", HEADER.replace("k.publish", "k.gone") + DIFF)
+    )
+    reviewed = []
+    with pytest.raises(CorpusError, match=r"b02\.patch: site k\.gone is not a site of HEAD$"):
+        run_corpus(repo, "src", [good, stray], tmp_path / "work", run=False, say=reviewed.append)
+    stale = load_bug(
+        write_patch(tmp_path / "corpus", "b03", HEADER + DIFF.replace("-barrier", "-fence"))
+    )
+    with pytest.raises(CorpusError, match=r"b03\.patch: does not apply to HEAD"):
+        run_corpus(repo, "src", [good, stale], tmp_path / "work2", run=False, say=reviewed.append)
+    assert reviewed == []  # neither run reviewed its good bug
