@@ -27,41 +27,20 @@ from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.catalog_types import RankMode
-from faults.generate import with_generated
+from faults.cli_review import add_review_commands
+from faults.cli_steps import load, workdir
 from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from faults.scratch import make_scratch
 from faults.sites import parse_tree
 from hostio import (
-    KeptFolder,
     OneLineParser,
     UsageError,
     at_least_one,
     entry_point,
     gpu_count,
-    machine_name,
     writable_dir,
     write_json,
-    write_text,
 )
-
-
-# ------------------------------------------------------------------ shared steps
-def load(args: argparse.Namespace) -> Catalog:
-    catalog = load_catalog(args.catalog, tree_root=args.root)
-    catalog = catalog.in_rank_mode(chosen_rank_mode(args, catalog))
-    return catalog if args.no_generated else with_generated(catalog, args.root)
-
-
-def chosen_rank_mode(args: argparse.Namespace, catalog: Catalog) -> RankMode:
-    """--rank-mode, or by the GPUs here (Catalog.auto_rank_mode)."""
-    if args.rank_mode != "auto":
-        return RankMode(args.rank_mode)
-    return catalog.auto_rank_mode(gpu_count())
-
-
-def workdir(args: argparse.Namespace, command: str) -> KeptFolder:
-    """--workdir as given, else a temporary folder kept by hostio's one rule."""
-    return KeptFolder(args.workdir, f"faults-{command}-", "scratch trees and logs", keep=args.keep)
 
 
 def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:
@@ -273,89 +252,6 @@ def sweep_command(args: argparse.Namespace) -> int:
     return 0 if plan.ok(document) else 1
 
 
-def review_command(args: argparse.Namespace) -> int:
-    from faults.report.sarif import write_sarif
-    from faults.review import check_refs, markdown, review, run_review
-    from faults.review.diff import top_prefix
-    from faults.review.findings import RULES, TOOL, findings
-
-    plain = load_catalog(args.catalog)
-    mode = chosen_rank_mode(args, plain)
-    needed = plain.in_rank_mode(mode).gpus_needed
-    check_refs(args.root, args.base, args.change)
-    if args.run and gpu_count() < needed:
-        raise UsageError(
-            f"review --run: the target needs {needed} GPUs, this machine has {gpu_count()}"
-        )
-    with workdir(args, "review") as work:
-        result, catalog = review(
-            args.root,
-            args.base,
-            args.change,
-            args.catalog,
-            generated=not args.no_generated,
-            workdir=work.path,
-            rank_mode=mode,
-        )
-        if args.run:
-            result.runs = run_review(
-                result.touched, catalog, result.tree, args.root, args.base, work.path / "runs"
-            )
-            work.failed = not result.runs.ok
-    text = markdown(result)
-    if args.report:
-        write_text(args.report, text)
-    if args.sarif:
-        prefix = top_prefix(args.root)
-        try:
-            harness = prefix / Path(args.catalog).resolve().relative_to(args.root)
-        except ValueError:  # a catalog outside the tree: its findings name no file
-            harness = None
-        write_sarif(args.sarif, TOOL, RULES, findings(result, prefix, harness))
-    print(text)
-    return 0 if result.ok else 1
-
-
-def corpus_command(args: argparse.Namespace) -> int:
-    from faults.corpus import document, load_corpus, run_corpus, write_results
-    from faults.scratch import tree_digest
-
-    catalog = load(args)
-    bugs = load_corpus(args.dir, args.only)
-    needed = catalog.gpus_needed
-    if args.run and gpu_count() < needed:
-        raise UsageError(
-            f"corpus --run: the target needs {needed} GPUs, this machine has {gpu_count()}"
-        )
-    with workdir(args, "corpus") as work:
-        results = run_corpus(
-            args.root,
-            catalog.target.sources,
-            bugs,
-            work.path,
-            run=args.run,
-            rank_mode=str(catalog.rank_mode),
-        )
-        doc = document(results, machine_name(), tree_digest(args.root / catalog.target.sources))
-        work.failed = doc["caught"] < len(results)
-    stem = write_results(doc, args.results_dir) if args.results_dir else None
-    where = f"; reports: {stem}.json .md" if stem else ""
-    print(f"{doc['caught']} of {doc['bugs']} bugs caught{where}")
-    return 0 if doc["caught"] == doc["bugs"] and doc["static_expected_caught_statically"] else 1
-
-
-def compare_command(args: argparse.Namespace) -> int:
-    from faults.report.compare import markdown, read_side
-
-    if args.out:
-        writable_dir(args.out.parent, "--out's folder")
-    text = markdown(read_side(args.left, "--left"), read_side(args.right, "--right"))
-    if args.out:
-        write_text(args.out, text)
-    print(text, end="")
-    return 0
-
-
 # ----------------------------------------------------------------------- parser
 def parser() -> OneLineParser:
     top = OneLineParser(
@@ -414,32 +310,7 @@ def parser() -> OneLineParser:
         command.add_argument("--config", action="append", default=None)
         command.add_argument("--repeat", type=at_least_one, default=1)
         command.set_defaults(handler=function)
-    review = commands.add_parser(
-        "review", help="what BASE..CHANGE does to the synchronization (static unless --run)"
-    )
-    review.add_argument("base", metavar="BASE", help="the ref the change is reviewed against")
-    review.add_argument(
-        "change", metavar="CHANGE", nargs="?", default=None, help="a ref (default: working tree)"
-    )
-    review.add_argument(
-        "--run",
-        action="store_true",
-        help="run the change's tree, then the covering faults (without it: the static review)",
-    )
-    review.add_argument("--report", type=Path, default=None, help="write the Markdown here")
-    review.add_argument("--sarif", type=Path, default=None, help="write the findings as SARIF")
-    review.set_defaults(handler=review_command)
-    corpus = commands.add_parser("corpus", help="review every bug commit of a corpus")
-    corpus.add_argument("dir", type=Path, help="a folder of *.patch files with their headers")
-    corpus.add_argument("--run", action="store_true", help="also run each review's faults")
-    corpus.add_argument("--only", default=None, help="a regular expression matching whole names")
-    corpus.add_argument("--results-dir", type=Path, default=None)
-    corpus.set_defaults(handler=corpus_command)
-    compare = commands.add_parser("compare", help="two sets of sweep reports, side by side")
-    compare.add_argument("--left", type=Path, nargs="+", required=True, help="sweep JSON reports")
-    compare.add_argument("--right", type=Path, nargs="+", required=True, help="sweep JSON reports")
-    compare.add_argument("--out", type=Path, default=None, help="write the Markdown here")
-    compare.set_defaults(handler=compare_command)
+    add_review_commands(commands)
     return top
 
 

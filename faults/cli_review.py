@@ -1,0 +1,124 @@
+"""The `afdep-faults` commands about changes: review, corpus and compare
+(docs/architecture.md, "The pre-merge review", "The bug corpus")."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from faults.catalog import load_catalog
+from faults.cli_steps import chosen_rank_mode, load, workdir
+from hostio import UsageError, gpu_count, machine_name, writable_dir, write_text
+
+
+def review_command(args: argparse.Namespace) -> int:
+    from faults.report.sarif import write_sarif
+    from faults.review import check_refs, markdown, review, run_review
+    from faults.review.diff import top_prefix
+    from faults.review.findings import RULES, TOOL, findings
+
+    plain = load_catalog(args.catalog)
+    mode = chosen_rank_mode(args, plain)
+    needed = plain.in_rank_mode(mode).gpus_needed
+    check_refs(args.root, args.base, args.change)
+    if args.run and gpu_count() < needed:
+        raise UsageError(
+            f"review --run: the target needs {needed} GPUs, this machine has {gpu_count()}"
+        )
+    with workdir(args, "review") as work:
+        result, catalog = review(
+            args.root,
+            args.base,
+            args.change,
+            args.catalog,
+            generated=not args.no_generated,
+            workdir=work.path,
+            rank_mode=mode,
+        )
+        if args.run:
+            result.runs = run_review(
+                result.touched, catalog, result.tree, args.root, args.base, work.path / "runs"
+            )
+            work.failed = not result.runs.ok
+    text = markdown(result)
+    if args.report:
+        write_text(args.report, text)
+    if args.sarif:
+        prefix = top_prefix(args.root)
+        try:
+            harness = prefix / Path(args.catalog).resolve().relative_to(args.root)
+        except ValueError:  # a catalog outside the tree: its findings name no file
+            harness = None
+        write_sarif(args.sarif, TOOL, RULES, findings(result, prefix, harness))
+    print(text)
+    return 0 if result.ok else 1
+
+
+def corpus_command(args: argparse.Namespace) -> int:
+    from faults.corpus import document, load_corpus, run_corpus, write_results
+    from faults.scratch import tree_digest
+
+    catalog = load(args)
+    bugs = load_corpus(args.dir, args.only)
+    needed = catalog.gpus_needed
+    if args.run and gpu_count() < needed:
+        raise UsageError(
+            f"corpus --run: the target needs {needed} GPUs, this machine has {gpu_count()}"
+        )
+    with workdir(args, "corpus") as work:
+        results = run_corpus(
+            args.root,
+            catalog.target.sources,
+            bugs,
+            work.path,
+            run=args.run,
+            rank_mode=str(catalog.rank_mode),
+        )
+        doc = document(results, machine_name(), tree_digest(args.root / catalog.target.sources))
+        work.failed = doc["caught"] < len(results)
+    stem = write_results(doc, args.results_dir) if args.results_dir else None
+    where = f"; reports: {stem}.json .md" if stem else ""
+    print(f"{doc['caught']} of {doc['bugs']} bugs caught{where}")
+    return 0 if doc["caught"] == doc["bugs"] and doc["static_expected_caught_statically"] else 1
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from faults.report.compare import markdown, read_side
+
+    if args.out:
+        writable_dir(args.out.parent, "--out's folder")
+    text = markdown(read_side(args.left, "--left"), read_side(args.right, "--right"))
+    if args.out:
+        write_text(args.out, text)
+    print(text, end="")
+    return 0
+
+
+def add_review_commands(commands) -> None:
+    """review, corpus and compare, on the top parser's subcommands."""
+    review = commands.add_parser(
+        "review", help="what BASE..CHANGE does to the synchronization (static unless --run)"
+    )
+    review.add_argument("base", metavar="BASE", help="the ref the change is reviewed against")
+    review.add_argument(
+        "change", metavar="CHANGE", nargs="?", default=None, help="a ref (default: working tree)"
+    )
+    review.add_argument(
+        "--run",
+        action="store_true",
+        help="run the change's tree, then the covering faults (without it: the static review)",
+    )
+    review.add_argument("--report", type=Path, default=None, help="write the Markdown here")
+    review.add_argument("--sarif", type=Path, default=None, help="write the findings as SARIF")
+    review.set_defaults(handler=review_command)
+    corpus = commands.add_parser("corpus", help="review every bug commit of a corpus")
+    corpus.add_argument("dir", type=Path, help="a folder of *.patch files with their headers")
+    corpus.add_argument("--run", action="store_true", help="also run each review's faults")
+    corpus.add_argument("--only", default=None, help="a regular expression matching whole names")
+    corpus.add_argument("--results-dir", type=Path, default=None)
+    corpus.set_defaults(handler=corpus_command)
+    compare = commands.add_parser("compare", help="two sets of sweep reports, side by side")
+    compare.add_argument("--left", type=Path, nargs="+", required=True, help="sweep JSON reports")
+    compare.add_argument("--right", type=Path, nargs="+", required=True, help="sweep JSON reports")
+    compare.add_argument("--out", type=Path, default=None, help="write the Markdown here")
+    compare.set_defaults(handler=compare_command)
