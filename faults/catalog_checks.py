@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from string import Formatter
 
+from faults.catalog_exposure import exposure_table
 from faults.catalog_publisher import publisher_table
 from faults.catalog_refs import check_includes
 from faults.catalog_types import (
@@ -110,7 +111,8 @@ def _conditions(path: Path, where: str, raw: dict) -> None:
 
 def catalog_from_tables(path: Path, data: dict) -> Catalog:
     """The catalog the TOML tables of `path` describe, every table checked."""
-    unknown = sorted(set(data) - {"target", "config", "fault", "control", "generate"})
+    tables = {"target", "config", "fault", "control", "generate", "exposure"}
+    unknown = sorted(set(data) - tables)
     if unknown:
         raise _fail(path, "top level", f"unknown tables {unknown}")
     target = _target(path, data.get("target"))
@@ -125,9 +127,9 @@ def catalog_from_tables(path: Path, data: dict) -> Catalog:
     if not faults:  # a sweep of nothing would pass
         raise _fail(path, "top level", "no [[fault]]: a catalog needs at least one fault")
     control = _control(path, data.get("control", {}), target)
-    catalog = Catalog(
-        path, target, configs, faults, control, _generate(path, data, configs, target)
-    )
+    generate = _generate(path, data, configs, target)
+    exposure = exposure_table(path, data.get("exposure"))
+    catalog = Catalog(path, target, configs, faults, control, generate, exposure=exposure)
     check_includes(catalog)
     return catalog
 

@@ -127,6 +127,25 @@ class Config:
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     gpus: int = 0  # GPUs this config's runs need (`{gpus}` in the run command); 0: the target's
+    base: str | None = None  # an exposure twin's config: the faults that run under it run here
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """[exposure]: the real-size runs the sweep adds (docs/architecture.md,
+    "Exposure at real sizes"): every config gets a twin `<config>@<name>`
+    whose run command ends with `args`, under which the config's faults run too."""
+
+    name: str
+    args: tuple[str, ...]
+
+    def twin(self, config: Config) -> Config:
+        return replace(
+            config,
+            name=f"{config.name}@{self.name}",
+            args=config.args + self.args,
+            base=config.name,
+        )
 
 
 @dataclass(frozen=True)
@@ -304,6 +323,7 @@ class Catalog:
     control: tuple[Patch, ...]  # the forced-fail control's patches
     generate: GenerateSettings  # the [generate] table: how site-generated faults are made
     rank_mode: RankMode = RankMode.PER_GPU
+    exposure: Exposure | None = None  # [exposure]: real-size twins of every config
 
     def config(self, name: str) -> Config:
         for config in self.configs:
@@ -351,14 +371,21 @@ class Catalog:
         target = replace(self.target, run=self.target.logical_run)
         return replace(self, target=target, rank_mode=mode)
 
+    def with_exposure(self) -> Catalog:
+        """This catalog with each config's exposure twin after it (none: as it is)."""
+        if self.exposure is None or any(c.base for c in self.configs):
+            return self
+        twins = tuple(self.exposure.twin(c) for c in self.configs)
+        return replace(self, configs=self.configs + twins)
+
     def configs_for(self, fault_id: str, names: list[str] | None = None) -> list[Config]:
-        """The configs `fault_id` runs under, narrowed to `names` when given
-        (None: no narrowing; an empty list: none)."""
+        """The configs `fault_id` runs under (an exposure twin where its config
+        is), narrowed to `names` when given (None: no narrowing; empty: none)."""
         allowed = self.fault(fault_id).configs
         return [
             c
             for c in self.configs
-            if (not allowed or c.name in allowed) and (names is None or c.name in names)
+            if (not allowed or (c.base or c.name) in allowed) and (names is None or c.name in names)
         ]
 
     def all_patches(self, fault_id: str) -> list[Patch]:

@@ -232,6 +232,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     options = SweepOptions(
         args.only, args.config, args.repeat, args.slots, args.results_dir, args.history
     )
+    options.exposure = not args.no_exposure
     with workdir(args, "sweep") as work:
         plan = Sweep.plan(catalog, args.root, work.path, options, gpu_count())
         with Progress(transient=True) as progress:
@@ -306,6 +307,9 @@ def parser() -> OneLineParser:
     )
     sweep.add_argument("--results-dir", type=Path, default=None)
     sweep.add_argument("--history", type=Path, default=None, help="SQLite history")
+    sweep.add_argument(
+        "--no-exposure", action="store_true", help="leave out the configs' real-size twins"
+    )
     for command, function in ((run, run_command), (sweep, sweep_command)):
         command.add_argument("--config", action="append", default=None)
         command.add_argument("--repeat", type=at_least_one, default=1)

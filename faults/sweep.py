@@ -47,6 +47,7 @@ class SweepOptions:
     history: Path | None = None
     # A tree's static contract violations, for UNOBSERVABLE (None: faults.contract's).
     contract: TreeContract | None = None
+    exposure: bool = True  # each config's real-size twin too ([exposure], when the catalog has it)
 
 
 def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
@@ -171,6 +172,8 @@ class Sweep:
         cls, catalog: Catalog, root: Path, workdir: Path, options: SweepOptions, gpus: int
     ) -> Sweep:
         """Everything the sweep will do, or a SweepError naming the argument at fault."""
+        if options.exposure:
+            catalog = catalog.with_exposure()
         fault_ids = select_faults(catalog, options.only)
         configs = select_configs(catalog, options.configs)
         too_big = [c for c in configs if catalog.gpus_for(c) > gpus]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from faults.catalog import Fault, Patch
@@ -263,6 +263,7 @@ class FaultSummary:
     repeats_for_99: int | None  # repeats a kill rate this low needs for 99 % confidence
     reason: str
     family: str | None = None  # the generated fault's family (faults.mutate.Family's word)
+    markers: dict[str, int] = field(default_factory=dict)  # config -> this fault's markers
 
     def __post_init__(self) -> None:  # a summary read back from a JSON report holds the word
         object.__setattr__(self, "verdict", Verdict(self.verdict))
@@ -292,6 +293,7 @@ def summarize_fault(fault: Fault, results: list) -> FaultSummary:
         fired=len(fired),
         killed=killed,
         family=fault.family.value if fault.family else None,
+        markers=own_markers(fault.id, results),
     )
     unrated = dict(kill_rate=None, repeats_for_99=None)
     if errors:
@@ -313,25 +315,8 @@ def summarize_fault(fault: Fault, results: list) -> FaultSummary:
             **base, **unrated, verdict=verdict, ok=not broke, reason=_first_reason(results, verdict)
         )
     rate = killed / len(fired)
-    if killed == len(fired):
-        verdict, ok = Verdict.KILLED, True
-    elif killed:
-        verdict, ok = Verdict.FLAKY, False
-    else:
-        # Never killed: a hang or a broken run says more than a clean one; a
-        # clean run the static contract flagged is UNOBSERVABLE, one it passed
-        # EQUIVALENT.
-        seen = {r.verdict for r in fired}
-        worst = (Verdict.HUNG, Verdict.BROKE, Verdict.UNOBSERVABLE, Verdict.EQUIVALENT)
-        verdict = next((v for v in worst if v in seen), Verdict.SURVIVED)
-        ok = verdict in (Verdict.UNOBSERVABLE, Verdict.EQUIVALENT) or (
-            verdict is Verdict.SURVIVED and fault.survivor_ok is not None
-        )
-    reason = (
-        f"killed in {killed} of {len(fired)} runs"
-        if verdict is Verdict.FLAKY
-        else _first_reason(results, verdict)
-    )
+    verdict, ok = _must_fail_verdict(fault, fired)
+    reason = _must_fail_reason(results, fired, verdict)
     return FaultSummary(
         **base,
         verdict=verdict,
@@ -340,6 +325,55 @@ def summarize_fault(fault: Fault, results: list) -> FaultSummary:
         repeats_for_99=repeats_for_confidence(rate),
         reason=reason,
     )
+
+
+def killing_configs(fired: list) -> list[str]:
+    """The configs under which every run that fired killed: a config the
+    fault shows under deterministically (its repeats agree)."""
+    by_config: dict[str, list] = {}
+    for result in fired:
+        by_config.setdefault(result.config, []).append(result.verdict is Verdict.KILLED)
+    return [config for config, kills in by_config.items() if all(kills)]
+
+
+def _must_fail_verdict(fault: Fault, fired: list) -> tuple[Verdict, bool]:
+    """KILLED when some config kills it in every run (the tests that run that
+    config catch it); FLAKY when runs kill it but no config every time."""
+    if killing_configs(fired):
+        return Verdict.KILLED, True
+    if any(r.verdict is Verdict.KILLED for r in fired):
+        return Verdict.FLAKY, False
+    # Never killed: a hang or a broken run says more than a clean one; a
+    # clean run the static contract flagged is UNOBSERVABLE, one it passed
+    # EQUIVALENT.
+    seen = {r.verdict for r in fired}
+    worst = (Verdict.HUNG, Verdict.BROKE, Verdict.UNOBSERVABLE, Verdict.EQUIVALENT)
+    verdict = next((v for v in worst if v in seen), Verdict.SURVIVED)
+    ok = verdict in (Verdict.UNOBSERVABLE, Verdict.EQUIVALENT) or (
+        verdict is Verdict.SURVIVED and fault.survivor_ok is not None
+    )
+    return verdict, ok
+
+
+def _must_fail_reason(results: list, fired: list, verdict: Verdict) -> str:
+    killed = sum(r.verdict is Verdict.KILLED for r in fired)
+    if verdict is Verdict.FLAKY:
+        return f"killed in {killed} of {len(fired)} runs"
+    reason = _first_reason(results, verdict)
+    clean = sorted({r.config for r in fired if r.verdict is not Verdict.KILLED})
+    if verdict is Verdict.KILLED and clean:
+        return f"{reason}; not killed under {', '.join(clean)}"
+    return reason
+
+
+def own_markers(fault_id: str, results: list) -> dict[str, int]:
+    """Config -> the markers this fault's own patches printed, over its repeats."""
+    counts: dict[str, int] = {}
+    for result in results:
+        if result.outcome is not None:
+            seen = result.outcome.get("markers", {}).get(fault_id, 0)
+            counts[result.config] = counts.get(result.config, 0) + seen
+    return counts
 
 
 def _first_reason(results: list, verdict: Verdict) -> str:

@@ -93,10 +93,18 @@ def _harness_broken(controls: list[dict]) -> list[str]:
     return ["**Harness broken, no fault judged:** " + "; ".join(wrong)]
 
 
+def _markers(by_config: dict[str, int]) -> str:
+    """This fault's own markers per config (`bf16-graph 8, bf16-graph@2048 9,812`)."""
+    if len(by_config) == 1:
+        return f"{next(iter(by_config.values())):,}"
+    return ", ".join(f"{config} {count:,}" for config, count in by_config.items())
+
+
 def _verdict_table(faults: list[dict]) -> list[str]:
     lines = [
-        "| fault | expect | verdict | ok | fired/runs | kill rate | repeats for 99 % | why |",
-        "|---|---|---|---|---|---|---|---|",
+        "| fault | expect | verdict | ok | fired/runs | markers | kill rate | repeats for 99 % "
+        "| why |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in faults:
         rate = "" if s["kill_rate"] is None else f"{s['kill_rate']:.2f}"
@@ -104,7 +112,8 @@ def _verdict_table(faults: list[dict]) -> list[str]:
         why = s["reason"].replace("|", "/").splitlines()[0][:160] if s["reason"] else ""
         lines.append(
             f"| {s['fault']} | {s['expect']} | {s['verdict']} | "
-            f"{'yes' if s['ok'] else 'NO'} | {s['fired']}/{s['runs']} | {rate} | "
+            f"{'yes' if s['ok'] else 'NO'} | {s['fired']}/{s['runs']} | "
+            f"{_markers(s.get('markers', {}))} | {rate} | "
             f"{need} | {why} |"
         )
     return lines

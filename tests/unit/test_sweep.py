@@ -218,8 +218,11 @@ FULL_DOCUMENT = {
         {"fault": "control.forced_fail", "config": "bf16", "verdict": "KILLED", "ok": True}
     ],
     "faults": [
-        judged("D1", "pass", "PASSED", True, (2, 2), None, None, ""),
-        judged("S1", "fail", "KILLED", True, (2, 2), 1.0, 1, "mismatch | 16 lines\nsecond line"),
+        {**judged("D1", "pass", "PASSED", True, (2, 2), None, None, ""), "markers": {"c": 16}},
+        {
+            **judged("S1", "fail", "KILLED", True, (2, 2), 1.0, 1, "mismatch | 16 lines\nsecond"),
+            "markers": {"c": 8, "c@2048": 11332},
+        },
         judged("S2", "fail", "SURVIVED", True, (2, 2), 0.0, None, "hint: h;\n known survivor:  k"),
         judged("N2", "fail", "FLAKY", False, (3, 4), 0.3333, 12, "killed in 1 of 3 runs"),
     ],
@@ -239,12 +242,12 @@ FULL_MARKDOWN = """\
 - mutation score 0.5 (killed / must-fail that fired), firing rate 0.75
 - controls: control.forced_fail/bf16 KILLED
 
-| fault | expect | verdict | ok | fired/runs | kill rate | repeats for 99 % | why |
-|---|---|---|---|---|---|---|---|
-| D1 | pass | PASSED | yes | 2/2 |  |  |  |
-| S1 | fail | KILLED | yes | 2/2 | 1.00 | 1 | mismatch / 16 lines |
-| S2 | fail | SURVIVED | yes | 2/2 | 0.00 |  | hint: h; |
-| N2 | fail | FLAKY | NO | 3/4 | 0.33 | 12 | killed in 1 of 3 runs |
+| fault | expect | verdict | ok | fired/runs | markers | kill rate | repeats for 99 % | why |
+|---|---|---|---|---|---|---|---|---|
+| D1 | pass | PASSED | yes | 2/2 | 16 |  |  |  |
+| S1 | fail | KILLED | yes | 2/2 | c 8, c@2048 11,332 | 1.00 | 1 | mismatch / 16 lines |
+| S2 | fail | SURVIVED | yes | 2/2 |  | 0.00 |  | hint: h; |
+| N2 | fail | FLAKY | NO | 3/4 |  | 0.33 | 12 | killed in 1 of 3 runs |
 
 ## Must-fail faults that survived a run
 
