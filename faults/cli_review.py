@@ -74,7 +74,8 @@ def corpus_command(args: argparse.Namespace) -> int:
             run=args.run,
             rank_mode=str(catalog.rank_mode),
         )
-        doc = document(results, machine_name(), tree_digest(args.root / catalog.target.sources))
+        digest = tree_digest(args.root / catalog.target.sources)
+        doc = document(results, machine_name(), digest, str(catalog.rank_mode))
         work.failed = doc["caught"] < len(results)
     stem = write_results(doc, args.results_dir) if args.results_dir else None
     where = f"; reports: {stem}.json .md" if stem else ""

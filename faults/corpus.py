@@ -223,7 +223,9 @@ def _env_for(clone: Path) -> dict[str, str]:
     return env
 
 
-def document(results: list[BugResult], machine: str, digest: str) -> dict:
+def document(
+    results: list[BugResult], machine: str, digest: str, rank_mode: str = "per-gpu"
+) -> dict:
     rows = []
     for result in results:
         rows.append(
@@ -241,6 +243,7 @@ def document(results: list[BugResult], machine: str, digest: str) -> dict:
     classes = sorted({r.bug.bug_class for r in results})
     return {
         "machine": machine,
+        "rank_mode": rank_mode,
         "native_source_sha256": digest,
         "bugs": len(results),
         "classes": classes,
@@ -256,7 +259,8 @@ def document(results: list[BugResult], machine: str, digest: str) -> dict:
 
 def markdown(doc: dict) -> str:
     lines = [
-        f"# Review corpus on {doc['machine']}",
+        f"# Review corpus on {doc['machine']}"
+        + (" (logical ranks on one GPU)" if doc.get("rank_mode") == "logical" else ""),
         "",
         f"Source digest `{doc['native_source_sha256']}`; {doc['bugs']} bugs in "
         f"{len(doc['classes'])} classes; caught {doc['caught']}.",
@@ -317,11 +321,13 @@ def run_corpus(
 
 
 def write_results(doc: dict, results_dir: Path) -> Path:
-    """docs-style results: review-corpus-<machine>.json and .md; the stem returned."""
+    """docs-style results: review-corpus-<machine>[-logical].json and .md (runs
+    on logical ranks never mixed with per-GPU ones); the stem returned."""
     from hostio import write_json, write_text
 
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", doc["machine"]).strip("-")
-    stem = Path(results_dir) / f"review-corpus-{slug}"
+    mode = "-logical" if doc.get("rank_mode") == "logical" else ""
+    stem = Path(results_dir) / f"review-corpus-{slug}{mode}"
     write_json(stem.with_suffix(".json"), doc)
     write_text(stem.with_suffix(".md"), markdown(doc))
     return stem

@@ -175,8 +175,13 @@ def test_the_document_and_its_table(tmp_path):
     assert table[-2] == "| b01 | remove-barrier | `k.p` | static | static | 1.5 | - |"
     assert table[-1] == "| b02 | epoch-off-by-one | `k.w` | run | run | 1.5 | 1.5 |"
     stem = write_results(doc, tmp_path / "results")
-    assert stem.name == "review-corpus-1xH200"
+    assert stem.name == "review-corpus-1xH200" and doc["rank_mode"] == "per-gpu"
     assert json.loads(stem.with_suffix(".json").read_text()) == doc
+    logical = document(results, "1xH200", "ab" * 32, "logical")
+    assert (
+        markdown(logical).splitlines()[0] == "# Review corpus on 1xH200 (logical ranks on one GPU)"
+    )
+    assert write_results(logical, tmp_path / "results").name == "review-corpus-1xH200-logical"
 
 
 def test_a_static_bug_caught_only_by_the_run_is_flagged(tmp_path):
