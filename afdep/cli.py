@@ -1,7 +1,8 @@
 """afdep COMMAND [ARGS]: the kernel package's tools in one command.
 
 build      compile every kernel (NVRTC, no GPU needed) and warm the cubin cache
-validate   the correctness matrix on 2+ GPUs (on a CPU: compile, check the reference)
+validate   the correctness matrix: a rank per GPU on 2+ GPUs, logical ranks on one
+           (--rank-mode); on a CPU: compile, check the reference
 bench      screens: arms interleaved across processes, against NCCL and a peer copy
 screen     count-first vs payload-first on 4 GPUs, beside the recorded table
 drive      the correctness driver under torchrun: afdep drive [--nproc N] DRIVER-ARGS

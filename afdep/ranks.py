@@ -42,6 +42,25 @@ def mode_for_gpus(gpus: int, ranks: int) -> RankMode:
     return RankMode.NVLINK if gpus >= ranks else RankMode.LOGICAL
 
 
+class RankChoice(Word):
+    """A tool's `--rank-mode`: a rank per GPU (`per-gpu`, the fault engine's
+    word for NVLink ranks), every rank on one GPU, or `auto` from the GPUs it sees."""
+
+    AUTO = "auto"
+    PER_GPU = "per-gpu"
+    LOGICAL = "logical"
+
+    def resolve(self, gpus: int) -> RankMode | None:
+        """The mode on a machine of `gpus` GPUs; None where it cannot run (no
+        GPU, or one GPU for a rank per GPU): the tool's CPU path. auto: logical
+        on exactly one GPU, a rank per GPU on two or more."""
+        if gpus < 1:
+            return None
+        if self == RankChoice.LOGICAL or (self == RankChoice.AUTO and gpus == 1):
+            return RankMode.LOGICAL
+        return RankMode.NVLINK if gpus >= 2 else None
+
+
 def rank_mode_label(mode: RankMode, ranks: int, gpu_name: str) -> str:
     """What results carry so one-GPU and NVLink results are never mixed:
     `1xH200, 2 logical ranks` or `2xH200, 2 NVLink ranks`."""

@@ -106,6 +106,11 @@ class LogFacts:
         summaries = [r for r in self.results if "ranks" in r]
         return summaries[-1] if summaries else (self.results[-1] if self.results else None)
 
+    @property
+    def failed_ranks(self) -> list[int]:
+        """The ranks whose result line is a failure (`{"ok": false, "rank": r, ...}`)."""
+        return sorted({r["rank"] for r in self.results if r.get("ok") is False and "rank" in r})
+
 
 def parse_log(text: str) -> LogFacts:
     facts = LogFacts()

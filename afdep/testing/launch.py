@@ -43,6 +43,7 @@ def outcome_record(outcome: ProcessOutcome, facts: LogFacts) -> dict:
         assertions=len(facts.assertions),
         route_asserts=facts.route_asserts,
         agreement_ranks=facts.agreement_ranks,
+        failed_ranks=facts.failed_ranks,
         digests=facts.digests,
         result=facts.final_result,
     )

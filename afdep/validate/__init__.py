@@ -1,12 +1,14 @@
 """The correctness matrix: a validation runner made a program.
 
     afdep validate [--select all|correctness|failures|count-first|four-gpu]
-                   [--results-dir docs/results]
+                   [--rank-mode auto|per-gpu|logical] [--results-dir docs/results]
 
-With 2+ GPUs it runs the driver over the matrix, prints one summary line
-per run and writes `validate-<machine>.json` (every run's command, exit,
-mismatches, digest, log sha256). On a CPU-only machine it compiles every
-kernel, checks the reference on the CPU and lists the runs that need GPUs.
+It runs the driver over the matrix, prints one summary line per run and
+writes `validate-<machine>.json` (every run's command, exit, mismatches,
+digest, log sha256). The rank mode (auto: logical on one GPU, per-gpu on two
+or more) puts a run's ranks one per GPU under torchrun, or all in one process
+on one GPU (`validate-1xH200-logical.json`). On a CPU-only machine it compiles
+every kernel, checks the reference on the CPU and lists the runs that need GPUs.
 Exit 0 only when every run met its expectation. The runs' logs go to a
 temporary folder, removed then and otherwise kept (`logs kept (why): PATH`);
 --keep keeps it, and a --logs-dir is always kept.
@@ -26,8 +28,19 @@ from pathlib import Path
 
 from afdep.config import environment_error
 from afdep.jit import source_digest
+from afdep.ranks import RankChoice, RankMode
 from afdep.testing.launch import DRIVER, folder, outcome_record, torchrun_command
-from afdep.validate.matrix import ROUTE_DEADLINE_S, Expect, Group, Run, matrix_2gpu, matrix_4gpu
+from afdep.validate.judge import judge, summary_line
+from afdep.validate.matrix import Expect, Group, Run, matrix_2gpu, matrix_4gpu
+from afdep.validate.modes import (
+    adaptations,
+    holds,
+    is_timed,
+    mode_machine,
+    results_name,
+    run_command,
+    run_label,
+)
 from afdep.vocab import parse_log
 from hostio import (
     KeptFolder,
@@ -43,59 +56,13 @@ from hostio import (
 )
 
 
-def judge(run: Run, record: dict, digest: str) -> list[str]:
-    """Why a run missed its expectation; empty when it met it."""
-    problems = []
-    if record["outer_timeout"]:
-        return [f"hung: killed by the outer timeout after {record['wall_s']} s"]
-    if record["digests"] != [digest]:
-        problems.append(f"digest seen {record['digests']} is not the tree's {digest[:8]}")
-    if run.expect == Expect.PASS:
-        result = record["result"] or {}
-        if record["exit_code"] != 0:
-            problems.append(f"exit {record['exit_code']}")
-        if record["mismatches"] or record["timeouts"] or record["assertions"]:
-            problems.append("mismatch, timeout or assertion lines in the log")
-        if not result.get("ok") or result.get("checks", 0) == 0:
-            problems.append(f"AFDEP_RESULT not ok or no checks: {str(result)[:200]}")
-        return problems
-    if record["exit_code"] == 0:
-        problems.append("exit 0: the failure was not detected")
-    if run.expect == Expect.TIMEOUT:
-        if not record["timeouts"]:
-            problems.append("no `afdep timeout: site=` line")
-        return problems
-    if run.expect == Expect.AGREEMENT:
-        missing = sorted(set(range(run.nproc)) - set(record.get("agreement_ranks", [])))
-        if missing:
-            problems.append(f"no agreement error from ranks {missing}")
-        return problems
-    kind = run.route
-    ranks = {rank for k, _, _, rank in record["route_asserts"] if k == kind}
-    missing = sorted(set(range(run.nproc)) - ranks)
-    if missing:
-        problems.append(f"no `afdep assertion failed: route {kind}` line from ranks {missing}")
-    if record["wall_s"] > ROUTE_DEADLINE_S:
-        problems.append(f"took {record['wall_s']} s (> {ROUTE_DEADLINE_S} s)")
-    return problems
-
-
-def summary_line(run: Run, record: dict, problems: list[str]) -> str:
-    digest = " ".join(d[:8] for d in record["digests"]) or "-"
-    verdict = "ok" if not problems else "FAIL: " + "; ".join(problems)
-    return (
-        f"{run.name} exit={record['exit_code']} mismatch={record['mismatches']} "
-        f"timeout={len(record['timeouts'])} assert={record['assertions']} "
-        f"digest={digest} wall={record['wall_s']}s {verdict}"
-    )
-
-
-def cpu_only(runs: list[Run]) -> int:
-    """What a machine without GPUs can do: compile every kernel and check the reference."""
+def cpu_only(runs: list[Run], gpus: int) -> int:
+    """What a machine that runs no driver can do: compile every kernel and check the reference."""
     from afdep.build import main as build_main
     from afdep.validate.cpu_checks import reference_self_check
 
-    print("fewer than 2 GPUs here: compiling every kernel and checking the reference on the CPU")
+    why = "no GPU here" if gpus == 0 else f"{gpus} GPU here and --rank-mode per-gpu"
+    print(f"{why}: compiling every kernel and checking the reference on the CPU")
     status = build_main([])
     status |= reference_self_check()
     list_not_run(runs)
@@ -108,6 +75,7 @@ def list_not_run(runs: list[Run]) -> None:
         print(f"\n{len(needing)} runs need {gpus} GPUs (nvidia-h200-x{gpus}):")
         for run in needing:
             print(f"  {run.name}: {' '.join(torchrun_command(run.nproc, DRIVER, run.args)[2:])}")
+    print("(or every run on one GPU: afdep validate --rank-mode logical)")
 
 
 def argument_parser() -> OneLineParser:
@@ -131,6 +99,13 @@ def argument_parser() -> OneLineParser:
         type=at_least_one,
         default=1,
         help="driver runs at a time on the same GPUs (timed runs still run alone)",
+    )
+    parser.add_argument(
+        "--rank-mode",
+        choices=[str(choice) for choice in RankChoice],
+        default=str(RankChoice.AUTO),
+        help="per-gpu: a rank per GPU under torchrun; logical: every rank of a run in one "
+        "process on one GPU; auto: logical on exactly one GPU, per-gpu on two or more",
     )
     parser.add_argument("--list", action="store_true", help="print the runs and exit")
     return parser
@@ -172,10 +147,10 @@ def previous_records(path: Path, digest: str) -> dict[str, dict]:
 
 
 class Validation:
-    """One invocation, in steps: plan (the runs, the GPUs, the document so
-    far), run (each run's record), record (into the document, written after
-    every run so an interrupted validation keeps what it did), write (the
-    closing line)."""
+    """One invocation, in steps: plan (the runs, the GPUs, the rank mode, the
+    document so far), run (each run's record), record (into the document,
+    written after every run so an interrupted validation keeps what it did),
+    write (the closing line). `mode` None: this machine runs no driver."""
 
     def __init__(
         self,
@@ -183,15 +158,18 @@ class Validation:
         matrix: list[Run],
         runs: list[Run],
         gpus: int,
+        mode: RankMode | None = None,
         digest: str = "",
         machine: str = "",
     ):
-        self.args, self.gpus, self.digest, self.machine = args, gpus, digest, machine
+        self.args, self.gpus, self.mode, self.digest = args, gpus, mode, digest
+        self.machine = machine
         self.selected = runs
-        self.runs = [run for run in runs if run.nproc <= gpus]
-        self.not_run = [run for run in runs if run.nproc > gpus]  # said, not failed
+        self.runs = [run for run in runs if mode and holds(run, mode, gpus)]
+        self.not_run = [run for run in runs if run not in self.runs]  # said, not failed
         # The whole matrix this machine can run: a document missing any of it is not ok.
-        self.planned = [run.name for run in matrix if run.nproc <= gpus]
+        self.planned = [run.name for run in matrix if mode and holds(run, mode, gpus)]
+        self.adapted = adaptations(self.runs, mode) if mode else {}
         self.records: dict[str, dict] = {}
         self.lock = threading.Lock()
 
@@ -205,24 +183,30 @@ class Validation:
         matrix = matrix_2gpu(args.bench_iters) + matrix_4gpu()
         runs = selected(args, matrix)
         gpus = 0 if args.list else gpu_count()
-        if gpus < 2:
+        mode = RankChoice(args.rank_mode).resolve(gpus)
+        if mode is None:
             return cls(args, matrix, runs, gpus)
-        validation = cls(args, matrix, runs, gpus, source_digest(), machine_name())
+        machine = mode_machine(mode, machine_name())
+        validation = cls(args, matrix, runs, gpus, mode, source_digest(), machine)
         validation.records = previous_records(validation.path, validation.digest)
         return validation
 
     @property
     def path(self) -> Path:
-        return self.args.results_dir / f"validate-{self.machine}.json"
+        return self.args.results_dir / results_name(self.mode, self.machine)
 
     def run(self, logs: Path) -> None:
         """Correctness holds under any interleaving, so runs may share the
         GPUs (--jobs); a run whose time is judged (replays timed with
         --bench-iters, a route assertion's deadline) runs alone after."""
         print(
-            f"native_source_sha256 {self.digest}  machine {self.machine}  logs {logs}", flush=True
+            f"native_source_sha256 {self.digest}  machine {self.machine}  "
+            f"rank mode {self.mode}  logs {logs}",
+            flush=True,
         )
-        timed = [r for r in self.runs if "--bench-iters" in r.args or r.expect == Expect.ROUTE]
+        for name, change in self.adapted.items():
+            print(f"{name}: {change}", flush=True)
+        timed = [r for r in self.runs if is_timed(r, self.mode) or r.expect == Expect.ROUTE]
         with ThreadPoolExecutor(max_workers=self.args.jobs) as pool:
             for job in [pool.submit(self.execute, r, logs) for r in self.runs if r not in timed]:
                 job.result()
@@ -231,17 +215,20 @@ class Validation:
 
     def execute(self, run: Run, logs: Path) -> None:
         outcome = run_logged(
-            torchrun_command(run.nproc, DRIVER, run.args),
+            run_command(run, self.mode),
             logs / f"{run.name}.log",
             timeout_s=run.outer_timeout_s,
             env={**os.environ, **run.env},
         )
         facts = parse_log(Path(outcome.log_path).read_text(errors="replace"))
         record = outcome_record(outcome, facts)
-        problems = judge(run, record, self.digest)
+        record["rank_mode"] = run_label(run, self.mode, self.machine)
+        problems = judge(run, record, self.digest, self.mode)
         record.update(
             name=run.name, expect=run.expectation, env=run.env, problems=problems, ok=not problems
         )
+        if run.name in self.adapted:
+            record["adapted"] = self.adapted[run.name]
         self.record(run, record, problems)
 
     def record(self, run: Run, record: dict, problems: list[str]) -> None:
@@ -251,9 +238,11 @@ class Validation:
             write_json(self.path, self.document())
 
     def document(self) -> dict:
-        return results_document(
+        document = results_document(
             self.machine, self.digest, self.records, self.args.jobs, self.planned
         )
+        labels = sorted({record["rank_mode"] for record in self.records.values()})
+        return {**document, "mode": str(self.mode), "rank_mode": "; ".join(labels)}
 
     def write(self) -> None:
         """The closing line: the document (written after each run) and what
@@ -264,7 +253,8 @@ class Validation:
         document = self.document()
         missing = document["missing"]
         print(
-            f"wrote {self.path}: {document['counts']['ok']}/{len(self.records)} runs ok"
+            f"wrote {self.path} ({document['rank_mode']}): "
+            f"{document['counts']['ok']}/{len(self.records)} runs ok"
             + (f"; {len(missing)} planned runs not yet run: {' '.join(missing)}" if missing else "")
         )
 
@@ -286,8 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         for run in validation.selected:
             print(run.name, " ".join(run.args))
         return 0
-    if validation.gpus < 2:
-        return cpu_only(validation.selected)
+    if validation.mode is None:
+        return cpu_only(validation.selected, validation.gpus)
     with KeptFolder(args.logs_dir, "afdep-validate-", "logs", keep=args.keep) as logs:
         validation.run(logs.path)
         validation.write()

@@ -52,6 +52,7 @@ def test_the_record_holds_the_outcome_and_the_log_facts(tmp_path):
         "assertions": 0,
         "route_asserts": [],
         "agreement_ranks": [],
+        "failed_ranks": [0],
         "digests": [],
         "result": {"ok": False, "rank": 0},
     }

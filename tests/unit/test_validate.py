@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from afdep.validate import ROUTE_DEADLINE_S, Run, judge, main, matrix_2gpu, results_document
-from afdep.validate.matrix import Expect, Group
+from afdep.validate import Run, judge, main, matrix_2gpu, results_document
+from afdep.validate.matrix import ROUTE_DEADLINE_S, Expect, Group
 from afdep.vocab import RouteKind
 
 DIGEST = "b" * 64
@@ -136,6 +136,7 @@ def test_a_document_missing_planned_runs_is_not_ok():
 
 
 ONE_RUN = "bf16-eager-h2048-sms24"
+NVLINK_2 = "(2xH200, 2 NVLink ranks)"
 
 
 @pytest.fixture
@@ -185,7 +186,7 @@ def test_temporary_logs_are_removed_when_every_run_met_its_expectation(two_gpus,
     document = json.loads((tmp_path / "results" / "validate-2xH200.json").read_text())
     assert (list(document["runs"]), document["runs"][ONE_RUN]["ok"]) == ([ONE_RUN], True)
     assert out.splitlines()[-1].startswith(
-        f"wrote {tmp_path / 'results' / 'validate-2xH200.json'}: 1/1 runs ok; "
+        f"wrote {tmp_path / 'results' / 'validate-2xH200.json'} {NVLINK_2}: 1/1 runs ok; "
     )
 
 
@@ -231,7 +232,9 @@ def test_runs_of_the_same_tree_accumulate_across_invocations(two_gpus, tmp_path,
     assert (
         capsys.readouterr()
         .out.splitlines()[-1]
-        .startswith(f"wrote {tmp_path / 'results' / 'validate-2xH200.json'}: 2/2 runs ok; ")
+        .startswith(
+            f"wrote {tmp_path / 'results' / 'validate-2xH200.json'} {NVLINK_2}: 2/2 runs ok; "
+        )
     )
 
 
