@@ -20,11 +20,12 @@ import argparse
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 from afdep.config import environment_error
 from afdep.ranks import MAX_LOGICAL_RANKS, RankMode
-from afdep.sanitize.findings import Execution, RunFacts, Tool, parse_tool_log, verdict
+from afdep.sanitize.findings import Execution, RunFacts, Tool, Verdict, parse_tool_log, verdict
 from afdep.sanitize.report import StageRecord, ToolRun, markdown, verdict_text
 from afdep.testing.launch import driver_command, folder
 from afdep.vocab import parse_log
@@ -75,20 +76,30 @@ def driver(ranks: int, execution: Execution | None) -> list[str]:
     return driver_command(RankMode.LOGICAL, ranks, [*GEOMETRY, *mode])
 
 
+def executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
 def find_sanitizer(named: str | None) -> str:
-    """--sanitizer, else compute-sanitizer on PATH, else the CUDA toolkit's."""
+    """--sanitizer, else compute-sanitizer on PATH, else the CUDA toolkit's,
+    else the one the nvidia-cuda-sanitizer-api wheel puts on sys.path."""
     if named is not None:
-        if not (Path(named).is_file() and os.access(named, os.X_OK)):
+        if not executable(Path(named)):
             raise UsageError(f"--sanitizer {named}: not an executable file")
         return named
     found = shutil.which("compute-sanitizer")
-    home = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
-    bundled = home / "bin" / "compute-sanitizer"
-    if found is None and bundled.is_file():
-        found = str(bundled)
-    if found is None:
-        raise UsageError(f"compute-sanitizer is not on PATH nor at {bundled}: give --sanitizer")
-    return found
+    if found is not None:
+        return found
+    toolkit = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "compute-sanitizer"
+    wheels = [Path(entry) / "nvidia" / cuda / "bin" / "compute-sanitizer" for entry in sys.path
+              for cuda in ("cu13", "cu12")]  # fmt: skip
+    for candidate in [toolkit, *wheels]:
+        if executable(candidate):
+            return str(candidate)
+    raise UsageError(
+        f"compute-sanitizer is not on PATH, at {toolkit} nor in an nvidia-cuda-sanitizer-api "
+        "wheel on sys.path: give --sanitizer"
+    )
 
 
 def argument_parser() -> OneLineParser:
@@ -114,11 +125,22 @@ def argument_parser() -> OneLineParser:
     parser.add_argument(
         "--run-timeout-s", type=at_least(1), default=150, help="outer timeout of each run"
     )
+    parser.add_argument(
+        "--budget-s",
+        type=at_least(0),
+        default=0,
+        help="start no run after this many seconds (0: no limit); the rest are ERROR (not run)",
+    )
     parser.add_argument("--sanitizer", default=None, help="compute-sanitizer to run")
     parser.add_argument("--results-dir", type=folder, default=Path("docs/results"))
     parser.add_argument("--logs-dir", type=folder, default=None, help="kept (default: temporary)")
     parser.add_argument("--list", action="store_true", help="print the runs and exit")
     return parser
+
+
+def planned_runs(args: argparse.Namespace) -> list[tuple[Tool, Execution]]:
+    """Every tool once eagerly before any graph run: a cut-off stage has each tool."""
+    return [(tool, execution) for execution in args.execution for tool in args.tool]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -138,7 +160,8 @@ class Stage:
 
     def __init__(self, args: argparse.Namespace, sanitizer: str, logs: Path):
         self.args, self.sanitizer, self.logs = args, sanitizer, logs
-        self.env = {"AFDEP_TIMEOUT_MS": str(args.wait_timeout_ms), **PROTOCOL_ENV}
+        shell = {k: v for k, v in os.environ.items() if k.startswith("AFDEP_")}  # recorded too
+        self.env = {**shell, "AFDEP_TIMEOUT_MS": str(args.wait_timeout_ms), **PROTOCOL_ENV}
         self.record = StageRecord(
             machine=machine_name(),
             digest="",
@@ -237,6 +260,12 @@ class Stage:
             **parsed.as_dict(),
         )
 
+    def not_run(self, tool: Tool, execution: Execution) -> ToolRun:
+        reason = f"not run: the stage's --budget-s {self.args.budget_s} was spent"
+        return ToolRun(
+            tool, execution, [], None, 0.0, Verdict.ERROR, reason, [], None, [], [], "", ""
+        )
+
     def add(self, run: ToolRun) -> None:
         self.record.runs.append(run)
         count = sum(f["count"] for f in run.findings)
@@ -268,13 +297,12 @@ def check_machine(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
-        for tool in args.tool:
-            for execution in args.execution:
-                log = Path("LOGS") / f"{tool}-{execution}.sanitizer.log"
-                command = sanitizer_command(
-                    "compute-sanitizer", tool, log, driver(args.ranks, execution)
-                )
-                print(f"{tool}-{execution}: {' '.join(command)}")
+        for tool, execution in planned_runs(args):
+            log = Path("LOGS") / f"{tool}-{execution}.sanitizer.log"
+            command = sanitizer_command(
+                "compute-sanitizer", tool, log, driver(args.ranks, execution)
+            )
+            print(f"{tool}-{execution}: {' '.join(command)}")
         return 0
     try:
         sanitizer = check_machine(args)
@@ -284,11 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     with KeptFolder(args.logs_dir, "afdep-sanitize-", "logs") as logs:
         stage = Stage(args, sanitizer, logs.path).on_this_gpu()
         print(f"{stage.record.rank_mode}  {stage.record.sanitizer}  logs {logs.path}", flush=True)
+        started = time.perf_counter()
         stage.run_baseline()
         stage.write()
-        for tool in args.tool:
-            for execution in args.execution:
-                stage.add(stage.run_tool(tool, execution))
+        for tool, execution in planned_runs(args):
+            spent = args.budget_s and time.perf_counter() - started > args.budget_s
+            run = stage.not_run(tool, execution) if spent else stage.run_tool(tool, execution)
+            stage.add(run)
         logs.failed = not stage.record.ok
     verdict_line = "ok" if stage.record.ok else "NOT OK"
     print(f"wrote {stage.path('json')} and {stage.path('md')}: {verdict_line}")

@@ -316,15 +316,37 @@ def test_list_prints_each_run_on_a_cpu(capsys):
 def test_no_sanitizer_anywhere_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(sanitize.shutil, "which", lambda name: None)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    monkeypatch.setattr(sanitize.sys, "path", [str(tmp_path / "site")])
     with pytest.raises(sanitize.UsageError) as error:
         find_sanitizer(None)
     assert str(error.value) == (
-        f"compute-sanitizer is not on PATH nor at {tmp_path}/bin/compute-sanitizer: "
-        "give --sanitizer"
+        f"compute-sanitizer is not on PATH, at {tmp_path}/bin/compute-sanitizer nor in an "
+        "nvidia-cuda-sanitizer-api wheel on sys.path: give --sanitizer"
     )
     with pytest.raises(sanitize.UsageError) as error:
         find_sanitizer(str(tmp_path / "cs"))
     assert str(error.value) == f"--sanitizer {tmp_path}/cs: not an executable file"
+
+
+def test_the_wheels_sanitizer_is_found_on_sys_path(monkeypatch, tmp_path):
+    monkeypatch.setattr(sanitize.shutil, "which", lambda name: None)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-toolkit"))
+    wheel = tmp_path / "site" / "nvidia" / "cu13" / "bin" / "compute-sanitizer"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_text("#!/bin/sh\n")
+    wheel.chmod(0o755)
+    monkeypatch.setattr(sanitize.sys, "path", [str(tmp_path / "elsewhere"), str(tmp_path / "site")])
+    assert find_sanitizer(None) == str(wheel)
+
+
+def test_runs_go_eager_first_so_a_cut_off_stage_has_every_tool():
+    args = parse_args(["--tool", "racecheck", "memcheck"])
+    assert sanitize.planned_runs(args) == [
+        (Tool.RACECHECK, Execution.EAGER),
+        (Tool.MEMCHECK, Execution.EAGER),
+        (Tool.RACECHECK, Execution.GRAPH),
+        (Tool.MEMCHECK, Execution.GRAPH),
+    ]
 
 
 # A stand-in compute-sanitizer: writes the sample named by $SAMPLE to its
@@ -420,6 +442,20 @@ def test_the_stage_passes_when_every_run_is_clean_or_not_applicable(tmp_path, mo
     monkeypatch.setenv("DRIVER_SAYS", "ok")
     stage.add(stage.run_tool(Tool.SYNCCHECK, Execution.EAGER))
     assert stage.record.runs[-1].verdict == Verdict.ERROR
+    assert not stage.record.ok
+
+
+def test_a_run_past_the_budget_is_an_error_not_a_pass(tmp_path, monkeypatch):
+    stage = stand_in_stage(tmp_path, "clean.log", "ok", monkeypatch)
+    stage.args.budget_s = 30
+    stage.record.baseline = {"ok": True}
+    stage.add(stage.not_run(Tool.INITCHECK, Execution.GRAPH))
+    (run,) = stage.record.runs
+    assert (run.verdict, run.reason, run.exit_code) == (
+        Verdict.ERROR,
+        "not run: the stage's --budget-s 30 was spent",
+        None,
+    )
     assert not stage.record.ok
 
 
