@@ -65,6 +65,7 @@ def sanitizer_command(sanitizer: str, tool: Tool, log_file: Path, driver: list[s
         "--print-limit", "200",
         "--target-processes", "application-only",
         "--launch-timeout", str(LAUNCH_TIMEOUT_S),
+        "--ignore-getprocaddress-notfound",  # cuda-bindings looks up entry points by name
         "--log-file", str(log_file),
         "--",
         *driver,
@@ -91,8 +92,11 @@ def find_sanitizer(named: str | None) -> str:
     if found is not None:
         return found
     toolkit = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "compute-sanitizer"
-    wheels = [Path(entry) / "nvidia" / cuda / "bin" / "compute-sanitizer" for entry in sys.path
-              for cuda in ("cu13", "cu12")]  # fmt: skip
+    wheels = [
+        Path(entry) / "nvidia" / cuda / "bin" / "compute-sanitizer"
+        for entry in sys.path
+        for cuda in ("cu13", "cu12")
+    ]
     for candidate in [toolkit, *wheels]:
         if executable(candidate):
             return str(candidate)

@@ -263,13 +263,20 @@ class Reason(str, Enum):
     DRIVER_FAILED = "the driver failed under the tool ({detail})"
 
 
+# What a wait that timed out leaves behind under memcheck: its trap is a
+# hardware exception, and the host's next call fails.
+TRAP_ECHOES = ("CUDA API error", "Hardware exception")
+
+
 def verdict(tool: Tool, facts: RunFacts) -> tuple[Verdict, str]:
     """The verdict and its reason. Findings win over everything but a hang:
-    a finding can itself end the driver (memcheck terminates the context)."""
+    a finding can itself end the driver (memcheck terminates the context);
+    after a wait timed out, the trap's own echoes are not findings of the code."""
     log = facts.tool_log
     if facts.outer_timeout:
         return Verdict.ERROR, Reason.HUNG.format(wall_s=facts.wall_s)
-    if log.findings:
+    echoes = TRAP_ECHOES if facts.wait_timeouts else ()
+    if any(not f.kind.startswith(echoes) for f in log.findings):
         return Verdict.FINDINGS, ""
     if log.tool_errors:
         return Verdict.ERROR, Reason.TOOL_FAILED.format(detail=log.tool_errors[0])

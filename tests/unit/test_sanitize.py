@@ -183,6 +183,13 @@ def facts(**changes) -> RunFacts:
 
 FOUND = ToolLog(findings=[Finding("Invalid __global__ read")], summary_errors=1)
 TIMED_OUT = [("pf.epilogue.done_wait", 1)]
+ECHOES = ToolLog(
+    findings=[
+        Finding("Hardware exception: Warp Illegal Instruction", "ffn_epilogue(Params)"),
+        Finding("CUDA API error", detail="cudaErrorLaunchFailure on cudaStreamSynchronize"),
+    ],
+    summary_errors=2,
+)
 
 
 @pytest.mark.parametrize(
@@ -205,6 +212,18 @@ TIMED_OUT = [("pf.epilogue.done_wait", 1)]
                 "tool did not run them concurrently",
             ),
         ),
+        # The trap of a wait that timed out, and the host's failed call after it.
+        (
+            {"tool_log": ECHOES, "exit_code": 1, "wait_timeouts": TIMED_OUT, "driver_ok": False},
+            (
+                Verdict.NOT_APPLICABLE,
+                "the protocol needs producer and consumer kernels resident together; under "
+                "racecheck a device wait timed out (site=pf.epilogue.done_wait rank=1): the "
+                "tool did not run them concurrently",
+            ),
+        ),
+        # Without a wait that timed out, the same reports are findings.
+        ({"tool_log": ECHOES, "exit_code": 1, "driver_ok": False}, (Verdict.FINDINGS, "")),
         (
             {"tool_log": ToolLog(tool_errors=["Internal Sanitizer Error: out of memory"])},
             (Verdict.ERROR, "compute-sanitizer failed: Internal Sanitizer Error: out of memory"),
@@ -290,7 +309,8 @@ def test_the_command_keeps_the_tools_nonblocking_mode(tmp_path):
     assert command == [
         "cs", "--tool", "initcheck", "--error-exitcode", "86", "--print-limit", "200",
         "--target-processes", "application-only", "--launch-timeout", "60",
-        "--log-file", str(tmp_path / "t.log"), "--", "python", "-m", "d",
+        "--ignore-getprocaddress-notfound", "--log-file", str(tmp_path / "t.log"),
+        "--", "python", "-m", "d",
     ]  # fmt: skip
     assert not any(word.startswith("--force-") for word in command)
 
