@@ -83,6 +83,10 @@ HEADLINES: list[tuple[re.Pattern, Callable[[re.Match], tuple[str, str, str]]]] =
         re.compile(r"^Uninitialized (__\w+__) memory read" + SIZE),
         lambda m: (f"Uninitialized {m[1]} memory read", "", ""),
     ),
+    (  # initcheck on a cudaMemcpy / cudaMemset (--check-api-memory-access)
+        re.compile(r"^Uninitialized access\b.*? on access by (.+?)\.?$"),
+        lambda m: (f"Uninitialized access by {m[1]}", "", ""),
+    ),
     (
         re.compile(r"^Barrier error detected\.?\s*(.*)$"),
         lambda m: (_joined("Barrier error", m[1]), "", ""),

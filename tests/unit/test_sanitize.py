@@ -126,6 +126,15 @@ def test_initcheck_uninitialized_reads():
     ]
 
 
+def test_initcheck_on_a_copy_from_the_device():
+    log = parse_tool_log(
+        "========= Uninitialized access at 0x7f3c7ec00010 on access by cudaMemcpy source\n"
+        "=========     Saved host backtrace up to driver entry point\n"
+        "========= ERROR SUMMARY: 1 error\n"
+    )
+    assert log.findings == [Finding("Uninitialized access by cudaMemcpy source")]
+
+
 def test_older_location_forms():
     assert [(f.kernel, f.location) for f in findings("older_formats.log")] == [
         ("unaligned_kernel()", "memcheck_demo.cu:6"),
