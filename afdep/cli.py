@@ -5,12 +5,15 @@ validate   the correctness matrix: a rank per GPU on 2+ GPUs, logical ranks on o
            (--rank-mode); on a CPU: compile, check the reference
 bench      screens: arms interleaved across processes, against NCCL and a peer copy
 screen     count-first vs payload-first on 4 GPUs, beside the recorded table
+sanitize   the one-GPU driver under compute-sanitizer (memcheck, racecheck, synccheck,
+           initcheck): a verdict and the findings (kernel, file:line) per tool
 drive      the correctness driver under torchrun: afdep drive [--nproc N] DRIVER-ARGS
            (N >= 2, default 2; `python -m afdep.testing.driver` is one rank of it);
            with `--mode logical --ranks N`, N ranks in one process on one GPU
 
 `afdep COMMAND --help` gives each one's options. The same code runs as
-`python -m afdep.build`, `afdep.validate`, `afdep.bench`, `afdep.bench.screen`.
+`python -m afdep.build`, `afdep.validate`, `afdep.bench`, `afdep.bench.screen`,
+`afdep.sanitize`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ COMMANDS = {
     "validate": "afdep.validate",
     "bench": "afdep.bench",
     "screen": "afdep.bench.screen",
+    "sanitize": "afdep.sanitize",
 }
 
 

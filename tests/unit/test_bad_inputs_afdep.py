@@ -114,6 +114,32 @@ COMMAND_ROWS = [
         ["afdep.bench", "--logs-dir", A_FILE],
         f"afdep bench: error: argument --logs-dir: {A_FILE}: not a folder",
     ),
+    (
+        ["afdep.cli", "sanitize", "--tool", "memchek"],
+        "afdep sanitize: error: argument --tool: invalid choice: 'memchek' (choose from "
+        "'memcheck', 'racecheck', 'synccheck', 'initcheck')",
+    ),
+    (
+        ["afdep.sanitize", "--execution", "replay"],
+        "afdep sanitize: error: argument --execution: invalid choice: 'replay' (choose from "
+        "'eager', 'graph')",
+    ),
+    (
+        ["afdep.sanitize", "--ranks", "5"],
+        "afdep sanitize: error: --ranks: at most 4, got 5",
+    ),
+    (
+        ["afdep.sanitize", "--ranks", "1"],
+        "afdep sanitize: error: argument --ranks: at least 2, got 1",
+    ),
+    (
+        ["afdep.sanitize", "--results-dir", A_FILE],
+        f"afdep sanitize: error: argument --results-dir: {A_FILE}: not a folder",
+    ),
+    (
+        ["afdep.sanitize", "--wait-timeout-ms", "0"],
+        "afdep sanitize: error: argument --wait-timeout-ms: at least 1, got 0",
+    ),
 ]
 
 ROWS = [
@@ -162,6 +188,17 @@ ROWS = [
         ["afdep.bench", "--arm", "C:", "--arm", "X:AFDEP_TIMOUT_MS=3"],
         NO_GPUS,
         "afdep bench: error: --arm X: unknown afdep variable AFDEP_TIMOUT_MS; known: ...",
+    ),
+    (
+        ["afdep.sanitize"],
+        NO_GPUS,
+        "afdep sanitize: error: needs a GPU (one H200 runs every rank), found 0; "
+        "--list shows the runs",
+    ),
+    (
+        ["afdep.sanitize"],
+        {"AFDEP_TIMEOUT_MS": "soon"},
+        "afdep sanitize: error: AFDEP_TIMEOUT_MS='soon': expected a positive integer",
     ),
     *[(words, {}, message) for words, message in COMMAND_ROWS],
 ]

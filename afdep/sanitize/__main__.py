@@ -1,0 +1,5 @@
+import sys
+
+from afdep.sanitize import main
+
+sys.exit(main())
