@@ -318,7 +318,8 @@ def test_the_command_keeps_the_tools_nonblocking_mode(tmp_path):
     assert command == [
         "cs", "--tool", "initcheck", "--error-exitcode", "86", "--print-limit", "200",
         "--target-processes", "application-only", "--launch-timeout", "60",
-        "--ignore-getprocaddress-notfound", "--log-file", str(tmp_path / "t.log"),
+        "--report-api-errors", "no", "--ignore-getprocaddress-notfound",
+        "--log-file", str(tmp_path / "t.log"),
         "--", "python", "-m", "d",
     ]  # fmt: skip
     assert not any(word.startswith("--force-") for word in command)
