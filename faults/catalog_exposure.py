@@ -12,12 +12,12 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
 def exposure_table(path: Path, raw) -> Exposure | None:
-    """[exposure] name = "2048", args = [...]: None when the catalog has none."""
+    """[exposure] name, args = [...], env = {...}: None when the catalog has none."""
     if raw is None:
         return None
     if not isinstance(raw, dict):
         raise catalog_error(path, "exposure", f"a table, got {raw!r}")
-    unknown = sorted(set(raw) - {"name", "args"})
+    unknown = sorted(set(raw) - {"name", "args", "env"})
     if unknown:
         raise catalog_error(path, "exposure", f"unknown keys {unknown}")
     name = raw.get("name")
@@ -30,4 +30,7 @@ def exposure_table(path: Path, raw) -> Exposure | None:
     args = raw.get("args")
     if not isinstance(args, list) or not args or not all(isinstance(a, str) and a for a in args):
         raise catalog_error(path, "exposure", f"args: a non-empty list of strings, got {args!r}")
-    return Exposure(name, tuple(args))
+    env = raw.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise catalog_error(path, "exposure", f"env: a table of strings, got {env!r}")
+    return Exposure(name, tuple(args), env)

@@ -134,16 +134,19 @@ class Config:
 class Exposure:
     """[exposure]: the real-size runs the sweep adds (docs/architecture.md,
     "Exposure at real sizes"): every config gets a twin `<config>@<name>`
-    whose run command ends with `args`, under which the config's faults run too."""
+    whose run command ends with `args` and whose environment adds `env`;
+    the config's faults run under it too."""
 
     name: str
     args: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
 
     def twin(self, config: Config) -> Config:
         return replace(
             config,
             name=f"{config.name}@{self.name}",
             args=config.args + self.args,
+            env={**config.env, **self.env},
             base=config.name,
         )
 

@@ -20,8 +20,12 @@ def test_every_config_gets_a_real_size_twin():
     catalog = load_catalog(AFDEP)
     exposed = catalog.with_exposure()
     twin = exposed.config("bf16-graph@2048")
-    assert twin.args == ("--payload", "bf16", "--graph", "--tokens", "2048", "--steps", "4")
-    assert twin.base == "bf16-graph" and twin.env == catalog.config("bf16-graph").env
+    assert twin.args == (
+        *("--payload", "bf16", "--graph", "--tokens", "2048", "--steps", "4", "--num-sms", "4"),
+    )
+    assert twin.base == "bf16-graph" and twin.env == {"AFDEP_COUNT_FIRST_EPILOGUE_SMS": "32"}
+    arm = exposed.config("bf16-eager-arm-source@2048").env
+    assert arm == {"AFDEP_COUNT_FIRST_ARM": "source", "AFDEP_COUNT_FIRST_EPILOGUE_SMS": "32"}
     assert exposed.config("4gpu-f2@2048").gpus == 4
     assert len(exposed.configs) == 2 * len(catalog.configs)
     assert exposed.with_exposure() is exposed  # twins are never twinned again
@@ -38,11 +42,13 @@ def test_every_config_gets_a_real_size_twin():
         ('name = "big size"\nargs = ["--tokens", "2048"]', "name: letters, digits, '-' or '_'"),
         ('name = "2048"\nargs = []', "args: a non-empty list of strings, got []"),
         ('name = "2048"\nargs = ["--tokens"]\nsteps = 4', "unknown keys ['steps']"),
+        ('name = "2048"\nargs = ["--tokens"]\nenv = { A = 1 }', "env: a table of strings"),
     ],
 )
 def test_a_malformed_exposure_table_is_named(tmp_path, table, message):
     text = AFDEP.read_text().replace(
-        '[exposure]\nname = "2048"\nargs = ["--tokens", "2048", "--steps", "4"]',
+        '[exposure]\nname = "2048"\nargs = ["--tokens", "2048", "--steps", "4", "--num-sms", "4"]\n'
+        'env = { AFDEP_COUNT_FIRST_EPILOGUE_SMS = "32" }',
         f"[exposure]\n{table}",
     )
     path = tmp_path / "catalog.toml"
