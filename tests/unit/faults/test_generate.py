@@ -43,6 +43,7 @@ def test_catalog_settings_reach_the_generated_faults():
         "fp8-eager",
         "4gpu-f1",
         "4gpu-f2",
+        "4gpu-f3",
     )
     runs_under = {
         fault_id: [c.name for c in catalog.configs_for(fault_id)]
