@@ -8,7 +8,7 @@ from pathlib import Path
 
 from faults.catalog import load_catalog
 from faults.cli_steps import chosen_rank_mode, load, workdir
-from hostio import UsageError, gpu_count, machine_name, writable_dir, write_text
+from hostio import UsageError, at_least_one, gpu_count, machine_name, writable_dir, write_text
 
 
 def review_command(args: argparse.Namespace) -> int:
@@ -37,7 +37,13 @@ def review_command(args: argparse.Namespace) -> int:
         )
         if args.run:
             result.runs = run_review(
-                result.touched, catalog, result.tree, args.root, args.base, work.path / "runs"
+                result.touched,
+                catalog,
+                result.tree,
+                args.root,
+                args.base,
+                work.path / "runs",
+                slots=args.slots,
             )
             work.failed = not result.runs.ok
     text = markdown(result)
@@ -73,6 +79,7 @@ def corpus_command(args: argparse.Namespace) -> int:
             work.path,
             run=args.run,
             rank_mode=str(catalog.rank_mode),
+            slots=args.slots,
         )
         digest = tree_digest(args.root / catalog.target.sources)
         doc = document(results, machine_name(), digest, str(catalog.rank_mode))
@@ -95,6 +102,9 @@ def compare_command(args: argparse.Namespace) -> int:
     return 0
 
 
+SLOTS_HELP = "with --run: controls and must-pass faults this many at a time (must-fail: one)"
+
+
 def add_review_commands(commands) -> None:
     """review, corpus and compare, on the top parser's subcommands."""
     review = commands.add_parser(
@@ -110,6 +120,7 @@ def add_review_commands(commands) -> None:
         help="run the change's tree, then the covering faults (without it: the static review)",
     )
     review.add_argument("--report", type=Path, default=None, help="write the Markdown here")
+    review.add_argument("--slots", type=at_least_one, default=1, help=SLOTS_HELP)
     review.add_argument("--sarif", type=Path, default=None, help="write the findings as SARIF")
     review.set_defaults(handler=review_command)
     corpus = commands.add_parser("corpus", help="review every bug commit of a corpus")
@@ -117,6 +128,7 @@ def add_review_commands(commands) -> None:
     corpus.add_argument("--run", action="store_true", help="also run each review's faults")
     corpus.add_argument("--only", default=None, help="a regular expression matching whole names")
     corpus.add_argument("--results-dir", type=Path, default=None)
+    corpus.add_argument("--slots", type=at_least_one, default=1, help=SLOTS_HELP)
     corpus.set_defaults(handler=corpus_command)
     compare = commands.add_parser("compare", help="two sets of sweep reports, side by side")
     compare.add_argument("--left", type=Path, nargs="+", required=True, help="sweep JSON reports")

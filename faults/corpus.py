@@ -181,6 +181,24 @@ def sarif_sites(sarif: Path, known_sites: set[str]) -> list[str]:
     return sorted(named)
 
 
+def review_words(
+    clone: Path,
+    base: str,
+    head: str,
+    work: Path,
+    sarif: Path,
+    *,
+    run: bool,
+    rank_mode: str,
+    slots: int,
+) -> list[str]:
+    """The review command one bug gets: static, or --run with `slots`."""
+    mode = "run" if run else "static"
+    command = [sys.executable, "-m", "faults", "--root", str(clone), "--workdir", str(work / mode)]
+    command += ["--rank-mode", rank_mode, "review", base, head, "--sarif", str(sarif)]
+    return command + (["--run", "--slots", str(slots)] if run else [])
+
+
 def review_bug(
     clone: Path,
     base: str,
@@ -190,12 +208,13 @@ def review_bug(
     run: bool,
     known_sites: set[str],
     rank_mode: str = "auto",
+    slots: int = 1,
 ) -> ReviewOutcome:
     mode = "run" if run else "static"
     sarif = work / f"review-{mode}.sarif"
-    command = [sys.executable, "-m", "faults", "--root", str(clone), "--workdir", str(work / mode)]
-    command += ["--rank-mode", rank_mode]
-    command += ["review", base, head, "--sarif", str(sarif)] + (["--run"] if run else [])
+    command = review_words(
+        clone, base, head, work, sarif, run=run, rank_mode=rank_mode, slots=slots
+    )
     log = work / f"review-{mode}.log"
     started = time.perf_counter()
     outcome = run_logged(
@@ -285,6 +304,7 @@ def run_corpus(
     *,
     run: bool,
     rank_mode: str = "auto",
+    slots: int = 1,
     say=print,
 ) -> list[BugResult]:
     """Each bug committed on a clone of HEAD, all of them first (a bug naming
@@ -311,6 +331,7 @@ def run_corpus(
                 run=True,
                 known_sites=known_sites,
                 rank_mode=rank_mode,
+                slots=slots,
             )
         say(
             f"{bug.name} class={bug.bug_class} expected={bug.catch} caught_by={result.caught_by} "

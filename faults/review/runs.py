@@ -79,15 +79,17 @@ def run_review(
     repo_root: Path,
     base: str,
     workdir: Path,
+    slots: int = 1,
 ) -> RunReport:
     """Through the sweep, controls first: a harness that fails everything
     cannot pass its must-fail faults off as KILLED, and a change that fails
-    with no fault is said before any fault is judged."""
+    with no fault is said before any fault is judged. `slots`: runs at a time
+    for the controls and the must-pass faults (the sweep's --slots)."""
     ids = list(dict.fromkeys(fault for cover in touched for fault in cover.faults))
     gpus = gpu_count()
     fits = [c.name for c in catalog.configs if catalog.gpus_for(c) <= gpus]
     controls, faults = sweep(
-        [Engine(catalog, tree, workdir / "change")], ids, fits, 1, lambda _: None
+        [Engine(catalog, tree, workdir / "change")], ids, fits, 1, lambda _: None, slots=slots
     )
     log = catalog.target.log
     harness_broken = [

@@ -210,3 +210,23 @@ def test_a_bug_that_cannot_be_reviewed_stops_the_corpus_before_any_review(repo, 
     with pytest.raises(CorpusError, match=r"b03\.patch: does not apply to HEAD"):
         run_corpus(repo, "src", [good, stale], tmp_path / "work2", run=False, say=reviewed.append)
     assert reviewed == []  # neither run reviewed its good bug
+
+
+def test_a_run_review_takes_the_slots_and_the_rank_mode(tmp_path):
+    import sys
+
+    from faults.corpus import review_words
+
+    sarif = tmp_path / "w/review-run.sarif"
+    words = review_words(
+        tmp_path / "c", "B", "H", tmp_path / "w", sarif, run=True, rank_mode="logical", slots=4
+    )
+    assert words == [
+        *(sys.executable, "-m", "faults", "--root", str(tmp_path / "c")),
+        *("--workdir", str(tmp_path / "w/run"), "--rank-mode", "logical"),
+        *("review", "B", "H", "--sarif", str(sarif), "--run", "--slots", "4"),
+    ]
+    static = review_words(
+        tmp_path / "c", "B", "H", tmp_path / "w", sarif, run=False, rank_mode="auto", slots=4
+    )
+    assert static[-3:] == ["H", "--sarif", str(sarif)] and "--run" not in static

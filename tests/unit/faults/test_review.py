@@ -274,3 +274,20 @@ def test_a_failed_clean_run_is_said_by_its_first_failing_line(
 ):
     patterns = load_catalog(FIXTURE / "catalog.toml").target.log
     assert first_failure(failed_run(tmp_path, verdict, reason, log, **outcome), patterns) == said
+
+
+def test_the_review_runs_its_controls_and_must_pass_faults_in_slots(monkeypatch, tmp_path):
+    import faults.review.runs as runs
+    from faults.catalog import load_catalog
+
+    seen = {}
+
+    def fake_sweep(engines, ids, configs, repeats, on_results, slots=1):
+        seen.update(ids=ids, slots=slots, repeats=repeats)
+        return [], []
+
+    monkeypatch.setattr(runs, "sweep", fake_sweep)
+    monkeypatch.setattr(runs, "gpu_count", lambda: 2)
+    catalog = load_catalog(Path(__file__).parents[3] / "catalogs/afdep.toml")
+    report = runs.run_review([], catalog, tmp_path, tmp_path, "B", tmp_path / "w", slots=3)
+    assert seen == {"ids": [], "slots": 3, "repeats": 1} and report.ok
