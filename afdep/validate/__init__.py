@@ -1,6 +1,6 @@
 """The correctness matrix: a validation runner made a program.
 
-    afdep validate [--select all|correctness|failures|count-first|four-gpu]
+    afdep validate [--select all|correctness|failures|count-first|four-gpu|split-knobs]
                    [--rank-mode auto|per-gpu|logical] [--results-dir docs/results]
 
 It runs the driver over the matrix, prints one summary line per run and
@@ -31,7 +31,14 @@ from afdep.jit import source_digest
 from afdep.ranks import RankChoice, RankMode
 from afdep.testing.launch import DRIVER, folder, outcome_record, torchrun_command
 from afdep.validate.judge import judge, summary_line
-from afdep.validate.matrix import Expect, Group, Run, matrix_2gpu, matrix_4gpu
+from afdep.validate.matrix import (
+    Expect,
+    Group,
+    Run,
+    matrix_2gpu,
+    matrix_4gpu,
+    matrix_split_knobs,
+)
 from afdep.validate.modes import (
     adaptations,
     holds,
@@ -180,7 +187,7 @@ class Validation:
         problem = environment_error()
         if problem is not None:
             raise UsageError(problem)
-        matrix = matrix_2gpu(args.bench_iters) + matrix_4gpu()
+        matrix = matrix_2gpu(args.bench_iters) + matrix_4gpu() + matrix_split_knobs()
         runs = selected(args, matrix)
         gpus = 0 if args.list else gpu_count()
         mode = RankChoice(args.rank_mode).resolve(gpus)

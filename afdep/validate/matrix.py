@@ -33,6 +33,7 @@ class Group(Word):
     FAILURES = "failures"
     COUNT_FIRST = "count-first"
     FOUR_GPU = "four-gpu"
+    SPLIT_KNOBS = "split-knobs"
 
 
 def grid(payload: str, execution: str, hidden: int = 2048, sms: int = 24, *extra: str) -> list[str]:
@@ -217,4 +218,42 @@ def matrix_4gpu() -> list[Run]:
             runs.append(passing(f"3a1f-view-{payload}-{execution}", args, group, CF, nproc=4))
     runs += invalid_route_runs("2a2f-", group, CF, nproc=4, extra=("--ffn-ranks", "2"))
     runs.append(agreement_run("2a2f-disagree", group, nproc=4, extra=("--ffn-ranks", "2")))
+    return runs
+
+
+# The knobs at 3 and 4 ranks. EPILOGUE_SMS is 32 here, not 48: at 1A:3F three
+# FFN ranks of 48 + 1 CTAs and the sources' 24 would not fit one H200 (132
+# SMs) as logical ranks; 32 still raises it above the transport's 24.
+SPLIT_KNOB_SETTINGS = tuple(s for s in KNOB_SETTINGS if not s.startswith("EPILOGUE_SMS")) + (
+    "EPILOGUE_SMS=32",
+)
+
+
+def matrix_split_knobs() -> list[Run]:
+    """Count-first's knobs and ARM=source at 3A:1F and 1A:3F, the collect view
+    in fp8 at 2A:1F (3 ranks), and per-role knobs: one outside the protocol
+    (the FFN's wait timeout) that must pass beside one inside it (the FFN
+    alone ungated) that every rank must refuse."""
+    group = Group.SPLIT_KNOBS
+    runs = []
+    for ffn_ranks in (1, 3):
+        split = ["--ffn-ranks", str(ffn_ranks), *SPLITS[ffn_ranks]]
+        for setting in SPLIT_KNOB_SETTINGS:
+            name, _, value = setting.partition("=")
+            env = {**CF, f"AFDEP_COUNT_FIRST_{name}": value}
+            args = [*grid("bf16", "graph"), *split]
+            runs.append(passing(f"{split_name(ffn_ranks)}-knob-{name}", args, group, env, 4))
+        arm = {**CF, "AFDEP_COUNT_FIRST_ARM": Arm.SOURCE.value}
+        for execution in ("eager", "graph"):
+            args = [*grid("bf16", execution), *split]
+            name = f"{split_name(ffn_ranks)}-arm-source-{execution}"
+            runs.append(passing(name, args, group, arm, 4))
+    for execution in ("eager", "graph"):
+        args = [*grid("fp8", execution), "--ffn-ranks", "1", "--collect-view"]
+        runs.append(passing(f"2a1f-view-fp8-{execution}", args, group, CF, nproc=3))
+    split = ("--ffn-ranks", "1", *SPLITS[1])
+    role_knob = ["--role-env", f"{Role.FFN}:AFDEP_TIMEOUT_MS=5000"]
+    args = [*failure_args(2, *split), *role_knob]
+    runs.append(passing("3a1f-mixed-role-timeout", args, group, CF, nproc=4))
+    runs.append(agreement_run("3a1f-disagree", group, nproc=4, extra=split))
     return runs

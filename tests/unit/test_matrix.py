@@ -11,7 +11,14 @@ import pytest
 from afdep.config import COUNT_FIRST_EVERY_BUCKET
 from afdep.testing.driver import parse_args
 from afdep.validate import list_not_run
-from afdep.validate.matrix import Expect, Group, Run, matrix_2gpu, matrix_4gpu
+from afdep.validate.matrix import (
+    Expect,
+    Group,
+    Run,
+    matrix_2gpu,
+    matrix_4gpu,
+    matrix_split_knobs,
+)
 from afdep.vocab import RouteKind
 from afdep.workspace import Geometry
 
@@ -32,7 +39,7 @@ def geometry_of(run) -> Geometry:
 
 
 def test_every_run_is_a_valid_geometry_and_names_are_unique():
-    runs = matrix_2gpu() + matrix_4gpu()
+    runs = matrix_2gpu() + matrix_4gpu() + matrix_split_knobs()
     assert len({r.name for r in runs}) == len(runs)
     for run in runs:
         geometry_of(run)  # raises ValueError naming the bad field
@@ -70,7 +77,7 @@ def test_the_four_gpu_grid_of_issue_e():
 
 
 def test_every_run_is_in_one_group_and_expects_by_enum():
-    runs = matrix_2gpu() + matrix_4gpu()
+    runs = matrix_2gpu() + matrix_4gpu() + matrix_split_knobs()
     assert {type(r.expect) for r in runs} == {Expect}
     assert {r.group for r in runs} == set(Group)
     assert all(type(r.route) is RouteKind for r in runs if r.expect == Expect.ROUTE)
@@ -89,3 +96,19 @@ def test_runs_a_machine_cannot_hold_are_listed_with_their_gpus(capsys):
     out = capsys.readouterr().out
     assert "2 runs need 4 GPUs (nvidia-h200-x4):" in out
     assert "--nproc-per-node=4" in out and "3a1f-cf-bf16-eager:" in out
+
+
+def test_the_split_knob_rows():
+    runs = {r.name: r for r in matrix_split_knobs()}
+    assert {r.group for r in runs.values()} == {Group.SPLIT_KNOBS}
+    knobs = ("UNGATED_TOKENS", "UNGATE", "WARP_COUNT", "UNIT_MIN_ROWS", "EPILOGUE_SMS")
+    for split in ("3a1f", "1a3f"):
+        assert {runs[f"{split}-knob-{k}"].nproc for k in knobs} == {4}
+        for execution in ("eager", "graph"):
+            assert runs[f"{split}-arm-source-{execution}"].env["AFDEP_COUNT_FIRST_ARM"] == "source"
+    assert runs["1a3f-knob-EPILOGUE_SMS"].env["AFDEP_COUNT_FIRST_EPILOGUE_SMS"] == "32"
+    view = geometry_of(runs["2a1f-view-fp8-graph"])
+    assert (view.world_size, view.ffn_ranks, view.collect_view, view.payload) == (3, 1, True, "fp8")
+    assert runs["3a1f-mixed-role-timeout"].expect == Expect.PASS
+    assert runs["3a1f-disagree"].expect == Expect.AGREEMENT
+    assert len(runs) == 2 * (len(knobs) + 2) + 4

@@ -21,14 +21,21 @@ from afdep.testing.logical import resolve_rank_mode
 from afdep.testing.ranklog import rank_prefix
 from afdep.validate import main
 from afdep.validate.judge import judge
-from afdep.validate.matrix import Expect, Group, Run, matrix_2gpu, matrix_4gpu
+from afdep.validate.matrix import (
+    Expect,
+    Group,
+    Run,
+    matrix_2gpu,
+    matrix_4gpu,
+    matrix_split_knobs,
+)
 from afdep.validate.modes import mode_machine, results_name, run_command
 from afdep.vocab import Arm, Protocol, RouteKind, digest_line, parse_log
 from afdep.workspace import Geometry
 from hostio import ProcessOutcome
 
 DIGEST = "b" * 64
-RUNS = {run.name: run for run in matrix_2gpu(50) + matrix_4gpu()}
+RUNS = {run.name: run for run in matrix_2gpu(50) + matrix_4gpu() + matrix_split_knobs()}
 H200_SMS = 132
 
 
@@ -195,7 +202,7 @@ def test_every_row_is_accepted_by_the_logical_driver_and_resident_on_an_h200():
         fit = residency(g, protocols, config.epilogue_sms, H200_SMS)
         assert fit.fits, fit.refusal()
         most = max(most, fit.total)
-    assert most == 99  # 1A:3F count-first: 24 + 3 x 25
+    assert most == 123  # 1A:3F with EPILOGUE_SMS=32: 24 + 3 x 33
 
 
 @pytest.fixture
