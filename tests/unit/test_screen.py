@@ -51,3 +51,11 @@ def test_the_comparison_sets_each_row_beside_the_seed():
         }
     ]
     assert set(RECORDED_CF_CHANGE_PCT) == {"3a1f", "2a2f", "1a3f"}
+
+
+def test_3a1f_is_compared_with_the_shipped_tree_not_a_rejected_variant():
+    from afdep.bench.screen import recorded_cell
+
+    assert RECORDED_CF_CHANGE_PCT["3a1f"] == {512: None, 1024: -4.1, 2048: -10.7}
+    assert RECORDED_CF_CHANGE_PCT["1a3f"] == {512: 3.5, 1024: -0.0, 2048: -1.5}
+    assert [recorded_cell(v) for v in (None, -10.7, 3.5)] == ["not recorded", "-10.7%", "+3.5%"]
