@@ -22,7 +22,12 @@ import torch.distributed as dist
 import afdep
 from afdep.bench.traces import ProfilerUnavailable, aligned_lines, record_spans
 from afdep.config import Config
-from afdep.testing.inputs import graph_inputs, load_graph_inputs, make_source_inputs
+from afdep.testing.inputs import (
+    SourceInputs,
+    graph_inputs,
+    load_graph_inputs,
+    make_source_inputs,
+)
 from afdep.vocab import BENCH, Protocol, Role
 
 
@@ -224,6 +229,23 @@ def trace_lines(title: str, spans: list, replays: int) -> list[str]:
         return [f"## {title}", f"trace unavailable: {error}"]
 
 
+def bucket_inputs(rank: int, bucket: int, geometry, device) -> SourceInputs:
+    """This rank's inputs at `bucket` tokens: routes drawn for each source rank
+    from (seed, bucket, rank), as a real batch's would differ per rank."""
+    return make_source_inputs(
+        rank=rank,
+        step=bucket,
+        seed=1,
+        capacity=geometry.capacity,
+        hidden=geometry.hidden,
+        top_k=geometry.top_k,
+        num_experts=geometry.num_experts,
+        num_tokens=bucket,
+        payload=geometry.payload,
+        device=device,
+    )
+
+
 def main(argv=None) -> int:
     import torch.distributed._symmetric_memory as symm_mem
 
@@ -245,18 +267,7 @@ def main(argv=None) -> int:
     results["nccl"], results["peer_copy"] = {}, {}
     traces: dict[str, list[str]] = {}
     for bucket in args.buckets:
-        source = make_source_inputs(
-            rank=0,
-            step=bucket,
-            seed=1,
-            capacity=geometry.capacity,
-            hidden=geometry.hidden,
-            top_k=geometry.top_k,
-            num_experts=geometry.num_experts,
-            num_tokens=bucket,
-            payload=geometry.payload,
-            device=dev,
-        )
+        source = bucket_inputs(rank, bucket, geometry, dev)
         for name in args.order:
             timers[name].load(source)
             results[name][str(bucket)] = timers[name].time(args.iters, args.warmup)

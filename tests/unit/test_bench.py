@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 import afdep.bench
 from afdep.bench import geomean_change, paired_change, parse_arm, rotated, summarize, targets
@@ -198,3 +199,17 @@ def test_an_output_that_is_not_json_is_a_failed_process(two_gpus, monkeypatch, t
         "bench process 0 failed (its AFDEP_BENCH line is not JSON: Expecting value: line 1 "
         f"column 12 (char 11)); log {kept / 'bench-0.log'}:"
     )
+
+
+def test_each_source_rank_sends_its_own_routes():
+    from afdep.bench.worker import bucket_inputs
+    from afdep.workspace import Geometry
+
+    g = Geometry(
+        world_size=3, ffn_ranks=1, num_experts=128, capacity=256, hidden=512, top_k=8,
+        payload="bf16",
+    )  # fmt: skip
+    first, second = (bucket_inputs(rank, 128, g, "cpu") for rank in (0, 1))
+    assert not torch.equal(first.topk_idx, second.topk_idx)
+    assert torch.equal(bucket_inputs(1, 128, g, "cpu").topk_idx, second.topk_idx)
+    assert int((first.topk_idx[128:] != -1).sum()) == 0  # padding rows route nowhere
