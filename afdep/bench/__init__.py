@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from statistics import median_high
 
+from afdep.bench.report import write_report
 from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
 from afdep.config import environment_error
 from afdep.testing.launch import folder, torchrun_command
@@ -303,7 +304,7 @@ def write(args: argparse.Namespace, document: dict) -> None:
     tag = f"-{args.tag}" if args.tag else ""
     path = args.results_dir / f"bench-{document['machine']}{tag}.json"
     write_json(path, document)
-    print(f"wrote {path}")
+    print(f"wrote {path} and {write_report(document, path)}")
 
 
 @entry_point

@@ -141,7 +141,8 @@ def test_a_screen_writes_its_document_and_removes_its_temporary_logs(two_gpus, t
     )
     out = capsys.readouterr().out.splitlines()
     assert out[:2] == ["process 0: order C A done", "process 1: order A C done"]
-    assert out[-1] == f"wrote {path}"
+    assert out[-1] == f"wrote {path} and {path.with_suffix('.md')}"
+    assert path.with_suffix(".md").read_text().startswith("# Bench on 2xH200\n")
 
 
 def test_a_failed_process_keeps_the_temporary_logs_and_names_them(two_gpus, tmp_path, capsys):
