@@ -15,6 +15,7 @@ torch.distributed, or logical ranks sharing one GPU in one process
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -70,9 +71,11 @@ class Buffer:
         num_sms: int = 24,
         collect_view: bool = False,
         config: Config | None = None,
+        sources: Path | None = None,
     ) -> None:
         # `group`: a RankGroup (afdep.ranks: logical ranks pass theirs), else a
-        # torch.distributed process group or None for the world.
+        # torch.distributed process group or None for the world. `sources`: the
+        # kernel sources to build (default: this package's), e.g. a bench arm's tree.
         self.group = group = rank_group(group)
         self.rank = group.rank
         self.config = config or Config.from_env()
@@ -147,12 +150,12 @@ class Buffer:
 
         self._dispatch_kernels = {
             protocol: [
-                Launcher(launch, self.device.index)
+                Launcher(launch, self.device.index, sources)
                 for launch in dispatch_launches(g, self.role, protocol, self.config.epilogue_sms)
             ]
             for protocol in self.protocols
         }
-        self._combine_kernel = Launcher(combine_launch(g, self.role), self.device.index)
+        self._combine_kernel = Launcher(combine_launch(g, self.role), self.device.index, sources)
         torch.cuda.synchronize()
         group.barrier()
 

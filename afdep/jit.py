@@ -327,14 +327,15 @@ def evict(directory: Path, max_bytes: int, *, keep: Path, pattern: str = "*.cubi
 _loaded: dict[tuple[KernelSpec, int], object] = {}
 
 
-def load_kernel(spec: KernelSpec, device_index: int):
-    """The cuda.core Kernel for `spec` on a device (compiling when not cached)."""
-    key = (spec, device_index)
+def load_kernel(spec: KernelSpec, device_index: int, root: Path | None = None):
+    """The cuda.core Kernel for `spec` on a device (compiling when not cached),
+    built from the sources under `root` (default: this package's)."""
+    key = (spec, device_index, root)
     if key not in _loaded:
         from cuda.core import Device, ObjectCode
 
         Device(device_index).set_current()
-        compiled = compile_kernel(spec)
+        compiled = compile_kernel(spec, root=root)
         module = ObjectCode.from_cubin(compiled.cubin, name=spec.name)
         _loaded[key] = module.get_kernel(compiled.symbol)
     return _loaded[key]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from afdep.jit import KernelSpec, load_kernel
 from afdep.vocab import Protocol, Role
@@ -93,11 +94,11 @@ def all_launches(g: Geometry, role: Role, protocols: tuple[Protocol, ...]) -> li
 class Launcher:
     """Launches one kernel on the current torch stream (graph capture included)."""
 
-    def __init__(self, launch: Launch, device_index: int) -> None:
+    def __init__(self, launch: Launch, device_index: int, sources: Path | None = None) -> None:
         from cuda.core import LaunchConfig
 
         self.spec = launch.spec
-        self.kernel = load_kernel(launch.spec, device_index)
+        self.kernel = load_kernel(launch.spec, device_index, sources)
         if launch.smem_bytes > 48 * 1024:
             _allow_shared_bytes(self.kernel, device_index, launch.smem_bytes)
         options = {"programmatic_stream_serialization": True} if launch.programmatic else {}

@@ -1,8 +1,10 @@
-"""Screens: arms (environment sets) interleaved across processes, the arm
-order rotated from one process to the next, against two references measured
-in the same processes (NCCL all_to_all_single, a plain peer copy).
+"""Screens: arms (environment sets, each optionally on its own kernel source
+tree) interleaved across processes, the arm order rotated from one process to
+the next, against two references measured in the same processes (NCCL
+all_to_all_single, a plain peer copy).
 
-    python -m afdep.bench [--arm NAME:VAR=VAL,...] [--processes 3] [--buckets ...]
+    python -m afdep.bench [--arm NAME:VAR=VAL,...[,tree=DIR]] [--iso] [--processes 3]
+                          [--buckets ...]
 
 Per bucket: each arm's median µs, paired change % against the control arm in
 each process, their geometric mean, and how many processes saw the arm faster.
@@ -19,6 +21,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from statistics import median_high
@@ -26,6 +29,7 @@ from statistics import median_high
 from afdep.bench.report import write_report
 from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
 from afdep.config import environment_error
+from afdep.jit import CSRC
 from afdep.testing.launch import folder, torchrun_command
 from afdep.vocab import BENCH, Arm
 from hostio import (
@@ -52,17 +56,34 @@ DEFAULT_ARMS = {
 }
 
 
+TREE = "tree"  # an arm's kernel sources (a folder like afdep/csrc), beside its variables
+
+
 def parse_arm(text: str) -> tuple[str, dict[str, str]]:
+    """`NAME:AFDEP_VAR=VALUE,...,tree=DIR`: the arm's variables and, optionally,
+    the kernel sources it builds (a source-tree arm)."""
     name, _, assignments = text.partition(":")
     variables = {}
     for item in filter(None, assignments.split(",")):
         key, eq, value = item.partition("=")
-        if not eq or not key.startswith("AFDEP_"):
-            raise argparse.ArgumentTypeError(f"--arm {text!r}: expected NAME:AFDEP_VAR=VALUE,...")
+        if not eq or not (key.startswith("AFDEP_") or key == TREE) or not value and key == TREE:
+            raise argparse.ArgumentTypeError(
+                f"--arm {text!r}: expected NAME:AFDEP_VAR=VALUE,...[,tree=DIR]"
+            )
         variables[key] = value
     if not name:
         raise argparse.ArgumentTypeError(f"--arm {text!r}: the arm needs a name")
     return name, variables
+
+
+ISO = "ISO"
+
+
+def iso_arm(control: dict[str, str], where: Path) -> dict[str, str]:
+    """The control arm on a second copy of this package's kernel sources: the
+    same code built and loaded apart, so its change against C is the noise."""
+    shutil.copytree(CSRC, where)
+    return {**{k: v for k, v in control.items() if k != TREE}, TREE: str(where)}
 
 
 def rotated(names: list[str], shift: int) -> list[str]:
@@ -147,7 +168,11 @@ def refusal(arms: dict[str, dict[str, str]], nproc: int) -> str | None:
     if problem is not None:
         return problem
     for name, variables in arms.items():
-        problem = environment_error({**os.environ, **variables})
+        tree = variables.get(TREE)
+        if tree is not None and not (Path(tree) / "impls").is_dir():
+            return f"--arm {name}: tree {tree} holds no kernel sources (no impls/ folder)"
+        env = {k: v for k, v in variables.items() if k != TREE}
+        problem = environment_error({**os.environ, **env})
         if problem is not None:
             return f"--arm {name}: {problem}"
     found = gpu_count()
@@ -168,6 +193,12 @@ def argument_parser() -> OneLineParser:
         action="append",
         default=None,
         help="replaces the default arms (C, CF, CF_ungate, CF_src)",
+    )
+    parser.add_argument(
+        "--iso",
+        action="store_true",
+        help="add arm ISO: the control's variables on a second copy of the kernel sources "
+        "(the A/A noise floor)",
     )
     parser.add_argument("--processes", type=at_least_one, default=3)
     parser.add_argument("--buckets", type=at_least_one, nargs="+", default=list(BUCKETS))
@@ -217,6 +248,8 @@ def planned_arms(args: argparse.Namespace) -> dict[str, dict[str, str]]:
         if CONTROL not in names:
             raise UsageError(f"the control arm {CONTROL} is required (--arm {CONTROL}:...)")
         arms = dict(args.arm)
+    if args.iso and ISO in arms:
+        raise UsageError(f"--iso: an arm is already named {ISO}")
     problem = refusal(arms, args.nproc)
     if problem is not None:
         raise UsageError(problem)
@@ -317,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
     with KeptFolder(args.logs_dir, "afdep-bench-", "logs", keep=args.keep) as logs:
+        if args.iso:
+            arms[ISO] = iso_arm(arms[CONTROL], logs.path / "iso-csrc")
         processes = run_processes(args, arms, logs.path)
         if processes is not None:
             write(args, results_document(args, arms, processes))

@@ -15,13 +15,16 @@ import json
 import os
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
 import afdep
+from afdep.bench import TREE
 from afdep.bench.traces import ProfilerUnavailable, aligned_lines, record_spans
 from afdep.config import Config
+from afdep.jit import CSRC
 from afdep.testing.inputs import (
     SourceInputs,
     graph_inputs,
@@ -53,15 +56,20 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def arm_config(variables: dict[str, str]) -> Config:
-    """The process environment with the arm's variables on top."""
-    return Config.from_env({**os.environ, **variables})
+    """The process environment with the arm's variables on top (its tree aside)."""
+    return Config.from_env({**os.environ, **{k: v for k, v in variables.items() if k != TREE}})
+
+
+def arm_sources(variables: dict[str, str]) -> Path | None:
+    """A source-tree arm's kernel sources; None: this package's."""
+    return Path(variables[TREE]) if TREE in variables else None
 
 
 class ArmTimer:
     """A Buffer for one arm, its step captured as a dispatch graph and a
     combine graph, timed back to back (the protocol itself paces the ranks)."""
 
-    def __init__(self, args, config: Config) -> None:
+    def __init__(self, args, config: Config, sources: Path | None = None) -> None:
         self.buffer = buffer = afdep.Buffer(
             num_experts=args.num_experts,
             hidden=args.hidden_size,
@@ -71,6 +79,7 @@ class ArmTimer:
             ffn_ranks=args.ffn_ranks,
             num_sms=args.num_sms,
             config=config,
+            sources=sources,
         )
         g = buffer.geometry
         self.inputs = graph_inputs(g, buffer.device)
@@ -255,7 +264,9 @@ def main(argv=None) -> int:
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank = dist.get_rank()
-    timers = {name: ArmTimer(args, arm_config(arms[name])) for name in args.order}
+    timers = {
+        name: ArmTimer(args, arm_config(arms[name]), arm_sources(arms[name])) for name in args.order
+    }
     geometry = next(iter(timers.values())).buffer.geometry
     dev = torch.device("cuda", local_rank)
     largest = geometry.capacity * geometry.row_bytes
@@ -290,6 +301,9 @@ def main(argv=None) -> int:
         document = {
             "order": args.order,
             "native_source_sha256": afdep.source_digest(),
+            "arm_digests": {
+                name: afdep.source_digest(arm_sources(arms[name]) or CSRC) for name in args.order
+            },
             "row_bytes": geometry.row_bytes,
             "ranks": gathered,
             "traces": traces,

@@ -39,7 +39,7 @@ COMMAND_ROWS = [
     (
         ["afdep.validate", "--select", "some"],
         "afdep validate: error: argument --select: invalid choice: 'some' (choose from 'all', "
-        "'correctness', 'failures', 'count-first', 'four-gpu')",
+        "'correctness', 'failures', 'count-first', 'four-gpu', 'split-knobs')",
     ),
     (
         ["afdep.validate", "--jobs", "0"],
@@ -96,7 +96,16 @@ COMMAND_ROWS = [
     ),
     (
         ["afdep.bench", "--arm", "CF:AFDEP_A"],
-        "afdep bench: error: argument --arm: --arm 'CF:AFDEP_A': expected NAME:AFDEP_VAR=VALUE,...",
+        "afdep bench: error: argument --arm: --arm 'CF:AFDEP_A': expected "
+        "NAME:AFDEP_VAR=VALUE,...[,tree=DIR]",
+    ),
+    (
+        ["afdep.bench", "--arm", "C:", "--arm", f"T:tree={A_FILE}"],
+        f"afdep bench: error: --arm T: tree {A_FILE} holds no kernel sources (no impls/ folder)",
+    ),
+    (
+        ["afdep.bench", "--arm", "C:", "--arm", "ISO:", "--iso"],
+        "afdep bench: error: --iso: an arm is already named ISO",
     ),
     (
         ["afdep.bench", "--arm", "C:", "--arm", "C:AFDEP_PAYLOAD_FIRST=1"],

@@ -17,7 +17,8 @@ from hostio import ProcessOutcome
 def test_parse_arm():
     assert parse_arm("CF:AFDEP_A=1,AFDEP_B=x") == ("CF", {"AFDEP_A": "1", "AFDEP_B": "x"})
     assert parse_arm("C:") == ("C", {})
-    for bad in ("CF:A=1", ":AFDEP_A=1", "CF:AFDEP_A"):
+    assert parse_arm("N:AFDEP_A=1,tree=/x/csrc") == ("N", {"AFDEP_A": "1", "tree": "/x/csrc"})
+    for bad in ("CF:A=1", ":AFDEP_A=1", "CF:AFDEP_A", "N:tree="):
         with pytest.raises(argparse.ArgumentTypeError):
             parse_arm(bad)
 
@@ -214,3 +215,15 @@ def test_each_source_rank_sends_its_own_routes():
     assert not torch.equal(first.topk_idx, second.topk_idx)
     assert torch.equal(bucket_inputs(1, 128, g, "cpu").topk_idx, second.topk_idx)
     assert int((first.topk_idx[128:] != -1).sum()) == 0  # padding rows route nowhere
+
+
+def test_a_tree_arm_builds_its_own_sources_and_iso_copies_the_control(tmp_path):
+    from afdep.bench import ISO, TREE, iso_arm
+    from afdep.bench.worker import arm_config, arm_sources
+    from afdep.jit import CSRC, source_digest
+
+    arm = iso_arm({"AFDEP_PAYLOAD_FIRST": "1"}, tmp_path / "iso-csrc")
+    assert arm == {"AFDEP_PAYLOAD_FIRST": "1", TREE: str(tmp_path / "iso-csrc")}
+    assert source_digest(arm_sources(arm)) == source_digest(CSRC) and ISO == "ISO"
+    assert arm_sources({"AFDEP_PAYLOAD_FIRST": "1"}) is None
+    assert arm_config(arm).payload_first
