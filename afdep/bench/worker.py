@@ -15,6 +15,7 @@ import json
 import os
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -152,33 +153,63 @@ def _medians(marks) -> dict[str, float]:
     }
 
 
+def rows_per_ffn(topk: torch.Tensor, ffn_ranks: int, experts_per_ffn: int) -> list[int]:
+    """How many tokens route to each FFN rank (a token counts once per FFN rank)."""
+    return [
+        int(((topk >= f * experts_per_ffn) & (topk < (f + 1) * experts_per_ffn)).any(dim=1).sum())
+        for f in range(ffn_ranks)
+    ]
+
+
+@dataclass(frozen=True)
+class ExchangeSizes:
+    """Bytes to and from each rank for all_to_all_single, out and back."""
+
+    send: list[int]
+    receive: list[int]
+    back_send: list[int]
+    back_receive: list[int]
+
+
+def exchange_sizes(
+    rank: int, attention: int, routed: list[list[int]], row_bytes: int, hidden: int
+) -> ExchangeSizes:
+    """`routed[p]`: the rows source p sends each FFN rank (every source's, so
+    each side knows what it receives). Out: a payload row per (token, FFN
+    rank); back: one bf16 row of `hidden` per row received."""
+    ffn_ranks = len(routed[0])
+    world = attention + ffn_ranks
+    send, receive = [0] * world, [0] * world
+    if rank < attention:
+        send = [0] * attention + [n * row_bytes for n in routed[rank]]
+    else:
+        receive = [routed[p][rank - attention] * row_bytes for p in range(attention)]
+        receive += [0] * ffn_ranks
+    back_send = [r // row_bytes * hidden * 2 for r in receive]
+    back_receive = [s // row_bytes * hidden * 2 for s in send]
+    return ExchangeSizes(send, receive, back_send, back_receive)
+
+
 def nccl_round_trip(source, args, iters: int, warmup: int) -> dict[str, float]:
     """The same exchange through all_to_all_single: every routed token's row to
-    each FFN rank it names, then one bf16 row back per (token, FFN rank)."""
+    each FFN rank it names, then one bf16 row back per (token, FFN rank). The
+    sources' counts are gathered first: each source draws its own routes."""
     rank, world = dist.get_rank(), dist.get_world_size()
     attention = world - args.ffn_ranks
     row_bytes = source.x[0].numel() * source.x.element_size() + (
         0 if source.x_scales is None else source.x_scales[0].numel() * 4
     )
-    epf = args.num_experts // args.ffn_ranks
-    routed = [0] * world
     topk = source.topk_idx[: source.num_tokens]
-    for f in range(args.ffn_ranks):
-        on_f = ((topk >= f * epf) & (topk < (f + 1) * epf)).any(dim=1)
-        routed[attention + f] = int(on_f.sum())
-    # Every rank knows every source's counts: all sources share the bucket's routes here.
-    send = [0] * world
-    receive = [0] * world
-    if rank < attention:
-        send = [routed[p] * row_bytes for p in range(world)]
-    else:
-        receive = [routed[rank] * row_bytes if p < attention else 0 for p in range(world)]
-    back_send = [r // row_bytes * args.hidden_size * 2 for r in receive]
-    back_receive = [s // row_bytes * args.hidden_size * 2 for s in send]
+    mine = rows_per_ffn(topk, args.ffn_ranks, args.num_experts // args.ffn_ranks)
+    routed: list = [None] * world
+    dist.all_gather_object(routed, mine)
+    sizes = exchange_sizes(rank, attention, routed[:attention], row_bytes, args.hidden_size)
+    send, receive = sizes.send, sizes.receive
+    back_send, back_receive = sizes.back_send, sizes.back_receive
     dev = torch.device("cuda", torch.cuda.current_device())
     tensors = [
-        torch.zeros(max(sum(sizes), 1), dtype=torch.uint8, device=dev)
-        for sizes in (send, receive, back_send, back_receive)
+        torch.zeros(max(sum(split), 1), dtype=torch.uint8, device=dev)
+        for split in (send, receive, back_send, back_receive)
     ]
 
     def exchange():

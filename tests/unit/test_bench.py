@@ -227,3 +227,18 @@ def test_a_tree_arm_builds_its_own_sources_and_iso_copies_the_control(tmp_path):
     assert source_digest(arm_sources(arm)) == source_digest(CSRC) and ISO == "ISO"
     assert arm_sources({"AFDEP_PAYLOAD_FIRST": "1"}) is None
     assert arm_config(arm).payload_first
+
+
+def test_the_nccl_exchange_sizes_agree_between_every_pair_of_ranks():
+    from afdep.bench.worker import exchange_sizes, rows_per_ffn
+
+    topk = torch.tensor([[0, 70], [1, 2], [-1, 100]])
+    assert rows_per_ffn(topk, 2, 64) == [2, 2]  # experts 0-63 and 64-127
+    routed = [[3, 1], [0, 5]]  # two sources' rows to each of two FFN ranks
+    sizes = [exchange_sizes(rank, 2, routed, 10, 4) for rank in range(4)]
+    for p in range(4):
+        for q in range(4):
+            assert sizes[p].send[q] == sizes[q].receive[p]
+            assert sizes[p].back_send[q] == sizes[q].back_receive[p]
+    assert sizes[0].send == [0, 0, 30, 10] and sizes[3].receive == [10, 50, 0, 0]
+    assert sizes[3].back_send == [8, 40, 0, 0]  # one bf16 row of 4 back per row received
