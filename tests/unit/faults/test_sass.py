@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from faults.apply import apply_patches
-from faults.catalog import load_catalog
+from faults.catalog import CatalogError, load_catalog
 from faults.catalog_types import Fault, Patch
 from faults.sass import ErasedCheck, SassError, find_tool, normalize
 from faults.scratch import make_scratch
@@ -181,3 +181,29 @@ def test_a_delay_is_not_erased_and_the_first_difference_is_named(check, tmp_path
         "kArmSource=false, kNumThreads=512>: _ZN5afdep20source_dispatch_impl"
     )
     assert found.endswith(" of its normalized SASS")
+
+
+# ------------------------------------------------------------- the catalog
+def test_the_afdep_sass_command_makes_the_variants_the_build_makes():
+    target = load_catalog(REPO / "catalogs/afdep.toml").target
+    assert target.sass == (*target.build, "--csrc", "{sources}", "--cubin", "{out}")
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("[target.sass]\nptx = []", "a table with one key, cubin; got {'ptx': []}"),
+        (
+            '[target.sass]\ncubin = ["{python}", "{digest}"]',
+            "cubin: unknown placeholder {digest} in '{digest}'; "
+            "known: {tree}, {sources}, {out}, {python}",
+        ),
+    ],
+)
+def test_a_bad_sass_table_is_one_line_naming_it(tmp_path, table, message):
+    text = (REPO / "tests/fixtures/flag_payload/catalog.toml").read_text()
+    path = tmp_path / "catalog.toml"
+    path.write_text(text.replace("[target.log]", f"{table}\n\n[target.log]", 1))
+    with pytest.raises(CatalogError) as raised:
+        load_catalog(path, tree_root=REPO)
+    assert str(raised.value) == f"{path}: target.sass: {message}"
