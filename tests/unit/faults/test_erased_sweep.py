@@ -88,7 +88,9 @@ def test_a_sweep_without_gpus_decides_erased_and_says_so(tmp_path):
 def test_an_erased_mutant_is_outside_the_score_and_counted_beside_it():
     def summary(fault: str, verdict: Verdict) -> FaultSummary:
         killed = int(verdict is Verdict.KILLED)
-        return FaultSummary(fault, "fail", verdict, True, 1, 1, killed, killed, 1, "", "remove-fence")
+        return FaultSummary(
+            fault, "fail", verdict, True, 1, 1, killed, killed, 1, "", "remove-fence"
+        )
 
     summaries = [summary("a", Verdict.KILLED), summary("b", Verdict.ERASED)]
     assert scores(summaries) == (1.0, 1.0)
