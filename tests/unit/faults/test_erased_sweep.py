@@ -4,10 +4,13 @@ line and the report, outside the mutation score."""
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 from faults.apply import apply_patches
 from faults.catalog import load_catalog
+from faults.cli import main
 from faults.engine import Engine, RunResult, sweep
 from faults.report import summary_line
 from faults.sass import erased_judgement
@@ -107,3 +110,21 @@ def test_a_bare_apply_leaves_no_marker_and_a_marked_one_does(tmp_path):
         [changed] = apply_patches(tree, catalog, patches, bare=bare)
         printed = changed.read_text().count('std::printf("AFDFAULT')
         assert printed == (0 if bare else 2), bare
+
+
+def test_a_sweep_with_no_disassembler_stops_with_one_line(tmp_path, monkeypatch, capsys):
+    text = CATALOG.read_text().replace(
+        "[target.log]", '[target.sass]\ncubin = ["{python}", "-c", "pass"]\n\n[target.log]', 1
+    )
+    (tmp_path / "catalog.toml").write_text(text)
+    monkeypatch.setitem(sys.modules, "nvidia", types.SimpleNamespace(__path__=[]))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    top = ["--catalog", str(tmp_path / "catalog.toml"), "--root", str(REPO), "--no-generated"]
+    status = main(
+        [*top, "--workdir", str(tmp_path / "work"), "sweep", "--results-dir", str(tmp_path)]
+    )
+    assert status == 2
+    assert capsys.readouterr().err == (
+        "python -m faults: error: nvdisasm not found on PATH nor in the nvidia-cuda-nvdisasm "
+        "wheel: pip install nvidia-cuda-nvdisasm\n"
+    )
