@@ -2,13 +2,16 @@
 
     python -m afdep.build [--hidden 2048 7168] [--top-k 8] [--payload bf16 fp8]
                           [--protocol payload-first count-first] [--view expanded collect]
-                          [--arm ffn source] [--csrc DIR] [--ptx DIR]
+                          [--arm ffn source] [--csrc DIR] [--ptx DIR | --cubin DIR]
 
 CI runs it; on a GPU machine it warms the cubin cache before the ranks start.
 `--ptx DIR` writes each kernel's PTX with line info instead (`<variant>.ptx`
 and `index.json`, file name -> kernel label), what the fault engine's publish
 contract reads (docs/architecture.md, "The publish contract"); `--csrc DIR`
-compiles the kernel sources under DIR instead of this package's.
+compiles the kernel sources under DIR instead of this package's. `--cubin
+DIR` builds as usual (through the cache) and also writes each cubin there
+(`<variant>.cubin` and `index.json`), what the fault engine disassembles to
+find a fault the compiler erased (docs/architecture.md, "Erased faults").
 """
 
 from __future__ import annotations
@@ -70,10 +73,10 @@ def timed_compile(spec, root=CSRC):
         return None, time.perf_counter() - started, error
 
 
-def ptx_file_name(spec: KernelSpec) -> str:
-    """`source_dispatch-Hidden2048-TopK8-...-NumThreads512.ptx`: one file per variant."""
+def variant_file_name(spec: KernelSpec, suffix: str = ".ptx") -> str:
+    """`source_dispatch-Hidden2048-...-NumThreads512.ptx` (or `.cubin`): one file a variant."""
     args = "-".join(f"{key.removeprefix('k')}{str(value).lower()}" for key, value in spec.template)
-    return f"{spec.name}-{args}.ptx"
+    return f"{spec.name}-{args}{suffix}"
 
 
 def write_ptx(spec: KernelSpec, root: Path, out: Path) -> tuple[float, int, CompileError | None]:
@@ -83,7 +86,7 @@ def write_ptx(spec: KernelSpec, root: Path, out: Path) -> tuple[float, int, Comp
         text = compile_ptx(spec, root)
     except CompileError as error:
         return time.perf_counter() - started, 0, error
-    (out / ptx_file_name(spec)).write_text(text)
+    (out / variant_file_name(spec)).write_text(text)
     return time.perf_counter() - started, len(text), None
 
 
@@ -104,7 +107,7 @@ def build_ptx(specs: list[KernelSpec], root: Path, out: Path) -> int:
         print(f"ptx      {seconds:6.2f}s {size:7d} B  {spec.label()}")
     if failed:
         return 1
-    index = {ptx_file_name(spec): spec.label() for spec in specs}
+    index = {variant_file_name(spec): spec.label() for spec in specs}
     (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
     return 0
 
@@ -136,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         "--arm", nargs="+", choices=[a.value for a in Arm], default=[a.value for a in Arm]
     )
     parser.add_argument("--csrc", type=Path, default=CSRC, help="the kernel sources to compile")
-    parser.add_argument("--ptx", type=Path, default=None, help="write each kernel's PTX here")
+    written = parser.add_mutually_exclusive_group()
+    written.add_argument("--ptx", type=Path, default=None, help="write each kernel's PTX here")
+    written.add_argument("--cubin", type=Path, default=None, help="also write each cubin here")
     args = parser.parse_args(argv)
     if not (args.csrc / "impls").is_dir():
         print(f"error: --csrc {args.csrc}: no impls/ folder of kernel sources", file=sys.stderr)
@@ -166,7 +171,22 @@ def main(argv: list[str] | None = None) -> int:
             continue
         how = "cached" if compiled.from_cache else "compiled"
         print(f"{how:8} {seconds:6.2f}s {len(compiled.cubin):7d} B  {spec.label()}")
-    return 1 if failed else 0
+    if failed:
+        return 1
+    if args.cubin is not None:
+        write_cubins(outcomes, args.cubin)
+    return 0
+
+
+def write_cubins(outcomes: list, out: Path) -> None:
+    """Each compiled variant's cubin into `out`, and `index.json` (file name -> label)."""
+    out.mkdir(parents=True, exist_ok=True)
+    index = {}
+    for compiled, _, _ in outcomes:
+        name = variant_file_name(compiled.spec, ".cubin")
+        (out / name).write_bytes(compiled.cubin)
+        index[name] = compiled.spec.label()
+    (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
 
 
 if __name__ == "__main__":

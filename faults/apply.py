@@ -185,13 +185,16 @@ def _find_site(sources: Path, name: str, owner: str) -> Site:
     return found[0]
 
 
-def apply_site_patch(sources: Path, patch: Patch, target: Target) -> Path:
+def apply_site_patch(sources: Path, patch: Patch, target: Target, *, bare: bool = False) -> Path:
+    """`bare`: with no marker, what the compiler sees of the fault alone."""
     site = _find_site(sources, patch.site, patch.owner)
     lines = site.path.read_text().splitlines(keepends=False)
     opening = lines[site.start - 1]
     indent = opening[: len(opening) - len(opening.lstrip())]
     body = lines[site.start : site.end - 1]
     replaced = ACTIONS[patch.action](body, patch, target, indent)
+    if bare:
+        replaced = [line.replace(marker_line(patch, target), "") for line in replaced]
     lines[site.start : site.end - 1] = replaced
     lines = _with_prelude(lines, site.start - 1, patch, target)
     site.path.write_text("\n".join(lines) + "\n")
@@ -249,18 +252,19 @@ def _mark_site(site: Site, patch: Patch, target: Target) -> None:
 
 
 def apply_patches(
-    tree: Path, catalog: Catalog, patches: list[Patch], *, marked: bool = True
+    tree: Path, catalog: Catalog, patches: list[Patch], *, marked: bool = True, bare: bool = False
 ) -> list[Path]:
     """Apply `patches` in order to the scratch `tree`; returns the files changed.
-    `marked`: text patches get markers (a fault's; a control needs none)."""
+    `marked`: text patches get markers (a fault's; a control needs none);
+    `bare`: no marker anywhere (docs/architecture.md, "Erased faults")."""
     sources = Path(tree) / catalog.target.sources
-    target = catalog.target if marked else None
+    target = catalog.target if marked and not bare else None
     changed = []
     for patch in patches:
         if patch.file is not None:
             changed.append(apply_text_patch(sources, patch, target))
         else:
-            changed.append(apply_site_patch(sources, patch, catalog.target))
+            changed.append(apply_site_patch(sources, patch, catalog.target, bare=bare))
     return sorted(set(changed))
 
 

@@ -148,7 +148,7 @@ def _control(path: Path, raw, target: Target) -> tuple[Patch, ...]:
 TARGET_KEYS = frozenset(
     (
         "name sources language run log build clock rank timeout_s env gpus"
-        " contract mutation publisher logical"
+        " contract mutation publisher logical sass"
     ).split()
 )
 
@@ -206,7 +206,17 @@ def _target(path: Path, raw) -> Target:
         contract=_contract(path, raw["contract"]) if "contract" in raw else None,
         publisher=publisher_table(path, raw.get("publisher"), float(timeout_s)),
         logical_run=_logical_run(path, raw.get("logical")),
+        sass=_sass(path, raw.get("sass")),
     )
+
+
+def _sass(path: Path, raw) -> tuple[str, ...]:
+    """[target.sass] cubin: the command that writes every kernel variant's cubin."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or set(raw) != {"cubin"}:
+        raise _fail(path, "target.sass", f"a table with one key, cubin; got {raw!r}")
+    return _command(path, "target.sass", "cubin", raw["cubin"], known=PTX_PLACEHOLDERS)
 
 
 def _contract(path: Path, raw):

@@ -315,6 +315,7 @@ class Target:
     mutations: tuple[MutationRule, ...] = ()  # [[target.mutation]]: faults/mutate.py
     publisher: Publisher | None = None  # who publishes, for the delays that expose
     logical_run: tuple[str, ...] = ()  # [target.logical] run: every rank on one GPU
+    sass: tuple[str, ...] = ()  # [target.sass] cubin: writes every variant's cubin (faults/sass.py)
 
 
 @dataclass(frozen=True)

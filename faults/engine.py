@@ -17,6 +17,7 @@ from faults.apply import ApplyError, apply_fault, apply_patches
 from faults.catalog import Catalog, Config
 from faults.parse import Outcome, parse_outcome
 from faults.run import BuildError, RunError, build_tree, run_config
+from faults.sass import ErasedDecision, decide, erased_check
 from faults.scratch import UserTreeGuard, make_scratch, tree_digest
 from faults.sites import parse_tree
 from faults.verdict import Judgement, Verdict, judge, judge_control
@@ -39,6 +40,10 @@ class Prepared:
     # The static contract's verdict on this tree, asked once, of a survivor only:
     # (violations or None, why it could not be checked or None).
     contract: tuple[str | None, str | None] | None = None
+    # ERASED when the compiler erased the fault (faults/sass.py): then it is not run.
+    erased: Judgement | None = None
+    sass_s: float = 0.0
+    erased_unknown: str = ""  # why the erasure check could not decide, if so
 
 
 @dataclass
@@ -71,6 +76,7 @@ class Engine:
         ref: str | None = None,
         env: dict[str, str] | None = None,
         contract: TreeContract | None = None,
+        erased: ErasedDecision | None = None,
     ):
         self.catalog = catalog
         self.root = Path(root).resolve()
@@ -81,6 +87,8 @@ class Engine:
         # operators"): the injected check, else faults.contract's (when there is one).
         self.contract = contract or static_contract(catalog)
         self._prepared: dict[str, Prepared] = {}  # one tree per label, shared by its configs
+        # Whether the compiler erased a fault: the injected check, else the catalog's [target.sass].
+        self.erased = erased or erased_check(catalog, self.root, self.workdir, ref)
 
     @property
     def build_gpus(self) -> int:
@@ -130,6 +138,9 @@ class Engine:
         except BuildError as error:
             prepared.error = Judgement(Verdict.BUILD_ERROR, False, str(error))
         prepared.build_s = time.perf_counter() - started
+        if prepared.error is None and fault_id is not None and self.erased is not None:
+            erasure = decide(self.erased, fault_id, self.workdir / label)
+            prepared.erased, prepared.sass_s, prepared.erased_unknown = erasure
         return prepared
 
     def run(self, prepared: Prepared, config: Config, repeat: int = 0) -> Outcome:
@@ -177,11 +188,12 @@ class Engine:
             repeat=repeat,
             verdict=judgement.verdict,
             ok=judgement.ok,
-            reason=judgement.reason,
+            reason="; ".join(filter(None, [judgement.reason, prepared.erased_unknown])),
             tree_digest=prepared.digest,
             seconds={
                 "apply": round(prepared.apply_s, 3),
                 "build": round(prepared.build_s, 3),
+                "sass": round(prepared.sass_s, 3),  # deciding whether the compiler erased it
                 "run": round(run_s, 3),
                 "judge": round(judge_s, 4),  # parsing the log and the verdict
             },
@@ -192,8 +204,9 @@ class Engine:
     def evaluate(self, fault_id: str, configs: list[Config], repeats: int = 1) -> list[RunResult]:
         fault = self.catalog.fault(fault_id)
         prepared = self.prepare(fault_id, fault_id)
-        if prepared.error:
-            return [self._result(prepared, c, 0, prepared.error) for c in configs]
+        decided = prepared.error or prepared.erased  # an erased fault is not run
+        if decided:
+            return [self._result(prepared, c, 0, decided) for c in configs]
         patches = self.catalog.all_patches(fault_id)
         guards = {
             s.name: s.guards for s in parse_tree(prepared.tree / self.catalog.target.sources)[0]

@@ -25,6 +25,7 @@ from faults.generate import is_generated
 from faults.history import History
 from faults.report import catalog_sha256, engine_share, stage_seconds, summary_line
 from faults.report.markdown import junit, markdown
+from faults.sass import ErasedDecision
 from faults.scratch import UserTreeGuard
 from faults.sites import parse_tree
 from faults.verdict import FaultSummary, Verdict, summarize_fault
@@ -48,6 +49,8 @@ class SweepOptions:
     # A tree's static contract violations, for UNOBSERVABLE (None: faults.contract's).
     contract: TreeContract | None = None
     exposure: bool = True  # each config's real-size twin too ([exposure], when the catalog has it)
+    # Whether the compiler erased a fault (None: the catalog's [target.sass] check).
+    erased: ErasedDecision | None = None
 
 
 def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
@@ -99,7 +102,9 @@ def covered_by_catalog(catalog: Catalog) -> set[str]:
 
 def scores(summaries: list[FaultSummary]) -> tuple[float | None, float | None]:
     """Mutation score (killed / must-fail that fired) and firing rate."""
-    must_fail = [s for s in summaries if s.expect == "fail" and s.fired]
+    must_fail = [
+        s for s in summaries if s.expect == "fail" and s.fired and s.verdict is not Verdict.ERASED
+    ]
     killed = sum(s.verdict == Verdict.KILLED for s in must_fail)
     mutation = round(killed / len(must_fail), 4) if must_fail else None
     fired = sum(bool(s.fired) for s in summaries)
@@ -118,8 +123,13 @@ SCORED = {
     Verdict.BROKE: "broke",
 }
 # Outside the score too: NOT FIRED judged nothing; an EQUIVALENT mutant took
-# away nothing the contract requires. The rest (APPLY/BUILD ERROR, WRONG TREE): errors.
-UNJUDGED = {Verdict.NOT_FIRED: "not_fired", Verdict.EQUIVALENT: "equivalent"}
+# away nothing the contract requires; an ERASED one changed no machine code.
+# The rest (APPLY/BUILD ERROR, WRONG TREE): errors.
+UNJUDGED = {
+    Verdict.NOT_FIRED: "not_fired",
+    Verdict.EQUIVALENT: "equivalent",
+    Verdict.ERASED: "erased",
+}
 HAND_WRITTEN = "catalog"  # the family column of a hand-written fault
 
 
@@ -224,7 +234,7 @@ class Sweep:
     def _build_faults(self, say, advance) -> None:
         """No GPUs for the target: apply and build every fault (the clean tree
         first: if it does not build, no fault can)."""
-        engine = Engine(self.catalog, self.root, self.workdir)
+        engine = Engine(self.catalog, self.root, self.workdir, erased=self.options.erased)
         clean = engine.prepare("control.clean")
         if clean.error:
             say(f"the unpatched tree does not build: {clean.error.reason.splitlines()[0]}")
@@ -233,9 +243,11 @@ class Sweep:
         for fault_id in self.fault_ids:
             prepared = engine.prepare(fault_id, fault_id)
             row = built_row(fault_id, prepared)
+            erased = f": {row['reason']}" if prepared.erased else ""
             say(
                 f"{fault_id} tree={prepared.digest[:8]} {row['state']}"
-                f" (apply {prepared.apply_s:.2f} s, build {prepared.build_s:.2f} s)"
+                f" (apply {prepared.apply_s:.2f} s, build {prepared.build_s:.2f} s,"
+                f" sass {prepared.sass_s:.2f} s){erased}"
             )
             self.built.append(row)
             advance()
@@ -265,9 +277,9 @@ class Sweep:
         """One engine per GPU group of the largest config (the caller's
         CUDA_VISIBLE_DEVICES holds)."""
         size = max(self.catalog.gpus_for(c) for c in self.configs)
-        contract = self.options.contract
+        checks = dict(contract=self.options.contract, erased=self.options.erased)
         if not size:
-            return [Engine(self.catalog, self.root, self.workdir / "group0", contract=contract)]
+            return [Engine(self.catalog, self.root, self.workdir / "group0", **checks)]
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         return [
             Engine(
@@ -275,7 +287,7 @@ class Sweep:
                 self.root,
                 self.workdir / f"group{i}",
                 env={"CUDA_VISIBLE_DEVICES": ",".join(gpu_group(i, size, visible, self.gpus))},
-                contract=contract,
+                **checks,
             )
             for i in range(max(self.gpus // size, 1))
         ]
@@ -368,15 +380,20 @@ class Sweep:
     def ok(self, document: dict) -> bool:
         if self.runnable:
             return document["ok"]
-        return bool(self.built) and all(b["state"] == "built" for b in self.built)
+        return bool(self.built) and all(b["ok"] for b in self.built)
 
 
 def built_row(fault_id: str, prepared) -> dict:
+    """A tree built without the GPUs: `built`, an error's word, or ERASED
+    (ok for a must-fail mutant, not for a must-pass fault: faults/sass.py)."""
+    judged = prepared.error or prepared.erased
     return {
         "fault": fault_id,
-        "state": prepared.error.verdict.value if prepared.error else "built",
+        "state": judged.verdict.value if judged else "built",
+        "ok": judged.ok if judged else True,
         "tree_digest": prepared.digest,
         "apply_s": round(prepared.apply_s, 3),
         "build_s": round(prepared.build_s, 3),
-        "reason": prepared.error.reason if prepared.error else "",
+        "sass_s": round(prepared.sass_s, 3),
+        "reason": "; ".join(filter(None, [judged and judged.reason, prepared.erased_unknown])),
     }

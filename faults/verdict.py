@@ -34,6 +34,9 @@ class Verdict(str, Enum):
     # static contract: it took away nothing the contract requires (a fence
     # before a store that is itself a release): an equivalent mutant.
     EQUIVALENT = "EQUIVALENT"
+    # Decided before any run: the fault's tree, its markers left out, compiles
+    # to the clean tree's SASS (faults/sass.py): nothing the hardware executes changed.
+    ERASED = "ERASED"
     FLAKY = "FLAKY"  # a fault over repeats: killed in some runs, not all
     NOT_FIRED = "NOT FIRED"
     WRONG_TREE = "WRONG TREE"
@@ -296,6 +299,11 @@ def summarize_fault(fault: Fault, results: list) -> FaultSummary:
         markers=own_markers(fault.id, results),
     )
     unrated = dict(kill_rate=None, repeats_for_99=None)
+    erased = [r for r in results if r.verdict is Verdict.ERASED]
+    if erased and not errors:  # decided before any run: no config ran it
+        return FaultSummary(
+            **base, **unrated, verdict=Verdict.ERASED, ok=erased[0].ok, reason=erased[0].reason
+        )
     if errors:
         return FaultSummary(
             **base, **unrated, verdict=errors[0], ok=False, reason=_first_reason(results, errors[0])

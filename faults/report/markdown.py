@@ -28,12 +28,20 @@ def _score(value: float | None) -> str:
 
 
 def _built(rows: list[dict]) -> str:
-    """What the apply and build stages made of the faults, said as it is."""
+    """What the apply and build stages made of the faults, said as it is: an
+    ERASED tree was built (its SASS is the clean tree's); a tree that failed,
+    or a must-pass fault the compiler erased, is not ok."""
     built = sum(row["state"] == "built" for row in rows)
-    if rows and built == len(rows):
+    erased = sum(row["state"] == Verdict.ERASED.value for row in rows)
+    failed = [row for row in rows if not row.get("ok", row["state"] == "built")]
+    if rows and not failed and not erased:
         return f"every fault ({built}) was applied and built"
-    failed = [row for row in rows if row["state"] != "built"]
-    return f"{built} of {len(rows)} trees built, {len(failed)} did not ({failed[0]['state']} first)"
+    said = f"{built + erased} of {len(rows)} trees built"
+    if erased:
+        said += f", {erased} ERASED (SASS identical to the clean tree's)"
+    if failed:
+        said += f"; {len(failed)} not ok ({failed[0]['state']} first)"
+    return said
 
 
 def markdown(document: dict) -> str:
@@ -120,12 +128,14 @@ def _verdict_table(faults: list[dict]) -> list[str]:
 
 
 FAMILY_COLUMNS = ("killed", "survived", "unobservable", "flaky", "hung", "broke")
+OUTSIDE_COLUMNS = ("equivalent", "erased", "not_fired", "errors")  # outside the score
 
 
 def _family_table(families: dict[str, dict]) -> list[str]:
     """The mutation score per family of must-fail faults: killed / (killed +
-    survived + unobservable + flaky + hung + broke); NOT FIRED, EQUIVALENT and
-    errors beside it, outside the score (docs/architecture.md, "Mutation operators")."""
+    survived + unobservable + flaky + hung + broke); EQUIVALENT, ERASED, NOT
+    FIRED and errors beside it, outside the score (docs/architecture.md,
+    "Mutation operators"; a report from before ERASED counts none)."""
     if not families:
         return []
     lines = [
@@ -134,15 +144,14 @@ def _family_table(families: dict[str, dict]) -> list[str]:
         "",
         "score = killed / (killed + survived + unobservable + flaky + hung + broke)",
         "",
-        "| family | score | " + " | ".join(FAMILY_COLUMNS) + " | equivalent | not fired | errors |",
-        "|---|---|" + "---|" * (len(FAMILY_COLUMNS) + 3),
+        "| family | score | "
+        + " | ".join([*FAMILY_COLUMNS, *OUTSIDE_COLUMNS]).replace("_", " ")
+        + " |",
+        "|---|---|" + "---|" * (len(FAMILY_COLUMNS) + len(OUTSIDE_COLUMNS)),
     ]
     for family, row in families.items():
-        counts = " | ".join(str(row[column]) for column in FAMILY_COLUMNS)
-        lines.append(
-            f"| {family} | {_score(row['score'])} | {counts} | {row.get('equivalent', 0)} | "
-            f"{row['not_fired']} | {row['errors']} |"
-        )
+        counts = " | ".join(str(row.get(c, 0)) for c in [*FAMILY_COLUMNS, *OUTSIDE_COLUMNS])
+        lines.append(f"| {family} | {_score(row['score'])} | {counts} |")
     return lines
 
 

@@ -189,10 +189,18 @@ def test_a_sweep_without_gpus_says_what_it_built_as_it_is():
     }
     text = markdown(document)
     assert "- mutation score n/a (nothing to count) (killed / must-fail that fired)" in text
-    assert "2 (fault, config) runs are listed in the JSON; 1 of 2 trees built, 1 did not" in text
+    assert (
+        "2 (fault, config) runs are listed in the JSON; 1 of 2 trees built; 1 not ok "
+        "(BUILD ERROR first):" in text
+    )
     assert "every fault" not in text
     document["built"] = rows[:1]
     assert "every fault (1) was applied and built:" in markdown(document)
+    erased = {**rows[0], "fault": "M", "state": "ERASED", "ok": True}
+    document["built"] = [rows[0], erased]
+    assert "; 2 of 2 trees built, 1 ERASED (SASS identical to the clean tree's):" in markdown(
+        document
+    )
 
 
 def judged(fault: str, expect: str, verdict: str, ok: bool, fired_runs, rate, need, reason):

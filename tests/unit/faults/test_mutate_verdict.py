@@ -146,13 +146,14 @@ def test_the_score_of_each_family_counts_every_judged_must_fail_fault():
         summary("gen.skip.w", "KILLED", "skip-wait"),
     ]
     zero = dict.fromkeys(("killed", "survived", "unobservable", "flaky", "hung", "broke"), 0)
-    unjudged = {"equivalent": 0, "not_fired": 0, "errors": 0}
+    unjudged = {"equivalent": 0, "erased": 0, "not_fired": 0, "errors": 0}
     assert family_scores(summaries) == {
         "skip-wait": {"faults": 1, **zero, "killed": 1, **unjudged, "score": 1.0},
         "remove-barrier": {
             "faults": 6,
             **{**zero, "killed": 1, "survived": 1, "unobservable": 1, "hung": 1},
             "equivalent": 0,
+            "erased": 0,
             "not_fired": 1,
             "errors": 1,
             "score": 0.25,
@@ -235,6 +236,7 @@ def test_a_sweep_of_mutants_reports_the_score_per_family(catalog, tmp_path):
             "killed": 0,
             **{**zero, "unobservable": 1},
             "equivalent": 0,
+            "erased": 0,
             "not_fired": 0,
             "errors": 0,
             "score": 0.0,
@@ -244,6 +246,7 @@ def test_a_sweep_of_mutants_reports_the_score_per_family(catalog, tmp_path):
             "killed": 1,
             **zero,
             "equivalent": 0,
+            "erased": 0,
             "not_fired": 0,
             "errors": 0,
             "score": 1.0,
@@ -256,10 +259,10 @@ def test_a_sweep_of_mutants_reports_the_score_per_family(catalog, tmp_path):
     assert table[0] == "score = killed / (killed + survived + unobservable + flaky + hung + broke)"
     assert table[1].splitlines() == [
         "| family | score | killed | survived | unobservable | flaky | hung | broke | equivalent "
-        "| not fired | errors |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-        "| weaken-release | 0.0 | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 0 |",
-        "| epoch-off-by-one | 1.0 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |",
+        "| erased | not fired | errors |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| weaken-release | 0.0 | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |",
+        "| epoch-off-by-one | 1.0 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |",
     ]
     survivors = text.split("## Must-fail faults that survived a run\n\n")[1].splitlines()
     assert survivors == [

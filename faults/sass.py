@@ -1,0 +1,291 @@
+"""Erased faults (docs/architecture.md, "Erased faults"): a fault whose tree,
+its markers left out, compiles to the clean tree's machine code changes
+nothing the hardware executes, so no run of it can show anything. The
+catalog's `[target.sass] cubin` command writes the cubin of every kernel
+variant of a tree (`<file>.cubin` and `index.json`, file -> label); nvdisasm
+disassembles each, and the SASS of each function is compared with the
+compiler's noise taken out: addresses, register and label numbering, operand
+reuse hints and the offsets of global addresses in constant bank 4.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faults.apply import apply_patches
+from faults.catalog import Catalog, Target
+from faults.scratch import make_scratch, tree_digest
+from faults.verdict import Judgement, Verdict
+from hostio import UsageError, run_logged
+
+TOOL = "nvdisasm"
+WHEEL = "nvidia-cuda-nvdisasm"
+CACHE_ENTRIES = 16  # clean trees' SASS kept per target
+NORMALIZATION = 1  # part of the cache key: a change to normalize() bumps it
+
+ADDRESS = re.compile(r"/\*[0-9a-fA-F]+\*/")
+REGISTER = re.compile(r"\b(UP|UR|P|R|B)(\d+)\b")
+LABEL = re.compile(r"\.L_x_(\d+)")
+GLOBAL_ADDRESS = re.compile(r"c\[0x4\]\[0x[0-9a-fA-F]+\]")
+FUNCTION = re.compile(r"^\.text\.(\S+):$")
+ENTRY = re.compile(r"^[A-Za-z_][\w.]*:$")  # a function's own symbol, before its section label
+# Lines that say where code lies, not what it does.
+LAYOUT = (".section", ".align", ".weak", ".global", ".type", ".size", ".other", "//")
+
+
+class SassError(UsageError):
+    """No disassembler, or cubins that cannot be made or read; one line."""
+
+
+def find_tool(name: str = TOOL) -> Path:
+    """`name` on PATH first, then in the NVIDIA wheel's bin folder
+    (site-packages/nvidia/cu*/bin or nvidia/cuda_nvdisasm/bin)."""
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    try:
+        import nvidia
+    except ImportError:
+        folders = []
+    else:
+        folders = [Path(p) for p in nvidia.__path__]
+    for folder in folders:
+        for candidate in sorted(folder.glob(f"*/bin/{name}")):
+            if os.access(candidate, os.X_OK):
+                return candidate
+    raise SassError(f"{name} not found on PATH nor in the {WHEEL} wheel: pip install {WHEEL}")
+
+
+# ----------------------------------------------------------- normalization
+def _renumbered(line: str, registers: dict, labels: dict) -> str:
+    """Registers of each class and labels numbered by first appearance in
+    their function: a renaming keeps which operands are the same register."""
+
+    def register(match: re.Match) -> str:
+        names = registers.setdefault(match[1], {})
+        return f"{match[1]}{names.setdefault(match[2], len(names))}"
+
+    line = REGISTER.sub(register, line)
+    return LABEL.sub(lambda m: f".L{labels.setdefault(m[1], len(labels))}", line)
+
+
+def normalize(sass: str) -> dict[str, str]:
+    """nvdisasm's code listing -> {function symbol: its normalized SASS}."""
+    functions: dict[str, list[str]] = {}
+    lines: list[str] | None = None
+    registers: dict = {}
+    labels: dict = {}
+    for raw in sass.splitlines():
+        text = ADDRESS.sub("", raw).strip()
+        if not text or text.startswith(LAYOUT):
+            continue
+        if lines is None and not text.startswith(".text"):
+            continue  # the header: .target, .elftype
+        start = FUNCTION.match(text)
+        if start:
+            lines, registers, labels = functions.setdefault(start[1], []), {}, {}
+            continue
+        if ENTRY.match(text):
+            continue
+        text = GLOBAL_ADDRESS.sub("c[0x4][ADDR]", text.replace(".reuse", ""))
+        lines.append(" ".join(_renumbered(text, registers, labels).split()))
+    return {name: "\n".join(body) + "\n" for name, body in functions.items()}
+
+
+def disassemble(cubin: Path, tool: Path, timeout_s: float) -> dict[str, str]:
+    """The normalized SASS of each function of `cubin`."""
+    listing = cubin.with_suffix(".sass")
+    outcome = run_logged([str(tool), "-c", str(cubin)], listing, timeout_s=timeout_s)
+    text = listing.read_text(errors="replace")
+    if outcome.exit_code != 0:
+        last = (text.strip().splitlines() or ["-"])[-1]
+        raise SassError(f"{tool.name} {cubin.name} failed (exit {outcome.exit_code}): {last}")
+    return normalize(text)
+
+
+# --------------------------------------------------------------- cubins
+def write_cubins(target: Target, tree_root: Path, out: Path) -> dict[str, str]:
+    """Run `[target.sass] cubin` on the tree (it first on PYTHONPATH, as the
+    build runs); returns its index (cubin file -> variant label)."""
+    sources = tree_root / target.sources
+    values = {"python": sys.executable, "tree": tree_root, "sources": sources, "out": out}
+    command = [word.format(**{k: str(v) for k, v in values.items()}) for word in target.sass]
+    env = {**os.environ, **target.env, "PYTHONPATH": str(tree_root), "PYTHONSAFEPATH": "1"}
+    out.mkdir(parents=True, exist_ok=True)
+    log = out.parent / f"{out.name}.log"
+    try:
+        outcome = run_logged(command, log, timeout_s=target.timeout_s, env=env, cwd=tree_root)
+    except OSError as error:
+        raise SassError(f"the sass command could not start {command[0]!r}: {error}") from None
+    index_path = out / "index.json"
+    if outcome.exit_code != 0 or not index_path.is_file():
+        what = "wrote no index.json" if outcome.exit_code == 0 else f"exit {outcome.exit_code}"
+        raise SassError(f"the sass command failed ({what}); log: {log}")
+    return json.loads(index_path.read_text())
+
+
+def default_cache(target: Target) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "faults" / target.name / "sass"
+
+
+@dataclass
+class ErasedCheck:
+    """Decides, after a fault's build and before its runs, whether the
+    compiler erased it: the fault applied with no marker (a marker is code of
+    its own) in a scratch tree beside the fault's, its cubins against the
+    clean tree's, whose SASS is kept per sources digest."""
+
+    catalog: Catalog
+    root: Path
+    workdir: Path
+    ref: str | None = None
+    cache: Path | None = None
+    tool: Path = field(default_factory=find_tool)
+    # The clean tree's SASS: cubin file -> function -> normalized text.
+    _clean: dict[str, dict[str, dict[str, str]]] | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    @property
+    def target(self) -> Target:
+        return self.catalog.target
+
+    def clean(self) -> dict[str, dict[str, dict[str, str]]]:
+        """The clean tree's SASS, from the cache or made once."""
+        with self._lock:
+            if self._clean is None:
+                tree = self.workdir / "sass-clean"
+                shutil.rmtree(tree, ignore_errors=True)
+                make_scratch(self.root, tree, ref=self.ref)
+                self._clean = self._cached(tree)
+                shutil.rmtree(tree, ignore_errors=True)
+            return self._clean
+
+    def _cached(self, tree: Path) -> dict[str, dict[str, dict[str, str]]]:
+        root = Path(self.cache) if self.cache is not None else default_cache(self.target)
+        words = "\0".join([str(NORMALIZATION), *self.target.sass]).encode()
+        key = hashlib.sha256(words + tree_digest(tree / self.target.sources).encode())
+        path = root / f"{key.hexdigest()[:32]}.json"
+        if path.is_file():
+            os.utime(path)
+            return json.loads(path.read_text())
+        made = self._variants(tree, tree.parent / "sass-clean-cubins")
+        root.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=root, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(made, handle)
+        os.replace(temporary, path)
+        for stale in sorted(root.glob("*.json"), key=lambda p: p.stat().st_mtime)[:-CACHE_ENTRIES]:
+            stale.unlink(missing_ok=True)
+        return made
+
+    def _variants(self, tree: Path, out: Path) -> dict[str, dict[str, dict[str, str]]]:
+        shutil.rmtree(out, ignore_errors=True)
+        try:
+            index = write_cubins(self.target, tree, out)
+            with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+                listings = pool.map(self._disassemble, [out / name for name in index])
+                return dict(zip(index, listings, strict=True))
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+    def _disassemble(self, cubin: Path) -> dict[str, str]:
+        return disassemble(cubin, self.tool, self.target.timeout_s)
+
+    def difference(self, tree: Path, out: Path) -> tuple[str | None, int]:
+        """The first way `tree`'s code differs from the clean tree's (None:
+        none), and the variants compared; the other disassemblies stop there."""
+        clean = self.clean()
+        shutil.rmtree(out, ignore_errors=True)
+        index = write_cubins(self.target, tree, out)
+        pool = ThreadPoolExecutor(os.cpu_count() or 1)
+        try:
+            if set(index) != set(clean):
+                return f"its variants differ: {sorted(set(index) ^ set(clean))}", len(index)
+            jobs = {pool.submit(self._disassemble, out / name): name for name in index}
+            for job in as_completed(jobs):
+                name = jobs[job]
+                found = _function_difference(clean[name], job.result())
+                if found:
+                    return f"{index[name]}: {found}", len(index)
+            return None, len(index)
+        finally:
+            pool.shutdown(cancel_futures=True)
+            shutil.rmtree(out, ignore_errors=True)
+
+    def __call__(self, fault_id: str, folder: Path) -> Judgement | None:
+        """ERASED when the fault's unmarked tree compiles to the clean SASS;
+        None when it does not (the fault runs)."""
+        tree = folder / "unmarked"
+        shutil.rmtree(tree, ignore_errors=True)
+        make_scratch(self.root, tree, ref=self.ref)
+        try:
+            apply_patches(tree, self.catalog, self.catalog.all_patches(fault_id), bare=True)
+            found, variants = self.difference(tree, folder / "unmarked-cubins")
+        finally:
+            shutil.rmtree(tree, ignore_errors=True)
+        if found is not None:
+            return None
+        return erased_judgement(self.catalog.fault(fault_id).expect, variants)
+
+
+def _function_difference(clean: dict[str, str], faulted: dict[str, str]) -> str | None:
+    if set(clean) != set(faulted):
+        return f"its functions differ: {sorted(set(clean) ^ set(faulted))}"
+    for name, text in faulted.items():
+        if text != clean[name]:
+            old, new = clean[name].splitlines(), text.splitlines()
+            same = [a == b for a, b in zip(old, new, strict=False)]
+            at = same.index(False) if False in same else len(same)
+            return f"{name} line {at + 1} of its normalized SASS"
+    return None
+
+
+def erased_judgement(expect: str, variants: int) -> Judgement:
+    """A must-fail mutant the compiler erased is an equivalent one (outside the
+    score, listed); a must-pass fault it erased proves nothing: not met."""
+    same = (
+        f"every kernel's SASS ({variants} variants) is the clean tree's, addresses and "
+        "register numbers aside: the compiler erased the change; not run"
+    )
+    if expect == "fail":
+        return Judgement(Verdict.ERASED, True, same)
+    return Judgement(Verdict.ERASED, False, f"{same}; a must-pass fault it erases proves nothing")
+
+
+def erased_check(
+    catalog: Catalog, root: Path, workdir: Path, ref: str | None
+) -> ErasedCheck | None:
+    """The catalog's check (None when it declares no `[target.sass]`)."""
+    if not catalog.target.sass:
+        return None
+    return ErasedCheck(catalog, root, workdir, ref)
+
+
+# A fault id and its folder -> ERASED, or None when the compiler kept the change.
+ErasedDecision = Callable[[str, Path], "Judgement | None"]
+
+
+def decide(
+    check: ErasedDecision, fault_id: str, folder: Path
+) -> tuple[Judgement | None, float, str]:
+    """The decision, its seconds, and why none was made ("" when one was): a
+    check that fails leaves the fault to run, and says why."""
+    started = time.perf_counter()
+    try:
+        judgement, unknown = check(fault_id, folder), ""
+    except SassError as error:
+        judgement, unknown = None, f"not checked for erasure: {error}"
+    return judgement, time.perf_counter() - started, unknown

@@ -1,0 +1,209 @@
+"""Erased faults (faults/sass.py): SASS with the compiler's noise taken out,
+the disassembler found or named, and ERASED decided on real afdep builds."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from faults.apply import apply_patches
+from faults.catalog import CatalogError, load_catalog
+from faults.catalog_types import Fault, Patch
+from faults.sass import ErasedCheck, SassError, find_tool, normalize
+from faults.scratch import make_scratch
+from faults.verdict import Verdict
+
+REPO = Path(__file__).parents[3]
+
+# nvdisasm -c's listing, cut down: a header, two functions, each with its
+# entry label, its section label, layout lines, addresses and reuse hints.
+LISTING = """\
+\t.target\tsm_90a
+
+\t.elftype\t@"ET_EXEC"
+
+
+//--------------------- .text._Z4demoPi --------------------------
+\t.section\t.text._Z4demoPi,"ax",@progbits
+\t.align\t128
+        .global         _Z4demoPi
+        .type           _Z4demoPi,@function
+        .size           _Z4demoPi,(.L_x_9 - _Z4demoPi)
+_Z4demoPi:
+.text._Z4demoPi:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   S2R R12, SR_TID.X ;
+        /*0020*/                   R2UR UR6, R12.reuse ;
+        /*0030*/                   ISETP.NE.AND P3, PT, R12, RZ, PT ;
+        /*0040*/              @!P3 BRA `(.L_x_7) ;
+        /*0050*/                   LDC.64 R10, c[0x4][0xa0] ;
+        /*0060*/                   IADD3 R7, R12, -R1, RZ ;
+.L_x_7:
+        /*0070*/                   EXIT ;
+//--------------------- .text._Z5otherv --------------------------
+_Z5otherv:
+.text._Z5otherv:
+        /*0000*/                   MOV R5, 0x1 ;
+        /*0010*/                   EXIT ;
+"""
+
+
+def test_normalize_takes_out_addresses_register_and_label_numbers_and_global_offsets():
+    assert normalize(LISTING) == {
+        "_Z4demoPi": (
+            "LDC R0, c[0x0][0x28] ;\n"
+            "S2R R1, SR_TID.X ;\n"
+            "R2UR UR0, R1 ;\n"
+            "ISETP.NE.AND P0, PT, R1, RZ, PT ;\n"
+            "@!P0 BRA `(.L0) ;\n"
+            "LDC.64 R2, c[0x4][ADDR] ;\n"
+            "IADD3 R3, R1, -R0, RZ ;\n"
+            ".L0:\n"
+            "EXIT ;\n"
+        ),
+        "_Z5otherv": "MOV R0, 0x1 ;\nEXIT ;\n",
+    }
+
+
+def test_a_renaming_is_noise_but_swapped_operands_are_not():
+    body = "        /*0000*/   IADD3 R7, R12, -R3, RZ ;\n        /*0010*/   STG.E [R7], R3 ;\n"
+    listing = "_Z1fv:\n.text._Z1fv:\n" + body
+    renamed = listing.replace("R12", "R40").replace("R3", "R2")
+    swapped = listing.replace("R12, -R3", "R3, -R12")
+    assert normalize(renamed) == normalize(listing)
+    assert normalize(swapped) != normalize(listing)
+
+
+def fake_wheel(monkeypatch, folders: list[Path]) -> None:
+    monkeypatch.setitem(sys.modules, "nvidia", types.SimpleNamespace(__path__=folders))
+
+
+def test_the_disassembler_is_found_on_path_first_then_in_the_wheel(tmp_path, monkeypatch):
+    wheel = tmp_path / "wheel"
+    (wheel / "cu13/bin").mkdir(parents=True)
+    (wheel / "cu13/bin/nvdisasm").write_text("#!/bin/sh\n")
+    os.chmod(wheel / "cu13/bin/nvdisasm", 0o755)
+    fake_wheel(monkeypatch, [wheel])
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert find_tool() == wheel / "cu13/bin/nvdisasm"
+    (tmp_path / "path").mkdir()
+    (tmp_path / "path/nvdisasm").write_text("#!/bin/sh\n")
+    os.chmod(tmp_path / "path/nvdisasm", 0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+    assert find_tool() == tmp_path / "path/nvdisasm"
+
+
+def test_a_missing_disassembler_is_one_line_naming_it_and_its_wheel(tmp_path, monkeypatch):
+    fake_wheel(monkeypatch, [tmp_path])
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SassError) as raised:
+        find_tool()
+    assert str(raised.value) == (
+        "nvdisasm not found on PATH nor in the nvidia-cuda-nvdisasm wheel: "
+        "pip install nvidia-cuda-nvdisasm"
+    )
+
+
+# ------------------------------------------------------- real afdep builds
+# The count-first, FFN-armed bf16 variants only (5 of the catalog's 15): the
+# sites below all compile into them.
+FEW_VARIANTS = (
+    "{python}", "-m", "afdep.build", "--hidden", "2048", "--payload", "bf16",
+    "--protocol", "count-first", "--arm", "ffn", "--view", "expanded",
+    "--csrc", "{sources}", "--cubin", "{out}",
+)  # fmt: skip
+RELEASE = (
+    "        if (lane_idx == 0)\n"
+    "          ptx::st_release_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags)"
+)
+
+
+def text_fault(fault_id: str, file: str, old: str, new: str) -> Fault:
+    return Fault(fault_id, fault_id, "fail", (Patch(fault_id, file=file, old=old, new=new),))
+
+
+ERASABLE = {
+    # The weaken-acquire mutants' twin, edited: no kernel on main calls it.
+    "E.twin": text_fault(
+        "E.twin", "common/comm.cuh", ": ptx::ld_acquire_gpu(flag);", ": ptx::ld_relaxed_sys(flag);"
+    ),
+    # A guard the compiler proves true: lane_idx is threadIdx.x % 32.
+    "E.guard": text_fault(
+        "E.guard",
+        "impls/source_dispatch.cuh",
+        RELEASE,
+        RELEASE.replace("lane_idx == 0)", "lane_idx == 0 && lane_idx < 32)"),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def check(tmp_path_factory) -> ErasedCheck:
+    folder = tmp_path_factory.mktemp("sass")
+    catalog = load_catalog(REPO / "catalogs/afdep.toml")
+    catalog = dataclasses.replace(
+        catalog,
+        target=dataclasses.replace(catalog.target, sass=FEW_VARIANTS),
+        faults={**catalog.faults, **ERASABLE},
+    )
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setenv("AFDEP_JIT_CACHE", str(folder / "jit"))  # the module's own cubins
+        yield ErasedCheck(catalog, REPO, folder / "work", cache=folder / "cache")
+
+
+@pytest.mark.parametrize("fault_id", sorted(ERASABLE))
+def test_a_change_the_compiler_erases_is_erased(check, fault_id, tmp_path):
+    judgement = check(fault_id, tmp_path)
+    assert judgement is not None
+    assert (judgement.verdict, judgement.ok) == (Verdict.ERASED, True)
+    assert judgement.reason == (
+        "every kernel's SASS (5 variants) is the clean tree's, addresses and register "
+        "numbers aside: the compiler erased the change; not run"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["unmarked-cubins.log"]
+
+
+def test_a_delay_is_not_erased_and_the_first_difference_is_named(check, tmp_path):
+    """P1 delays cf.source.row_store on the globaltimer: code the hardware runs."""
+    assert check("P1", tmp_path) is None
+    tree = tmp_path / "tree"
+    make_scratch(REPO, tree)
+    apply_patches(tree, check.catalog, check.catalog.all_patches("P1"), bare=True)
+    found, variants = check.difference(tree, tmp_path / "cubins")
+    assert variants == 5
+    assert found.startswith(
+        "source_dispatch<kHidden=2048, kTopK=8, kFp8=false, kCountFirst=true, "
+        "kArmSource=false, kNumThreads=512>: _ZN5afdep20source_dispatch_impl"
+    )
+    assert found.endswith(" of its normalized SASS")
+
+
+# ------------------------------------------------------------- the catalog
+def test_the_afdep_sass_command_makes_the_variants_the_build_makes():
+    target = load_catalog(REPO / "catalogs/afdep.toml").target
+    assert target.sass == (*target.build, "--csrc", "{sources}", "--cubin", "{out}")
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("[target.sass]\nptx = []", "a table with one key, cubin; got {'ptx': []}"),
+        (
+            '[target.sass]\ncubin = ["{python}", "{digest}"]',
+            "cubin: unknown placeholder {digest} in '{digest}'; "
+            "known: {tree}, {sources}, {out}, {python}",
+        ),
+    ],
+)
+def test_a_bad_sass_table_is_one_line_naming_it(tmp_path, table, message):
+    text = (REPO / "tests/fixtures/flag_payload/catalog.toml").read_text()
+    path = tmp_path / "catalog.toml"
+    path.write_text(text.replace("[target.log]", f"{table}\n\n[target.log]", 1))
+    with pytest.raises(CatalogError) as raised:
+        load_catalog(path, tree_root=REPO)
+    assert str(raised.value) == f"{path}: target.sass: {message}"
