@@ -19,8 +19,8 @@ def table_lines(document: dict) -> list[str]:
     lines = [
         "| tokens | "
         + " | ".join(f"{arm} µs" for arm in arms)
-        + " | NCCL a2a µs | peer copy GB/s |",
-        "|---|" + "---|" * (len(arms) + 2),
+        + " | NCCL a2a µs | NCCL pipeline µs | peer copy GB/s |",
+        "|---|" + "---|" * (len(arms) + 3),
     ]
     for row in document["table"]:
         cells = [str(row["tokens"])]
@@ -29,7 +29,12 @@ def table_lines(document: dict) -> list[str]:
             if row[arm].get("paired_change_pct") and any(row[arm]["paired_change_pct"]):
                 cell += f" ({row[arm]['geomean_change_pct']:+.1f} %)"
             cells.append(cell)
-        cells += [f"{row['nccl_round_trip_us']:.1f}", f"{row['peer_copy_gb_per_s']:.0f}"]
+        pipeline = row.get("nccl_pipeline_round_trip_us")
+        cells += [
+            f"{row['nccl_round_trip_us']:.1f}",
+            "not measured" if pipeline is None else f"{pipeline:.1f}",
+            f"{row['peer_copy_gb_per_s']:.0f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -23,6 +23,7 @@ import torch.distributed as dist
 
 import afdep
 from afdep.bench import TREE
+from afdep.bench.pipeline import nccl_pipeline_round_trip
 from afdep.bench.traces import ProfilerUnavailable, aligned_lines, record_spans
 from afdep.config import Config
 from afdep.jit import CSRC
@@ -306,7 +307,7 @@ def main(argv=None) -> int:
     peer_view = handle.get_buffer(geometry.num_attention, [largest], torch.uint8)
     local = torch.randint(0, 255, (largest,), dtype=torch.uint8, device=dev)
     results: dict[str, dict] = {name: {} for name in args.order}
-    results["nccl"], results["peer_copy"] = {}, {}
+    results["nccl"], results["nccl_pipeline"], results["peer_copy"] = {}, {}, {}
     traces: dict[str, list[str]] = {}
     for bucket in args.buckets:
         source = bucket_inputs(rank, bucket, geometry, dev)
@@ -318,6 +319,10 @@ def main(argv=None) -> int:
                     f"{name} T={bucket}", timers[name].trace(args.trace_replays), args.trace_replays
                 )
         results["nccl"][str(bucket)] = nccl_round_trip(source, args, args.iters, args.warmup)
+        if geometry.payload == "bf16":  # the pipeline reference moves bf16 rows only
+            results["nccl_pipeline"][str(bucket)] = nccl_pipeline_round_trip(
+                source, args, args.iters, args.warmup
+            )
         if rank == 0:
             nbytes = bucket * geometry.row_bytes
             results["peer_copy"][str(bucket)] = peer_copy(

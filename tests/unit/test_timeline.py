@@ -25,6 +25,7 @@ DOCUMENT = {
             "C": {"median_us": 122.0, "geomean_change_pct": 0.0, "paired_change_pct": [0.0]},
             "CF": {"median_us": 129.6, "geomean_change_pct": 6.04, "paired_change_pct": [6.04]},
             "nccl_round_trip_us": 135.8,
+            "nccl_pipeline_round_trip_us": 412.25,
             "peer_copy_gb_per_s": 82.4,
         }
     ],
@@ -67,7 +68,8 @@ def test_the_report_shows_the_table_targets_and_timelines(tmp_path):
     path = write_report(DOCUMENT, tmp_path / "bench-2xH200.json")
     text = path.read_text().splitlines()
     assert text[2] == f"- tree `{'ab' * 6}`; arms: C AFDEP_PAYLOAD_FIRST=1; CF (no variables)"
-    assert "| 512 | 122.0 | 129.6 (+6.0 %) | 135.8 | 82 |" in text
+    assert "| tokens | C µs | CF µs | NCCL a2a µs | NCCL pipeline µs | peer copy GB/s |" in text
+    assert "| 512 | 122.0 | 129.6 (+6.0 %) | 135.8 | 412.2 | 82 |" in text
     assert "- CF.speedup_vs_nccl_at_128 = 1.42" in text
     assert "![CF T=512](bench-2xH200-CF-t512.svg)" in text
     chrome = json.loads((tmp_path / "bench-2xH200-CF-t512.trace.json").read_text())
