@@ -48,6 +48,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--num-experts", type=int, default=128)
     parser.add_argument("--ffn-ranks", type=int, default=1)
     parser.add_argument("--num-sms", type=int, default=24)
+    parser.add_argument(
+        "--collect-view", action="store_true", help="the FFN ranks receive the collect view"
+    )
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument(
@@ -80,6 +83,7 @@ class ArmTimer:
             payload=args.payload,
             ffn_ranks=args.ffn_ranks,
             num_sms=args.num_sms,
+            collect_view=args.collect_view,
             config=config,
             sources=sources,
         )

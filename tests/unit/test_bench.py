@@ -242,3 +242,11 @@ def test_the_nccl_exchange_sizes_agree_between_every_pair_of_ranks():
             assert sizes[p].back_send[q] == sizes[q].back_receive[p]
     assert sizes[0].send == [0, 0, 30, 10] and sizes[3].receive == [10, 50, 0, 0]
     assert sizes[3].back_send == [8, 40, 0, 0]  # one bf16 row of 4 back per row received
+
+
+def test_the_worker_takes_the_collect_view():
+    from afdep.bench.worker import parse_args
+
+    words = ["--arms", "{}", "--order", "C", "--buckets", "8"]
+    assert parse_args([*words, "--collect-view"]).collect_view is True
+    assert parse_args(words).collect_view is False
