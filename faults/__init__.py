@@ -2,7 +2,7 @@
 of CUDA sources, rebuilt, run and judged. Generic: it knows sites and text,
 not afdep. The stages, in order (docs/architecture.md, "Pipeline of the fault
 engine"): the catalog (catalog.py loads it, catalog_types.py holds what it
-holds, catalog_checks.py checks its tables, catalog_refs.py that what it
+holds, catalog_checks.py and catalog_patches.py check its tables, catalog_refs.py that what it
 names exists), sites, scratch, apply, build and
 run (both in run.py), parse, verdict and report (a package, report/);
 engine.py strings them together. Around them: generate (faults made from the
