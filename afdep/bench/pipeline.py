@@ -9,10 +9,11 @@ holds it to `afdep.testing.reference` on the CPU. bf16 payloads only.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 import torch
+
+from afdep.bench.timing import round_trip_us
 
 
 @dataclass(frozen=True)
@@ -144,16 +145,4 @@ def nccl_pipeline_round_trip(source, args, iters: int, warmup: int) -> dict[str,
     def step():
         pipeline_step(source, args, rank, attention, world)
 
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    dist.barrier()
-    marks = []
-    for _ in range(iters):
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        step()
-        end.record()
-        marks.append((begin, end))
-    torch.cuda.synchronize()
-    return {"round_trip_us": round(statistics.median(b.elapsed_time(e) * 1e3 for b, e in marks), 2)}
+    return round_trip_us(step, iters, warmup)

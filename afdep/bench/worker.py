@@ -24,6 +24,7 @@ import torch.distributed as dist
 import afdep
 from afdep.bench import TREE
 from afdep.bench.pipeline import nccl_pipeline_round_trip
+from afdep.bench.timing import round_trip_us
 from afdep.bench.traces import ProfilerUnavailable, aligned_lines, record_spans
 from afdep.config import Config
 from afdep.jit import CSRC
@@ -223,19 +224,7 @@ def nccl_round_trip(source, args, iters: int, warmup: int) -> dict[str, float]:
             tensors[3][: sum(back_receive)], tensors[2][: sum(back_send)], back_receive, back_send
         )
 
-    for _ in range(warmup):
-        exchange()
-    torch.cuda.synchronize()
-    dist.barrier()
-    marks = []
-    for _ in range(iters):
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        exchange()
-        end.record()
-        marks.append((begin, end))
-    torch.cuda.synchronize()
-    return {"round_trip_us": round(statistics.median(b.elapsed_time(e) * 1e3 for b, e in marks), 2)}
+    return round_trip_us(exchange, iters, warmup)
 
 
 def peer_copy(
