@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from statistics import median_high
 
+from afdep.bench.overlap import overlap_rows
 from afdep.bench.report import write_report
 from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
 from afdep.config import environment_error
@@ -217,6 +218,13 @@ def argument_parser() -> OneLineParser:
         default=[512, 2048],
         help="per-kernel traces at these buckets (first process only)",
     )
+    parser.add_argument(
+        "--overlap-buckets",
+        type=at_least_one,
+        nargs="*",
+        default=[1024, 2048],
+        help="the overlap screen at these: GEMMs alone and beside the exchange",
+    )
     parser.add_argument("--results-dir", type=folder, default=Path("docs/results"))
     parser.add_argument(
         "--tag",
@@ -262,6 +270,10 @@ def planned_arms(args: argparse.Namespace) -> dict[str, dict[str, str]]:
     return arms
 
 
+def overlap_words(buckets: list[int]) -> list[str]:
+    return ["--overlap-buckets", *map(str, buckets)] if buckets else []
+
+
 def run_processes(
     args: argparse.Namespace, arms: dict[str, dict[str, str]], logs: Path
 ) -> list[dict] | None:
@@ -280,6 +292,11 @@ def run_processes(
             "--iters",
             str(args.iters),
             *(["--trace-buckets", *map(str, args.trace_buckets)] if index == 0 else []),
+            *(
+                ["--overlap-buckets", *map(str, args.overlap_buckets)]
+                if args.overlap_buckets
+                else []
+            ),
             *args.worker_args,
         ]
         command = torchrun_command(args.nproc, "afdep.bench.worker", worker_args, tee=False)
@@ -329,6 +346,7 @@ def results_document(
         "table": rows,
         "targets": targets(rows, list(arms), processes[0]["row_bytes"]),
         "traces": processes[0].get("traces", {}),
+        "overlap": overlap_rows(processes, list(arms)),
         "processes": processes,
     }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from afdep.bench.overlap import overlap_lines
 from afdep.bench.timeline import write_timelines
 from hostio import write_text
 
@@ -55,6 +56,7 @@ def write_report(document: dict, json_path: Path) -> Path:
         "",
         *(f"- {key} = {value}" for key, value in document["targets"].items()),
         "",
+        *overlap_lines(document.get("overlap", [])),
         "## Timelines",
         "",
         *write_timelines(document, json_path.parent, json_path.stem),

@@ -23,6 +23,7 @@ import torch.distributed as dist
 
 import afdep
 from afdep.bench import TREE
+from afdep.bench.overlap import gemm_operands, overlap_us
 from afdep.bench.pipeline import nccl_pipeline_round_trip
 from afdep.bench.timing import round_trip_us
 from afdep.bench.traces import ProfilerUnavailable, aligned_lines, record_spans
@@ -58,6 +59,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--trace-buckets", type=int, nargs="*", default=[], help="per-kernel traces at these"
     )
     parser.add_argument("--trace-replays", type=int, default=5)
+    parser.add_argument(
+        "--overlap-buckets", type=int, nargs="*", default=[], help="the overlap screen at these"
+    )
+    parser.add_argument(
+        "--overlap-gemm", type=int, nargs=3, default=[2048, 4096, 2048], metavar=("M", "N", "K")
+    )
+    parser.add_argument("--overlap-gemms", type=int, default=8, help="GEMMs per chain")
+    parser.add_argument("--overlap-repeats", type=int, default=20)
     return parser.parse_args(argv)
 
 
@@ -112,6 +121,12 @@ class ArmTimer:
     def load(self, source) -> None:
         load_graph_inputs(self.inputs, source)
         self.bucket = source.num_tokens
+
+    def replay_once(self) -> None:
+        """One dispatch and one combine, on the current stream."""
+        graphs = self._capture()
+        graphs[0].replay()
+        graphs[1].replay()
 
     def time(self, iters: int, warmup: int) -> dict[str, float]:
         graphs = self._capture()
@@ -280,6 +295,36 @@ def bucket_inputs(rank: int, bucket: int, geometry, device) -> SourceInputs:
     )
 
 
+def measure_bucket(args, bucket: int, timers, results, traces, copy, gemm) -> None:
+    """Every arm at `bucket` (its traces and its overlap screen where asked),
+    then the references: NCCL, the NCCL pipeline, the peer copy."""
+    rank, key = dist.get_rank(), str(bucket)
+    geometry = next(iter(timers.values())).buffer.geometry
+    device = torch.device("cuda", torch.cuda.current_device())
+    source = bucket_inputs(rank, bucket, geometry, device)
+    for name in args.order:
+        timer = timers[name]
+        timer.load(source)
+        results[name][key] = timer.time(args.iters, args.warmup)
+        if bucket in args.trace_buckets:
+            traces[f"{name}-t{bucket}"] = trace_lines(
+                f"{name} T={bucket}", timer.trace(args.trace_replays), args.trace_replays
+            )
+        if bucket in args.overlap_buckets:
+            results["overlap"].setdefault(name, {})[key] = overlap_us(
+                timer.replay_once, *gemm, args.overlap_gemms, args.overlap_repeats, dist.barrier
+            )
+    results["nccl"][key] = nccl_round_trip(source, args, args.iters, args.warmup)
+    if geometry.payload == "bf16":  # the pipeline reference moves bf16 rows only
+        results["nccl_pipeline"][key] = nccl_pipeline_round_trip(
+            source, args, args.iters, args.warmup
+        )
+    if rank == 0:
+        nbytes = bucket * geometry.row_bytes
+        results["peer_copy"][key] = peer_copy(nbytes, *copy, args.iters, args.warmup)
+    dist.barrier()
+
+
 def main(argv=None) -> int:
     import torch.distributed._symmetric_memory as symm_mem
 
@@ -300,28 +345,12 @@ def main(argv=None) -> int:
     peer_view = handle.get_buffer(geometry.num_attention, [largest], torch.uint8)
     local = torch.randint(0, 255, (largest,), dtype=torch.uint8, device=dev)
     results: dict[str, dict] = {name: {} for name in args.order}
-    results["nccl"], results["nccl_pipeline"], results["peer_copy"] = {}, {}, {}
+    for reference in ("nccl", "nccl_pipeline", "peer_copy", "overlap"):
+        results[reference] = {}
     traces: dict[str, list[str]] = {}
+    gemm = gemm_operands(*args.overlap_gemm, dev) if args.overlap_buckets else None
     for bucket in args.buckets:
-        source = bucket_inputs(rank, bucket, geometry, dev)
-        for name in args.order:
-            timers[name].load(source)
-            results[name][str(bucket)] = timers[name].time(args.iters, args.warmup)
-            if bucket in args.trace_buckets:
-                traces[f"{name}-t{bucket}"] = trace_lines(
-                    f"{name} T={bucket}", timers[name].trace(args.trace_replays), args.trace_replays
-                )
-        results["nccl"][str(bucket)] = nccl_round_trip(source, args, args.iters, args.warmup)
-        if geometry.payload == "bf16":  # the pipeline reference moves bf16 rows only
-            results["nccl_pipeline"][str(bucket)] = nccl_pipeline_round_trip(
-                source, args, args.iters, args.warmup
-            )
-        if rank == 0:
-            nbytes = bucket * geometry.row_bytes
-            results["peer_copy"][str(bucket)] = peer_copy(
-                nbytes, peer_view, local, args.iters, args.warmup
-            )
-        dist.barrier()
+        measure_bucket(args, bucket, timers, results, traces, (peer_view, local), gemm)
     gathered = [None] * dist.get_world_size()
     dist.all_gather_object(
         gathered, {"rank": rank, "role": timers[args.order[0]].buffer.role, "results": results}

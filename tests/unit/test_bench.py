@@ -76,6 +76,7 @@ def test_each_process_is_the_worker_under_torchrun_without_tee(monkeypatch, tmp_
     assert afdep.bench.main(argv) == 1
     worker_args = ["--arms", json.dumps({"C": {}}), "--order", "C", "--buckets", "8"]
     worker_args += ["--iters", "3", "--trace-buckets", "512", "2048"]
+    worker_args += ["--overlap-buckets", "1024", "2048"]
     assert commands == [torchrun_command(2, "afdep.bench.worker", worker_args, tee=False)]
 
 
@@ -133,6 +134,7 @@ def test_a_screen_writes_its_document_and_removes_its_temporary_logs(two_gpus, t
         "table",
         "targets",
         "traces",
+        "overlap",
         "processes",
     ]
     assert document["arms"] == {"C": {}, "A": {"AFDEP_PAYLOAD_FIRST": "1"}}
@@ -250,3 +252,34 @@ def test_the_worker_takes_the_collect_view():
     words = ["--arms", "{}", "--order", "C", "--buckets", "8"]
     assert parse_args([*words, "--collect-view"]).collect_view is True
     assert parse_args(words).collect_view is False
+
+
+def test_the_overlap_screen_rows_and_gate():
+    from afdep.bench.overlap import overlap_lines, overlap_rows, summary
+
+    figures = summary([30.0, 31.0, 30.5], [31.2, 32.5, 31.0], [300.0, 310.0, 305.0])
+    assert figures == {
+        "gemm_alone_us": 30.5,
+        "gemm_beside_exchange_us": 31.2,
+        "gemm_added_us": 0.7,
+        "exchange_beside_gemms_us": 305.0,
+    }
+    slower = {**figures, "gemm_beside_exchange_us": 33.0, "gemm_added_us": 2.5}
+
+    def rank(number, role, arm_figures):
+        overlap = {arm: {"2048": f} for arm, f in arm_figures.items()}
+        return {"rank": number, "role": role, "results": {"overlap": overlap}}
+
+    process = {"ranks": [rank(0, "attention", {"C": figures, "CF": figures}),
+                         rank(1, "ffn", {"C": figures, "CF": slower})]}  # fmt: skip
+    rows = overlap_rows([process, process], ["C", "CF"])
+    assert [(r["arm"], r["role"], r.get("gate_ok")) for r in rows] == [
+        ("C", "attention", None),
+        ("C", "ffn", True),
+        ("CF", "attention", None),
+        ("CF", "ffn", False),
+    ]
+    lines = overlap_lines(rows)
+    assert lines[4] == "| 2048 | C | attention | 30.50 | 31.20 | +0.70 | 305.0 |  |"
+    assert lines[7] == "| 2048 | CF | ffn | 30.50 | 33.00 | +2.50 | 305.0 | MISSED |"
+    assert overlap_rows([{"ranks": [{"rank": 0, "role": "ffn", "results": {}}]}], ["C"]) == []
