@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from faults.catalog_types import (
+    ORDER_FAMILIES,
     REWRITE_FAMILIES,
     Family,
     Fault,
@@ -141,8 +142,11 @@ def mutants(
                 title,
                 "fail",
                 (patch,),
-                # a wait another wait covers opens no race however it passes early
-                survivor_ok=dict(settings.survivor_ok).get(name),
+                # A wait another wait covers opens no race however early it passes;
+                # an order mutant's survival is the contract's to judge instead.
+                survivor_ok=None
+                if family in ORDER_FAMILIES
+                else dict(settings.survivor_ok).get(name),
                 configs=settings.configs_for_site(name),
                 family=family,
             )

@@ -269,3 +269,11 @@ def test_every_family_is_named_in_the_interface():
     from faults import mutate
 
     assert mutate.Family is Family
+
+
+def test_a_covered_waits_reason_reaches_its_wrong_value_mutants_not_its_order_mutants():
+    catalog = with_generated(load_catalog(AFDEP), REPO)
+    reason = dict(catalog.generate.survivor_ok)["cf.epilogue.gate_wait"]
+    assert catalog.fault("gen.epoch-off-by-one.cf.epilogue.gate_wait.1").survivor_ok == reason
+    assert catalog.fault("gen.weaken-acquire.cf.epilogue.gate_wait").survivor_ok is None
+    assert catalog.fault("gen.narrow-scope.cf.epilogue.gate_wait").survivor_ok is None
