@@ -12,6 +12,7 @@ from string import Formatter
 from faults.catalog_exposure import exposure_table
 from faults.catalog_publisher import publisher_table
 from faults.catalog_refs import check_includes
+from faults.catalog_schedule import patch_schedule, schedule_spelling
 from faults.catalog_types import (
     LOG_KEYS,
     PLACEHOLDERS,
@@ -31,7 +32,7 @@ from faults.mutate import mutation_rules
 
 LANGUAGES = ("cuda", "cpp")
 ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
-    "delay": {"ns", "at", "when", "marker"},
+    "delay": {"ns", "at", "when", "marker", "schedule"},
     "skip": {"marker"},
     # forced order (docs/architecture.md, "Delays that expose")
     "hold": {"ns", "when", "marker", "cell"},
@@ -148,7 +149,7 @@ def _control(path: Path, raw, target: Target) -> tuple[Patch, ...]:
 TARGET_KEYS = frozenset(
     (
         "name sources language run log build clock rank timeout_s env gpus"
-        " contract mutation publisher logical"
+        " contract mutation publisher logical schedule"
     ).split()
 )
 
@@ -206,6 +207,7 @@ def _target(path: Path, raw) -> Target:
         contract=_contract(path, raw["contract"]) if "contract" in raw else None,
         publisher=publisher_table(path, raw.get("publisher"), float(timeout_s)),
         logical_run=_logical_run(path, raw.get("logical")),
+        schedule=schedule_spelling(path, raw.get("schedule")),
     )
 
 
@@ -367,6 +369,9 @@ def _patch(path: Path, where: str, owner: str, index: int, raw: dict, target: Ta
         when=raw.get("when", "true"),
         marker=raw.get("marker", "true"),
         cell=raw.get("cell", "0"),
+        schedule=patch_schedule(path, where, raw["schedule"], raw["site"], target.schedule)
+        if "schedule" in raw
+        else None,
     )
 
 

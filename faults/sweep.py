@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults.catalog import Catalog, Config
+from faults.catalog import Catalog, CatalogError, Config
 from faults.catalog_types import Family, RankMode
 from faults.engine import Engine, RunResult, TreeContract, sweep
 from faults.generate import is_generated
@@ -26,6 +26,7 @@ from faults.history import History
 from faults.report import catalog_sha256, engine_share, stage_seconds, summary_line
 from faults.report.markdown import junit, markdown
 from faults.scratch import UserTreeGuard
+from faults.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
 from faults.sites import parse_tree
 from faults.verdict import FaultSummary, Verdict, summarize_fault
 from hostio import UsageError, gpu_group, machine_name, writable_dir, write_json, write_text
@@ -48,6 +49,8 @@ class SweepOptions:
     # A tree's static contract violations, for UNOBSERVABLE (None: faults.contract's).
     contract: TreeContract | None = None
     exposure: bool = True  # each config's real-size twin too ([exposure], when the catalog has it)
+    # Each scheduled fault once per seed, as `<fault>~s<seed>` (empty: as written).
+    seeds: tuple[int, ...] = ()
 
 
 def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
@@ -175,6 +178,10 @@ class Sweep:
         if options.exposure:
             catalog = catalog.with_exposure()
         fault_ids = select_faults(catalog, options.only)
+        try:
+            catalog, fault_ids = with_seeds(catalog, fault_ids, options.seeds)
+        except CatalogError as error:
+            raise SweepError(str(error)) from None
         configs = select_configs(catalog, options.configs)
         too_big = [c for c in configs if catalog.gpus_for(c) > gpus]
         runnable = len(too_big) < len(configs)
@@ -288,6 +295,8 @@ class Sweep:
     def summaries(self) -> list[FaultSummary]:
         if not self.harness_ok:  # with a wrong control no fault ran: nothing to summarize
             return []
+        if self.options.seeds:  # a catalog fault over its seeds, as over repeats
+            return summaries_over_seeds(self.catalog, self.fault_ids, self.results)
         return [
             summarize_fault(self.catalog.fault(f), [r for r in self.results if r.fault == f])
             for f in self.fault_ids
@@ -346,6 +355,7 @@ class Sweep:
             "controls": [r.to_dict() for r in self.controls],
             "results": [r.to_dict() for r in self.results],
             "faults": [vars(s) for s in summaries],
+            "schedules": self.schedules(),
             "built": self.built,
             "configs_not_run": {
                 c.name: f"needs {self.catalog.gpus_for(c)} GPUs" for c in self.too_big
@@ -356,6 +366,14 @@ class Sweep:
                 f"{f}:{c.name}" for f in self.fault_ids for c in self.catalog.configs_for(f, names)
             ],
         }
+
+    def schedules(self) -> dict | None:
+        """With --seeds: each seed's schedule and verdict, and the kill rate per
+        fault and per schedule family (None without seeds)."""
+        if not self.options.seeds:
+            return None
+        rows = seed_rows(self.catalog, self.fault_ids, self.results)
+        return {"seeds": list(self.options.seeds), "runs": rows, **kill_rates(rows)}
 
     def write(self, document: dict) -> Path:
         mode = "-logical" if self.catalog.rank_mode is RankMode.LOGICAL else ""
