@@ -10,7 +10,7 @@ from pathlib import Path
 
 from faults.catalog import Catalog
 from faults.cli_steps import load, workdir
-from faults.seeds import RunId, describe, parse_run_id, run_id, with_seed
+from faults.seeds import RunId, describe, parse_run_id, with_seed
 from hostio import (
     UsageError,
     at_least,
@@ -41,10 +41,15 @@ def read_sweep(path: Path) -> dict:
     return document
 
 
+def recorded_id(result: dict) -> str:
+    """A report's result's run id (faults/seeds.py's form)."""
+    return f"{result.get('fault')}@{result.get('config')}#{result.get('repeat')}"
+
+
 def recorded_run(document: dict, run: RunId, path: Path) -> dict:
     """The result of `run` in the report, or a UsageError naming both."""
     for result in document["results"]:
-        if isinstance(result, dict) and run_id(argparse.Namespace(**result)) == str(run):
+        if isinstance(result, dict) and recorded_id(result) == str(run):
             return result
     raise UsageError(f"replay: run id {run} is not in {path}")
 

@@ -18,7 +18,8 @@ def schedule_tables(schedules: dict | None) -> list[str]:
         "",
         f"## Kill rate per schedule family ({len(seeds)} seeds from {seeds[0]})",
         "",
-        "kill rate = seeds whose every run killed / seeds of must-fail faults",
+        "kill rate = seeds whose every run killed / seeds of must-fail faults; "
+        "met: seeds whose runs all killed (must-fail) or all passed (must-pass)",
         "",
         "| family | must-fail faults | seeds | killed | kill rate | must-pass seeds | passed |",
         "|---|---|---|---|---|---|---|",
