@@ -27,10 +27,16 @@ cta = "0"
 id = "SU"
 title = "skipped wait while the producer's stores wait the length the seed drew"
 expect = "fail"
-patches = [
-  { site = "fx.producer.payload_store", action = "delay", ns = 200_000_000, schedule = { family = "uneven", count = 1 } },
-  { site = "fx.consumer.flag_wait", action = "skip" },
-]
+
+[[fault.patches]]
+site = "fx.producer.payload_store"
+action = "delay"
+ns = 200_000_000
+schedule = { family = "uneven", count = 1 }
+
+[[fault.patches]]
+site = "fx.consumer.flag_wait"
+action = "skip"
 """
 
 

@@ -91,7 +91,8 @@ def test_a_seeded_twin_owns_its_patches_and_says_its_schedule():
     lengths = draw(patches[0].schedule, 200_000).lengths
     assert seed == 2 and len(lengths) == 16
     assert text == f"cf.source.row_store uneven seed 2: ns by warp [{', '.join(map(str, lengths))}]"
-    assert describe(catalog, "N2") == (None, "") and describe(catalog, "control.clean") == (None, "")
+    assert describe(catalog, "N2") == (None, "")
+    assert describe(catalog, "control.clean") == (None, "")
 
 
 def test_seeds_replace_only_the_scheduled_faults():
