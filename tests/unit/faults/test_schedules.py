@@ -45,8 +45,7 @@ def test_a_pct_draw_is_the_seeds_change_points():
     drawn = draw(schedule, 200_000)
     assert drawn.points == ((4, 13, 0), (10, 5, 1), (12, 10, 0))
     assert drawn.summary() == (
-        "pct seed 7: 200000 ns at cta 4 warp 13 step 0, cta 10 warp 5 step 1, "
-        "cta 12 warp 10 step 0"
+        "pct seed 7: 200000 ns at cta 4 warp 13 step 0, cta 10 warp 5 step 1, cta 12 warp 10 step 0"
     )
     assert draw(schedule, 200_000) == drawn  # the same seed, the same draw
     other = draw(Schedule(ScheduleFamily.PCT, seed=8, changes=3, ctas=24, warps=16), 1)
