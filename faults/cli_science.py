@@ -166,12 +166,13 @@ def replay_markdown(comparison: dict) -> str:
     for name, left, right, same in rows:
         said = "" if same is None else ("yes" if same else "NO")
         lines.append(f"| {name} | {_cell(left)} | {_cell(right)} | {said} |")
-    verdict = "" if comparison["same_verdict"] is None else ", the same verdict"
-    answer = (
-        f"reproduced: the same schedule, the same tree{verdict}"
-        if comparison["reproduced"]
-        else "NOT reproduced"
-    )
+    checks = {"schedule": "same_schedule", "tree": "same_tree", "verdict": "same_verdict"}
+    said = [name for name, key in checks.items() if comparison[key] is not None]
+    if comparison["reproduced"]:
+        answer = "reproduced: " + ", ".join(f"the same {name}" for name in said)
+    else:
+        differ = [name for name in said if not comparison[checks[name]]]
+        answer = "NOT reproduced: another " + ", another ".join(differ)
     return "\n".join([*lines, "", answer]) + "\n"
 
 

@@ -240,3 +240,36 @@ def test_the_kill_rate_per_schedule_family_in_markdown():
         ]
     )
     assert schedule_tables(None) == []
+
+
+def test_a_replay_that_differs_says_what_differs():
+    from faults.cli_science import compare, replay_markdown
+
+    run = parse_run_id("N2s.pct~s1@bf16-graph#0")
+    recorded = {"schedule": "s", "tree_digest": "a" * 64, "verdict": "KILLED", "reason": "x|y"}
+    replayed = {"schedule": "s", "tree_digest": "a" * 64, "verdict": "SURVIVED", "reason": None}
+    comparison = compare(run, recorded, replayed, Path("r.json"))
+    assert (comparison["same_tree"], comparison["reproduced"]) == (True, False)
+    assert replay_markdown(comparison) == "\n".join(
+        [
+            "# Replay of N2s.pct~s1@bf16-graph#0",
+            "",
+            "from r.json",
+            "",
+            "| | recorded | replayed | same |",
+            "|---|---|---|---|",
+            "| schedule | s | s | yes |",
+            "| tree digest | aaaaaaaaaaaa | aaaaaaaaaaaa | yes |",
+            "| verdict | KILLED | SURVIVED | NO |",
+            "| reason | x/y | - |  |",
+            "",
+            "NOT reproduced: another verdict",
+            "",
+        ]
+    )
+    applied_only = {**replayed, "verdict": None, "tree_digest": "b" * 64}
+    comparison = compare(run, recorded, applied_only, Path("r.json"))
+    assert comparison["same_verdict"] is None
+    assert replay_markdown(comparison).endswith("NOT reproduced: another tree\n")
+    comparison = compare(run, recorded, {**applied_only, "tree_digest": "a" * 64}, Path("r"))
+    assert replay_markdown(comparison).endswith("reproduced: the same schedule, the same tree\n")
