@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 
 from faults.catalog import Catalog
@@ -108,6 +109,8 @@ def applied_only(engine, label: str) -> dict:
     from faults.scratch import make_scratch, tree_digest
 
     tree = engine.workdir / label / "tree"
+    if tree.exists():  # a --workdir reused: this command's own old scratch tree
+        shutil.rmtree(tree)
     make_scratch(engine.root, tree)
     try:
         apply_fault(tree, engine.catalog, label)
