@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from faults.catalog import Catalog, Patch, Target
+from faults.schedule import draw, scheduled_code
 from faults.sites import Site, parse_file, parse_tree
 
 
@@ -60,13 +61,18 @@ def _tag(line: str, indent: str, patch: Patch, note: str) -> str:
 
 @action("delay")
 def delay(body: list[str], patch: Patch, target: Target, indent: str) -> list[str]:
-    """`code` -> `if (when) { spin ns; marker }` then `code` (at=start), or after it (at=end)."""
-    injected = _tag(
-        f"if ({patch.when}) {{ {spin_line(patch, target)} {marker_line(patch, target)} }}",
-        indent,
-        patch,
-        f"delay {patch.ns} ns at {patch.at} of {patch.site}",
-    )
+    """`code` -> `if (when) { spin ns; marker }` then `code` (at=start), or after it
+    (at=end); a scheduled delay spins what its seed drew (faults/schedule.py)."""
+    if patch.schedule is not None:
+        drawn = draw(patch.schedule, patch.ns)
+        code = scheduled_code(
+            drawn, target.schedule, patch.site, patch.when, marker_line(patch, target), target
+        )
+        note = f"scheduled delay ({drawn.schedule.family} seed {drawn.schedule.seed})"
+    else:
+        code = f"if ({patch.when}) {{ {spin_line(patch, target)} {marker_line(patch, target)} }}"
+        note = f"delay {patch.ns} ns"
+    injected = _tag(code, indent, patch, f"{note} at {patch.at} of {patch.site}")
     return [injected, *body] if patch.at == "start" else [*body, injected]
 
 

@@ -13,6 +13,7 @@ from faults.catalog_fields import command, env_table, expect_type, fail, tables
 from faults.catalog_patches import check_conditions, check_delay, fault_table, patch_table
 from faults.catalog_publisher import publisher_table
 from faults.catalog_refs import check_includes
+from faults.catalog_schedule import schedule_spelling
 from faults.catalog_types import (
     LOG_KEYS,
     PTX_PLACEHOLDERS,
@@ -71,7 +72,7 @@ def _control(path: Path, raw, target: Target) -> tuple[Patch, ...]:
 TARGET_KEYS = frozenset(
     (
         "name sources language run log build clock rank timeout_s env gpus"
-        " contract mutation publisher logical sass"
+        " contract mutation publisher logical sass schedule"
     ).split()
 )
 
@@ -129,6 +130,7 @@ def _target(path: Path, raw) -> Target:
         contract=_contract(path, raw["contract"]) if "contract" in raw else None,
         publisher=publisher_table(path, raw.get("publisher"), float(timeout_s)),
         logical_run=_logical_run(path, raw.get("logical")),
+        schedule=schedule_spelling(path, raw.get("schedule")),
         sass=_sass(path, raw.get("sass")),
     )
 

@@ -7,10 +7,11 @@ import re
 from pathlib import Path
 
 from faults.catalog_fields import expect_type, fail, strings, tables
+from faults.catalog_schedule import patch_schedule
 from faults.catalog_types import Fault, Patch, Target
 
 ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
-    "delay": {"ns", "at", "when", "marker"},
+    "delay": {"ns", "at", "when", "marker", "schedule"},
     "skip": {"marker"},
     # forced order (docs/architecture.md, "Delays that expose")
     "hold": {"ns", "when", "marker", "cell"},
@@ -121,6 +122,9 @@ def patch_table(path: Path, where: str, owner: str, index: int, raw: dict, targe
         when=raw.get("when", "true"),
         marker=raw.get("marker", "true"),
         cell=raw.get("cell", "0"),
+        schedule=patch_schedule(path, where, raw["schedule"], raw["site"], target.schedule)
+        if "schedule" in raw
+        else None,
     )
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
+from faults.schedule import Schedule, ScheduleSpelling
+
 
 class CatalogError(ValueError):
     """A catalog that cannot be used as written."""
@@ -107,6 +109,9 @@ class Patch:
     # hold / signal: the forced-order marker cell, an index expression (one
     # cell per warp or per CTA; docs/architecture.md, "Delays that expose").
     cell: str = "0"
+    # delay: which threads it holds back and how long, drawn from a seed
+    # (docs/architecture.md, "Seeded schedules and replay"); None: `when`, `ns`.
+    schedule: Schedule | None = None
 
 
 @dataclass(frozen=True)
@@ -316,6 +321,7 @@ class Target:
     publisher: Publisher | None = None  # who publishes, for the delays that expose
     logical_run: tuple[str, ...] = ()  # [target.logical] run: every rank on one GPU
     sass: tuple[str, ...] = ()  # [target.sass] cubin: writes every variant's cubin (faults/sass.py)
+    schedule: ScheduleSpelling | None = None  # [target.schedule]: thread identities, steps
 
 
 @dataclass(frozen=True)

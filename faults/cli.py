@@ -28,6 +28,7 @@ from pathlib import Path
 from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.catalog_types import RankMode
 from faults.cli_review import add_review_commands
+from faults.cli_science import add_science_commands, sweep_seeds
 from faults.cli_steps import load, workdir
 from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from faults.scratch import make_scratch
@@ -233,6 +234,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         args.only, args.config, args.repeat, args.slots, args.results_dir, args.history
     )
     options.exposure = not args.no_exposure
+    options.seeds = sweep_seeds(args)
     with workdir(args, "sweep") as work:
         plan = Sweep.plan(catalog, args.root, work.path, options, gpu_count())
         with Progress(transient=True) as progress:
@@ -315,6 +317,7 @@ def parser() -> OneLineParser:
         command.add_argument("--repeat", type=at_least_one, default=1)
         command.set_defaults(handler=function)
     add_review_commands(commands)
+    add_science_commands(commands)
     return top
 
 

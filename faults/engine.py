@@ -19,6 +19,7 @@ from faults.parse import Outcome, parse_outcome
 from faults.run import BuildError, RunError, build_tree, run_config
 from faults.sass import ErasedDecision, decide, erased_check
 from faults.scratch import UserTreeGuard, make_scratch, tree_digest
+from faults.seeds import describe
 from faults.sites import parse_tree
 from faults.verdict import Judgement, Verdict, judge, judge_control
 
@@ -57,6 +58,10 @@ class RunResult:
     tree_digest: str
     seconds: dict[str, float] = field(default_factory=dict)
     outcome: dict | None = None
+    # A scheduled fault's seed and what it drew (docs/architecture.md, "Seeded
+    # schedules and replay"); None and "" for any other run.
+    seed: int | None = None
+    schedule: str = ""
 
     def __post_init__(self) -> None:  # a result read back from a JSON report holds the word
         self.verdict = Verdict(self.verdict)
@@ -182,6 +187,7 @@ class Engine:
     def _result(
         self, prepared, config, repeat, judgement, outcome=None, run_s=0.0, judge_s=0.0
     ) -> RunResult:
+        seed, schedule = describe(self.catalog, prepared.label)
         return RunResult(
             fault=prepared.label,
             config=config.name,
@@ -198,6 +204,8 @@ class Engine:
                 "judge": round(judge_s, 4),  # parsing the log and the verdict
             },
             outcome=outcome.to_dict() if outcome else None,
+            seed=seed,
+            schedule=schedule,
         )
 
     # ------------------------------------------------------------------ faults

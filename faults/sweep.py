@@ -18,17 +18,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults.catalog import Catalog, Config
-from faults.catalog_types import Family, RankMode
+from faults.catalog import Catalog, CatalogError, Config
+from faults.catalog_types import RankMode
 from faults.engine import Engine, RunResult, TreeContract, sweep
 from faults.generate import is_generated
 from faults.history import History
 from faults.report import catalog_sha256, engine_share, stage_seconds, summary_line
 from faults.report.markdown import junit, markdown
 from faults.sass import ErasedDecision
+from faults.scores import family_scores, scores
 from faults.scratch import UserTreeGuard
+from faults.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
 from faults.sites import parse_tree
-from faults.verdict import FaultSummary, Verdict, summarize_fault
+from faults.verdict import FaultSummary, summarize_fault
 from hostio import UsageError, gpu_group, machine_name, writable_dir, write_json, write_text
 
 CPU_RESULTS = Path("build/faults")  # a sweep that judges nothing files its report here
@@ -51,6 +53,8 @@ class SweepOptions:
     exposure: bool = True  # each config's real-size twin too ([exposure], when the catalog has it)
     # Whether the compiler erased a fault (None: the catalog's [target.sass] check).
     erased: ErasedDecision | None = None
+    # Each scheduled fault once per seed, as `<fault>~s<seed>` (empty: as written).
+    seeds: tuple[int, ...] = ()
 
 
 def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
@@ -100,61 +104,6 @@ def covered_by_catalog(catalog: Catalog) -> set[str]:
     }
 
 
-def scores(summaries: list[FaultSummary]) -> tuple[float | None, float | None]:
-    """Mutation score (killed / must-fail that fired) and firing rate."""
-    must_fail = [
-        s for s in summaries if s.expect == "fail" and s.fired and s.verdict is not Verdict.ERASED
-    ]
-    killed = sum(s.verdict == Verdict.KILLED for s in must_fail)
-    mutation = round(killed / len(must_fail), 4) if must_fail else None
-    fired = sum(bool(s.fired) for s in summaries)
-    return mutation, round(fired / len(summaries), 4) if summaries else None
-
-
-# How a must-fail fault's summary counts in its family's score: the verdicts a
-# judged run can end in, each its own column (docs/architecture.md, "Mutation
-# operators"); NOT FIRED and the apply, build and tree errors judged nothing.
-SCORED = {
-    Verdict.KILLED: "killed",
-    Verdict.SURVIVED: "survived",
-    Verdict.UNOBSERVABLE: "unobservable",
-    Verdict.FLAKY: "flaky",
-    Verdict.HUNG: "hung",
-    Verdict.BROKE: "broke",
-}
-# Outside the score too: NOT FIRED judged nothing; an EQUIVALENT mutant took
-# away nothing the contract requires; an ERASED one changed no machine code.
-# The rest (APPLY/BUILD ERROR, WRONG TREE): errors.
-UNJUDGED = {
-    Verdict.NOT_FIRED: "not_fired",
-    Verdict.EQUIVALENT: "equivalent",
-    Verdict.ERASED: "erased",
-}
-HAND_WRITTEN = "catalog"  # the family column of a hand-written fault
-
-
-def family_scores(summaries: list[FaultSummary]) -> dict[str, dict]:
-    """Per family of must-fail faults (hand-written ones under "catalog"): each
-    verdict's count, and score = killed / (killed + survived + unobservable +
-    flaky + hung + broke), None when nothing was judged. NOT FIRED, EQUIVALENT
-    and errors are counted beside it, outside the score."""
-    families: dict[str, dict] = {}
-    order = [family.value for family in Family] + [HAND_WRITTEN]
-    must_fail = [s for s in summaries if s.expect == "fail"]
-    for summary in sorted(must_fail, key=lambda s: order.index(s.family or HAND_WRITTEN)):
-        row = families.setdefault(
-            summary.family or HAND_WRITTEN,
-            {"faults": 0, **dict.fromkeys([*SCORED.values(), *UNJUDGED.values()], 0), "errors": 0},
-        )
-        verdict = Verdict(summary.verdict)
-        row["faults"] += 1
-        row[SCORED.get(verdict) or UNJUDGED.get(verdict) or "errors"] += 1
-    for row in families.values():
-        judged = sum(row[column] for column in SCORED.values())
-        row["score"] = round(row["killed"] / judged, 4) if judged else None
-    return families
-
-
 @dataclass
 class Sweep:
     catalog: Catalog
@@ -185,6 +134,10 @@ class Sweep:
         if options.exposure:
             catalog = catalog.with_exposure()
         fault_ids = select_faults(catalog, options.only)
+        try:
+            catalog, fault_ids = with_seeds(catalog, fault_ids, options.seeds)
+        except CatalogError as error:
+            raise SweepError(str(error)) from None
         configs = select_configs(catalog, options.configs)
         too_big = [c for c in configs if catalog.gpus_for(c) > gpus]
         runnable = len(too_big) < len(configs)
@@ -300,6 +253,8 @@ class Sweep:
     def summaries(self) -> list[FaultSummary]:
         if not self.harness_ok:  # with a wrong control no fault ran: nothing to summarize
             return []
+        if self.options.seeds:  # a catalog fault over its seeds, as over repeats
+            return summaries_over_seeds(self.catalog, self.fault_ids, self.results)
         return [
             summarize_fault(self.catalog.fault(f), [r for r in self.results if r.fault == f])
             for f in self.fault_ids
@@ -358,6 +313,7 @@ class Sweep:
             "controls": [r.to_dict() for r in self.controls],
             "results": [r.to_dict() for r in self.results],
             "faults": [vars(s) for s in summaries],
+            "schedules": self.schedules(),
             "built": self.built,
             "configs_not_run": {
                 c.name: f"needs {self.catalog.gpus_for(c)} GPUs" for c in self.too_big
@@ -368,6 +324,14 @@ class Sweep:
                 f"{f}:{c.name}" for f in self.fault_ids for c in self.catalog.configs_for(f, names)
             ],
         }
+
+    def schedules(self) -> dict | None:
+        """With --seeds: each seed's schedule and verdict, and the kill rate per
+        fault and per schedule family (None without seeds)."""
+        if not self.options.seeds:
+            return None
+        rows = seed_rows(self.catalog, self.fault_ids, self.results)
+        return {"seeds": list(self.options.seeds), "runs": rows, **kill_rates(rows)}
 
     def write(self, document: dict) -> Path:
         mode = "-logical" if self.catalog.rank_mode is RankMode.LOGICAL else ""

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from faults.engine import RunResult
+from faults.seeds import run_id
 from faults.verdict import Verdict
 
 # Verdicts that meet their expectation yet say why: a known survivor, a
@@ -16,7 +17,8 @@ SAID_IN_FULL = (Verdict.SURVIVED, Verdict.UNOBSERVABLE)
 
 
 def summary_line(result: RunResult) -> str:
-    name = f"{result.fault}-{result.config}" + (f"-r{result.repeat}" if result.repeat else "")
+    """The line starts with the run id `replay` takes (faults/seeds.py)."""
+    name = run_id(result)
     outcome = result.outcome
     if outcome is None:
         return (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from faults.report.schedules import schedule_tables
 from faults.verdict import Verdict
 
 
@@ -56,6 +57,7 @@ def markdown(document: dict) -> str:
     else:
         lines += _verdict_table(document["faults"])
         lines += _family_table(document.get("mutation_score_by_family", {}))
+        lines += schedule_tables(document.get("schedules"))
         lines += _survivors(document["faults"])
         lines += _changes(document.get("changes"))
     return "\n".join(lines) + "\n"

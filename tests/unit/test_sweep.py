@@ -9,7 +9,7 @@ from pathlib import Path
 
 from faults.cli import main
 from faults.history import History
-from faults.sweep import scores
+from faults.scores import scores
 from faults.verdict import FaultSummary, repeats_for_confidence, summarize_fault
 
 REPO = Path(__file__).parents[2]

@@ -70,7 +70,7 @@ def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, ca
     assert set(document["stage_seconds"]) == {"apply", "build", "run", "judge"}
     assert 0 <= document["engine_share"] < 1
     out = capsys.readouterr().out
-    assert "S1-default tree=" in out and "markers=4 assert=0 -> KILLED" in out
+    assert "S1@default#0 tree=" in out and "markers=4 assert=0 -> KILLED" in out
 
 
 def test_a_broken_control_stops_the_sweep(tmp_path, capsys):
@@ -203,7 +203,7 @@ def n2_result(**outcome) -> RunResult:
 
 
 def test_summary_line_names_device_errors_only_when_there_are_some():
-    line = "N2-bf16-eager tree=abababab exit=1 mismatch=0 timeout_msgs=0 markers=12 assert=26"
+    line = "N2@bf16-eager#0 tree=abababab exit=1 mismatch=0 timeout_msgs=0 markers=12 assert=26"
     assert summary_line(n2_result(device_errors=0)) == f"{line} -> KILLED"
     assert summary_line(n2_result()) == f"{line} -> KILLED"  # a report from before the field
     assert summary_line(n2_result(device_errors=3)) == f"{line} device_err=3 -> KILLED"
@@ -215,7 +215,7 @@ def test_a_result_holds_a_verdict_and_writes_its_word():
     written = result.to_dict()["verdict"]
     assert type(written) is str and written == "NOT FIRED"
     assert json.loads(json.dumps(n2_result().to_dict()))["verdict"] == "KILLED"
-    assert summary_line(result) == "N1-default tree=d NOT FIRED: r"
+    assert summary_line(result) == "N1@default#0 tree=d NOT FIRED: r"
 
 
 def test_a_must_fail_fault_that_crashes_the_target_is_killed_by_its_device_error(tmp_path):

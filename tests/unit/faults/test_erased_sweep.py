@@ -14,8 +14,9 @@ from faults.cli import main
 from faults.engine import Engine, RunResult, sweep
 from faults.report import summary_line
 from faults.sass import erased_judgement
+from faults.scores import family_scores, scores
 from faults.scratch import make_scratch
-from faults.sweep import Sweep, SweepOptions, family_scores, scores
+from faults.sweep import Sweep, SweepOptions
 from faults.verdict import FaultSummary, Verdict, summarize_fault
 
 REPO = Path(__file__).parents[3]
@@ -61,7 +62,7 @@ def test_an_erased_fault_is_not_run_and_its_line_says_so(tmp_path):
     erased = by_fault["S1"]
     assert (erased.verdict, erased.ok, erased.reason) == (Verdict.ERASED, True, REASON)
     assert erased.outcome is None and erased.seconds["run"] == 0.0
-    assert summary_line(erased) == f"S1-default tree={erased.tree_digest[:8]} ERASED: {REASON}"
+    assert summary_line(erased) == f"S1@default#0 tree={erased.tree_digest[:8]} ERASED: {REASON}"
     summary = summarize_fault(catalog.fault("S1"), [erased])
     assert (summary.verdict, summary.ok, summary.fired, summary.reason) == (
         Verdict.ERASED,

@@ -16,7 +16,8 @@ from faults.engine import Engine, RunResult
 from faults.generate import with_generated
 from faults.mutate import HINTS
 from faults.parse import Outcome
-from faults.sweep import Sweep, SweepOptions, family_scores
+from faults.scores import family_scores
+from faults.sweep import Sweep, SweepOptions
 from faults.verdict import FaultSummary, Verdict, judge, summarize_fault
 
 REPO = Path(__file__).parents[3]

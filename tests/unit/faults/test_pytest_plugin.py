@@ -365,7 +365,7 @@ def test_quiet_faults_session_ends_with_the_digest_and_every_run_line():
     digest = source_digest(REPO / FIXTURE)
     sources = f"flag_payload sources {FIXTURE}"
     assert summary[1].startswith(f"faults: {sources} sha256 {digest}")
-    names = ["D1-default", "D1-default-r1", "S1-default", "S1-default-r1"]
+    names = ["D1@default#0", "D1@default#1", "S1@default#0", "S1@default#1"]
     assert [line.split(" tree=")[0] for line in summary[2:6]] == names
     assert summary[2].endswith("-> PASSED") and summary[3].endswith("-> PASSED")
     assert " -> KILLED" in summary[4] and " -> KILLED" in summary[5]
