@@ -12,6 +12,7 @@ from string import Formatter
 from faults.catalog_exposure import exposure_table
 from faults.catalog_publisher import publisher_table
 from faults.catalog_refs import check_includes
+from faults.catalog_shrink import shrink_table
 from faults.catalog_types import (
     LOG_KEYS,
     PLACEHOLDERS,
@@ -111,7 +112,7 @@ def _conditions(path: Path, where: str, raw: dict) -> None:
 
 def catalog_from_tables(path: Path, data: dict) -> Catalog:
     """The catalog the TOML tables of `path` describe, every table checked."""
-    tables = {"target", "config", "fault", "control", "generate", "exposure"}
+    tables = {"target", "config", "fault", "control", "generate", "exposure", "shrink"}
     unknown = sorted(set(data) - tables)
     if unknown:
         raise _fail(path, "top level", f"unknown tables {unknown}")
@@ -129,7 +130,10 @@ def catalog_from_tables(path: Path, data: dict) -> Catalog:
     control = _control(path, data.get("control", {}), target)
     generate = _generate(path, data, configs, target)
     exposure = exposure_table(path, data.get("exposure"))
-    catalog = Catalog(path, target, configs, faults, control, generate, exposure=exposure)
+    shrink = shrink_table(data.get("shrink"), lambda where, message: _fail(path, where, message))
+    catalog = Catalog(
+        path, target, configs, faults, control, generate, exposure=exposure, shrink=shrink
+    )
     check_includes(catalog)
     return catalog
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
+from faults.catalog_shrink import ShrinkSpec
+
 
 class CatalogError(ValueError):
     """A catalog that cannot be used as written."""
@@ -327,6 +329,7 @@ class Catalog:
     generate: GenerateSettings  # the [generate] table: how site-generated faults are made
     rank_mode: RankMode = RankMode.PER_GPU
     exposure: Exposure | None = None  # [exposure]: real-size twins of every config
+    shrink: ShrinkSpec | None = None  # [shrink]: what `shrink` may make smaller
 
     def config(self, name: str) -> Config:
         for config in self.configs:

@@ -28,6 +28,7 @@ from pathlib import Path
 from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.catalog_types import RankMode
 from faults.cli_review import add_review_commands
+from faults.cli_shrink import add_shrink_command
 from faults.cli_steps import load, workdir
 from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from faults.scratch import make_scratch
@@ -315,6 +316,7 @@ def parser() -> OneLineParser:
         command.add_argument("--repeat", type=at_least_one, default=1)
         command.set_defaults(handler=function)
     add_review_commands(commands)
+    add_shrink_command(commands)
     return top
 
 
