@@ -133,7 +133,7 @@ class ShrinkLoop:
                     if self._out_of_time(shrunk, began):
                         shrunk.budget_spent = True
                         return shrunk
-                    if not self._probe(shrunk, values).killed:
+                    if not self._killed(shrunk, values):
                         break
                     shrunk.minimal, changed = values, True
         return shrunk
@@ -154,6 +154,12 @@ class ShrinkLoop:
         """Would one more probe, as long as the mean so far, end past the budget?"""
         mean = sum(p.seconds for p in shrunk.probes) / len(shrunk.probes)
         return self.clock() - began + mean > self.budget_s
+
+    def _killed(self, shrunk: Shrunk, values: dict[str, Number]) -> bool:
+        """A probe at `values`, unless one ran there already (a dimension
+        tried again in a later round, nothing else having moved)."""
+        tried = [p.killed for p in shrunk.probes if p.values == values]
+        return tried[0] if tried else self._probe(shrunk, values).killed
 
     def _probe(self, shrunk: Shrunk, values: dict[str, Number]) -> Probe:
         """`repeat` runs at `values`: killed only when every one is KILLED, so
