@@ -50,27 +50,13 @@ def shrink_command(args: argparse.Namespace) -> int:
     from faults.shrink import ShrinkLoop
     from faults.shrink_report import (
         ShrinkContext,
-        document,
         minimal_args,
-        paste_command,
         regression_test,
         regression_test_path,
     )
     from faults.shrink_run import engine_runner
 
     catalog, config, words, start = planned(args)
-    with workdir(args, "shrink") as work:
-        engine = Engine(catalog, args.root, work.path)
-        with engine.guard():
-            prepared = engine.prepare(args.id, args.id)
-            if prepared.error:
-                work.failed = True
-                first = prepared.error.reason.splitlines()[0]
-                raise UsageError(f"shrink: {args.id}: {prepared.error.verdict}: {first}")
-            runner = engine_runner(engine, args.id, config)
-            loop = ShrinkLoop(catalog.shrink, words, runner, args.budget_s, args.repeat)
-            shrunk = loop.run(start)
-        work.failed = not shrunk.start_killed
     context = ShrinkContext(
         fault=args.id,
         config=config.name,
@@ -81,13 +67,30 @@ def shrink_command(args: argparse.Namespace) -> int:
         repeat=args.repeat,
         gpus=catalog.gpus_for(config),
     )
-    args_run = minimal_args(shrunk) or shrunk.probes[0].args
-    command = paste_command(program_name(), context, catalog, config, args_run, prepared.digest)
-    write_reports(args, context, document(context, shrunk, command))
+    with workdir(args, "shrink") as work:
+        engine = Engine(catalog, args.root, work.path)
+        with engine.guard():
+            prepared = engine.prepare(args.id, args.id)
+            if prepared.error:
+                work.failed = True
+                first = prepared.error.reason.splitlines()[0]
+                raise UsageError(f"shrink: {args.id}: {prepared.error.verdict}: {first}")
+
+            def report(shrunk: Shrunk) -> None:
+                write_reports(args, context, catalog, config, prepared.digest, shrunk)
+
+            runner = engine_runner(engine, args.id, config)
+            loop = ShrinkLoop(catalog.shrink, words, runner, args.budget_s, args.repeat)
+            loop.on_probe = report  # a report as it goes: a killed shrink still has one
+            shrunk = loop.run(start)
+        work.failed = not shrunk.start_killed
+    report(shrunk)
     if not shrunk.start_killed:
         raise UsageError(not_killed(args.id, config.name, shrunk))
     if args.write_test:
         path = regression_test_path(args.root, args.id)
+        if not (path.parent / "__init__.py").exists():  # a package, as the other test folders
+            write_text(path.parent / "__init__.py", "")
         write_text(path, regression_test(context, minimal_args(shrunk)))
         print(f"regression test: {path}")
     return 0
@@ -138,17 +141,30 @@ def catalog_name(catalog: Path, root: Path) -> str:
         return str(Path(catalog).resolve())
 
 
-def write_reports(args: argparse.Namespace, context: ShrinkContext, doc: dict) -> None:
-    from faults.shrink_report import markdown, report_stem
+def write_reports(
+    args: argparse.Namespace,
+    context: ShrinkContext,
+    catalog: Catalog,
+    config: Config,
+    digest: str,
+    shrunk: Shrunk,
+) -> None:
+    """The report of `shrunk` so far under --results-dir; printed once finished."""
+    from faults.shrink_report import document, markdown, minimal_args, paste_command, report_stem
 
+    rerun = minimal_args(shrunk) or shrunk.probes[0].args
+    command = paste_command(program_name(), context, catalog, config, rerun, digest)
+    doc = document(context, shrunk, command)
     text = markdown(doc)
-    print(text)
+    if shrunk.finished:
+        print(text)
     if args.results_dir is None:
         return
     stem = args.results_dir / report_stem(context)
     write_json(stem.with_suffix(".json"), doc)
     write_text(stem.with_suffix(".md"), text)
-    print(f"reports: {stem}.json .md")
+    if shrunk.finished:
+        print(f"reports: {stem}.json .md")
 
 
 def add_shrink_command(commands) -> None:

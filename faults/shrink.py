@@ -42,6 +42,7 @@ class Shrunk:
     minimal: dict[str, Number]
     probes: list[Probe] = field(default_factory=list)
     budget_spent: bool = False  # stopped before every dimension's next rung was tried
+    finished: bool = False  # False while the loop runs: a report then is partial
 
     @property
     def start_killed(self) -> bool:
@@ -118,13 +119,20 @@ class ShrinkLoop:
     budget_s: float
     repeat: int = 1
     clock: Callable[[], float] = time.monotonic
+    # Told after every probe (a report written as it goes survives a kill).
+    on_probe: Callable[[Shrunk], None] = lambda shrunk: None
 
     def run(self, start: dict[str, Number]) -> Shrunk:
+        shrunk = Shrunk(start=dict(start), minimal=dict(start))
+        self._walk(shrunk)
+        shrunk.finished = True
+        return shrunk
+
+    def _walk(self, shrunk: Shrunk) -> None:
         """The start input first: when it does not kill, nothing shrinks."""
         began = self.clock()
-        shrunk = Shrunk(start=dict(start), minimal=dict(start))
-        if not self._probe(shrunk, start).killed:
-            return shrunk
+        if not self._probe(shrunk, shrunk.start).killed:
+            return
         changed = True
         while changed:
             changed = False
@@ -132,11 +140,11 @@ class ShrinkLoop:
                 while (values := self.one_rung_down(shrunk.minimal, dimension.name)) is not None:
                     if self._out_of_time(shrunk, began):
                         shrunk.budget_spent = True
-                        return shrunk
+                        return
                     if not self._killed(shrunk, values):
                         break
                     shrunk.minimal, changed = values, True
-        return shrunk
+                    self.on_probe(shrunk)  # told again: the kill is now the minimal input
 
     def one_rung_down(self, current: dict[str, Number], name: str) -> dict[str, Number] | None:
         """The input with `name` one rung down (rungs that break a relation
@@ -177,4 +185,5 @@ class ShrinkLoop:
         seconds = round(self.clock() - started, 3)
         probe = Probe(len(shrunk.probes), dict(values), args, verdicts, killed, reason, seconds)
         shrunk.probes.append(probe)
+        self.on_probe(shrunk)
         return probe

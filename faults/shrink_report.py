@@ -79,6 +79,7 @@ def document(context: ShrinkContext, shrunk: Shrunk, command: str) -> dict:
         "minimal": shrunk.minimal,
         "minimal_args": minimal_args(shrunk),
         "budget_spent": shrunk.budget_spent,
+        "finished": shrunk.finished,
         "probes": [asdict(probe) for probe in shrunk.probes],
         "seconds": round(sum(p.seconds for p in shrunk.probes), 3),
         "command": command,
@@ -92,7 +93,9 @@ def minimal_args(shrunk: Shrunk) -> list[str]:
 
 
 def markdown(doc: dict) -> str:
-    if not doc["start_killed"]:
+    if not doc["finished"]:
+        state = "still running (or stopped): the smallest input that killed so far"
+    elif not doc["start_killed"]:
         state = "the start input did not kill: nothing shrunk"
     elif doc["budget_spent"]:
         state = "the budget was spent before every dimension's next rung was tried"

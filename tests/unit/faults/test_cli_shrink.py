@@ -62,13 +62,14 @@ def test_a_killed_fault_shrinks_to_its_minimal_input_and_writes_its_test(
         (["--tokens", "4", "--width", "2"], ["KILLED"]),
         (["--tokens", "2", "--width", "2"], ["KILLED"]),
     ]
-    assert doc["start_killed"] and not doc["budget_spent"]
+    assert doc["start_killed"] and doc["finished"] and not doc["budget_spent"]
     assert doc["command"].endswith(
         " && env PYTHONPATH=. shrunk-out/flag_payload --tokens 2 --width 2"
     )
     markdown = (tmp_path / "shrink-S1-cpu.md").read_text()
     assert "Smaller than the start: tokens 8 -> 2, width 4 -> 2." in markdown
     assert f"regression test: {written}" in capsys.readouterr().out
+    assert (written.parent / "__init__.py").read_text() == ""
     # The written test, run here with the repository as its root, finds S1 killed.
     spec = importlib.util.spec_from_file_location("test_shrunk_S1", written)
     module = importlib.util.module_from_spec(spec)

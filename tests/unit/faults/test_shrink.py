@@ -228,3 +228,13 @@ def test_an_input_already_probed_is_not_run_again():
     shrunk = ShrinkLoop(SPEC, [], runner, budget_s=1e9).run(START)
     assert shrunk.minimal == {"tokens": 512, "hidden": 128, "masking": 0.1}
     assert len(runner.calls) == len({tuple(args) for args in runner.calls}) == 6
+
+
+def test_every_probe_is_told_as_it_lands_and_the_end_marks_the_result_finished():
+    told = []
+    spec = ShrinkSpec((SPEC.dimensions[0],))
+    loop = ShrinkLoop(spec, [], oracle(lambda v: v["--tokens"] >= 4), budget_s=1e9)
+    loop.on_probe = lambda shrunk: told.append((len(shrunk.probes), dict(shrunk.minimal)))
+    shrunk = loop.run({"tokens": 8})
+    assert told == [(1, {"tokens": 8}), (2, {"tokens": 8}), (2, {"tokens": 4}), (3, {"tokens": 4})]
+    assert shrunk.finished and shrunk.minimal == {"tokens": 4}
