@@ -14,6 +14,7 @@ from faults.catalog_patches import check_conditions, check_delay, fault_table, p
 from faults.catalog_publisher import publisher_table
 from faults.catalog_refs import check_includes
 from faults.catalog_schedule import schedule_spelling
+from faults.catalog_shrink import shrink_table
 from faults.catalog_types import (
     LOG_KEYS,
     PTX_PLACEHOLDERS,
@@ -33,7 +34,7 @@ LANGUAGES = ("cuda", "cpp")
 
 def catalog_from_tables(path: Path, data: dict) -> Catalog:
     """The catalog the TOML tables of `path` describe, every table checked."""
-    known = {"target", "config", "fault", "control", "generate", "exposure"}
+    known = {"target", "config", "fault", "control", "generate", "exposure", "shrink"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise fail(path, "top level", f"unknown tables {unknown}")
@@ -51,7 +52,10 @@ def catalog_from_tables(path: Path, data: dict) -> Catalog:
     control = _control(path, data.get("control", {}), target)
     generate = _generate(path, data, configs, target)
     exposure = exposure_table(path, data.get("exposure"))
-    catalog = Catalog(path, target, configs, faults, control, generate, exposure=exposure)
+    shrink = shrink_table(data.get("shrink"), lambda where, message: fail(path, where, message))
+    catalog = Catalog(
+        path, target, configs, faults, control, generate, exposure=exposure, shrink=shrink
+    )
     check_includes(catalog)
     return catalog
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from faults.catalog_types import Exposure, catalog_error
+from faults.catalog_configs import Exposure
+from faults.catalog_types import catalog_error
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
+from faults.catalog_configs import Config, Exposure
+from faults.catalog_shrink import ShrinkSpec
 from faults.schedule import Schedule, ScheduleSpelling
 
 
@@ -124,36 +126,6 @@ class Fault:
     survivor_ok: str | None = None
     configs: tuple[str, ...] = ()  # the configs it runs under (empty: all)
     family: Family | None = None  # a generated fault's; None for a hand-written one
-
-
-@dataclass(frozen=True)
-class Config:
-    name: str
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    gpus: int = 0  # GPUs this config's runs need (`{gpus}` in the run command); 0: the target's
-    base: str | None = None  # an exposure twin's config: the faults that run under it run here
-
-
-@dataclass(frozen=True)
-class Exposure:
-    """[exposure]: the real-size runs the sweep adds (docs/architecture.md,
-    "Exposure at real sizes"): every config gets a twin `<config>@<name>`
-    whose run command ends with `args` and whose environment adds `env`;
-    the config's faults run under it too."""
-
-    name: str
-    args: tuple[str, ...]
-    env: dict[str, str] = field(default_factory=dict)
-
-    def twin(self, config: Config) -> Config:
-        return replace(
-            config,
-            name=f"{config.name}@{self.name}",
-            args=config.args + self.args,
-            env={**config.env, **self.env},
-            base=config.name,
-        )
 
 
 @dataclass(frozen=True)
@@ -334,6 +306,7 @@ class Catalog:
     generate: GenerateSettings  # the [generate] table: how site-generated faults are made
     rank_mode: RankMode = RankMode.PER_GPU
     exposure: Exposure | None = None  # [exposure]: real-size twins of every config
+    shrink: ShrinkSpec | None = None  # [shrink]: what `shrink` may make smaller
 
     def config(self, name: str) -> Config:
         for config in self.configs:

@@ -29,6 +29,7 @@ from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.catalog_types import RankMode
 from faults.cli_review import add_review_commands
 from faults.cli_science import add_science_commands, sweep_seeds
+from faults.cli_shrink import add_shrink_command
 from faults.cli_steps import load, workdir
 from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from faults.scratch import make_scratch
@@ -318,6 +319,7 @@ def parser() -> OneLineParser:
         command.set_defaults(handler=function)
     add_review_commands(commands)
     add_science_commands(commands)
+    add_shrink_command(commands)
     return top
 
 
