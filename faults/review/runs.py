@@ -72,6 +72,18 @@ def log_path(result: RunResult) -> str:
     return result.outcome["log_path"] if result.outcome else ""
 
 
+def review_configs(catalog: Catalog, fault_ids: list[str], gpus: int) -> list[str]:
+    """The configs the review runs: those its covering faults run under (their
+    controls say whether the change passes there and whether a failure would
+    be seen), else every config; only those that fit the GPUs here."""
+    wanted = {c.name for f in fault_ids for c in catalog.configs_for(f)}
+    return [
+        c.name
+        for c in catalog.configs
+        if (not wanted or c.name in wanted) and catalog.gpus_for(c) <= gpus
+    ]
+
+
 def run_review(
     touched: list[Coverage],
     catalog: Catalog,
@@ -87,7 +99,7 @@ def run_review(
     for the controls and the must-pass faults (the sweep's --slots)."""
     ids = list(dict.fromkeys(fault for cover in touched for fault in cover.faults))
     gpus = gpu_count()
-    fits = [c.name for c in catalog.configs if catalog.gpus_for(c) <= gpus]
+    fits = review_configs(catalog, ids, gpus)
     controls, faults = sweep(
         [Engine(catalog, tree, workdir / "change")], ids, fits, 1, lambda _: None, slots=slots
     )

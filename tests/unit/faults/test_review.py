@@ -291,3 +291,20 @@ def test_the_review_runs_its_controls_and_must_pass_faults_in_slots(monkeypatch,
     catalog = load_catalog(Path(__file__).parents[3] / "catalogs/afdep.toml")
     report = runs.run_review([], catalog, tmp_path, tmp_path, "B", tmp_path / "w", slots=3)
     assert seen == {"ids": [], "slots": 3, "repeats": 1} and report.ok
+
+
+def test_the_review_runs_only_the_configs_its_covering_faults_run_under():
+    from faults.catalog import load_catalog
+    from faults.catalog_types import RankMode
+    from faults.review.runs import review_configs
+
+    catalog = load_catalog(Path(__file__).parents[3] / "catalogs/afdep.toml")
+    logical = catalog.in_rank_mode(RankMode.LOGICAL)
+    assert review_configs(logical, ["N2u"], 1) == ["bf16-graph-ungate"]
+    assert review_configs(catalog, ["P1", "N2u"], 2) == [
+        "bf16-eager",
+        "bf16-graph",
+        "fp8-eager",
+        "bf16-graph-ungate",
+    ]
+    assert review_configs(logical, [], 1) == [c.name for c in catalog.configs]
