@@ -81,10 +81,32 @@ ISO = "ISO"
 
 
 def iso_arm(control: dict[str, str], where: Path) -> dict[str, str]:
-    """The control arm on a second copy of this package's kernel sources: the
-    same code built and loaded apart, so its change against C is the noise."""
-    shutil.copytree(CSRC, where)
-    return {**{k: v for k, v in control.items() if k != TREE}, TREE: str(where)}
+    """The control arm on a second copy of its kernel sources (its tree, else
+    this package's): the same code loaded as modules of its own, so its change
+    against C is the noise. A copy left in `where` by an earlier run goes first."""
+    shutil.rmtree(where, ignore_errors=True)
+    shutil.copytree(Path(control.get(TREE, CSRC)), where)
+    return {**control, TREE: str(where)}
+
+
+# The files of a kernel tree whose layout the host side of this package reads
+# (the Params fields in order, the workspace layout): a tree arm must keep them.
+HOST_INTERFACE = ("common/params.cuh", "common/layout.cuh")
+RESULT_KEYS = ("nccl", "nccl_pipeline", "peer_copy", "overlap")  # not arm names
+
+
+def tree_problem(name: str, tree: str) -> str | None:
+    """Why a tree arm cannot run on this package's host side, if it cannot."""
+    if not (Path(tree) / "impls").is_dir():
+        return f"--arm {name}: tree {tree} holds no kernel sources (no impls/ folder)"
+    for interface in HOST_INTERFACE:
+        theirs = Path(tree) / interface
+        if not theirs.is_file() or theirs.read_bytes() != (CSRC / interface).read_bytes():
+            return (
+                f"--arm {name}: tree {tree}: {interface} differs from this package's "
+                "(its host side reads that layout)"
+            )
+    return None
 
 
 def rotated(names: list[str], shift: int) -> list[str]:
@@ -175,9 +197,9 @@ def refusal(arms: dict[str, dict[str, str]], nproc: int) -> str | None:
     if problem is not None:
         return problem
     for name, variables in arms.items():
-        tree = variables.get(TREE)
-        if tree is not None and not (Path(tree) / "impls").is_dir():
-            return f"--arm {name}: tree {tree} holds no kernel sources (no impls/ folder)"
+        problem = tree_problem(name, variables[TREE]) if TREE in variables else None
+        if problem is not None:
+            return problem
         env = {k: v for k, v in variables.items() if k != TREE}
         problem = environment_error({**os.environ, **env})
         if problem is not None:
@@ -215,15 +237,16 @@ def argument_parser() -> OneLineParser:
         "--trace-buckets",
         type=at_least_one,
         nargs="*",
-        default=[512, 2048],
-        help="per-kernel traces at these buckets (first process only)",
+        default=None,
+        help="per-kernel traces at these buckets (first process only; default: 512 2048)",
     )
     parser.add_argument(
         "--overlap-buckets",
         type=at_least_one,
         nargs="*",
-        default=[1024, 2048],
-        help="the overlap screen at these: GEMMs alone and beside the exchange",
+        default=None,
+        help="the overlap screen at these: GEMMs alone and beside the exchange "
+        "(default: 1024 2048)",
     )
     parser.add_argument("--results-dir", type=folder, default=Path("docs/results"))
     parser.add_argument(
@@ -250,6 +273,23 @@ def file_tag(text: str) -> str:
     return text
 
 
+DEFAULT_BUCKETS_OF = {"trace_buckets": (512, 2048), "overlap_buckets": (1024, 2048)}
+
+
+def planned_buckets(args: argparse.Namespace) -> None:
+    """--trace-buckets and --overlap-buckets: named ones must be among
+    --buckets; by default, those of 512/2048 and 1024/2048 that are."""
+    for option, default in DEFAULT_BUCKETS_OF.items():
+        named = getattr(args, option)
+        if named is None:
+            setattr(args, option, [b for b in default if b in args.buckets])
+            continue
+        stray = sorted(set(named) - set(args.buckets))
+        if stray:
+            flag = "--" + option.replace("_", "-")
+            raise UsageError(f"{flag} {stray[0]}: not one of --buckets {args.buckets}")
+
+
 def planned_arms(args: argparse.Namespace) -> dict[str, dict[str, str]]:
     """The arms in their order, refused (UsageError) when one is named twice,
     the control is missing, or the environment or the GPUs cannot run them."""
@@ -264,14 +304,18 @@ def planned_arms(args: argparse.Namespace) -> dict[str, dict[str, str]]:
         arms = dict(args.arm)
     if args.iso and ISO in arms:
         raise UsageError(f"--iso: an arm is already named {ISO}")
+    taken = sorted(set(arms) & set(RESULT_KEYS))
+    if taken:
+        raise UsageError(f"--arm {taken[0]}: the name of a reference's results; pick another")
+
     problem = refusal(arms, args.nproc)
     if problem is not None:
         raise UsageError(problem)
     return arms
 
 
-def overlap_words(buckets: list[int]) -> list[str]:
-    return ["--overlap-buckets", *map(str, buckets)] if buckets else []
+def bucket_words(option: str, buckets: list[int]) -> list[str]:
+    return [option, *map(str, buckets)] if buckets else []
 
 
 def run_processes(
@@ -291,7 +335,7 @@ def run_processes(
             *map(str, args.buckets),
             "--iters",
             str(args.iters),
-            *(["--trace-buckets", *map(str, args.trace_buckets)] if index == 0 else []),
+            *(bucket_words("--trace-buckets", args.trace_buckets) if index == 0 else []),
             *(
                 ["--overlap-buckets", *map(str, args.overlap_buckets)]
                 if args.overlap_buckets
@@ -340,6 +384,7 @@ def results_document(
         "tool": "afdep.bench",
         "machine": machine_name(),
         "arms": arms,
+        "control": CONTROL,
         "native_source_sha256": processes[0]["native_source_sha256"],
         "buckets": args.buckets,
         "worker_args": args.worker_args,
@@ -369,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argument_parser()
     args = parser.parse_args(argv)
     try:
+        planned_buckets(args)
         arms = planned_arms(args)
     except UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)

@@ -7,6 +7,7 @@ GEMM ≤ 1 µs slower beside the exchange than alone (docs/architecture.md,
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 
@@ -36,16 +37,39 @@ def _gemm_chain_us(a, b, gemms: int, stream) -> float:
     return begin.elapsed_time(end) * 1e3 / gemms
 
 
+def _exchange_us(exchange: Callable[[], None], times: int) -> float:
+    """µs of `times` exchanges back to back on the current stream."""
+    import torch
+
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    for _ in range(times):
+        exchange()
+    end.record()
+    end.synchronize()
+    return begin.elapsed_time(end) * 1e3
+
+
 def overlap_us(
-    exchange: Callable[[], None], a, b, gemms: int, repeats: int, barrier: Callable[[], None]
+    exchange: Callable[[], None],
+    a,
+    b,
+    gemms: int,
+    repeats: int,
+    barrier: Callable[[], None],
+    agree_max: Callable[[int], int],
 ) -> dict[str, float]:
-    """Median per-GEMM µs alone and beside `exchange` (replayed on the current
-    stream, every rank together), the difference, and the exchange's µs
-    beside the GEMMs."""
+    """Median per-GEMM µs alone and beside the exchange, the difference, and
+    the exchange's µs beside the GEMMs. The exchange (replayed on the current
+    stream, every rank together) repeats enough times to span the whole GEMM
+    chain, the same count on every rank (`agree_max`), so every GEMM of the
+    chain runs beside it."""
     import torch
 
     compute = torch.cuda.Stream()
-    _gemm_chain_us(a, b, gemms, compute)  # warm-up: the GEMM's kernels loaded
+    chain_us = _gemm_chain_us(a, b, gemms, compute) * gemms  # also the warm-up
+    barrier()
+    spans = agree_max(math.ceil(chain_us / max(_exchange_us(exchange, 1), 1.0)) + 1)
     alone, beside, exchanges = [], [], []
     for _ in range(repeats):
         torch.cuda.synchronize()
@@ -53,11 +77,12 @@ def overlap_us(
         barrier()
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         begin.record()
-        exchange()
+        for _ in range(spans):
+            exchange()
         end.record()
         beside.append(_gemm_chain_us(a, b, gemms, compute))
         end.synchronize()
-        exchanges.append(begin.elapsed_time(end) * 1e3)
+        exchanges.append(begin.elapsed_time(end) * 1e3 / spans)
     return summary(alone, beside, exchanges)
 
 

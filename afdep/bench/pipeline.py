@@ -103,9 +103,11 @@ def pipeline_step(source, args, group_rank: int, attention: int, world: int) -> 
 
     n, hidden, dev = source.num_tokens, args.hidden_size, source.x.device
     epf = args.num_experts // args.ffn_ranks
-    is_source = group_rank < attention
-    pack = source_pack(
-        source.x[:n], source.topk_idx[:n], source.topk_weights[:n], args.ffn_ranks, epf
+    is_source, top_k = group_rank < attention, source.topk_idx.shape[1]
+    pack = (
+        source_pack(source.x[:n], source.topk_idx[:n], source.topk_weights[:n], args.ffn_ranks, epf)
+        if is_source
+        else None
     )
     send = ([0] * attention + pack.counts) if is_source else [0] * world
     counts_out = torch.tensor(send, dtype=torch.int64, device=dev)
@@ -118,8 +120,8 @@ def pipeline_step(source, args, group_rank: int, attention: int, world: int) -> 
     )
     total = sum(receive)
     rows = torch.empty(total, hidden, dtype=source.x.dtype, device=dev)
-    routes = torch.empty(total, pack.routes.shape[1], dtype=torch.int64, device=dev)
-    weights = torch.empty(total, pack.routes.shape[1], dtype=torch.float32, device=dev)
+    routes = torch.empty(total, top_k, dtype=torch.int64, device=dev)
+    weights = torch.empty(total, top_k, dtype=torch.float32, device=dev)
     dist.all_to_all_single(rows, out_rows.contiguous(), receive, send)
     dist.all_to_all_single(routes, out_routes.to(torch.int64).contiguous(), receive, send)
     dist.all_to_all_single(weights, out_weights.to(torch.float32).contiguous(), receive, send)

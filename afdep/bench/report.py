@@ -48,7 +48,7 @@ def write_report(document: dict, json_path: Path) -> Path:
         f"- tree `{document['native_source_sha256'][:12]}`; arms: "
         + "; ".join(f"{name} {arm_words(env)}" for name, env in document["arms"].items()),
         "- round trip: median over processes of each rank-0 median; change: paired geomean vs "
-        "the first arm",
+        f"{document.get('control', 'C')}",
         "",
         *table_lines(document),
         "",

@@ -166,6 +166,13 @@ def all_ranks_agree(flag: bool) -> bool:
     return bool(value.item())
 
 
+def all_ranks_max(value: int) -> int:
+    """The largest `value` of any rank, on every rank."""
+    tensor = torch.tensor([value], device="cuda")
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return int(tensor.item())
+
+
 def _medians(marks) -> dict[str, float]:
     spans = {"dispatch_us": (0, 1), "combine_us": (1, 2), "round_trip_us": (0, 2)}
     return {
@@ -312,7 +319,12 @@ def measure_bucket(args, bucket: int, timers, results, traces, copy, gemm) -> No
             )
         if bucket in args.overlap_buckets:
             results["overlap"].setdefault(name, {})[key] = overlap_us(
-                timer.replay_once, *gemm, args.overlap_gemms, args.overlap_repeats, dist.barrier
+                timer.replay_once,
+                *gemm,
+                args.overlap_gemms,
+                args.overlap_repeats,
+                dist.barrier,
+                all_ranks_max,
             )
     results["nccl"][key] = nccl_round_trip(source, args, args.iters, args.warmup)
     if geometry.payload == "bf16":  # the pipeline reference moves bf16 rows only

@@ -75,8 +75,7 @@ def test_each_process_is_the_worker_under_torchrun_without_tee(monkeypatch, tmp_
     argv = ["--logs-dir", str(tmp_path), "--arm", "C:", "--buckets", "8", "--iters", "3"]
     assert afdep.bench.main(argv) == 1
     worker_args = ["--arms", json.dumps({"C": {}}), "--order", "C", "--buckets", "8"]
-    worker_args += ["--iters", "3", "--trace-buckets", "512", "2048"]
-    worker_args += ["--overlap-buckets", "1024", "2048"]
+    worker_args += ["--iters", "3"]  # the default trace and overlap buckets are not among them
     assert commands == [torchrun_command(2, "afdep.bench.worker", worker_args, tee=False)]
 
 
@@ -128,6 +127,7 @@ def test_a_screen_writes_its_document_and_removes_its_temporary_logs(two_gpus, t
         "tool",
         "machine",
         "arms",
+        "control",
         "native_source_sha256",
         "buckets",
         "worker_args",
@@ -224,6 +224,8 @@ def test_a_tree_arm_builds_its_own_sources_and_iso_copies_the_control(tmp_path):
     from afdep.bench.worker import arm_config, arm_sources
     from afdep.jit import CSRC, source_digest
 
+    (tmp_path / "iso-csrc").mkdir()  # an earlier run's copy goes first
+    (tmp_path / "iso-csrc/stale.cuh").write_text("x")
     arm = iso_arm({"AFDEP_PAYLOAD_FIRST": "1"}, tmp_path / "iso-csrc")
     assert arm == {"AFDEP_PAYLOAD_FIRST": "1", TREE: str(tmp_path / "iso-csrc")}
     assert source_digest(arm_sources(arm)) == source_digest(CSRC) and ISO == "ISO"
@@ -283,3 +285,37 @@ def test_the_overlap_screen_rows_and_gate():
     assert lines[4] == "| 2048 | C | attention | 30.50 | 31.20 | +0.70 | 305.0 |  |"
     assert lines[7] == "| 2048 | CF | ffn | 30.50 | 33.00 | +2.50 | 305.0 | MISSED |"
     assert overlap_rows([{"ranks": [{"rank": 0, "role": "ffn", "results": {}}]}], ["C"]) == []
+
+
+def test_iso_copies_the_controls_own_tree_and_a_tree_must_keep_the_host_layout(tmp_path):
+    import shutil
+
+    from afdep.bench import TREE, iso_arm, tree_problem
+    from afdep.jit import CSRC, source_digest
+
+    old = tmp_path / "old"
+    shutil.copytree(CSRC, old)
+    (old / "impls/extra.cuh").write_text("// another kernel tree\n")
+    arm = iso_arm({TREE: str(old)}, tmp_path / "iso")
+    assert arm == {TREE: str(tmp_path / "iso")}
+    assert source_digest(tmp_path / "iso") == source_digest(old) != source_digest(CSRC)
+    assert tree_problem("N", str(old)) is None
+    (old / "common/params.cuh").write_text("// fields moved\n")
+    assert tree_problem("N", str(old)) == (
+        f"--arm N: tree {old}: common/params.cuh differs from this package's "
+        "(its host side reads that layout)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--arm", "C:", "--arm", "nccl:"], "--arm nccl: the name of a reference's results"),
+        (["--buckets", "8", "--overlap-buckets", "2048"], "--overlap-buckets 2048: not one of"),
+        (["--buckets", "8", "--trace-buckets", "9"], "--trace-buckets 9: not one of --buckets [8]"),
+    ],
+)
+def test_a_bench_that_cannot_start_says_why_in_one_line(capsys, argv, message):
+    assert afdep.bench.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"afdep bench: error: {message}") and len(err.splitlines()) == 1
