@@ -47,7 +47,7 @@ def program_name() -> str:
 def shrink_command(args: argparse.Namespace) -> int:
     # The engine and the shrink modules load only for this command.
     from faults.engine import Engine
-    from faults.shrink import ShrinkLoop
+    from faults.shrink import ShrinkLoop, start_alternatives
     from faults.shrink_report import (
         ShrinkContext,
         minimal_args,
@@ -82,7 +82,7 @@ def shrink_command(args: argparse.Namespace) -> int:
             runner = engine_runner(engine, args.id, config)
             loop = ShrinkLoop(catalog.shrink, words, runner, args.budget_s, args.repeat)
             loop.on_probe = report  # a report as it goes: a killed shrink still has one
-            shrunk = loop.run(start)
+            shrunk = loop.run(start, start_alternatives(catalog.shrink, words, start))
         work.failed = not shrunk.start_killed
     report(shrunk)
     if not shrunk.start_killed:
@@ -126,10 +126,13 @@ def planned(args: argparse.Namespace) -> tuple[Catalog, Config, list[str], dict[
 
 
 def not_killed(fault: str, config: str, shrunk: Shrunk) -> str:
-    verdicts = " ".join(shrunk.probes[0].verdicts)
+    verdicts = "; ".join(" ".join(probe.verdicts) for probe in shrunk.probes)
+    others = len(shrunk.probes) - 1
+    where = "the start input" + (
+        f" nor at the {others} other starts its run command's lists give" if others else ""
+    )
     return (
-        f"shrink: {fault} is not KILLED at the start input under {config} ({verdicts}): "
-        "nothing to shrink"
+        f"shrink: {fault} is not KILLED at {where} under {config} ({verdicts}): nothing to shrink"
     )
 
 
@@ -160,9 +163,9 @@ def write_reports(
         print(text)
     if args.results_dir is None:
         return
-    stem = args.results_dir / report_stem(context)
-    write_json(stem.with_suffix(".json"), doc)
-    write_text(stem.with_suffix(".md"), text)
+    stem = args.results_dir / report_stem(context)  # a fault id holds dots: no with_suffix
+    write_json(stem.with_name(f"{stem.name}.json"), doc)
+    write_text(stem.with_name(f"{stem.name}.md"), text)
     if shrunk.finished:
         print(f"reports: {stem}.json .md")
 

@@ -46,20 +46,24 @@ class Shrunk:
 
     @property
     def start_killed(self) -> bool:
-        return bool(self.probes) and self.probes[0].killed
+        return any(p.killed for p in self.probes if p.values == self.start)
 
 
-def option_value(words: list[str], arg: str) -> str | None:
-    """The value the last `arg` in `words` gives (argparse's last wins; of a
-    list such as `--tokens 8 128 512`, its last word); None when absent."""
+def option_values(words: list[str], arg: str) -> list[str]:
+    """The words the last `arg` in `words` gives (argparse's last wins)."""
     found = [i for i, word in enumerate(words) if word == arg]
-    if not found:
-        return None
-    given = []
-    for word in words[found[-1] + 1 :]:
+    given: list[str] = []
+    for word in words[found[-1] + 1 :] if found else []:
         if word.startswith("--"):
             break
         given.append(word)
+    return given
+
+
+def option_value(words: list[str], arg: str) -> str | None:
+    """The value the last `arg` in `words` gives (of a list such as
+    `--tokens 8 128 512`, its last word); None when absent."""
+    given = option_values(words, arg)
     return given[-1] if given else None
 
 
@@ -94,6 +98,22 @@ def start_input(spec: ShrinkSpec, words: list[str]) -> dict[str, Number]:
     return start
 
 
+def start_alternatives(
+    spec: ShrinkSpec, words: list[str], start: dict[str, Number]
+) -> list[dict[str, Number]]:
+    """Where the run command gives a list (`--tokens 8 128 512`), the start
+    takes its last value and one run covers them all: the fault may be killed
+    at another of them only. These starts, largest first, are tried in turn
+    when the start does not kill."""
+    others = []
+    for dimension in spec.dimensions:
+        if dimension.values or dimension.start is not None:
+            continue
+        listed = [int(w) for w in option_values(words, dimension.arg)[:-1] if w.isdigit()]
+        others += [{**start, dimension.name: v} for v in sorted(set(listed), reverse=True)]
+    return others
+
+
 def override_args(spec: ShrinkSpec, values: dict[str, Number]) -> list[str]:
     """The arguments that, appended to the run command, set every dimension."""
     return [word for d in spec.dimensions for word in (d.arg, str(values[d.name]))]
@@ -122,16 +142,21 @@ class ShrinkLoop:
     # Told after every probe (a report written as it goes survives a kill).
     on_probe: Callable[[Shrunk], None] = lambda shrunk: None
 
-    def run(self, start: dict[str, Number]) -> Shrunk:
+    def run(self, start: dict[str, Number], alternatives: list | tuple = ()) -> Shrunk:
         shrunk = Shrunk(start=dict(start), minimal=dict(start))
-        self._walk(shrunk)
+        self._walk(shrunk, [start, *alternatives])
         shrunk.finished = True
         return shrunk
 
-    def _walk(self, shrunk: Shrunk) -> None:
-        """The start input first: when it does not kill, nothing shrinks."""
+    def _walk(self, shrunk: Shrunk, starts: list[dict[str, Number]]) -> None:
+        """The start input first, then each alternative until one kills: the
+        first that does is where shrinking starts; when none does, nothing shrinks."""
         began = self.clock()
-        if not self._probe(shrunk, shrunk.start).killed:
+        for start in starts:
+            if self._probe(shrunk, start).killed:
+                shrunk.start, shrunk.minimal = dict(start), dict(start)
+                break
+        else:
             return
         changed = True
         while changed:

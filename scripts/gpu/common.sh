@@ -10,10 +10,12 @@ if ls .whl/*.whl > /dev/null 2>&1; then
     --target /tmp/site .whl/*.whl || exit 1
 fi
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 AFDEP_JIT_CACHE=${AFDEP_JIT_CACHE:-/tmp/jit}
-# The review and the corpus need a git repository; the device copy has none.
+# The review and the corpus need a git repository whose HEAD is this copy: the
+# device copy has none, and a warm machine may keep an earlier call's.
 export GIT_AUTHOR_NAME=afdep GIT_AUTHOR_EMAIL=afdep@localhost
 export GIT_COMMITTER_NAME=afdep GIT_COMMITTER_EMAIL=afdep@localhost
-if [ ! -d .git ]; then git init -q && git add -A && git commit -qm "device copy"; fi
+[ -d .git ] || git init -q
+git add -A && git commit -q --allow-empty -m "device copy"
 LOG="$OUT/console.log"
 nvidia-smi -L >> "$LOG" 2>&1
 python3 -m afdep.build >> "$LOG" 2>&1 || { echo "afdep.build failed"; tail -20 "$LOG"; exit 1; }

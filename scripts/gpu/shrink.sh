@@ -15,7 +15,7 @@ shrink() {  # FAULT CONFIG BUDGET_S
 shrink N2 bf16-graph@2048 130
 shrink gen.skip.cf.ffn.count_wait bf16-graph 100
 shrink gen.epoch-off-by-one.cb.source.row_wait bf16-graph 100
-timeout 90 python3 -m pytest -q -p no:cacheprovider -rs tests/regress >> "$LOG" 2>&1
+timeout 120 python3 -m pytest -q -p no:cacheprovider -rs tests/regress >> "$LOG" 2>&1
 echo "== regression tests: rc=$?" | tee -a "$LOG"
 { find /tmp/shrink-* -name '*.log' -size -2M; ls tests/regress/*.py; } 2>/dev/null \
   | tar czf "$OUT/logs.tgz" -T - 2>/dev/null  # the logs and the written tests

@@ -238,3 +238,31 @@ def test_every_probe_is_told_as_it_lands_and_the_end_marks_the_result_finished()
     shrunk = loop.run({"tokens": 8})
     assert told == [(1, {"tokens": 8}), (2, {"tokens": 8}), (2, {"tokens": 4}), (3, {"tokens": 4})]
     assert shrunk.finished and shrunk.minimal == {"tokens": 4}
+
+
+def test_a_fault_killed_at_another_listed_value_starts_there():
+    from faults.shrink import start_alternatives
+
+    words = ["--tokens", "8", "128", "512", "--hidden-size", "2048"]
+    alternatives = start_alternatives(SPEC, words, START)
+    assert alternatives == [{**START, "tokens": 128}, {**START, "tokens": 8}]
+    runner = oracle(lambda v: v["--tokens"] == 128 or v["--tokens"] <= 64)
+    shrunk = ShrinkLoop(SPEC, words, runner, budget_s=1e9).run(START, alternatives)
+    assert shrunk.start_killed and shrunk.start == {**START, "tokens": 128}
+    assert [parsed(args)["--tokens"] for args in runner.calls[:3]] == [512, 128, 64]
+    assert shrunk.minimal["tokens"] == 1
+
+
+def test_no_start_that_kills_is_said_with_every_probe():
+    from faults.cli_shrink import not_killed
+    from faults.shrink import start_alternatives
+
+    words = ["--tokens", "8", "512"]
+    shrunk = ShrinkLoop(SPEC, words, oracle(lambda v: False), budget_s=1e9).run(
+        START, start_alternatives(SPEC, words, START)
+    )
+    assert not shrunk.start_killed
+    assert not_killed("gen.a.b", "bf16-graph", shrunk) == (
+        "shrink: gen.a.b is not KILLED at the start input nor at the 1 other starts its run "
+        "command's lists give under bf16-graph (SURVIVED; SURVIVED): nothing to shrink"
+    )
