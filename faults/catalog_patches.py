@@ -66,32 +66,41 @@ def fault_table(path: Path, index: int, raw: dict, target: Target) -> Fault:
 
 
 def patch_table(path: Path, where: str, owner: str, index: int, raw: dict, target: Target) -> Patch:
+    """A patch: a text edit (`file`, `old`, `new`) or an action at a site."""
     where = f"{where} patch #{index}"
     if "file" in raw:
-        extra = sorted(set(raw) - {"file", "old", "new", "marker", "marker_site"})
-        if extra:
-            raise fail(
-                path,
-                where,
-                f"{', '.join(extra)}: a text patch takes only file, old, new, marker, marker_site",
-            )
-        expect_type(path, where, "file", raw["file"], str, "a string")
-        for key in ("old", "new"):
-            if not isinstance(raw.get(key), str):
-                raise fail(path, where, f"{key}: required string for a text patch")
-        if not raw["old"]:
-            raise fail(path, where, "old: must not be empty")
-        check_conditions(path, where, raw)
-        if "marker_site" in raw:
-            expect_type(path, where, "marker_site", raw["marker_site"], str, "a site name")
-        return Patch(
-            owner,
-            file=raw["file"],
-            old=raw["old"],
-            new=raw["new"],
-            marker=raw.get("marker", "true"),
-            marker_site=raw.get("marker_site"),
+        return _text_patch(path, where, owner, raw)
+    return _site_patch(path, where, owner, raw, target)
+
+
+def _text_patch(path: Path, where: str, owner: str, raw: dict) -> Patch:
+    extra = sorted(set(raw) - {"file", "old", "new", "marker", "marker_site"})
+    if extra:
+        raise fail(
+            path,
+            where,
+            f"{', '.join(extra)}: a text patch takes only file, old, new, marker, marker_site",
         )
+    expect_type(path, where, "file", raw["file"], str, "a string")
+    for key in ("old", "new"):
+        if not isinstance(raw.get(key), str):
+            raise fail(path, where, f"{key}: required string for a text patch")
+    if not raw["old"]:
+        raise fail(path, where, "old: must not be empty")
+    check_conditions(path, where, raw)
+    if "marker_site" in raw:
+        expect_type(path, where, "marker_site", raw["marker_site"], str, "a site name")
+    return Patch(
+        owner,
+        file=raw["file"],
+        old=raw["old"],
+        new=raw["new"],
+        marker=raw.get("marker", "true"),
+        marker_site=raw.get("marker_site"),
+    )
+
+
+def _site_patch(path: Path, where: str, owner: str, raw: dict, target: Target) -> Patch:
     if "site" not in raw:
         raise fail(path, where, "site: required (or file/old/new for a text patch)")
     expect_type(path, where, "site", raw["site"], str, "a string")

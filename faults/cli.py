@@ -257,29 +257,8 @@ def sweep_command(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------- parser
-def parser() -> OneLineParser:
-    top = OneLineParser(
-        prog=program(),
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    top.add_argument(
-        "--catalog", type=Path, default=None, help="default: the first of [tool.faults] catalogs"
-    )
-    top.add_argument("--root", type=Path, default=None, help="the user's tree (default: its top)")
-    top.add_argument("--workdir", type=Path, default=None, help="scratch trees and logs (kept)")
-    top.add_argument("--keep", action="store_true", help="keep the temporary scratch folder")
-    top.add_argument(
-        "--rank-mode",
-        choices=["auto", *(str(mode) for mode in RankMode)],
-        default="auto",
-        help="per-gpu: a GPU per rank; logical: every rank on one GPU "
-        "(auto: logical when there are GPUs, fewer than the target's ranks)",
-    )
-    top.add_argument(
-        "--no-generated", action="store_true", help="leave out the faults generated from sites"
-    )
-    commands = top.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+def add_catalog_commands(commands) -> None:
+    """sites, list, show, apply, run and sweep, on the top parser's subcommands."""
     sites = commands.add_parser("sites", help="list the sites under DIR, or --check their rules")
     sites.add_argument("dir", help="a source directory (the catalog's sources) or one file")
     sites.add_argument("--check", action="store_true", help="exit 1 naming each violation")
@@ -317,6 +296,32 @@ def parser() -> OneLineParser:
         command.add_argument("--config", action="append", default=None)
         command.add_argument("--repeat", type=at_least_one, default=1)
         command.set_defaults(handler=function)
+
+
+def parser() -> OneLineParser:
+    top = OneLineParser(
+        prog=program(),
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument(
+        "--catalog", type=Path, default=None, help="default: the first of [tool.faults] catalogs"
+    )
+    top.add_argument("--root", type=Path, default=None, help="the user's tree (default: its top)")
+    top.add_argument("--workdir", type=Path, default=None, help="scratch trees and logs (kept)")
+    top.add_argument("--keep", action="store_true", help="keep the temporary scratch folder")
+    top.add_argument(
+        "--rank-mode",
+        choices=["auto", *(str(mode) for mode in RankMode)],
+        default="auto",
+        help="per-gpu: a GPU per rank; logical: every rank on one GPU "
+        "(auto: logical when there are GPUs, fewer than the target's ranks)",
+    )
+    top.add_argument(
+        "--no-generated", action="store_true", help="leave out the faults generated from sites"
+    )
+    commands = top.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    add_catalog_commands(commands)
     add_review_commands(commands)
     add_science_commands(commands)
     add_shrink_command(commands)

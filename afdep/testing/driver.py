@@ -41,6 +41,33 @@ from hostio import OneLineParser, UsageError, at_least
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = OneLineParser(prog="afdep drive", description=__doc__)
+    add_geometry_options(parser)
+    add_input_options(parser)
+    add_skew_options(parser)
+    add_failure_options(parser)
+    add_rank_mode_arguments(parser)
+    args = parser.parse_args(argv)
+    resolve_skew_options(parser, args)
+    for item in args.role_env:  # kept as written: the summary records the arguments
+        try:
+            parse_role_env(item)
+        except ValueError as error:
+            parser.error(str(error))
+    if args.invalid_route is not None:
+        args.invalid_route = RouteKind(args.invalid_route)
+    if args.experts_per_ffn is not None:
+        args.num_experts = args.experts_per_ffn * args.ffn_ranks
+    if args.invalid_execution is not None:
+        args.graph = args.invalid_execution == "graph"
+    if args.invalid_route is not None and max(args.tokens) >= args.capacity:
+        parser.error("--invalid-route needs a token count below --capacity (dummy uses padding)")
+    if args.steps < 1 or args.invalid_route and args.steps <= INVALID_STEP:
+        parser.error(f"--steps must be >= 1 (> {INVALID_STEP} with --invalid-route)")
+    return args
+
+
+def add_geometry_options(parser: argparse.ArgumentParser) -> None:
+    """The geometry and how the steps run (payload, ranks, sizes, graphs)."""
     parser.add_argument("--payload", choices=("bf16", "fp8"), default="bf16")
     parser.add_argument("--ffn-ranks", type=int, default=1)
     parser.add_argument("--num-experts", type=int, default=128)
@@ -61,6 +88,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.set_defaults(graph=False)
     parser.add_argument("--collect-view", action="store_true")
     parser.add_argument("--steps", type=int, default=3, help="steps per token count")
+
+
+def add_input_options(parser: argparse.ArgumentParser) -> None:
+    """What each step's inputs are and what else the run does with them."""
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--empty-prob", type=float, default=0.1, help="probability that a top-k entry is -1"
@@ -72,9 +103,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="EXPERT",
         help="route every real token's slot 0 to this expert",
     )
-    add_skew_options(parser)
-    parser.add_argument("--invalid-route", choices=[k.value for k in RouteKind], default=None)
-    parser.add_argument("--invalid-execution", choices=("eager", "graph"), default=None)
     parser.add_argument(
         "--bench-iters",
         type=int,
@@ -88,31 +116,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="ROLE:VAR=VAL",
         help=f"set an environment variable on one role only ({' or '.join(ROLES)})",
     )
+
+
+def add_failure_options(parser: argparse.ArgumentParser) -> None:
+    """The failures a run provokes on purpose (validate's failure rows)."""
+    parser.add_argument("--invalid-route", choices=[k.value for k in RouteKind], default=None)
+    parser.add_argument("--invalid-execution", choices=("eager", "graph"), default=None)
     parser.add_argument(
         "--test-skip-dispatch-rank",
         type=int,
         default=None,
         help="test only: this rank sends nothing at the first step",
     )
-    add_rank_mode_arguments(parser)
-    args = parser.parse_args(argv)
-    resolve_skew_options(parser, args)
-    for item in args.role_env:  # kept as written: the summary records the arguments
-        try:
-            parse_role_env(item)
-        except ValueError as error:
-            parser.error(str(error))
-    if args.invalid_route is not None:
-        args.invalid_route = RouteKind(args.invalid_route)
-    if args.experts_per_ffn is not None:
-        args.num_experts = args.experts_per_ffn * args.ffn_ranks
-    if args.invalid_execution is not None:
-        args.graph = args.invalid_execution == "graph"
-    if args.invalid_route is not None and max(args.tokens) >= args.capacity:
-        parser.error("--invalid-route needs a token count below --capacity (dummy uses padding)")
-    if args.steps < 1 or args.invalid_route and args.steps <= INVALID_STEP:
-        parser.error(f"--steps must be >= 1 (> {INVALID_STEP} with --invalid-route)")
-    return args
 
 
 def add_skew_options(parser: argparse.ArgumentParser) -> None:
