@@ -182,25 +182,8 @@ def check_expert_layout(
 ) -> None:
     """Raise LayoutError unless `layout` is exactly FFN `ffn_local`'s expert-major output."""
     src = _Sources(sources, ffn_local, num_experts, ffn_ranks)
-    offsets = layout.expert_offsets
-    if offsets.dtype != torch.int32 or tuple(offsets.shape) != (src.epf + 1,):
-        raise LayoutError(
-            f"expert_offsets must be int32 [{src.epf + 1}]: {ffn_local=} "
-            f"got shape={tuple(offsets.shape)} dtype={offsets.dtype}"
-        )
-    if int(offsets[0]) != 0:
-        raise LayoutError(f"expert_offsets must start at 0: {ffn_local=} got={int(offsets[0])}")
-    expected_counts = torch.bincount(src.topk[src.on_f] - src.first, minlength=src.epf)
-    counts = (offsets[1:] - offsets[:-1]).long()
-    j = _first(counts != expected_counts)
-    if j is not None:
-        raise LayoutError(
-            f"expert_offsets are not the prefix sums of the per-expert counts: {ffn_local=} "
-            f"{j=} expected_count={int(expected_counts[j])} got_count={int(counts[j])} "
-            f"offsets={offsets.tolist()}"
-        )
-
-    rows = int(offsets[-1])
+    _check_offsets(layout.expert_offsets, src, ffn_local)
+    rows = int(layout.expert_offsets[-1])
     for name, dtype in (
         ("src_rank", torch.int32),
         ("src_token", torch.int32),
@@ -214,29 +197,7 @@ def check_expert_layout(
     def at(r: int) -> str:
         return f"src_rank={int(a[r])} src_token={int(t[r])} topk_slot={int(k[r])}"
 
-    out_of_range = (a < 0) | (a >= len(sources)) | (k < 0) | (k >= src.top_k) | (t < 0)
-    out_of_range |= t >= src.num_tokens[a.clamp(0, len(sources) - 1)]
-    row = _first(out_of_range)
-    if row is not None:
-        raise LayoutError(
-            f"metadata out of range (src_token must be < num_tokens): {ffn_local=} {row=} {at(row)}"
-        )
-    expected_expert = src.first + local_expert_of_rows(offsets)
-    got_expert = src.topk[a, t, k]
-    row = _first(got_expert != expected_expert)
-    if row is not None:
-        raise LayoutError(
-            f"metadata does not point back to the row's expert: {ffn_local=} "
-            f"{row=} {at(row)} expected={int(expected_expert[row])} "
-            f"got={int(got_expert[row])}"
-        )
-    row = _first(_bits(layout.weight[:rows]) != _bits(src.weights[a, t, k]))
-    if row is not None:
-        raise LayoutError(
-            f"weight differs from topk_weights: {ffn_local=} {row=} {at(row)} "
-            f"expected={src.weights[a[row], t[row], k[row]].item()} "
-            f"got={layout.weight[row].item()}"
-        )
+    expected_expert = _check_row_slots(layout, src, (a, t, k), ffn_local, at)
     # (j, a, t) must strictly increase: equal keys are a pair stored twice.
     cap = src.topk.shape[1]
     key = (expected_expert * len(sources) + a) * cap + t
@@ -254,6 +215,60 @@ def check_expert_layout(
             if layout.x_scales is None:
                 raise LayoutError(f"x_scales missing for an fp8 payload: {ffn_local=}")
             _check_rows("x_scales", layout.x_scales, scales, ffn_local, at)
+
+
+def _check_offsets(offsets: torch.Tensor, src: _Sources, ffn_local: int) -> None:
+    """int32 prefix sums of the per-expert counts, from 0."""
+    if offsets.dtype != torch.int32 or tuple(offsets.shape) != (src.epf + 1,):
+        raise LayoutError(
+            f"expert_offsets must be int32 [{src.epf + 1}]: {ffn_local=} "
+            f"got shape={tuple(offsets.shape)} dtype={offsets.dtype}"
+        )
+    if int(offsets[0]) != 0:
+        raise LayoutError(f"expert_offsets must start at 0: {ffn_local=} got={int(offsets[0])}")
+    expected_counts = torch.bincount(src.topk[src.on_f] - src.first, minlength=src.epf)
+    counts = (offsets[1:] - offsets[:-1]).long()
+    j = _first(counts != expected_counts)
+    if j is not None:
+        raise LayoutError(
+            f"expert_offsets are not the prefix sums of the per-expert counts: {ffn_local=} "
+            f"{j=} expected_count={int(expected_counts[j])} got_count={int(counts[j])} "
+            f"offsets={offsets.tolist()}"
+        )
+
+
+def _check_row_slots(
+    layout: ExpertLayout, src: _Sources, slots, ffn_local: int, at
+) -> torch.Tensor:
+    """Each row's (src_rank, src_token, topk_slot) in range, naming the row's
+    expert, with that slot's weight; the rows' experts returned."""
+    a, t, k = slots
+    sources = len(src.list)
+    out_of_range = (a < 0) | (a >= sources) | (k < 0) | (k >= src.top_k) | (t < 0)
+    out_of_range |= t >= src.num_tokens[a.clamp(0, sources - 1)]
+    row = _first(out_of_range)
+    if row is not None:
+        raise LayoutError(
+            f"metadata out of range (src_token must be < num_tokens): {ffn_local=} {row=} {at(row)}"
+        )
+    expected_expert = src.first + local_expert_of_rows(layout.expert_offsets)
+    got_expert = src.topk[a, t, k]
+    row = _first(got_expert != expected_expert)
+    if row is not None:
+        raise LayoutError(
+            f"metadata does not point back to the row's expert: {ffn_local=} "
+            f"{row=} {at(row)} expected={int(expected_expert[row])} "
+            f"got={int(got_expert[row])}"
+        )
+    rows = a.numel()
+    row = _first(_bits(layout.weight[:rows]) != _bits(src.weights[a, t, k]))
+    if row is not None:
+        raise LayoutError(
+            f"weight differs from topk_weights: {ffn_local=} {row=} {at(row)} "
+            f"expected={src.weights[a[row], t[row], k[row]].item()} "
+            f"got={layout.weight[row].item()}"
+        )
+    return expected_expert
 
 
 def check_collect_view(
@@ -311,6 +326,16 @@ def check_collect_view(
         view.weights,
     )
 
+    _check_row_links(view, layout, src, (a, t, on_f), ffn_local, at)
+
+
+def _check_row_links(
+    view: CollectView, layout: ExpertLayout, src: _Sources, pairs, ffn_local: int, at
+) -> None:
+    """expert_rows points at the expert-major row of each (a, t, k) on this
+    rank (else -1), and collect_row is its inverse."""
+    a, t, on_f = pairs
+    n_rows = a.numel()
     rows = int(layout.expert_offsets[-1])
     _check_meta("collect_row", layout.collect_row, torch.int32, rows, ffn_local)
     expert_rows = view.expert_rows[:n_rows].long()
