@@ -104,76 +104,93 @@ def _check_sources(sources: list[SourceInputs], num_experts: int) -> None:
         validate(source.topk_idx, num_experts, source.num_tokens)
 
 
+@dataclass(frozen=True)
+class _Stacked:
+    """All real tokens of all attention ranks, stacked in (a, t) order."""
+
+    topk: torch.Tensor
+    weights: torch.Tensor
+    x: torch.Tensor
+    scales: torch.Tensor | None
+    rank_of: torch.Tensor
+    token_of: torch.Tensor
+    capacity_bound: int
+
+    @classmethod
+    def of(cls, sources: list[SourceInputs]) -> _Stacked:
+        device = sources[0].topk_idx.device
+        return cls(
+            topk=torch.cat([s.topk_idx[: s.num_tokens] for s in sources]),
+            weights=torch.cat([s.topk_weights[: s.num_tokens] for s in sources]),
+            x=_cat_rows([s.x[: s.num_tokens] for s in sources]),
+            scales=None
+            if sources[0].x_scales is None
+            else torch.cat([s.x_scales[: s.num_tokens] for s in sources]),
+            rank_of=torch.cat(
+                [
+                    torch.full((s.num_tokens,), a, dtype=torch.int64, device=device)
+                    for a, s in enumerate(sources)
+                ]
+            ),
+            token_of=torch.cat([torch.arange(s.num_tokens, device=device) for s in sources]),
+            capacity_bound=max(max(s.capacity for s in sources), 1),
+        )
+
+
 def dispatch_reference(
     sources: list[SourceInputs], num_experts: int, ffn_ranks: int
 ) -> list[tuple[ExpertLayout, CollectView]]:
     """Expert-major layout and collect view of every FFN rank (by local index)."""
     epf = experts_per_ffn(num_experts, ffn_ranks)
     _check_sources(sources, num_experts)
-    device = sources[0].topk_idx.device
-    # All real tokens of all attention ranks, stacked in (a, t) order.
-    topk = torch.cat([s.topk_idx[: s.num_tokens] for s in sources])
-    weights = torch.cat([s.topk_weights[: s.num_tokens] for s in sources])
-    x = _cat_rows([s.x[: s.num_tokens] for s in sources])
-    scales = (
-        None
-        if sources[0].x_scales is None
-        else torch.cat([s.x_scales[: s.num_tokens] for s in sources])
+    stacked = _Stacked.of(sources)
+    return [_ffn_rank_output(stacked, len(sources), f * epf, epf) for f in range(ffn_ranks)]
+
+
+def _ffn_rank_output(
+    s: _Stacked, num_sources: int, first: int, epf: int
+) -> tuple[ExpertLayout, CollectView]:
+    """The expert-major layout and collect view of the FFN rank whose experts
+    are `first` .. `first + epf - 1`."""
+    topk, device = s.topk, s.topk.device
+    on_f = (topk >= first) & (topk < first + epf)
+    g, k = on_f.nonzero(as_tuple=True)
+    j = topk[g, k] - first
+    # (j, a, t) is unique because a token names each expert at most once.
+    key = (j * num_sources + s.rank_of[g]) * s.capacity_bound + s.token_of[g]
+    order = torch.argsort(key, stable=True)
+    g, k, j = g[order], k[order], j[order]
+    offsets = torch.zeros(epf + 1, dtype=torch.int32, device=device)
+    offsets[1:] = torch.bincount(j, minlength=epf).cumsum(0)
+
+    routed = on_f.any(dim=1).nonzero().squeeze(1)  # increasing, so in (a, t) order
+    collect_of = torch.full((topk.shape[0],), -1, dtype=torch.int64, device=device)
+    collect_of[routed] = torch.arange(routed.numel(), device=device)
+    collect_row = collect_of[g]
+    expert_rows = torch.full((routed.numel(), topk.shape[1]), -1, dtype=torch.int32, device=device)
+    expert_rows[collect_row, k] = torch.arange(g.numel(), dtype=torch.int32, device=device)
+    on_routed = on_f[routed]
+
+    layout = ExpertLayout(
+        x=take_rows(s.x, g),
+        x_scales=None if s.scales is None else s.scales[g],
+        src_rank=s.rank_of[g].int(),
+        src_token=s.token_of[g].int(),
+        topk_slot=k.int(),
+        weight=s.weights[g, k],
+        expert_offsets=offsets,
+        collect_row=collect_row.int(),
     )
-    rank_of = torch.cat(
-        [
-            torch.full((s.num_tokens,), a, dtype=torch.int64, device=device)
-            for a, s in enumerate(sources)
-        ]
+    view = CollectView(
+        x=take_rows(s.x, routed),
+        x_scales=None if s.scales is None else s.scales[routed],
+        src_rank=s.rank_of[routed].int(),
+        src_token=s.token_of[routed].int(),
+        local_experts=torch.where(on_routed, topk[routed] - first, -1).int(),
+        weights=torch.where(on_routed, s.weights[routed], 0.0),
+        expert_rows=expert_rows,
     )
-    token_of = torch.cat([torch.arange(s.num_tokens, device=device) for s in sources])
-    capacity_bound = max(max(s.capacity for s in sources), 1)
-    total = topk.shape[0]
-
-    results = []
-    for f in range(ffn_ranks):
-        first = f * epf
-        on_f = (topk >= first) & (topk < first + epf)
-        g, k = on_f.nonzero(as_tuple=True)
-        j = topk[g, k] - first
-        # (j, a, t) is unique because a token names each expert at most once.
-        key = (j * len(sources) + rank_of[g]) * capacity_bound + token_of[g]
-        order = torch.argsort(key, stable=True)
-        g, k, j = g[order], k[order], j[order]
-        offsets = torch.zeros(epf + 1, dtype=torch.int32, device=device)
-        offsets[1:] = torch.bincount(j, minlength=epf).cumsum(0)
-
-        routed = on_f.any(dim=1).nonzero().squeeze(1)  # increasing, so in (a, t) order
-        collect_of = torch.full((total,), -1, dtype=torch.int64, device=device)
-        collect_of[routed] = torch.arange(routed.numel(), device=device)
-        collect_row = collect_of[g]
-        expert_rows = torch.full(
-            (routed.numel(), topk.shape[1]), -1, dtype=torch.int32, device=device
-        )
-        expert_rows[collect_row, k] = torch.arange(g.numel(), dtype=torch.int32, device=device)
-        on_routed = on_f[routed]
-
-        layout = ExpertLayout(
-            x=take_rows(x, g),
-            x_scales=None if scales is None else scales[g],
-            src_rank=rank_of[g].int(),
-            src_token=token_of[g].int(),
-            topk_slot=k.int(),
-            weight=weights[g, k],
-            expert_offsets=offsets,
-            collect_row=collect_row.int(),
-        )
-        view = CollectView(
-            x=take_rows(x, routed),
-            x_scales=None if scales is None else scales[routed],
-            src_rank=rank_of[routed].int(),
-            src_token=token_of[routed].int(),
-            local_experts=torch.where(on_routed, topk[routed] - first, -1).int(),
-            weights=torch.where(on_routed, weights[routed], 0.0),
-            expert_rows=expert_rows,
-        )
-        results.append((layout, view))
-    return results
+    return layout, view
 
 
 def _slot_rows(layout: ExpertLayout, src_rank: int, num_tokens: int, top_k: int) -> torch.Tensor:
