@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from faults.catalog import Catalog, Patch, Target
-from faults.schedule import draw, scheduled_code
+from faults.schedule import draw, scheduled_code, spin
 from faults.sites import Site, parse_file, parse_tree
 
 
@@ -39,20 +39,10 @@ def marker_line(patch: Patch, target: Target) -> str:
 
 
 def spin_line(patch: Patch, target: Target, still: str = "") -> str:
-    """Spin `ns` on the target's clock (cuda) or steady_clock (cpp); with
-    `still`, a C condition, only while it holds too."""
-    also = f"{still} && " if still else ""
-    if target.language == "cuda":
-        clock = target.clock  # the catalog requires one for a cuda target
-        return (
-            f"const unsigned long long afd_t0 = {clock}; "
-            f"while ({also}{clock} - afd_t0 < {patch.ns}ull) {{ }}"
-        )
-    return (
-        "const auto afd_t0 = std::chrono::steady_clock::now(); "
-        f"while ({also}std::chrono::steady_clock::now() - afd_t0 < "
-        f"std::chrono::nanoseconds({patch.ns})) {{ }}"
-    )
+    """Spin the patch's `ns` (faults/schedule.py's spin); with `still`, a C
+    condition, only while it holds too."""
+    ns = f"{patch.ns}ull" if target.language == "cuda" else str(patch.ns)
+    return spin(target.clock, target.language, ns, still)
 
 
 def _tag(line: str, indent: str, patch: Patch, note: str) -> str:

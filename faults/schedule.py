@@ -94,14 +94,20 @@ def draw(schedule: Schedule, ns: int) -> Drawn:
     return Drawn(schedule, ns, points=points)
 
 
-def spin(clock: str, language: str, ns: str) -> str:
+def spin(clock: str, language: str, ns: str, still: str = "") -> str:
     """Spin `ns` (a C expression of nanoseconds) on the target's clock (cuda)
-    or steady_clock (cpp)."""
+    or steady_clock (cpp); with `still`, a C condition, only while it holds
+    too. The one spin every delay, hold and scheduled delay injects."""
+    also = f"{still} && " if still else ""
     if language == "cuda":
-        return f"const unsigned long long afd_t0 = {clock}; while ({clock} - afd_t0 < {ns}) {{ }}"
+        return (
+            f"const unsigned long long afd_t0 = {clock}; "
+            f"while ({also}{clock} - afd_t0 < {ns}) {{ }}"
+        )
     return (
         "const auto afd_t0 = std::chrono::steady_clock::now(); "
-        f"while (std::chrono::steady_clock::now() - afd_t0 < std::chrono::nanoseconds({ns})) {{ }}"
+        f"while ({also}std::chrono::steady_clock::now() - afd_t0 < "
+        f"std::chrono::nanoseconds({ns})) {{ }}"
     )
 
 
