@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from afdep.bench.timing import round_trip_us
+from afdep.testing.reference import reduce_partials, weighted_partial
 
 
 @dataclass(frozen=True)
@@ -66,31 +67,26 @@ def ffn_expand(rows: torch.Tensor, routes: torch.Tensor, first: int, epf: int) -
 
 
 def ffn_partials(y: torch.Tensor, expanded: Expanded, weights: torch.Tensor) -> torch.Tensor:
-    """[N, H] bf16: per received token, its slots on this rank in k order:
-    p = p + w * float(y[row]), rounded once to bf16."""
-    n, hidden = weights.shape[0], y.shape[1]
-    partial = torch.zeros(n, hidden, dtype=torch.float32, device=y.device)
-    for k in range(weights.shape[1]):
-        take = expanded.on_rank[:, k]
-        yk = y[expanded.row_of[:, k].clamp(min=0)].float()
-        partial = torch.where(take.unsqueeze(1), partial + weights[:, k : k + 1] * yk, partial)
-    return partial.to(torch.bfloat16)
+    """[N, H] bf16: per received token, its slots on this rank in k order, the
+    reference's own sum (afdep.testing.reference.weighted_partial)."""
+    return weighted_partial(y, expanded.row_of, expanded.on_rank, weights)
 
 
 def source_reduce(
     partials: list[torch.Tensor], tokens: list[torch.Tensor], n: int, hidden: int
 ) -> torch.Tensor:
-    """[n, H] bf16: the FFN ranks' partials added in increasing order where each
-    token routes; +0 for a token that routes nowhere."""
+    """[n, H] bf16: each FFN rank's partials put at their tokens' rows, added in
+    increasing FFN rank where each token routes (reference.reduce_partials);
+    +0 for a token that routes nowhere."""
     device = partials[0].device
-    acc = torch.zeros(n, hidden, dtype=torch.float32, device=device)
+    per_ffn = []
     for partial, mine in zip(partials, tokens, strict=True):
         routed = torch.zeros(n, 1, dtype=torch.bool, device=device)
         routed[mine] = True
-        full = torch.zeros(n, hidden, dtype=torch.float32, device=device)
-        full[mine] = partial.float()
-        acc = torch.where(routed, acc + full, acc)
-    return acc.to(torch.bfloat16)
+        full = torch.zeros(n, hidden, dtype=torch.bfloat16, device=device)
+        full[mine] = partial
+        per_ffn.append((routed, full))
+    return reduce_partials(per_ffn)
 
 
 def pipeline_step(source, args, group_rank: int, attention: int, world: int) -> torch.Tensor:

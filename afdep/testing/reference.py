@@ -222,9 +222,8 @@ def combine_partials(
         )
     partials = []
     for a, source in enumerate(sources):
-        n, hidden = source.num_tokens, source.x.shape[1]
+        n = source.num_tokens
         topk, w = source.topk_idx[:n], source.topk_weights[:n]
-        device = topk.device
         per_ffn = []
         for f in range(ffn_ranks):
             on_f = (topk >= f * epf) & (topk < (f + 1) * epf)
@@ -234,19 +233,28 @@ def combine_partials(
                     f"layout of ffn_local={f} does not hold exactly the "
                     f"slots of src_rank={a} routed to it"
                 )
-            y = ys[f]
-            partial = torch.zeros(n, hidden, dtype=torch.float32, device=device)
-            for k in range(topk.shape[1]):
-                take = on_f[:, k]
-                if not bool(take.any()):
-                    continue
-                yk = y[row_of[:, k].clamp(min=0)].float()
-                # where, not a 0/1 mask multiply: a skipped slot adds nothing, not even
-                # a signed zero or a NaN from the unrelated row it was clamped to.
-                partial = torch.where(take.unsqueeze(1), partial + w[:, k : k + 1] * yk, partial)
-            per_ffn.append((on_f.any(dim=1, keepdim=True), partial.to(torch.bfloat16)))
+            partial = weighted_partial(ys[f], row_of, on_f, w)
+            per_ffn.append((on_f.any(dim=1, keepdim=True), partial))
         partials.append(per_ffn)
     return partials
+
+
+def weighted_partial(
+    y: torch.Tensor, row_of: torch.Tensor, on: torch.Tensor, weights: torch.Tensor
+) -> torch.Tensor:
+    """Step 1's sum for each token: `p = +0`, then for k in order, where slot k
+    is on this FFN rank, `p = p + w[k] * float(y[row_of[k]])`; bf16 [n, H].
+    `row_of`, `on`, `weights`: [n, K] (the expert-major row, on this rank, weight)."""
+    partial = torch.zeros(on.shape[0], y.shape[1], dtype=torch.float32, device=y.device)
+    for k in range(on.shape[1]):
+        take = on[:, k]
+        if not bool(take.any()):
+            continue
+        yk = y[row_of[:, k].clamp(min=0)].float()
+        # where, not a 0/1 mask multiply: a skipped slot adds nothing, not even
+        # a signed zero or a NaN from the unrelated row it was clamped to.
+        partial = torch.where(take.unsqueeze(1), partial + weights[:, k : k + 1] * yk, partial)
+    return partial.to(torch.bfloat16)
 
 
 def reduce_partials(per_ffn: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
