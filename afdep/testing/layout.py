@@ -209,12 +209,17 @@ def check_expert_layout(
             f"{problem}: {ffn_local=} row={row + 1} {at(row + 1)} previous: {at(row)}"
         )
     if with_rows:
-        x, scales = src.rows(a, t)
-        _check_rows("x", layout.x, x, ffn_local, at)
-        if scales is not None:
-            if layout.x_scales is None:
-                raise LayoutError(f"x_scales missing for an fp8 payload: {ffn_local=}")
-            _check_rows("x_scales", layout.x_scales, scales, ffn_local, at)
+        _check_payload("", layout, src.rows(a, t), ffn_local, at)
+
+
+def _check_payload(prefix: str, got, expected, ffn_local: int, at) -> None:
+    """`got.x` (and `got.x_scales` for fp8) bitwise the sources' rows `expected`."""
+    x, scales = expected
+    _check_rows(f"{prefix}x", got.x, x, ffn_local, at)
+    if scales is not None:
+        if got.x_scales is None:
+            raise LayoutError(f"{prefix}x_scales missing for an fp8 payload: {ffn_local=}")
+        _check_rows(f"{prefix}x_scales", got.x_scales, scales, ffn_local, at)
 
 
 def _check_offsets(offsets: torch.Tensor, src: _Sources, ffn_local: int) -> None:
@@ -303,12 +308,7 @@ def check_collect_view(
     def at(c: int) -> str:
         return f"src_rank={int(a[c])} src_token={int(t[c])}"
 
-    x, scales = src.rows(a, t)
-    _check_rows("collect x", view.x, x, ffn_local, at)
-    if scales is not None:
-        if view.x_scales is None:
-            raise LayoutError(f"collect x_scales missing for an fp8 payload: {ffn_local=}")
-        _check_rows("collect x_scales", view.x_scales, scales, ffn_local, at)
+    _check_payload("collect ", view, src.rows(a, t), ffn_local, at)
 
     on_f, topk = src.on_f[ea, et], src.topk[ea, et]
     expected_local = torch.where(on_f, topk - src.first, -1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ from afdep.validate.modes import mode_machine, results_name, run_command
 from afdep.vocab import Arm, Protocol, RouteKind, digest_line, parse_log
 from afdep.workspace import Geometry
 from hostio import ProcessOutcome
+from tests.unit.test_matrix import geometry_of
 
 DIGEST = "b" * 64
 RUNS = {run.name: run for run in matrix_2gpu(50) + matrix_4gpu() + matrix_split_knobs()}
@@ -174,22 +176,10 @@ def test_a_bad_rank_mode_is_one_line_naming_it(capsys):
 
 
 def logical_geometry(run: Run) -> tuple[Geometry, tuple[Protocol, ...], Config]:
-    args = parse_args(run.args)
     config = Config.from_env(run.env)
     protocols = (Protocol.PAYLOAD_FIRST,) + ((Protocol.COUNT_FIRST,) if config.min_bucket else ())
-    g = Geometry(
-        world_size=run.nproc,
-        ffn_ranks=args.ffn_ranks,
-        num_experts=args.num_experts,
-        capacity=args.capacity,
-        hidden=args.hidden_size,
-        top_k=args.top_k,
-        payload=args.payload,
-        collect_view=args.collect_view,
-        num_sms=args.num_sms,
-        arm_source=Protocol.COUNT_FIRST in protocols and config.arm == Arm.SOURCE,
-    )
-    return g, protocols, config
+    arm_source = Protocol.COUNT_FIRST in protocols and config.arm == Arm.SOURCE
+    return replace(geometry_of(run), arm_source=arm_source), protocols, config
 
 
 def test_every_row_is_accepted_by_the_logical_driver_and_resident_on_an_h200():
