@@ -28,7 +28,7 @@ from faults.apply import apply_patches
 from faults.catalog import Catalog, Target
 from faults.scratch import make_scratch, tree_digest
 from faults.verdict import Judgement, Verdict
-from hostio import UsageError, run_logged
+from hostio import UsageError, cuda_tool, cuda_toolkit_bin, run_logged
 
 TOOL = "nvdisasm"
 WHEEL = "nvidia-cuda-nvdisasm"
@@ -50,22 +50,15 @@ class SassError(UsageError):
 
 
 def find_tool(name: str = TOOL) -> Path:
-    """`name` on PATH first, then in the NVIDIA wheel's bin folder
-    (site-packages/nvidia/cu*/bin or nvidia/cuda_nvdisasm/bin)."""
-    found = shutil.which(name)
-    if found:
-        return Path(found)
-    try:
-        import nvidia
-    except ImportError:
-        folders = []
-    else:
-        folders = [Path(p) for p in nvidia.__path__]
-    for folder in folders:
-        for candidate in sorted(folder.glob(f"*/bin/{name}")):
-            if os.access(candidate, os.X_OK):
-                return candidate
-    raise SassError(f"{name} not found on PATH nor in the {WHEEL} wheel: pip install {WHEEL}")
+    """`name` on PATH, in the CUDA toolkit, or in the NVIDIA wheel's bin folder
+    (hostio.cuda_tool)."""
+    found = cuda_tool(name)
+    if found is None:
+        raise SassError(
+            f"{name} not found on PATH, in {cuda_toolkit_bin()} nor in the {WHEEL} wheel: "
+            f"pip install {WHEEL}"
+        )
+    return found
 
 
 # ----------------------------------------------------------- normalization

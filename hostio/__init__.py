@@ -17,7 +17,7 @@ from hostio.children import (
     stop_children,
 )
 from hostio.files import KeptFolder, write_json, write_text
-from hostio.machine import gpu_count, gpu_group, machine_name
+from hostio.machine import cuda_tool, cuda_toolkit_bin, gpu_count, gpu_group, machine_name
 from hostio.usage import OneLineParser, UsageError, at_least, at_least_one, writable_dir
 
 __all__ = [
@@ -34,6 +34,8 @@ __all__ = [
     "at_least_one",
     "die_with_parent",
     "entry_point",
+    "cuda_tool",
+    "cuda_toolkit_bin",
     "gpu_count",
     "gpu_group",
     "machine_name",

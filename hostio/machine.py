@@ -1,8 +1,13 @@
-"""The machine's GPUs: how many, which a worker's group gets, and the name
-results are filed under. torch is imported where it is asked, and its
-absence means a CPU machine."""
+"""The machine's GPUs: how many, which a worker's group gets, the name
+results are filed under, and where its NVIDIA tools are. torch is imported
+where it is asked, and its absence means a CPU machine."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
 
 
 def gpu_count() -> int:
@@ -35,3 +40,24 @@ def machine_name() -> str:
     import torch
 
     return f"{count}x{torch.cuda.get_device_name(0).replace('NVIDIA ', '').split()[0]}"
+
+
+def cuda_toolkit_bin() -> Path:
+    return Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin"
+
+
+def cuda_tool(name: str) -> Path | None:
+    """An NVIDIA command-line tool (nvdisasm, compute-sanitizer, ...): on PATH,
+    in the CUDA toolkit ($CUDA_HOME/bin, default /usr/local/cuda/bin), or in
+    the bin folder of an NVIDIA wheel on sys.path (nvidia/<package>/bin);
+    None where none has it."""
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    wheels = [
+        c for entry in sys.path for c in sorted(Path(entry or ".", "nvidia").glob(f"*/bin/{name}"))
+    ]
+    for candidate in [cuda_toolkit_bin() / name, *wheels]:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None

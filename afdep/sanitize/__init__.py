@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,8 @@ from hostio import (
     OneLineParser,
     UsageError,
     at_least,
+    cuda_tool,
+    cuda_toolkit_bin,
     entry_point,
     gpu_count,
     machine_name,
@@ -87,28 +88,19 @@ def executable(path: Path) -> bool:
 
 
 def find_sanitizer(named: str | None) -> str:
-    """--sanitizer, else compute-sanitizer on PATH, else the CUDA toolkit's,
-    else the one the nvidia-cuda-sanitizer-api wheel puts on sys.path."""
+    """--sanitizer, else compute-sanitizer on PATH, in the CUDA toolkit or in
+    the nvidia-cuda-sanitizer-api wheel on sys.path (hostio.cuda_tool)."""
     if named is not None:
         if not executable(Path(named)):
             raise UsageError(f"--sanitizer {named}: not an executable file")
         return named
-    found = shutil.which("compute-sanitizer")
-    if found is not None:
-        return found
-    toolkit = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "compute-sanitizer"
-    wheels = [
-        Path(entry) / "nvidia" / cuda / "bin" / "compute-sanitizer"
-        for entry in sys.path
-        for cuda in ("cu13", "cu12")
-    ]
-    for candidate in [toolkit, *wheels]:
-        if executable(candidate):
-            return str(candidate)
-    raise UsageError(
-        f"compute-sanitizer is not on PATH, at {toolkit} nor in an nvidia-cuda-sanitizer-api "
-        "wheel on sys.path: give --sanitizer"
-    )
+    found = cuda_tool("compute-sanitizer")
+    if found is None:
+        raise UsageError(
+            f"compute-sanitizer is not on PATH, at {cuda_toolkit_bin()}/compute-sanitizer nor in "
+            "an nvidia-cuda-sanitizer-api wheel on sys.path: give --sanitizer"
+        )
+    return str(found)
 
 
 def argument_parser() -> OneLineParser:

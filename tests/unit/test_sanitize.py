@@ -6,6 +6,7 @@ a stand-in sanitizer and driver (the GPU run is tests/gpu/test_sanitize.py)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -344,9 +345,9 @@ def test_list_prints_each_run_on_a_cpu(capsys):
 
 
 def test_no_sanitizer_anywhere_is_one_line(monkeypatch, tmp_path):
-    monkeypatch.setattr(sanitize.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
-    monkeypatch.setattr(sanitize.sys, "path", [str(tmp_path / "site")])
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site")])
     with pytest.raises(sanitize.UsageError) as error:
         find_sanitizer(None)
     assert str(error.value) == (
@@ -359,13 +360,13 @@ def test_no_sanitizer_anywhere_is_one_line(monkeypatch, tmp_path):
 
 
 def test_the_wheels_sanitizer_is_found_on_sys_path(monkeypatch, tmp_path):
-    monkeypatch.setattr(sanitize.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-toolkit"))
     wheel = tmp_path / "site" / "nvidia" / "cu13" / "bin" / "compute-sanitizer"
     wheel.parent.mkdir(parents=True)
     wheel.write_text("#!/bin/sh\n")
     wheel.chmod(0o755)
-    monkeypatch.setattr(sanitize.sys, "path", [str(tmp_path / "elsewhere"), str(tmp_path / "site")])
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "elsewhere"), str(tmp_path / "site")])
     assert find_sanitizer(None) == str(wheel)
 
 

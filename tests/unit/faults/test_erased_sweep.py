@@ -4,10 +4,9 @@ line and the report, outside the mutation score."""
 
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
 
+import faults.sass
 from faults.apply import apply_patches
 from faults.catalog import load_catalog
 from faults.cli import main
@@ -118,14 +117,14 @@ def test_a_sweep_with_no_disassembler_stops_with_one_line(tmp_path, monkeypatch,
         "[target.log]", '[target.sass]\ncubin = ["{python}", "-c", "pass"]\n\n[target.log]', 1
     )
     (tmp_path / "catalog.toml").write_text(text)
-    monkeypatch.setitem(sys.modules, "nvidia", types.SimpleNamespace(__path__=[]))
-    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(faults.sass, "cuda_tool", lambda name: None)  # none anywhere
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-toolkit"))
     top = ["--catalog", str(tmp_path / "catalog.toml"), "--root", str(REPO), "--no-generated"]
     status = main(
         [*top, "--workdir", str(tmp_path / "work"), "sweep", "--results-dir", str(tmp_path)]
     )
     assert status == 2
     assert capsys.readouterr().err == (
-        "python -m faults: error: nvdisasm not found on PATH nor in the nvidia-cuda-nvdisasm "
-        "wheel: pip install nvidia-cuda-nvdisasm\n"
+        f"python -m faults: error: nvdisasm not found on PATH, in {tmp_path}/no-toolkit/bin "
+        "nor in the nvidia-cuda-nvdisasm wheel: pip install nvidia-cuda-nvdisasm\n"
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -79,16 +78,18 @@ def test_a_renaming_is_noise_but_swapped_operands_are_not():
     assert normalize(swapped) != normalize(listing)
 
 
-def fake_wheel(monkeypatch, folders: list[Path]) -> None:
-    monkeypatch.setitem(sys.modules, "nvidia", types.SimpleNamespace(__path__=folders))
+def fake_site(monkeypatch, tmp_path: Path, site: Path) -> None:
+    """Only `site` on sys.path, and no CUDA toolkit."""
+    monkeypatch.setattr(sys, "path", [str(site)])
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-toolkit"))
 
 
 def test_the_disassembler_is_found_on_path_first_then_in_the_wheel(tmp_path, monkeypatch):
-    wheel = tmp_path / "wheel"
+    wheel = tmp_path / "site/nvidia"
     (wheel / "cu13/bin").mkdir(parents=True)
     (wheel / "cu13/bin/nvdisasm").write_text("#!/bin/sh\n")
     os.chmod(wheel / "cu13/bin/nvdisasm", 0o755)
-    fake_wheel(monkeypatch, [wheel])
+    fake_site(monkeypatch, tmp_path, tmp_path / "site")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert find_tool() == wheel / "cu13/bin/nvdisasm"
     (tmp_path / "path").mkdir()
@@ -99,13 +100,13 @@ def test_the_disassembler_is_found_on_path_first_then_in_the_wheel(tmp_path, mon
 
 
 def test_a_missing_disassembler_is_one_line_naming_it_and_its_wheel(tmp_path, monkeypatch):
-    fake_wheel(monkeypatch, [tmp_path])
+    fake_site(monkeypatch, tmp_path, tmp_path / "site")
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(SassError) as raised:
         find_tool()
     assert str(raised.value) == (
-        "nvdisasm not found on PATH nor in the nvidia-cuda-nvdisasm wheel: "
-        "pip install nvidia-cuda-nvdisasm"
+        f"nvdisasm not found on PATH, in {tmp_path}/no-toolkit/bin nor in the "
+        "nvidia-cuda-nvdisasm wheel: pip install nvidia-cuda-nvdisasm"
     )
 
 
