@@ -38,7 +38,7 @@ def review_command(args: argparse.Namespace) -> int:
         if args.run:
             result.runs = run_review(
                 result.touched,
-                catalog,
+                catalog if args.no_exposure else catalog.with_exposure(),
                 result.tree,
                 args.root,
                 args.base,
@@ -80,6 +80,7 @@ def corpus_command(args: argparse.Namespace) -> int:
             run=args.run,
             rank_mode=str(catalog.rank_mode),
             slots=args.slots,
+            exposure=not args.no_exposure,
         )
         digest = tree_digest(args.root / catalog.target.sources)
         doc = document(results, machine_name(), digest, str(catalog.rank_mode))
@@ -103,6 +104,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 SLOTS_HELP = "with --run: controls and must-pass faults this many at a time (must-fail: one)"
+NO_EXPOSURE_HELP = "with --run: leave out the configs' real-size twins"
 
 
 def add_review_commands(commands) -> None:
@@ -122,6 +124,7 @@ def add_review_commands(commands) -> None:
     review.add_argument("--report", type=Path, default=None, help="write the Markdown here")
     review.add_argument("--slots", type=at_least_one, default=1, help=SLOTS_HELP)
     review.add_argument("--sarif", type=Path, default=None, help="write the findings as SARIF")
+    review.add_argument("--no-exposure", action="store_true", help=NO_EXPOSURE_HELP)
     review.set_defaults(handler=review_command)
     corpus = commands.add_parser("corpus", help="review every bug commit of a corpus")
     corpus.add_argument("dir", type=Path, help="a folder of *.patch files with their headers")
@@ -129,6 +132,7 @@ def add_review_commands(commands) -> None:
     corpus.add_argument("--only", default=None, help="a regular expression matching whole names")
     corpus.add_argument("--results-dir", type=Path, default=None)
     corpus.add_argument("--slots", type=at_least_one, default=1, help=SLOTS_HELP)
+    corpus.add_argument("--no-exposure", action="store_true", help=NO_EXPOSURE_HELP)
     corpus.set_defaults(handler=corpus_command)
     compare = commands.add_parser("compare", help="two sets of sweep reports, side by side")
     compare.add_argument("--left", type=Path, nargs="+", required=True, help="sweep JSON reports")

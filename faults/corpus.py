@@ -191,12 +191,16 @@ def review_words(
     run: bool,
     rank_mode: str,
     slots: int,
+    exposure: bool = True,
 ) -> list[str]:
-    """The review command one bug gets: static, or --run with `slots`."""
+    """The review command one bug gets: static, or --run with `slots` (and
+    the exposure twins unless `exposure` is false)."""
     mode = "run" if run else "static"
     command = [sys.executable, "-m", "faults", "--root", str(clone), "--workdir", str(work / mode)]
     command += ["--rank-mode", rank_mode, "review", base, head, "--sarif", str(sarif)]
-    return command + (["--run", "--slots", str(slots)] if run else [])
+    if not run:
+        return command
+    return command + ["--run", "--slots", str(slots)] + ([] if exposure else ["--no-exposure"])
 
 
 def review_bug(
@@ -209,11 +213,12 @@ def review_bug(
     known_sites: set[str],
     rank_mode: str = "auto",
     slots: int = 1,
+    exposure: bool = True,
 ) -> ReviewOutcome:
     mode = "run" if run else "static"
     sarif = work / f"review-{mode}.sarif"
     command = review_words(
-        clone, base, head, work, sarif, run=run, rank_mode=rank_mode, slots=slots
+        clone, base, head, work, sarif, run=run, rank_mode=rank_mode, slots=slots, exposure=exposure
     )
     log = work / f"review-{mode}.log"
     started = time.perf_counter()
@@ -305,6 +310,7 @@ def run_corpus(
     run: bool,
     rank_mode: str = "auto",
     slots: int = 1,
+    exposure: bool = True,
     say=print,
 ) -> list[BugResult]:
     """Each bug committed on a clone of HEAD, all of them first (a bug naming
@@ -332,6 +338,7 @@ def run_corpus(
                 known_sites=known_sites,
                 rank_mode=rank_mode,
                 slots=slots,
+                exposure=exposure,
             )
         say(
             f"{bug.name} class={bug.bug_class} expected={bug.catch} caught_by={result.caught_by} "

@@ -230,3 +230,15 @@ def test_a_run_review_takes_the_slots_and_the_rank_mode(tmp_path):
         tmp_path / "c", "B", "H", tmp_path / "w", sarif, run=False, rank_mode="auto", slots=4
     )
     assert static[-3:] == ["H", "--sarif", str(sarif)] and "--run" not in static
+    without_twins = review_words(
+        tmp_path / "c",
+        "B",
+        "H",
+        tmp_path / "w",
+        sarif,
+        run=True,
+        rank_mode="auto",
+        slots=1,
+        exposure=False,
+    )
+    assert without_twins[-4:] == ["--run", "--slots", "1", "--no-exposure"]

@@ -301,6 +301,9 @@ def test_the_review_runs_only_the_configs_its_covering_faults_run_under():
     catalog = load_catalog(Path(__file__).parents[3] / "catalogs/afdep.toml")
     logical = catalog.in_rank_mode(RankMode.LOGICAL)
     assert review_configs(logical, ["N2u"], 1) == ["bf16-graph-ungate"]
+    # review --run adds the twins: an epoch off by one shows only there
+    twins = logical.with_exposure()
+    assert review_configs(twins, ["N2u"], 1) == ["bf16-graph-ungate", "bf16-graph-ungate@2048"]
     assert review_configs(catalog, ["P1", "N2u"], 2) == [
         "bf16-eager",
         "bf16-graph",
