@@ -264,21 +264,40 @@ def document(
                 "run": asdict(result.run) if result.run else None,
             }
         )
-    classes = sorted({r.bug.bug_class for r in results})
+    return with_totals(
+        {"machine": machine, "rank_mode": rank_mode, "native_source_sha256": digest}, rows
+    )
+
+
+def with_totals(head: dict, rows: list[dict]) -> dict:
+    """The document of `rows` (one per bug) under `head`, with its totals."""
+    caught_statically = (str(CaughtBy.STATIC), str(CaughtBy.BOTH))
     return {
-        "machine": machine,
-        "rank_mode": rank_mode,
-        "native_source_sha256": digest,
-        "bugs": len(results),
-        "classes": classes,
-        "caught": sum(r.caught_by is not CaughtBy.MISSED for r in results),
+        **head,
+        "bugs": len(rows),
+        "classes": sorted({row["class"] for row in rows}),
+        "caught": sum(row["caught_by"] != str(CaughtBy.MISSED) for row in rows),
         "static_expected_caught_statically": all(
-            r.caught_by in (CaughtBy.STATIC, CaughtBy.BOTH)
-            for r in results
-            if r.bug.catch is Catch.STATIC
+            row["caught_by"] in caught_statically
+            for row in rows
+            if row["catch"] == str(Catch.STATIC)
         ),
         "results": rows,
     }
+
+
+def merged(earlier: dict, doc: dict) -> dict:
+    """`doc` over an earlier document of the same machine, rank mode and
+    source (else `doc` alone): a bug reviewed again replaces its row, so a
+    corpus run in shards (a bug per command) builds one document."""
+    same = ("machine", "rank_mode", "native_source_sha256")
+    if any(earlier.get(key) != doc[key] for key in same):
+        return doc
+    rows = {row["bug"]: row for row in earlier.get("results", [])}
+    rows.update({row["bug"]: row for row in doc["results"]})
+    return with_totals(
+        {key: doc[key] for key in same}, sorted(rows.values(), key=lambda r: r["bug"])
+    )
 
 
 def markdown(doc: dict) -> str:
@@ -350,12 +369,17 @@ def run_corpus(
 
 def write_results(doc: dict, results_dir: Path) -> Path:
     """docs-style results: review-corpus-<machine>[-logical].json and .md (runs
-    on logical ranks never mixed with per-GPU ones); the stem returned."""
+    on logical ranks never mixed with per-GPU ones), merged into the document
+    already there; the stem returned."""
     from hostio import write_json, write_text
 
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", doc["machine"]).strip("-")
     mode = "-logical" if doc.get("rank_mode") == "logical" else ""
     stem = Path(results_dir) / f"review-corpus-{slug}{mode}"
+    try:
+        doc = merged(json.loads(stem.with_suffix(".json").read_text()), doc)
+    except (OSError, ValueError):  # none there yet, or not a document: this one alone
+        pass
     write_json(stem.with_suffix(".json"), doc)
     write_text(stem.with_suffix(".md"), markdown(doc))
     return stem

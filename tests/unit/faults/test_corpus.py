@@ -242,3 +242,30 @@ def test_a_run_review_takes_the_slots_and_the_rank_mode(tmp_path):
         exposure=False,
     )
     assert without_twins[-4:] == ["--run", "--slots", "1", "--no-exposure"]
+
+
+def test_a_corpus_run_in_shards_builds_one_document(tmp_path):
+    first = Bug("b01", tmp_path / "b01.patch", "remove-barrier", "k.p", Catch.STATIC, "t1")
+    second = Bug("b02", tmp_path / "b02.patch", "epoch-off-by-one", "k.w", Catch.RUN, "t2")
+    results = tmp_path / "results"
+    write_results(
+        document([BugResult(second, outcome(0), outcome(0))], "1xH200", "ab" * 32), results
+    )
+    write_results(document([BugResult(first, outcome(1, "k.p"))], "1xH200", "ab" * 32), results)
+    again = document([BugResult(second, outcome(0), outcome(1, "k.w"))], "1xH200", "ab" * 32)
+    stem = write_results(again, results)
+    doc = json.loads(stem.with_suffix(".json").read_text())
+    assert [(row["bug"], row["caught_by"]) for row in doc["results"]] == [
+        ("b01", "static"),
+        ("b02", "run"),  # reviewed again: its new row replaces the missed one
+    ]
+    assert (doc["bugs"], doc["caught"], doc["classes"]) == (
+        2,
+        2,
+        ["epoch-off-by-one", "remove-barrier"],
+    )
+    other_source = document([BugResult(first, outcome(1, "k.p"))], "1xH200", "cd" * 32)
+    assert (
+        json.loads(write_results(other_source, results).with_suffix(".json").read_text())["bugs"]
+        == 1
+    )  # another source digest starts a new document
