@@ -155,7 +155,10 @@ class Buffer:
             ]
             for protocol in self.protocols
         }
-        self._combine_kernel = Launcher(combine_launch(g, self.role), self.device.index, sources)
+        self.combine_sms = self.config.combine_sms or device_sm_count(self.device)
+        self._combine_kernel = Launcher(
+            combine_launch(g, self.role, self.combine_sms), self.device.index, sources
+        )
         torch.cuda.synchronize()
         group.barrier()
 
@@ -306,6 +309,10 @@ class Buffer:
         None until a dispatch has run its kernels on this rank."""
         logged = {1: Protocol.PAYLOAD_FIRST, 2: Protocol.COUNT_FIRST}
         return logged.get(int(self._protocol_log.item()))
+
+
+def device_sm_count(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def agree_on_config(group: RankGroup, config: Config) -> None:

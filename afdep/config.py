@@ -122,6 +122,12 @@ KNOBS: dict[str, Knob] = {
     "AFDEP_COUNT_FIRST_EPILOGUE_SMS": Knob(
         "epilogue_sms", _positive_int, None, "CTAs of the streaming epilogue (default: num_sms)"
     ),
+    "AFDEP_COMBINE_SMS": Knob(
+        "combine_sms",
+        _positive_int,
+        None,
+        "CTAs of ffn_combine, which waits on nothing (default: every SM of the device)",
+    ),
     "AFDEP_COUNT_FIRST_ARM": Knob(
         "arm",
         _arm,
@@ -168,6 +174,7 @@ class Config:
     payload_first: bool = False
     min_bucket: int | None = None
     epilogue_sms: int | None = None
+    combine_sms: int | None = None
     arm: Arm = Arm.FFN
     warp_count: int = 16
     unit_min_rows: int = 1

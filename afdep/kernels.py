@@ -12,13 +12,16 @@ from afdep.workspace import NUM_THREADS, Geometry
 
 @dataclass(frozen=True)
 class Launch:
-    """One kernel launch of a protocol step: its spec, grid, shared bytes, and
-    whether it may start before the previous kernel ends (programmatic launch)."""
+    """One kernel launch of a protocol step: its spec, grid, shared bytes,
+    whether it may start before the previous kernel ends (programmatic launch),
+    and whether its CTAs may wait on another kernel (a wait spins, so the
+    one-GPU mode must hold every such CTA resident at once: afdep/residency.py)."""
 
     spec: KernelSpec
     grid: int
     smem_bytes: int
     programmatic: bool = False
+    waits: bool = True
 
 
 def dispatch_launches(
@@ -76,14 +79,16 @@ def dispatch_launches(
     ]
 
 
-def combine_launch(g: Geometry, role: Role) -> Launch:
+def combine_launch(g: Geometry, role: Role, combine_sms: int | None = None) -> Launch:
+    """The combine kernel of `role`. The attention side waits for the FFN
+    partials on `num_sms` CTAs; ffn_combine waits on nothing and reads every
+    expert output once, so it runs on `combine_sms` CTAs (AFDEP_COMBINE_SMS;
+    the Buffer's default: every SM of its device), else `num_sms`."""
     if role == Role.ATTENTION:
         spec = KernelSpec.make("source_combine", kHidden=g.hidden, kNumThreads=NUM_THREADS)
-    else:
-        spec = KernelSpec.make(
-            "ffn_combine", kHidden=g.hidden, kTopK=g.top_k, kNumThreads=NUM_THREADS
-        )
-    return Launch(spec, g.num_sms, 0)
+        return Launch(spec, g.num_sms, 0)
+    spec = KernelSpec.make("ffn_combine", kHidden=g.hidden, kTopK=g.top_k, kNumThreads=NUM_THREADS)
+    return Launch(spec, combine_sms or g.num_sms, 0, waits=False)
 
 
 def all_launches(g: Geometry, role: Role, protocols: tuple[Protocol, ...]) -> list[Launch]:

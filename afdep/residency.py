@@ -8,7 +8,11 @@ knob and the SM count.
 Every afdep kernel is `__launch_bounds__(kNumThreads, 1)`: one resident CTA per
 SM is all it promises (the compiler may give that CTA every register of the
 SM), and a CTA's shared memory is at most one SM's (Geometry refuses more).
-So each CTA is counted as a whole SM."""
+So each CTA is counted as a whole SM.
+
+A launch that waits on nothing (ffn_combine) need not be resident at once: its
+CTAs always finish, and the rest start on the SMs they free. It needs one SM
+to make progress, so it counts as one CTA, whatever its grid."""
 
 from __future__ import annotations
 
@@ -28,10 +32,12 @@ class ResidencyError(ValueError):
 def concurrent_ctas(launches: list[Launch]) -> int:
     """The most CTAs of one stream's launches resident at once: a launch starts
     after the one before it ends, unless it is programmatic (PDL), which may
-    start while its predecessor still runs."""
+    start while its predecessor still runs. A launch that waits on nothing
+    counts as one CTA (the module's docstring says why)."""
     most = running = 0
     for launch in launches:
-        running = running + launch.grid if launch.programmatic else launch.grid
+        ctas = launch.grid if launch.waits else 1
+        running = running + ctas if launch.programmatic else ctas
         most = max(most, running)
     return most
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STRAY = {"AFDEP_TIMOUT_MS": "5"}
 # A message ending in "..." is the line's start (the rest lists every knob);
 # any other is the whole line.
-UNKNOWN = "error: unknown afdep variable AFDEP_TIMOUT_MS; known: ['AFDEP_COUNT_FIRST_ARM', ..."
+UNKNOWN = "error: unknown afdep variable AFDEP_TIMOUT_MS; known: ['AFDEP_COMBINE_SMS', ..."
 NO_GPUS = {"CUDA_VISIBLE_DEVICES": ""}
 
 A_FILE = str(ROOT / "README.md")  # in the way of a folder

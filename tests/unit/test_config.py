@@ -33,6 +33,15 @@ def test_protocol_covers_the_protocol_knobs_only():
     assert Config(timeout_ms=1).protocol() == Config().protocol()  # a per-rank choice
 
 
+def test_combine_sms_is_a_per_rank_grid_whose_default_is_the_device():
+    assert Config.from_env({}).combine_sms is None  # the Buffer takes every SM of its device
+    assert Config.from_env({"AFDEP_COMBINE_SMS": "132"}).combine_sms == 132
+    assert Config(combine_sms=8).protocol() == Config().protocol()  # the grid, not the protocol
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({"AFDEP_COMBINE_SMS": "0"})
+    assert str(caught.value) == "AFDEP_COMBINE_SMS='0': expected a positive integer"
+
+
 def test_count_first_knobs_and_protocol_choice():
     config = Config.from_env(
         {
@@ -116,7 +125,7 @@ def test_environment_error_is_the_config_error_or_none():
 
     assert environment_error({"AFDEP_TIMEOUT_MS": "5", "HOME": "/"}) is None
     assert environment_error({"AFDEP_TIMOUT_MS": "5"}).startswith(
-        "unknown afdep variable AFDEP_TIMOUT_MS; known: ['AFDEP_COUNT_FIRST_ARM'"
+        "unknown afdep variable AFDEP_TIMOUT_MS; known: ['AFDEP_COMBINE_SMS'"
     )
     assert environment_error({"AFDEP_JIT_CACHE_MAX_MB": "0"}) == (
         "AFDEP_JIT_CACHE_MAX_MB='0': expected a positive integer"

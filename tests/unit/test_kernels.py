@@ -42,3 +42,10 @@ def test_count_first_launches_the_epilogue_programmatically():
 def test_combine_launches():
     assert combine_launch(G, ATTENTION).spec.name == "source_combine"
     assert combine_launch(G, FFN).spec.name == "ffn_combine"
+    # ffn_combine waits on nothing: its own grid (AFDEP_COMBINE_SMS), else num_sms
+    assert names([combine_launch(G, FFN, 132), combine_launch(G, ATTENTION, 132)]) == [
+        ("ffn_combine", 132, False),
+        ("source_combine", 24, False),
+    ]
+    assert [combine_launch(G, r).waits for r in (FFN, ATTENTION)] == [False, True]
+    assert combine_launch(G, FFN).grid == 24

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from afdep.jit import KernelSpec
-from afdep.kernels import Launch
+from afdep.kernels import Launch, combine_launch
 from afdep.residency import ResidencyError, check_residency, concurrent_ctas, residency
-from afdep.vocab import Protocol
+from afdep.vocab import Protocol, Role
 from afdep.workspace import Geometry
 
 PF = (Protocol.PAYLOAD_FIRST,)
@@ -39,6 +39,22 @@ def test_stream_ordered_launches_hold_the_largest_and_pdl_adds_up():
     assert concurrent_ctas([launch(24), launch(24)]) == 24
     assert concurrent_ctas([launch(1), launch(30, programmatic=True), launch(24)]) == 31
     assert concurrent_ctas([launch(1), launch(20, programmatic=True), launch(24)]) == 24
+
+
+def test_a_launch_that_waits_on_nothing_counts_as_one_cta():
+    spec = KernelSpec.make("ffn_combine", kHidden=2048, kTopK=8, kNumThreads=512)
+    combine = Launch(spec, 132, 0, waits=False)
+    assert concurrent_ctas([combine]) == 1
+    assert concurrent_ctas([launch(24), combine]) == 24
+    assert concurrent_ctas([launch(1), combine, launch(30, programmatic=True)]) == 31
+
+
+def test_the_ffn_combine_on_every_sm_leaves_the_budget_as_it_was():
+    g = geometry("3A:1F", 33)
+    assert combine_launch(g, Role.FFN, 132).grid == 132
+    assert not combine_launch(g, Role.FFN, 132).waits
+    assert combine_launch(g, Role.ATTENTION, 132).grid == 33  # source_combine waits: num_sms
+    assert check_residency(g, PF, None, 132).total == 132
 
 
 @pytest.mark.parametrize(

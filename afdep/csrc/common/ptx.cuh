@@ -63,6 +63,18 @@ __device__ __forceinline__ int4 ld_nc_v4(const int4* ptr) {
   return v;
 }
 
+// The same load issued only where `pred` holds (zeros elsewhere): predicated,
+// not branched, so a run of them issues back to back with no math between.
+__device__ __forceinline__ int4 ld_nc_v4_if(bool pred, const int4* ptr) {
+  int4 v = make_int4(0, 0, 0, 0);
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\t"
+      "@p ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%5];\n\t}"
+      : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+      : "r"(static_cast<int>(pred)), "l"(ptr));
+  return v;
+}
+
 // Buffers a peer writes and this rank reuses every step: bypass L1, which is
 // not coherent with NVLink writes and may hold the previous step's line.
 __device__ __forceinline__ int4 ld_cg_v4(const int4* ptr) {

@@ -2,6 +2,11 @@
 // warp reduces the expert outputs of its local top-k slots in slot order
 // (fp32, one rounding per multiply and per add), stores the bf16 partial into
 // the source's combine slot for this FFN rank, then releases that slot's flag.
+//
+// It is bound by the latency of its loads: a lane first issues every unmasked
+// top-k load of kUnroll vectors (predicated, no math between them), then sums
+// them, so kUnroll * kTopK 16-byte loads are in flight per lane. It waits on
+// nothing, so it may run on every SM (afdep/residency.py counts it as one).
 #pragma once
 #include "common/comm.cuh"
 #include "common/layout.cuh"
@@ -16,6 +21,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
                      const u64 y_rows) {
   constexpr int kNumWarps = kNumThreads / 32;
   constexpr int kVecs = kHidden / 8;  // eight bf16 per 16-byte vector
+  constexpr int kUnroll = 2;          // vectors per lane whose loads are in flight at once
   static_assert(kHidden % 8 == 0, "rows are moved as 16-byte vectors");
 
   const Params& p = *params;
@@ -57,18 +63,33 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     // @site cb.ffn.row_store kind=store
     auto* partial = peer_ptr<int4>(p, source, p.off_combine_rows) +
                     (static_cast<u64>(ffn_local) * capacity + token_idx) * kVecs;
-#pragma unroll 2
-    for (int v = lane_idx; v < kVecs; v += 32) {
-      float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (int first = lane_idx; first < kVecs; first += 32 * kUnroll) {
+      int4 raw[kUnroll][kTopK];
 #pragma unroll
-      for (int k = 0; k < kTopK; ++k) {
-        if (rows[k] < 0) continue;
-        float values[8];
-        unpack_bf16x8(ptx::ld_nc_v4(y_vecs + static_cast<u64>(rows[k]) * kVecs + v), values);
+      for (int u = 0; u < kUnroll; ++u) {
+        const int v = first + 32 * u;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(weights[k], values[i]));
+        for (int k = 0; k < kTopK; ++k) {
+          const bool live = rows[k] >= 0 && v < kVecs;
+          const u64 row = live ? static_cast<u64>(rows[k]) : 0;
+          raw[u][k] = ptx::ld_nc_v4_if(live, y_vecs + row * kVecs + (live ? v : 0));
+        }
       }
-      partial[v] = pack_bf16x8(acc);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int v = first + 32 * u;
+        if (v >= kVecs) continue;
+        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int k = 0; k < kTopK; ++k) {
+          if (rows[k] < 0) continue;  // skipped, not added as +0: +0 + -0 is +0
+          float values[8];
+          unpack_bf16x8(raw[u][k], values);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(weights[k], values[i]));
+        }
+        partial[v] = pack_bf16x8(acc);
+      }
     }
     // @end cb.ffn.row_store
 
