@@ -21,7 +21,11 @@ __global__ void __launch_bounds__(kNumThreads, 1)
                      const u64 y_rows) {
   constexpr int kNumWarps = kNumThreads / 32;
   constexpr int kVecs = kHidden / 8;  // eight bf16 per 16-byte vector
-  constexpr int kUnroll = 2;          // vectors per lane whose loads are in flight at once
+  // Loads in flight per lane: kUnroll vectors times kChunk top-k slots. At
+  // top-8, 16 (64 registers of the 128 a 512-thread CTA per SM may take); a
+  // wider top-k keeps fewer, as its rows and weights take registers of their own.
+  constexpr int kUnroll = kTopK <= 8 ? 2 : 1;
+  constexpr int kChunk = kTopK <= 8 ? kTopK : (kTopK <= 16 ? 8 : 4);
   static_assert(kHidden % 8 == 0, "rows are moved as 16-byte vectors");
 
   const Params& p = *params;
@@ -64,32 +68,42 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     auto* partial = peer_ptr<int4>(p, source, p.off_combine_rows) +
                     (static_cast<u64>(ffn_local) * capacity + token_idx) * kVecs;
     for (int first = lane_idx; first < kVecs; first += 32 * kUnroll) {
-      int4 raw[kUnroll][kTopK];
+      float acc[kUnroll][8];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int v = first + 32 * u;
+      for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-        for (int k = 0; k < kTopK; ++k) {
-          const bool live = rows[k] >= 0 && v < kVecs;
-          const u64 row = live ? static_cast<u64>(rows[k]) : 0;
-          raw[u][k] = ptx::ld_nc_v4_if(live, y_vecs + row * kVecs + (live ? v : 0));
+        for (int i = 0; i < 8; ++i) acc[u][i] = 0.f;
+#pragma unroll
+      for (int k0 = 0; k0 < kTopK; k0 += kChunk) {
+        int4 raw[kUnroll][kChunk];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int v = first + 32 * u;
+#pragma unroll
+          for (int c = 0; c < kChunk; ++c) {
+            const int k = k0 + c;
+            const bool live = k < kTopK && rows[k] >= 0 && v < kVecs;
+            const u64 row = live ? static_cast<u64>(rows[k]) : 0;
+            raw[u][c] = ptx::ld_nc_v4_if(live, y_vecs + row * kVecs + (live ? v : 0));
+          }
         }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+          for (int c = 0; c < kChunk; ++c) {
+            const int k = k0 + c;
+            // A masked slot is skipped, not added as +0: +0 + -0 is +0.
+            if (k >= kTopK || rows[k] < 0) continue;
+            float values[8];
+            unpack_bf16x8(raw[u][c], values);
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+              acc[u][i] = __fadd_rn(acc[u][i], __fmul_rn(weights[k], values[i]));
+          }
       }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int v = first + 32 * u;
-        if (v >= kVecs) continue;
-        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int k = 0; k < kTopK; ++k) {
-          if (rows[k] < 0) continue;  // skipped, not added as +0: +0 + -0 is +0
-          float values[8];
-          unpack_bf16x8(raw[u][k], values);
-#pragma unroll
-          for (int i = 0; i < 8; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(weights[k], values[i]));
-        }
-        partial[v] = pack_bf16x8(acc);
-      }
+      for (int u = 0; u < kUnroll; ++u)
+        if (first + 32 * u < kVecs) partial[first + 32 * u] = pack_bf16x8(acc[u]);
     }
     // @end cb.ffn.row_store
 
