@@ -1,0 +1,114 @@
+"""The ffn_combine micro-bench on the CPU: its arguments, its byte and
+bandwidth arithmetic, its report, and every ffn_combine variant compiling."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from afdep.bench import combine
+from afdep.bench.combine import Traffic, bound_us, gbps, row_figures, traffic_of
+from afdep.jit import CSRC, KernelSpec, compile_kernel
+from hostio import UsageError
+
+PROG = "python -m afdep.bench.combine"
+
+
+def test_the_2048_token_top8_combine_moves_64_mib_in_and_8_mib_out():
+    traffic = Traffic(rows_read=2048 * 8, tokens_written=2048, hidden=2048)
+    assert (traffic.read_bytes, traffic.written_bytes) == (64 * 2**20, 8 * 2**20)
+    assert bound_us(traffic.read_bytes, 4800) == 67108864 / 4.8e6
+    assert bound_us(traffic.written_bytes, 450) == 8388608 / 4.5e5
+    assert gbps(75497472, 30.0) == 2516.5824
+    assert row_figures(traffic, 30.0) == {
+        "read_bytes": 67108864,
+        "written_bytes": 8388608,
+        "gbps": 2516.6,
+        "hbm_read_bound_us": 13.98,
+        "nvlink_write_bound_us": 18.64,
+    }
+
+
+def test_traffic_counts_unmasked_slots_and_routed_tokens_below_num_tokens():
+    topk = torch.tensor([[3, -1, 5], [-1, -1, -1], [0, 1, 2], [7, 8, 9]])
+    assert traffic_of(topk, 3, 128) == Traffic(rows_read=5, tokens_written=2, hidden=128)
+    assert traffic_of(topk, 3, 128).read_bytes == 5 * 128 * 2
+
+
+def test_defaults_are_the_package_tree_and_five_sizes(tmp_path):
+    args = combine.checked_arguments(["--results-dir", str(tmp_path)])
+    assert (args.tree, args.tokens, args.ctas) == ([CSRC], [128, 512, 1024, 2048, 4096], None)
+    assert (args.iters, args.warmup, args.reps) == (50, 10, 20)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--tokens", "0"], f"{PROG}: error: argument --tokens: at least 1, got 0\n"),
+        (["--ctas", "x"], f"{PROG}: error: argument --ctas: an integer, got 'x'\n"),
+        (["--iters", "0"], f"{PROG}: error: argument --iters: at least 1, got 0\n"),
+    ],
+)
+def test_a_bad_number_is_one_line_naming_its_argument(argv, message, capsys):
+    with pytest.raises(SystemExit) as caught:
+        combine.checked_arguments(argv)
+    assert (caught.value.code, capsys.readouterr().err) == (2, message)
+
+
+def test_a_tree_without_kernels_is_refused_naming_it(tmp_path):
+    with pytest.raises(UsageError) as caught:
+        combine.checked_arguments(["--tree", str(tmp_path)])
+    assert str(caught.value) == f"--tree {tmp_path}: holds no kernel sources (no impls/ folder)"
+
+
+def test_a_tree_whose_host_interface_differs_is_refused(tmp_path):
+    tree = tmp_path / "csrc"
+    shutil.copytree(CSRC, tree)
+    (tree / "common/params.cuh").write_text("// another layout\n")
+    with pytest.raises(UsageError) as caught:
+        combine.checked_arguments(["--tree", str(tree)])
+    assert str(caught.value) == (
+        f"--tree {tree}: common/params.cuh differs from this package's (its host side reads it)"
+    )
+
+
+def test_a_tree_named_twice_is_refused():
+    with pytest.raises(UsageError) as caught:
+        combine.checked_arguments(["--tree", str(CSRC), "--tree", str(CSRC)])
+    assert str(caught.value) == "--tree: a tree is named twice"
+
+
+def test_a_results_dir_that_is_a_file_is_refused(tmp_path):
+    where = tmp_path / "file"
+    where.write_text("")
+    with pytest.raises(UsageError) as caught:
+        combine.checked_arguments(["--results-dir", str(where)])
+    assert str(caught.value) == f"--results-dir {where}: not a directory"
+
+
+def test_without_a_gpu_main_says_so_in_one_line(monkeypatch, capsys, tmp_path):
+    for name in ("CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MODULE_LOADING"):
+        monkeypatch.setenv(name, "kept")  # restored after the test
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    assert combine.main(["--results-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"{PROG}: error: needs a GPU, found 0\n"
+
+
+def test_the_report_names_trees_by_index_and_states_both_bounds():
+    row = {"tree": "/a", "tokens": 2048, "ctas": 132, "us": 30.0, "bitwise": True}
+    row.update(row_figures(Traffic(16384, 2048, 2048), 30.0))
+    document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": [row]}
+    lines = combine.table_lines(document)
+    assert lines[2] == "- tree `/a`: source digest `ab12`"
+    assert lines[6] == ("| #0 | 2048 | 132 | 30.00 | 64.00 | 8.00 | 2516.6 | 13.98 | 18.64 | ok |")
+    assert lines[-2] == "- HBM read bound: the read bytes at 4.8 TB/s (H200 datasheet, HBM3e)"
+    assert lines[-1].startswith("- logical mode: the partials land in this GPU's HBM, not over")
+
+
+@pytest.mark.parametrize("hidden", [128, 2048, 7168])
+@pytest.mark.parametrize("top_k", [1, 4, 8, 12, 16, 24, 32])
+def test_every_ffn_combine_variant_compiles(hidden, top_k):
+    spec = KernelSpec.make("ffn_combine", kHidden=hidden, kTopK=top_k, kNumThreads=512)
+    assert compile_kernel(spec).cubin[:4] == b"\x7fELF"
