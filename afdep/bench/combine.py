@@ -19,12 +19,14 @@ NVLink write bound beside each row is what a rank per GPU would add. Writes
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from afdep.config import environment_error
 from afdep.jit import CSRC, source_digest
 from afdep.workspace import Geometry, GeometryError
 from hostio import OneLineParser, UsageError, at_least, entry_point, write_json, write_text
@@ -32,6 +34,14 @@ from hostio.usage import writable_dir
 
 HIDDEN, TOP_K, NUM_EXPERTS, NUM_SMS = 2048, 8, 128, 24  # the bench's geometry (afdep.bench)
 DEFAULT_TOKENS = (128, 512, 1024, 2048, 4096)
+BUFFER_FIELDS = (
+    "num_experts",
+    "hidden",
+    "capacity",
+    "top_k",
+    "ffn_ranks",
+    "num_sms",
+)  # Geometry's, as Buffer takes them
 BF16_BYTES = 2
 # H200 datasheet (NVIDIA H200 Tensor Core GPU): HBM3e 4.8 TB/s; NVLink 900 GB/s
 # bidirectional, so 450 GB/s each way.
@@ -148,6 +158,9 @@ def geometry(tokens: int) -> Geometry:
 def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The parsed arguments, or UsageError naming the first bad one."""
     args = argument_parser().parse_args(argv)
+    problem = environment_error()
+    if problem:
+        raise UsageError(problem)
     args.tree = [tree.resolve() for tree in args.tree or [CSRC]]
     for tree in args.tree:
         problem = tree_problem(tree)
@@ -214,6 +227,7 @@ def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
     _, mismatches = attention.check(sources, step=tokens, num_tokens=tokens)
     traffic = traffic_of(sources[0].topk_idx, tokens, HIDDEN)
     del ranks, attention, ffn
+    gc.collect()  # the next build's workspace takes this one's memory
     torch.cuda.empty_cache()
     return {
         "tree": str(tree),
@@ -224,9 +238,6 @@ def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
         "bitwise": not mismatches,
         "mismatch": mismatches[0] if mismatches else None,
     }
-
-
-BUFFER_FIELDS = ("num_experts", "hidden", "capacity", "top_k", "ffn_ranks", "num_sms")
 
 
 # ---------------------------------------------------------------- report

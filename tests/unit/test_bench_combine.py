@@ -112,3 +112,12 @@ def test_the_report_names_trees_by_index_and_states_both_bounds():
 def test_every_ffn_combine_variant_compiles(hidden, top_k):
     spec = KernelSpec.make("ffn_combine", kHidden=hidden, kTopK=top_k, kNumThreads=512)
     assert compile_kernel(spec).cubin[:4] == b"\x7fELF"
+
+
+def test_an_unknown_afdep_variable_is_refused_before_any_work(monkeypatch):
+    monkeypatch.setenv("AFDEP_COMBINE_CTAS", "8")
+    with pytest.raises(UsageError) as caught:
+        combine.checked_arguments([])
+    assert str(caught.value).startswith(
+        "unknown afdep variable AFDEP_COMBINE_CTAS; known: ['AFDEP_COMBINE_SMS', "
+    )
