@@ -3,10 +3,11 @@
 // (fp32, one rounding per multiply and per add), stores the bf16 partial into
 // the source's combine slot for this FFN rank, then releases that slot's flag.
 //
-// It is bound by the latency of its loads: a lane first issues every unmasked
-// top-k load of kUnroll vectors (predicated, no math between them), then sums
-// them, so kUnroll * kTopK 16-byte loads are in flight per lane. It waits on
-// nothing, so it may run on every SM (afdep/residency.py counts it as one).
+// It is bound by the latency of its loads: a lane first issues the unmasked
+// top-k loads of kUnroll vectors, kChunk slots at a time (predicated, no math
+// between them), then sums them, so up to kUnroll * kChunk 16-byte loads are
+// in flight per lane. It waits on nothing, so it may run on every SM
+// (afdep/residency.py counts it as one CTA).
 #pragma once
 #include "common/comm.cuh"
 #include "common/layout.cuh"
