@@ -11,60 +11,108 @@ namespace afdep {
 
 // ------------------------------------------------------------------ sources
 // Route bitmaps in shared memory: one per expert, then one per FFN rank, of
-// ceil(capacity / 32) words each; `prefix` holds each word's exclusive count.
+// ceil(capacity / 32) words each (bit t % 32 of word t / 32: token t routes
+// there); `prefix` holds each word's exclusive count. Only the first
+// ceil(num_tokens / 32) words of a map (`used` below) are cleared, set, scanned
+// and read: a later word holds padding tokens only, which route nowhere.
 __device__ __forceinline__ int bitmap_rank(const u32* bits, const u32* prefix, int token_idx) {
   const int word = token_idx >> 5;
   const u32 below = (1u << (token_idx & 31)) - 1u;
   return static_cast<int>(prefix[word]) + __popc(bits[word] & below);
 }
 
-__device__ __forceinline__ int bitmap_total(const u32* bits, const u32* prefix, int words) {
-  return static_cast<int>(prefix[words - 1]) + __popc(bits[words - 1]);
+__device__ __forceinline__ int bitmap_total(const u32* bits, const u32* prefix, int used) {
+  return used == 0 ? 0 : static_cast<int>(prefix[used - 1]) + __popc(bits[used - 1]);
 }
 
-// Check every route of the step (padding included: a thread per token, its
-// row in registers) and mark the (expert, token) and (ffn, token) bits. An
-// invalid entry ends the kernel in route_fail before anything is sent.
-template <int kTopK, int kNumThreads>
-__device__ __forceinline__ void mark_routes(const Params& p, const i64* topk_idx, int num_tokens,
-                                            u32* bits, int words, int thread_idx) {
+// Zero the used words of every bitmap, one warp per bitmap (consecutive words:
+// no bank conflict).
+template <int kNumWarps>
+__device__ __forceinline__ void clear_bitmaps(u32* bits, int maps, int words, int used,
+                                              int warp_idx, int lane_idx) {
+  for (int map = warp_idx; map < maps; map += kNumWarps)
+    for (int word = lane_idx; word < used; word += 32) bits[map * words + word] = 0;
+}
+
+// One token's routes, checked in slot order, into its (expert, token) and
+// (FFN, token) bits. An invalid entry ends the kernel in route_fail before
+// this slot's bits are set.
+template <int kTopK>
+__device__ __forceinline__ void mark_token(const Params& p, const i64* topk_idx, int num_tokens,
+                                           u32* bits, int words, int token_idx) {
   const int num_experts = static_cast<int>(p.num_experts);
   const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
-  for (int token_idx = thread_idx; token_idx < static_cast<int>(p.capacity);
-       token_idx += kNumThreads) {
-    i64 row[kTopK];
+  i64 row[kTopK];
 #pragma unroll
-    for (int k = 0; k < kTopK; ++k) row[k] = topk_idx[token_idx * kTopK + k];
-    const u32 bit = 1u << (token_idx & 31);
+  for (int k = 0; k < kTopK; ++k) row[k] = topk_idx[token_idx * kTopK + k];
+  const int word = token_idx >> 5;
+  const u32 bit = 1u << (token_idx & 31);
+  u32 ffn_mask = 0;
 #pragma unroll
-    for (int slot_idx = 0; slot_idx < kTopK; ++slot_idx) {
-      const i64 expert = row[slot_idx];
-      if (expert < -1) route_fail(p, kRouteNegative, token_idx, slot_idx);
-      if (expert >= num_experts) route_fail(p, kRouteWide, token_idx, slot_idx);
-      if (expert < 0) continue;
-      if (token_idx >= num_tokens) route_fail(p, kRouteDummy, token_idx, slot_idx);
+  for (int slot_idx = 0; slot_idx < kTopK; ++slot_idx) {
+    const i64 expert = row[slot_idx];
+    if (expert < -1) route_fail(p, kRouteNegative, token_idx, slot_idx);
+    if (expert >= num_experts) route_fail(p, kRouteWide, token_idx, slot_idx);
+    if (expert < 0) continue;
+    if (token_idx >= num_tokens) route_fail(p, kRouteDummy, token_idx, slot_idx);
 #pragma unroll
-      for (int earlier = 0; earlier < slot_idx; ++earlier)
-        if (row[earlier] == expert) route_fail(p, kRouteDuplicate, token_idx, slot_idx);
-      const int e = static_cast<int>(expert);
-      atomicOr(&bits[e * words + (token_idx >> 5)], bit);
-      atomicOr(&bits[(num_experts + e / experts_per_ffn) * words + (token_idx >> 5)], bit);
-    }
+    for (int earlier = 0; earlier < slot_idx; ++earlier)
+      if (row[earlier] == expert) route_fail(p, kRouteDuplicate, token_idx, slot_idx);
+    const int e = static_cast<int>(expert);
+    atomicOr(&bits[e * words + word], bit);
+    ffn_mask |= 1u << (e / experts_per_ffn);
+  }
+  for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1)
+    atomicOr(&bits[(num_experts + __ffs(pending) - 1) * words + word], bit);
+}
+
+// Check every route of the step (padding included) and mark its bits; the
+// used words must be zero. Lane l of pass q marks token q % 32 of word
+// 32 * (q / 32) + l, so the 32 atomics of one instruction go to 32 different
+// words (in 32 different banks when `words` is a multiple of 32), not to one
+// word 32 times over; a word's 32 tokens are split over passes, so warps may
+// share a word (hence the atomic), the lanes of one instruction never do.
+template <int kTopK, int kNumWarps>
+__device__ __forceinline__ void mark_routes(const Params& p, const i64* topk_idx, int num_tokens,
+                                            u32* bits, int words, int warp_idx, int lane_idx) {
+  const int capacity = static_cast<int>(p.capacity);
+  const int passes = ceil_div(words, 32) * 32;
+  for (int pass = warp_idx; pass < passes; pass += kNumWarps) {
+    const int word = (pass / 32) * 32 + lane_idx;
+    const int token_idx = word * 32 + pass % 32;
+    if (token_idx < capacity)
+      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, token_idx);
   }
 }
 
-// Word prefix sums of every bitmap, one warp per bitmap.
-template <int kNumWarps>
+// Word prefix sums of every bitmap's used words, one thread per bitmap, words
+// in order with no shuffle. Map m's word w sits in bank (m * words + w) % 32:
+// with `words` odd the 32 lanes (consecutive maps) are in 32 banks at each
+// word; with `words` even lane l runs l words late, bank
+// (l * (words - 1) + step) % 32, 32 banks again since words - 1 is odd.
+template <int kNumThreads>
 __device__ __forceinline__ void scan_bitmaps(const u32* bits, u32* prefix, int maps, int words,
-                                             int warp_idx, int lane_idx) {
-  for (int map = warp_idx; map < maps; map += kNumWarps) {
-    int running = 0;
-    for (int base = 0; base < words; base += 32) {
-      const int word = base + lane_idx;
-      const int count = word < words ? __popc(bits[map * words + word]) : 0;
-      const int inclusive = warp_inclusive_sum(count, lane_idx);
-      if (word < words) prefix[map * words + word] = running + inclusive - count;
-      running += __shfl_sync(kFullMask, inclusive, 31);
+                                             int used, int thread_idx) {
+  constexpr int kBatch = 8;  // loads in flight before their sums
+  const int delay = words % 2 == 0 ? thread_idx % 32 : 0;
+  const int steps = used + (words % 2 == 0 ? 31 : 0);
+  for (int map = thread_idx; map < maps; map += kNumThreads) {
+    const u32* map_bits = bits + map * words;
+    u32* map_prefix = prefix + map * words;
+    u32 running = 0;
+    for (int step = 0; step < steps; step += kBatch) {
+      u32 counts[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const int word = step + i - delay;
+        counts[i] = word >= 0 && word < used ? __popc(map_bits[word]) : 0u;
+      }
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const int word = step + i - delay;
+        if (word >= 0 && word < used) map_prefix[word] = running;
+        running += counts[i];
+      }
     }
   }
 }
@@ -72,7 +120,7 @@ __device__ __forceinline__ void scan_bitmaps(const u32* bits, u32* prefix, int m
 // This source's count table row on every FFN rank (block-wide).
 template <int kNumThreads>
 __device__ __forceinline__ void put_counts(const Params& p, const u32* bits, const u32* prefix,
-                                           int words, int num_tokens, int protocol,
+                                           int words, int used, int num_tokens, int protocol,
                                            int thread_idx) {
   const int stride = static_cast<int>(p.counts_stride);
   const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
@@ -83,12 +131,12 @@ __device__ __forceinline__ void put_counts(const Params& p, const u32* bits, con
     if (column == kCountTokens) value = num_tokens;
     if (column == kCountRouted) {
       const int map = num_experts + ffn;
-      value = bitmap_total(bits + map * words, prefix + map * words, words);
+      value = bitmap_total(bits + map * words, prefix + map * words, used);
     }
     if (column == kCountProtocol) value = protocol;
     if (column >= kCountHeader && column < kCountHeader + experts_per_ffn) {
       const int e = ffn * experts_per_ffn + column - kCountHeader;
-      value = bitmap_total(bits + e * words, prefix + e * words, words);
+      value = bitmap_total(bits + e * words, prefix + e * words, used);
     }
     peer_ptr<i32>(p, static_cast<int>(p.num_attention) + ffn, p.off_counts)[p.rank * stride + column] =
         value;

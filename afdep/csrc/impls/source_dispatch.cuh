@@ -3,7 +3,9 @@
 // Every CTA first checks the whole step's routes and builds, in shared memory,
 // one token bitmap per expert and per FFN rank with their word prefix sums, so
 // no CTA sends anything from an invalid step and every token knows its rank
-// within each expert (the FFN places rows without sorting).
+// within each expert (the FFN places rows without sorting). Each CTA builds
+// them all: its tokens are spread over the step and name any expert, and
+// sharing the work would need a grid-wide wait.
 //
 // Payload-first: counts and rows go out, then each CTA adds one to `done` on
 // every FFN rank. Count-first: counts go out and are released first; each
@@ -43,6 +45,9 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const int words = ceil_div(capacity, 32);
   const int num_maps = num_experts + num_ffn;
   const int num_tokens = *num_tokens_ptr;
+  // Words past the last token's hold padding only (clamped: thread 0 checks
+  // num_tokens before anyone reads a bitmap).
+  const int used_words = min(ceil_div(max(num_tokens, 0), 32), words);
   const u64 epoch = *local_ptr<const u64>(p.epoch);
   u32* bits = smem;
   u32* prefix = smem + num_maps * words;
@@ -55,21 +60,21 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     AFDEP_ASSERT(sizeof(SlotMeta<kTopK>) <= p.slot_meta_bytes, "slot metadata %d > %llu bytes",
                  static_cast<int>(sizeof(SlotMeta<kTopK>)), p.slot_meta_bytes);
   }
-  for (int i = thread_idx; i < num_maps * words; i += kNumThreads) bits[i] = 0;
+  clear_bitmaps<kNumWarps>(bits, num_maps, words, used_words, warp_idx, lane_idx);
   __syncthreads();
 
   // @site dispatch.source.route_layout kind=compute
-  mark_routes<kTopK, kNumThreads>(p, topk_idx, num_tokens, bits, words, thread_idx);
+  mark_routes<kTopK, kNumWarps>(p, topk_idx, num_tokens, bits, words, warp_idx, lane_idx);
   // @end dispatch.source.route_layout
   __syncthreads();
-  scan_bitmaps<kNumWarps>(bits, prefix, num_maps, words, warp_idx, lane_idx);
+  scan_bitmaps<kNumThreads>(bits, prefix, num_maps, words, used_words, thread_idx);
   __syncthreads();
 
   if constexpr (kCountFirst) {
     // @site cf.source.count_put kind=store
     if (blockIdx.x == 0)
-      put_counts<kNumThreads>(p, bits, prefix, words, num_tokens, kProtocolCountFirst,
-                              thread_idx);
+      put_counts<kNumThreads>(p, bits, prefix, words, used_words, num_tokens,
+                              kProtocolCountFirst, thread_idx);
     // @end cf.source.count_put
     // @site cf.source.count_release kind=release producers=block scope=sys guards=cf.source.count_put
     if (blockIdx.x == 0) {
@@ -85,8 +90,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   } else {
     // @site pf.source.count_put kind=store
     if (blockIdx.x == 0)
-      put_counts<kNumThreads>(p, bits, prefix, words, num_tokens, kProtocolPayloadFirst,
-                              thread_idx);
+      put_counts<kNumThreads>(p, bits, prefix, words, used_words, num_tokens,
+                              kProtocolPayloadFirst, thread_idx);
     // @end pf.source.count_put
   }
   if (blockIdx.x == 0 && thread_idx == 0) {
