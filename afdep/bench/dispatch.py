@@ -1,0 +1,219 @@
+"""source_dispatch alone, on one GPU in the one-GPU logical mode (1A:1F).
+
+    python -m afdep.bench.dispatch [--tree DIR]... [--tokens N...] [--capacity C]
+                                   [--iters 50] [--warmup 10] [--reps 20]
+                                   [--results-dir results]
+
+Per kernel tree and token count, at one capacity: one payload-first step
+(dispatch, expert function, combine) runs and the FFN rank's dispatch output
+is checked bitwise against the reference (afdep/testing/reference.py); then a
+CUDA graph of `--reps` attention dispatches (the epoch's increment and
+source_dispatch, which waits on nothing) is replayed, `--warmup` times
+untimed, `--iters` times between CUDA events, and the median per dispatch is
+reported. Few tokens at a large capacity time the set-up every CTA pays (the
+route check of every row, the bitmaps, their prefix sums) before a row
+moves. Writes `dispatch-<machine>.json` and `.md` under --results-dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+from pathlib import Path
+
+from afdep.bench.combine import HIDDEN, NUM_EXPERTS, NUM_SMS, TOP_K, tree_problem
+from afdep.config import environment_error
+from afdep.jit import CSRC, source_digest
+from afdep.workspace import Geometry, GeometryError
+from hostio import OneLineParser, UsageError, at_least, entry_point, write_json, write_text
+from hostio.usage import writable_dir
+
+DEFAULT_TOKENS = (1, 128, 512, 2048, 4096)
+DEFAULT_CAPACITY = 4096
+PROTOCOL_KNOB = "AFDEP_COUNT_FIRST_MIN_BUCKET"  # left out: payload-first, which waits on nothing
+BUFFER_FIELDS = ("num_experts", "hidden", "capacity", "top_k", "ffn_ranks", "num_sms")
+TIMING_NOTE = (
+    "each dispatch is the epoch's increment and source_dispatch on "
+    f"{NUM_SMS} CTAs; logical mode: the rows land in this GPU's HBM, not over NVLink"
+)
+
+
+def argument_parser() -> OneLineParser:
+    parser = OneLineParser(
+        prog="python -m afdep.bench.dispatch", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--tree",
+        action="append",
+        type=Path,
+        default=None,
+        help="a kernel source tree (an afdep/csrc); repeatable; default: this package's",
+    )
+    parser.add_argument("--tokens", type=at_least(1), nargs="+", default=list(DEFAULT_TOKENS))
+    parser.add_argument("--capacity", type=at_least(1), default=DEFAULT_CAPACITY)
+    parser.add_argument("--iters", type=at_least(1), default=50)
+    parser.add_argument("--warmup", type=at_least(0), default=10)
+    parser.add_argument("--reps", type=at_least(1), default=20, help="dispatches per graph replay")
+    parser.add_argument("--results-dir", type=Path, default=Path("results"))
+    return parser
+
+
+def geometry(capacity: int) -> Geometry:
+    return Geometry(
+        world_size=2,
+        ffn_ranks=1,
+        num_experts=NUM_EXPERTS,
+        capacity=capacity,
+        hidden=HIDDEN,
+        top_k=TOP_K,
+        num_sms=NUM_SMS,
+    )
+
+
+def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The parsed arguments, or UsageError naming the first bad one."""
+    args = argument_parser().parse_args(argv)
+    problem = environment_error()
+    if problem:
+        raise UsageError(problem)
+    args.tree = [tree.resolve() for tree in args.tree or [CSRC]]
+    for tree in args.tree:
+        problem = tree_problem(tree)
+        if problem:
+            raise UsageError(problem)
+    if len(set(args.tree)) != len(args.tree):
+        raise UsageError("--tree: a tree is named twice")
+    try:
+        geometry(args.capacity)
+    except GeometryError as error:
+        raise UsageError(f"--capacity {args.capacity}: {error}") from None
+    for tokens in args.tokens:
+        if tokens > args.capacity:
+            raise UsageError(f"--tokens {tokens}: more than --capacity {args.capacity}")
+    writable_dir(args.results_dir, "--results-dir")
+    return args
+
+
+# ---------------------------------------------------------------- on the GPU
+def time_source_dispatch(runner, stream, args) -> float:
+    """The median µs of one attention dispatch: a graph of `reps` dispatches
+    on the attention rank's stream, replayed between events."""
+    import torch
+
+    with torch.cuda.stream(stream):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(args.reps):
+                runner._dispatch()
+        for _ in range(args.warmup):
+            graph.replay()
+        samples = []
+        for _ in range(args.iters):
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1e3 / args.reps)
+    return statistics.median(samples)
+
+
+def measure(tree: Path, tokens: int, args) -> dict:
+    """One row: source_dispatch of `tree` at `tokens`, checked, then timed."""
+    import torch
+
+    from afdep.bench.worker import bucket_inputs
+    from afdep.logical import logical_ranks
+    from afdep.testing.logical_steps import LogicalStepper
+    from afdep.testing.steps import StepRunner
+
+    g = geometry(args.capacity)
+    ranks = logical_ranks(
+        2,
+        environs=[{k: v for k, v in os.environ.items() if k != PROTOCOL_KNOB}] * 2,
+        sources=tree,
+        **{k: getattr(g, k) for k in BUFFER_FIELDS},
+    )
+    attention, ffn = (StepRunner(buffer, graph=False) for buffer in ranks.buffers)
+    sources = [bucket_inputs(0, tokens, g, ranks.buffers[0].device)]
+    LogicalStepper([attention, ffn], ranks.streams, graph=False).step(sources, bucket=tokens)
+    torch.cuda.synchronize()
+    _, mismatches = ffn.check(sources, step=tokens, num_tokens=tokens)
+    us = time_source_dispatch(attention, ranks.streams[0], args)
+    del ranks, attention, ffn
+    gc.collect()  # the next build's workspace takes this one's memory
+    torch.cuda.empty_cache()
+    return {
+        "tree": str(tree),
+        "tokens": tokens,
+        "capacity": args.capacity,
+        "us": round(us, 2),
+        "bitwise": not mismatches,
+        "mismatch": mismatches[0] if mismatches else None,
+    }
+
+
+# ---------------------------------------------------------------- report
+def table_lines(document: dict) -> list[str]:
+    """The Markdown report: the trees, one row per measurement, the note."""
+    lines = [f"# source_dispatch, {document['rank_mode']}", ""]
+    lines += [
+        f"- tree `{tree}`: source digest `{digest}`" for tree, digest in document["trees"].items()
+    ]
+    lines += ["", "| tree | tokens | capacity | µs | bitwise |", "|---|---:|---:|---:|---|"]
+    names = {tree: f"#{i}" for i, tree in enumerate(document["trees"])}
+    for row in document["rows"]:
+        lines.append(
+            f"| {names[row['tree']]} | {row['tokens']} | {row['capacity']} | {row['us']:.2f} "
+            f"| {'ok' if row['bitwise'] else 'MISMATCH'} |"
+        )
+    return [*lines, "", f"- {TIMING_NOTE}"]
+
+
+def run(args: argparse.Namespace) -> int:
+    from afdep.testing.logical import CONNECTIONS
+
+    for name, value in CONNECTIONS.items():
+        os.environ.setdefault(name, value)  # read when CUDA starts, below
+    import torch
+
+    from afdep.ranks import RankMode, rank_mode_label
+    from hostio import machine_name
+
+    if torch.cuda.device_count() < 1:
+        raise UsageError("needs a GPU, found 0")
+    document = {
+        "machine": machine_name(),
+        "rank_mode": rank_mode_label(RankMode.LOGICAL, 2, torch.cuda.get_device_name()),
+        "geometry": {"shape": "1A:1F", "hidden": HIDDEN, "top_k": TOP_K, "payload": "bf16"},
+        "trees": {str(tree): source_digest(tree) for tree in args.tree},
+        "timing": {"iters": args.iters, "warmup": args.warmup, "reps": args.reps},
+        "notes": [TIMING_NOTE],
+        "rows": [],
+    }
+    for tokens in args.tokens:
+        for tree in args.tree:
+            row = measure(tree, tokens, args)
+            document["rows"].append(row)
+            print(f"{tree} tokens={tokens}: {row['us']} us", flush=True)
+    stem = args.results_dir / f"dispatch-{document['machine']}"
+    write_json(stem.with_suffix(".json"), document)
+    write_text(stem.with_suffix(".md"), "\n".join(table_lines(document)) + "\n")
+    print("\n".join(table_lines(document)))
+    return 0 if all(row["bitwise"] for row in document["rows"]) else 1
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return run(checked_arguments(argv))
+    except UsageError as error:
+        print(f"python -m afdep.bench.dispatch: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

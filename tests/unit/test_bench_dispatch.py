@@ -1,0 +1,78 @@
+"""The source_dispatch micro-bench on the CPU: its arguments, its report, and
+source_dispatch compiling at every top-k a lane per slot allows."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from afdep.bench import dispatch
+from afdep.jit import CSRC, KernelSpec, compile_kernel
+from hostio import UsageError
+
+PROG = "python -m afdep.bench.dispatch"
+
+
+def test_defaults_are_the_package_tree_five_sizes_and_a_4096_capacity(tmp_path):
+    args = dispatch.checked_arguments(["--results-dir", str(tmp_path)])
+    assert (args.tree, args.tokens, args.capacity) == ([CSRC], [1, 128, 512, 2048, 4096], 4096)
+    assert (args.iters, args.warmup, args.reps) == (50, 10, 20)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--tokens", "0"], f"{PROG}: error: argument --tokens: at least 1, got 0\n"),
+        (["--capacity", "x"], f"{PROG}: error: argument --capacity: an integer, got 'x'\n"),
+        (["--reps", "0"], f"{PROG}: error: argument --reps: at least 1, got 0\n"),
+    ],
+)
+def test_a_bad_number_is_one_line_naming_its_argument(argv, message, capsys):
+    with pytest.raises(SystemExit) as caught:
+        dispatch.checked_arguments(argv)
+    assert (caught.value.code, capsys.readouterr().err) == (2, message)
+
+
+def test_more_tokens_than_the_capacity_are_refused(tmp_path):
+    with pytest.raises(UsageError) as caught:
+        dispatch.checked_arguments(["--capacity", "100", "--tokens", "101"])
+    assert str(caught.value) == "--tokens 101: more than --capacity 100"
+
+
+def test_a_tree_without_kernels_is_refused_naming_it(tmp_path):
+    with pytest.raises(UsageError) as caught:
+        dispatch.checked_arguments(["--tree", str(tmp_path)])
+    assert str(caught.value) == f"--tree {tmp_path}: holds no kernel sources (no impls/ folder)"
+
+
+def test_without_a_gpu_main_says_so_in_one_line(monkeypatch, capsys, tmp_path):
+    for name in ("CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MODULE_LOADING"):
+        monkeypatch.setenv(name, "kept")  # restored after the test
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    assert dispatch.main(["--results-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"{PROG}: error: needs a GPU, found 0\n"
+
+
+def test_the_report_names_trees_by_index():
+    row = {"tree": "/a", "tokens": 128, "capacity": 4096, "us": 7.5, "bitwise": False}
+    document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": [row]}
+    lines = dispatch.table_lines(document)
+    assert lines[0] == "# source_dispatch, 1xH200, 2 logical ranks"
+    assert lines[2] == "- tree `/a`: source digest `ab12`"
+    assert lines[6] == "| #0 | 128 | 4096 | 7.50 | MISMATCH |"
+    assert lines[-1].startswith("- each dispatch is the epoch's increment and source_dispatch on")
+
+
+@pytest.mark.parametrize("top_k", [1, 3, 8, 12, 32])
+@pytest.mark.parametrize("count_first, arm_source", [(False, False), (True, False), (True, True)])
+def test_every_source_dispatch_top_k_compiles(top_k, count_first, arm_source):
+    spec = KernelSpec.make(
+        "source_dispatch",
+        kHidden=2048,
+        kTopK=top_k,
+        kFp8=False,
+        kCountFirst=count_first,
+        kArmSource=arm_source,
+        kNumThreads=512,
+    )
+    assert compile_kernel(spec).cubin[:4] == b"\x7fELF"
