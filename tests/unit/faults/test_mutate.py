@@ -123,7 +123,7 @@ def test_the_afdep_catalog_mutants_by_family():
     )
     assert patch.new == patch.old.replace("+ slot,", "+ (slot ^ 1),")
     assert mutant.title == (
-        "wrong-slot in cf.source.row_release (source_dispatch.cuh:165): '+ slot,' -> "
+        "wrong-slot in cf.source.row_release (source_dispatch.cuh:170): '+ slot,' -> "
         "'+ (slot ^ 1),'"
     )
 
