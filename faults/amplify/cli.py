@@ -105,10 +105,12 @@ def amplify_command(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     for shape in controls + shapes:  # every instantiation compiles before any run
         compile_litmus(shape, sources)
-    runs, geometry = ({}, None) if args.no_run else run_all(args, sources, controls, shapes, stress)
-    if args.no_run:
-        harness = (None, "not run (--no-run): the mutants are mapped and their litmus compiled")
+    if args.no_run or not controls:
+        runs, geometry = {}, None
+        said = "--no-run" if args.no_run else "no chosen mutant has a litmus to run here"
+        harness = (None, f"not run ({said}): the mutants are mapped and their litmus compiled")
     else:
+        runs, geometry = run_all(args, sources, controls, shapes, stress)
         harness = harness_verdict(control_runs(controls, runs))
     judged = [judge(m, runs, gpus, harness) for m in chosen]
     header = report_header(args, sources, stress, gpus, geometry)

@@ -310,3 +310,18 @@ def test_no_run_maps_compiles_and_writes_the_report(tmp_path, capsys, monkeypatc
     ]
     assert doc["harness_ok"] is None
     assert (tmp_path / "amplify-cpu.md").read_text().startswith("# Amplification on cpu\n")
+
+
+@needs_nvrtc
+def test_narrow_scope_alone_on_one_gpu_runs_nothing_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr("faults.amplify.cli.gpu_count", lambda: 1)
+    monkeypatch.setattr("faults.amplify.cli.machine_name", lambda: "1xH200")
+    assert amplify(tmp_path, "--only", r"gen\.narrow-scope\.cf\.source\.row_release") == 0
+    doc = json.loads((tmp_path / "amplify-1xH200.json").read_text())
+    assert doc["harness"] == (
+        "not run (no chosen mutant has a litmus to run here): "
+        "the mutants are mapped and their litmus compiled"
+    )
+    assert doc["nvlink"] == "NVLink stress: not available (1 GPU: it needs 2)"
+    [mutant] = doc["mutants"]
+    assert (mutant["verdict"], mutant["runs"]) == ("UNOBSERVABLE", [])
