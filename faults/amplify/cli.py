@@ -12,7 +12,7 @@ from pathlib import Path
 from faults.amplify.compile import compile_litmus, litmus_digest
 from faults.amplify.device import Budget, Geometry, RunResult, Stress
 from faults.amplify.report import document, harness_verdict, judge, markdown
-from faults.amplify.shapes import Mapped, Shape, amplified, control_of
+from faults.amplify.shapes import Mapped, Shape, amplified, control_of, placed
 from faults.catalog import Catalog
 from faults.cli_shrink import positive_seconds
 from faults.cli_steps import load
@@ -57,7 +57,9 @@ def runnable(shape: Shape | None, gpus: int) -> bool:
 def plan_shapes(chosen: list[Mapped], gpus: int) -> tuple[list[Shape], list[Shape]]:
     """(controls, mutant shapes), each distinct, in first-seen order: the
     control of every mutant shape's groups, and every correct shape a mutant maps to."""
-    mutant_shapes = list(dict.fromkeys(m.shape for m in chosen if runnable(m.shape, gpus)))
+    mutant_shapes = list(
+        dict.fromkeys(placed(m.shape, gpus) for m in chosen if runnable(m.shape, gpus))
+    )
     correct = [m.shape for m in chosen if m.shape is not None and m.shape.correct]
     controls = list(dict.fromkeys([control_of(s) for s in mutant_shapes] + correct))
     return controls, mutant_shapes
@@ -137,7 +139,8 @@ def report_header(args, sources: Path, stress, gpus: int, geometry: Geometry | N
         nvlink = "NVLink stress: not asked (--stress nvlink)"
     return {
         "machine": machine_name(),
-        "rank_mode": "one process; every litmus CTA on GPU 0",
+        "rank_mode": "one process; every litmus CTA on GPU 0"
+        + ("; a narrowed scope's producers on GPU 0, its consumers on GPU 1" if gpus >= 2 else ""),
         "placement": placement(geometry, args),
         "source_digest": tree_digest(sources),
         "litmus_digest": litmus_digest(),

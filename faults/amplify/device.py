@@ -98,12 +98,9 @@ def check_stress(stress: tuple[Stress, ...], gpus: int) -> None:
         raise UsageError(f"amplify: --stress nvlink needs 2 GPUs, this machine has {gpus}")
 
 
-def _scratch(stress: Stress):
-    """The buffer stress CTAs hammer: GPU 1's under nvlink (peer access on), else GPU 0's."""
+def enable_peer_access() -> None:
+    """GPU 0 may load and store GPU 1's memory (an NVLink peer)."""
     import torch
-
-    if stress is not Stress.NVLINK:
-        return torch.zeros(SCRATCH_LINES * LINE_WORDS, dtype=torch.int64, device="cuda:0")
     from cuda.bindings import runtime
 
     torch.cuda.set_device(0)
@@ -111,41 +108,85 @@ def _scratch(stress: Stress):
     enabled = runtime.cudaError_t.cudaErrorPeerAccessAlreadyEnabled
     if error not in (runtime.cudaError_t.cudaSuccess, enabled):
         raise RuntimeError(f"peer access from GPU 0 to GPU 1: {error}")
-    return torch.zeros(SCRATCH_LINES * LINE_WORDS, dtype=torch.int64, device="cuda:1")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One launch of a step: its GPU, its CTAs, and the role index of its first CTA
+    (litmus roles: [0, pairs) producers, [pairs, 2 pairs) consumers, then stress)."""
+
+    device: int
+    ctas: int
+    first_cta: int
+
+
+def launch_parts(shape: Shape, stress: Stress, geometry: Geometry) -> list[Part]:
+    """On one GPU, one launch holds every role (so all are co-resident). Across
+    GPUs, producers on GPU 0 and consumers on GPU 1, and the stress CTAs beside
+    the consumers (memory) or beside the producers, across NVLink (nvlink)."""
+    pairs = geometry.pairs
+    if not shape.across_gpus:
+        return [Part(0, geometry.ctas(stress), 0)]
+    parts = [Part(0, pairs, 0), Part(1, pairs, pairs)]
+    if stress is not Stress.NONE:
+        parts.append(Part(0 if stress is Stress.NVLINK else 1, geometry.stress_ctas, 2 * pairs))
+    return parts
 
 
 def run_shape(
     shape: Shape, stress: Stress, geometry: Geometry, budget: Budget, sources: Path, seed: int
 ) -> RunResult:
     """Launches of one shape under one stress until the budget's launches or seconds run out."""
-    import numpy as np
     import torch
-    from cuda.core import LaunchConfig, Stream, launch
 
-    kernel = load_litmus(shape, 0, sources)
-    pairs, words = geometry.pairs, shape.words
-    zeros = lambda n: torch.zeros(n, dtype=torch.int64, device="cuda:0")  # noqa: E731
-    payload, flags, acks = (
-        zeros(pairs * words * LINE_WORDS),
-        zeros(pairs * LINE_WORDS),
-        zeros(pairs * LINE_WORDS),
-    )
-    counts, done, scratch = zeros(pairs * 3), zeros(1), _scratch(stress)
+    home = 1 if shape.across_gpus else 0  # where the litmus's locations live
+    if shape.across_gpus or stress is Stress.NVLINK:
+        enable_peer_access()
+    zeros = lambda n, d=home: torch.zeros(n, dtype=torch.int64, device=f"cuda:{d}")  # noqa: E731
+    pairs = geometry.pairs
+    locations = [zeros(pairs * shape.words * LINE_WORDS), zeros(pairs * LINE_WORDS)]
+    locations += [zeros(pairs * LINE_WORDS)]  # the acks
+    counts, done = zeros(pairs * 3), zeros(1)
+    scratch = zeros(SCRATCH_LINES * LINE_WORDS, 1 if stress is Stress.NVLINK else home)
+    parts = [
+        (part, _launcher(shape, part, sources)) for part in launch_parts(shape, stress, geometry)
+    ]
     draw = random.Random(seed)
-    config = LaunchConfig(grid=geometry.ctas(stress), block=shape.threads)
-    stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
     result, started = RunResult(shape, stress), time.perf_counter()
     while result.launches < budget.launches and time.perf_counter() - started < budget.seconds:
-        perm = torch.tensor(draw.sample(range(pairs), pairs), dtype=torch.int64, device="cuda:0")
-        args = (
-            payload.data_ptr(), flags.data_ptr(), acks.data_ptr(), perm.data_ptr(),
-            counts.data_ptr(), scratch.data_ptr(), SCRATCH_LINES, done.data_ptr(),
-            (result.launches + 1) * 2 * pairs, result.launches * budget.iterations, pairs,
-            budget.iterations, budget.spin_limit,
-        )  # fmt: skip
-        launch(stream, config, kernel, *(np.uint64(a) for a in args))
-        torch.cuda.synchronize()
+        perm = torch.tensor(
+            draw.sample(range(pairs), pairs), dtype=torch.int64, device=f"cuda:{home}"
+        )
+        step = result.launches
+        for part, launcher in parts:
+            launcher(
+                *(t.data_ptr() for t in locations), perm.data_ptr(), counts.data_ptr(),
+                scratch.data_ptr(), SCRATCH_LINES, done.data_ptr(), (step + 1) * 2 * pairs,
+                step * budget.iterations, pairs, budget.iterations, budget.spin_limit,
+                part.first_cta,
+            )  # fmt: skip
+        for device in {part.device for part, _ in parts}:
+            torch.cuda.synchronize(device)
         result.launches += 1
     result.seconds = time.perf_counter() - started
     result.observed, result.weak, result.missed = (int(v) for v in counts.view(pairs, 3).sum(0))
     return result
+
+
+def _launcher(shape: Shape, part: Part, sources: Path):
+    """A function launching `part` on a stream of its own GPU, every argument 64 bits."""
+    import numpy as np
+    import torch
+    from cuda.core import Device, LaunchConfig, Stream, launch
+
+    kernel = load_litmus(shape, part.device, sources)
+    config = LaunchConfig(grid=part.ctas, block=shape.threads)
+    torch_stream = torch.cuda.Stream(device=part.device)
+    stream = Stream.from_handle(torch_stream.cuda_stream)
+
+    def start(*args: int) -> None:
+        Device(part.device).set_current()
+        launch(stream, config, kernel, *(np.uint64(a) for a in args))
+
+    start.stream = torch_stream  # kept alive as long as the launcher
+    return start

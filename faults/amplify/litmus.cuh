@@ -159,8 +159,8 @@ template <Publish kPublish, Wait kWait, Group kProducers, bool kProducerBarrier,
 __global__ void __launch_bounds__(kThreads, 1)
     mp_litmus(u64* payload, u64* flags, u64* acks, const u64* perm, u64* counts, u64* scratch,
               u64 scratch_lines, u64* done, u64 done_target, u64 epoch_base, u64 pairs,
-              u64 iterations, u64 spin_limit) {
-  const u64 cta = blockIdx.x;
+              u64 iterations, u64 spin_limit, u64 first_cta) {
+  const u64 cta = blockIdx.x + first_cta;  // first_cta: across GPUs, each GPU runs one role
   if (cta >= 2 * pairs) {
     stress(scratch, scratch_lines, done, done_target);
     return;

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from faults.amplify.device import RunResult
-from faults.amplify.shapes import Mapped, Shape
+from faults.amplify.shapes import Mapped, Shape, placed
 
 
 class Verdict(str, Enum):
@@ -76,7 +76,7 @@ def judge(
         return Judged(mapped, Verdict.UNOBSERVABLE, why)
     if shape.correct:
         return Judged(mapped, Verdict.EQUIVALENT, f"its litmus is correct code ({shape.label()})")
-    done = runs.get(shape, [])
+    done = runs.get(placed(shape, gpus), [])
     if harness[0] is None:
         return Judged(mapped, Verdict.NOT_RUN, harness[1])
     if not harness[0]:
@@ -148,9 +148,10 @@ def litmus_label(shape: dict | None) -> str:
     if shape is None:
         return "-"
     barrier = "" if shape["producer_barrier"] else ", no barrier"
+    across = ", GPU 0 -> GPU 1" if shape.get("across_gpus") else ""
     return (
         f"{shape['publish']} / {shape['wait']} "
-        f"({shape['producers']} -> {shape['consumers']}{barrier})"
+        f"({shape['producers']} -> {shape['consumers']}{barrier}{across})"
     )
 
 

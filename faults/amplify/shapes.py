@@ -11,7 +11,7 @@ system scope is still there after the rewrite."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
@@ -84,6 +84,9 @@ class Shape:
     consumers: Group = Group.THREAD
     words: int = WORDS
     threads: int = THREADS
+    # Producers on GPU 0, consumers on GPU 1, the locations in GPU 1's memory:
+    # where a gpu scope is too narrow. Not a template argument: a placement.
+    across_gpus: bool = False
 
     @property
     def correct(self) -> bool:
@@ -113,9 +116,10 @@ class Shape:
 
     def label(self) -> str:
         barrier = "" if self.producer_barrier else " no-barrier"
+        across = " across GPUs 0->1" if self.across_gpus else ""
         return (
             f"publish={self.publish.value} wait={self.wait.value} "
-            f"producers={self.producers.value}{barrier} consumers={self.consumers.value}"
+            f"producers={self.producers.value}{barrier} consumers={self.consumers.value}{across}"
         )
 
     def to_dict(self) -> dict:
@@ -127,6 +131,7 @@ class Shape:
             "consumers": self.consumers.value,
             "words": self.words,
             "threads": self.threads,
+            "across_gpus": self.across_gpus,
         }
 
 
@@ -137,7 +142,13 @@ def control_of(shape: Shape) -> Shape:
         consumers=shape.consumers,
         words=shape.words,
         threads=shape.threads,
+        across_gpus=shape.across_gpus,
     )
+
+
+def placed(shape: Shape, gpus: int) -> Shape:
+    """The shape as it runs here: a narrowed scope across two GPUs when there are two."""
+    return replace(shape, across_gpus=True) if shape.narrowed and gpus >= 2 else shape
 
 
 @dataclass(frozen=True)

@@ -42,3 +42,15 @@ def test_a_weakened_litmus_runs_to_a_numeric_rate(wait):
     assert result.observed > 0
     rate = result.weak / result.observed
     assert 0.0 <= rate <= 1.0
+
+
+@pytest.mark.gpu(2)
+def test_across_two_gpus_the_control_is_clean_and_a_narrowed_scope_measured():
+    control = Shape(producers=Group.WARP, consumers=Group.WARP, across_gpus=True)
+    narrowed = Shape(Publish.RELEASE_GPU, Wait.ACQUIRE_GPU, Group.WARP, True, Group.WARP, True)
+    geometry = device_geometry(control, SOURCES, None, STRESS)
+    clean = run_shape(control, Stress.MEMORY, geometry, BUDGET, SOURCES, seed=3)
+    assert (clean.launches, clean.weak) == (50, 0)
+    assert clean.observed > 0
+    measured = run_shape(narrowed, Stress.NVLINK, geometry, BUDGET, SOURCES, seed=4)
+    assert measured.observed + measured.missed == 50 * 128 * geometry.pairs

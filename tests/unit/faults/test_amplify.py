@@ -325,3 +325,31 @@ def test_narrow_scope_alone_on_one_gpu_runs_nothing_and_says_why(tmp_path, monke
     assert doc["nvlink"] == "NVLink stress: not available (1 GPU: it needs 2)"
     [mutant] = doc["mutants"]
     assert (mutant["verdict"], mutant["runs"]) == ("UNOBSERVABLE", [])
+
+
+def test_two_gpus_run_a_narrowed_scope_across_them_with_its_own_control():
+    from faults.amplify.cli import plan_shapes
+
+    chosen = [MAPPED["gen.narrow-scope.cf.source.row_release"]]
+    across = Shape(
+        Publish.RELEASE_GPU, Wait.ACQUIRE_SYS, Group.WARP, True, Group.WARP, across_gpus=True
+    )
+    assert plan_shapes(chosen, 2) == ([control_of(across)], [across])
+    assert control_of(across).across_gpus is True
+    assert plan_shapes(chosen, 1) == ([], [])
+    runs = {across: [run(across, Stress.NONE, 1000, 2)]}
+    judged = judge(chosen[0], runs, 2, OK)
+    assert (judged.verdict, judged.reason) == (Verdict.KILLED, "weak outcomes 2/1000 under none")
+
+
+def test_the_launches_of_a_step_put_every_role_where_it_belongs():
+    from faults.amplify.device import Part, launch_parts
+
+    geometry = Geometry(132, 8, 49, 34)
+    one = EXACT["gen.weaken-acquire.cb.source.row_wait"]
+    across = Shape(Publish.RELEASE_GPU, across_gpus=True)
+    assert launch_parts(one, Stress.NONE, geometry) == [Part(0, 98, 0)]
+    assert launch_parts(one, Stress.MEMORY, geometry) == [Part(0, 132, 0)]
+    assert launch_parts(across, Stress.NONE, geometry) == [Part(0, 49, 0), Part(1, 49, 49)]
+    assert launch_parts(across, Stress.MEMORY, geometry)[2] == Part(1, 34, 98)
+    assert launch_parts(across, Stress.NVLINK, geometry)[2] == Part(0, 34, 98)
