@@ -148,19 +148,20 @@ def run_shape(
     locations += [zeros(pairs * LINE_WORDS)]  # the acks
     counts, done = zeros(pairs * 3), zeros(1)
     scratch = zeros(SCRATCH_LINES * LINE_WORDS, 1 if stress is Stress.NVLINK else home)
+    draw = random.Random(seed)
+    perms = [draw.sample(range(pairs), pairs) for _ in range(budget.launches)]
+    perms = torch.tensor(perms, dtype=torch.int64, device=f"cuda:{home}")
     parts = [
         (part, _launcher(shape, part, sources)) for part in launch_parts(shape, stress, geometry)
     ]
-    draw = random.Random(seed)
+    for device in {home, 0, scratch.device.index}:  # the buffers' fills land before any launch
+        torch.cuda.synchronize(device)
     result, started = RunResult(shape, stress), time.perf_counter()
     while result.launches < budget.launches and time.perf_counter() - started < budget.seconds:
-        perm = torch.tensor(
-            draw.sample(range(pairs), pairs), dtype=torch.int64, device=f"cuda:{home}"
-        )
         step = result.launches
         for part, launcher in parts:
             launcher(
-                *(t.data_ptr() for t in locations), perm.data_ptr(), counts.data_ptr(),
+                *(t.data_ptr() for t in locations), perms[step].data_ptr(), counts.data_ptr(),
                 scratch.data_ptr(), SCRATCH_LINES, done.data_ptr(), (step + 1) * 2 * pairs,
                 step * budget.iterations, pairs, budget.iterations, budget.spin_limit,
                 part.first_cta,

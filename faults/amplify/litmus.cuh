@@ -49,17 +49,15 @@ __device__ __forceinline__ u64 flag_load(const u64* flag) {
   else return ptx::ld_acquire_gpu(flag);
 }
 
-// Who of the group touches the payload: one thread, warp 0's lanes, or every thread.
+// Which thread of the group writes (or reads) word w: thread 0; lane w of
+// warp 0; lane 0 of warp w (words spread over the warps, so a block's
+// missing barrier leaves other warps' stores behind the publish).
 template <Group kGroup, int kThreads>
-__device__ __forceinline__ bool in_group(int tid) {
+__device__ __forceinline__ bool owns(int tid, int w) {
+  constexpr int kWarps = kThreads / 32;
   if constexpr (kGroup == Group::kThread) return tid == 0;
-  else if constexpr (kGroup == Group::kWarp) return tid < 32;
-  else return true;
-}
-
-template <Group kGroup, int kThreads>
-__device__ __forceinline__ int group_size() {
-  return kGroup == Group::kThread ? 1 : (kGroup == Group::kWarp ? 32 : kThreads);
+  else if constexpr (kGroup == Group::kWarp) return tid == w % 32;
+  else return tid == (w % kWarps) * 32 + (w / kWarps) % 32;
 }
 
 template <Group kGroup>
@@ -83,8 +81,8 @@ __device__ void produce(u64* payload, u64* flags, const u64* acks, u64 instance,
       for (u64 spin = 0; spin < spin_limit; ++spin)
         if (ptx::ld_relaxed_sys(acks + instance * kLineWords) >= epoch - 1) break;
     group_barrier<kProducers>(tid);
-    if (in_group<kProducers, kThreads>(tid))
-      for (int w = tid; w < kWords; w += group_size<kProducers, kThreads>())
+    for (int w = 0; w < kWords; ++w)
+      if (owns<kProducers, kThreads>(tid, w))
         *word_at(payload, instance, w, kWords) = (epoch << kWordBits) | static_cast<u64>(w);
     if constexpr (kProducerBarrier) group_barrier<kProducers>(tid);  // the barrier under test
     if (tid == 0) publish<kPublish>(flags + instance * kLineWords, epoch);
@@ -97,7 +95,7 @@ __device__ void consume(u64* payload, const u64* flags, u64* acks, u64* counts, 
                         u64 epoch_base, u64 iterations, u64 spin_limit) {
   __shared__ u64 seen_shared;
   const int tid = threadIdx.x;
-  const bool reader = in_group<kConsumers, kThreads>(tid);
+  const bool reader = kConsumers == Group::kBlock || tid < (kConsumers == Group::kWarp ? 32 : 1);
   u64 seen_count = 0, weak_count = 0, missed_count = 0;
   for (u64 step = 1; step <= iterations; ++step) {
     const u64 epoch = epoch_base + step;
@@ -112,11 +110,12 @@ __device__ void consume(u64* payload, const u64* flags, u64* acks, u64* counts, 
     group_barrier<kConsumers>(tid);  // the wait's barrier: the group reads after thread 0's load
     const u64 seen = reader ? seen_shared : 0;
     bool stale = false;
-    if (reader && seen != 0)
-      for (int w = tid; w < kWords; w += group_size<kConsumers, kThreads>()) {
-        const u64 value = *word_at(payload, instance, w, kWords);
-        stale |= (value >> kWordBits) < seen || (value & ((1ull << kWordBits) - 1)) != w;
-      }
+    if (seen != 0)
+      for (int w = 0; w < kWords; ++w)
+        if (owns<kConsumers, kThreads>(tid, w)) {
+          const u64 value = *word_at(payload, instance, w, kWords);
+          stale |= (value >> kWordBits) < seen || (value & ((1ull << kWordBits) - 1)) != w;
+        }
     if constexpr (kConsumers == Group::kWarp) {
       if (tid < 32) stale = __any_sync(0xffffffffu, stale);
     } else if constexpr (kConsumers == Group::kBlock) {
@@ -160,6 +159,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     mp_litmus(u64* payload, u64* flags, u64* acks, const u64* perm, u64* counts, u64* scratch,
               u64 scratch_lines, u64* done, u64 done_target, u64 epoch_base, u64 pairs,
               u64 iterations, u64 spin_limit, u64 first_cta) {
+  static_assert(kWords >= 1 && kWords <= 32 && kThreads % 32 == 0, "a word per lane at most");
   const u64 cta = blockIdx.x + first_cta;  // first_cta: across GPUs, each GPU runs one role
   if (cta >= 2 * pairs) {
     stress(scratch, scratch_lines, done, done_target);
