@@ -174,7 +174,7 @@ def add_amplify_command(commands) -> None:
         "amplify", help="run the order-weakening mutants as litmus tests under stress"
     )
     amplify.add_argument("--budget-s", type=positive_seconds, default=420.0, help="all runs")
-    amplify.add_argument("--launches", type=at_least_one, default=2000, help="per run, at most")
+    amplify.add_argument("--launches", type=at_least_one, default=10000, help="per run, at most")
     amplify.add_argument("--iterations", type=at_least_one, default=256, help="steps per launch")
     amplify.add_argument("--spin-limit", type=at_least_one, default=20000, help="flag loads")
     amplify.add_argument("--pairs", type=at_least_one, default=None, help="default: 3/8 of SMs")
