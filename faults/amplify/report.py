@@ -160,7 +160,7 @@ def markdown(doc: dict) -> str:
         f"# Amplification on {doc['machine']}",
         "",
         f"- source digest {doc['source_digest'][:12]}, litmus digest {doc['litmus_digest'][:12]}",
-        f"- {doc['placement']}",
+        f"- rank mode: {doc['rank_mode']}; {doc['placement']}",
         f"- stress: {', '.join(doc['stress'])}; {doc['nvlink']}",
         f"- harness: {doc['harness']}",
         "",
