@@ -139,8 +139,8 @@ def report_header(args, sources: Path, stress, gpus: int, geometry: Geometry | N
         nvlink = "NVLink stress: not asked (--stress nvlink)"
     return {
         "machine": machine_name(),
-        "rank_mode": "one process; every litmus CTA on GPU 0"
-        + ("; a narrowed scope's producers on GPU 0, its consumers on GPU 1" if gpus >= 2 else ""),
+        "rank_mode": "one process; the litmus CTAs on GPU 0"
+        + (", a narrowed scope's producers on GPU 0 and consumers on GPU 1" if gpus >= 2 else ""),
         "placement": placement(geometry, args),
         "source_digest": tree_digest(sources),
         "litmus_digest": litmus_digest(),

@@ -214,7 +214,7 @@ def test_the_report_table_has_one_line_per_run():
     controls = [run(control, Stress.NONE, 2000, 0)]
     header = {
         "machine": "1xH200",
-        "rank_mode": "one process; every litmus CTA on GPU 0",
+        "rank_mode": "one process; the litmus CTAs on GPU 0",
         "placement": "placement: 49 pairs",
         "source_digest": "a" * 64,
         "litmus_digest": "b" * 64,
@@ -228,7 +228,7 @@ def test_the_report_table_has_one_line_per_run():
         "# Amplification on 1xH200",
         "",
         "- source digest aaaaaaaaaaaa, litmus digest bbbbbbbbbbbb",
-        "- rank mode: one process; every litmus CTA on GPU 0; placement: 49 pairs",
+        "- rank mode: one process; the litmus CTAs on GPU 0; placement: 49 pairs",
         "- stress: none, memory; NVLink stress: not available (1 GPU: it needs 2)",
         "- harness: 1 control runs, 0 weak outcomes",
         "",
