@@ -74,9 +74,10 @@ def judge(
     if shape.narrowed and gpus < 2:
         why = f"gpu scope is enough within one GPU: a one-GPU litmus cannot show it; {ONLY_CATCH}"
         return Judged(mapped, Verdict.UNOBSERVABLE, why)
-    if shape.correct:
-        return Judged(mapped, Verdict.EQUIVALENT, f"its litmus is correct code ({shape.label()})")
     done = runs.get(placed(shape, gpus), [])
+    if shape.correct:  # its runs are a control's
+        why = f"its litmus is correct code ({shape.label()})"
+        return Judged(mapped, Verdict.EQUIVALENT, why, done)
     if harness[0] is None:
         return Judged(mapped, Verdict.NOT_RUN, harness[1])
     if not harness[0]:
