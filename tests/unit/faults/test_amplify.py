@@ -189,6 +189,10 @@ def test_narrow_scope_on_one_gpu_is_unobservable_without_a_run():
 def test_a_correct_litmus_is_equivalent_and_a_broken_harness_judges_nothing():
     equivalent = judge(MAPPED["gen.remove-fence.pf.source.done_release"], {}, 1, OK)
     assert equivalent.verdict is Verdict.EQUIVALENT
+    fenced = EXACT["gen.weaken-release.cf.source.count_release"]
+    ran = [run(fenced, Stress.MEMORY, 700, 0)]
+    judged = judge(MAPPED["gen.weaken-release.cf.source.count_release"], {fenced: ran}, 1, OK)
+    assert (judged.verdict, judged.runs) == (Verdict.EQUIVALENT, ran)
     control = control_of(RELAXED)
     harness = harness_verdict(
         [run(control, Stress.NONE, 100, 0), run(control, Stress.MEMORY, 100, 2)]
