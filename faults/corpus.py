@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -148,9 +149,12 @@ def load_corpus(folder: Path, only: str | None = None) -> list[Bug]:
 
 
 def bug_commit(repo_root: Path, bug: Bug, clone: Path) -> tuple[str, str]:
-    """Clone HEAD of `repo_root` into `clone`, commit the bug there: (base, head)."""
+    """Clone HEAD of `repo_root` into `clone`, commit the bug there: (base, head).
+    A clone an earlier (perhaps cut) corpus run left there is this tool's
+    scratch: it goes first."""
     import git
 
+    shutil.rmtree(clone, ignore_errors=True)
     repo = git.Repo.clone_from(str(repo_root), str(clone), shared=True, no_checkout=False)
     base = repo.head.commit.hexsha
     try:
