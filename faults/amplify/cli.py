@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from faults.amplify.compile import compile_litmus, litmus_digest
 from faults.amplify.device import Budget, Geometry, RunResult, Stress
 from faults.amplify.report import document, harness_verdict, judge, markdown
-from faults.amplify.shapes import Mapped, Shape, amplified, control_of, placed
+from faults.amplify.shapes import Mapped, Read, Shape, amplified, control_of, placed
 from faults.catalog import Catalog
 from faults.cli_shrink import positive_seconds
 from faults.cli_steps import load
@@ -29,6 +30,7 @@ from hostio import (
 )
 
 DEFAULT_STRESS = (Stress.NONE, Stress.MEMORY)
+READS = {"l2": Read.L2, "cached": Read.CACHED}
 
 
 def chosen_mutants(args: argparse.Namespace, catalog: Catalog) -> list[Mapped]:
@@ -46,7 +48,8 @@ def chosen_mutants(args: argparse.Namespace, catalog: Catalog) -> list[Mapped]:
     chosen = [m for m in mapped if only is None or only.fullmatch(m.fault_id)]
     if not chosen:
         raise UsageError(f"amplify: --only {args.only!r} matches no order-weakening mutant")
-    return chosen
+    read = READS[args.read]
+    return [m if m.shape is None else replace(m, shape=replace(m.shape, read=read)) for m in chosen]
 
 
 def runnable(shape: Shape | None, gpus: int) -> bool:
@@ -186,6 +189,13 @@ def add_amplify_command(commands) -> None:
         help="repeatable (default: none and memory); nvlink needs 2 GPUs",
     )
     amplify.add_argument("--seed", type=at_least(0), default=0, help="of the permutations")
+    amplify.add_argument(
+        "--read",
+        choices=list(READS),
+        default="l2",
+        help="the consumer's payload reads: l2 (ld.global.cg, as the kernels read a peer's "
+        "stores) or cached (plain loads: L1 may serve a stale line)",
+    )
     amplify.add_argument("--only", default=None, help="a regular expression matching whole ids")
     amplify.add_argument("--results-dir", type=Path, default=Path("docs/results"))
     amplify.add_argument(

@@ -19,6 +19,9 @@ namespace ptx = afdep::ptx;
 enum class Publish : int { kReleaseSys, kRelaxedSys, kReleaseGpu, kFenceRelaxedSys };
 enum class Wait : int { kAcquireSys, kRelaxedSys, kAcquireGpu };
 enum class Group : int { kThread, kWarp, kBlock };
+// How the consumer reads the payload: ld.global.cg (L2, as the target's
+// kernels read what a peer wrote) or a plain load (L1 may keep a stale line).
+enum class Read : int { kL2, kCached };
 
 constexpr u64 kLineWords = 16;  // 128-byte lines: no two locations share one
 constexpr u64 kWordBits = 20;   // a word holds (epoch << kWordBits) | its index
@@ -90,7 +93,13 @@ __device__ void produce(u64* payload, u64* flags, const u64* acks, u64 instance,
 }
 
 // counts[instance]: {flags seen, weak outcomes, spins that ran out}, added to.
-template <Wait kWait, Group kConsumers, int kWords, int kThreads>
+template <Read kRead>
+__device__ __forceinline__ u64 payload_load(const u64* word) {
+  if constexpr (kRead == Read::kL2) return ptx::ld_cg_u64(word);
+  else return *word;
+}
+
+template <Wait kWait, Read kRead, Group kConsumers, int kWords, int kThreads>
 __device__ void consume(u64* payload, const u64* flags, u64* acks, u64* counts, u64 instance,
                         u64 epoch_base, u64 iterations, u64 spin_limit) {
   __shared__ u64 seen_shared;
@@ -113,7 +122,7 @@ __device__ void consume(u64* payload, const u64* flags, u64* acks, u64* counts, 
     if (seen != 0)
       for (int w = 0; w < kWords; ++w)
         if (owns<kConsumers, kThreads>(tid, w)) {
-          const u64 value = *word_at(payload, instance, w, kWords);
+          const u64 value = payload_load<kRead>(word_at(payload, instance, w, kWords));
           stale |= (value >> kWordBits) < seen || (value & ((1ull << kWordBits) - 1)) != w;
         }
     if constexpr (kConsumers == Group::kWarp) {
@@ -153,7 +162,7 @@ __device__ void stress(u64* scratch, u64 scratch_lines, const u64* done, u64 don
   }
 }
 
-template <Publish kPublish, Wait kWait, Group kProducers, bool kProducerBarrier,
+template <Publish kPublish, Wait kWait, Read kRead, Group kProducers, bool kProducerBarrier,
           Group kConsumers, int kWords, int kThreads>
 __global__ void __launch_bounds__(kThreads, 1)
     mp_litmus(u64* payload, u64* flags, u64* acks, const u64* perm, u64* counts, u64* scratch,
@@ -169,7 +178,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     produce<kPublish, kProducers, kProducerBarrier, kWords, kThreads>(
         payload, flags, acks, cta, epoch_base, iterations, spin_limit);
   else
-    consume<kWait, kConsumers, kWords, kThreads>(payload, flags, acks, counts, perm[cta - pairs],
+    consume<kWait, kRead, kConsumers, kWords, kThreads>(payload, flags, acks, counts, perm[cta - pairs],
                                                  epoch_base, iterations, spin_limit);
   __syncthreads();
   if (threadIdx.x == 0) ptx::red_add_relaxed_sys(done, 1);

@@ -70,6 +70,19 @@ class Wait(str, Enum):
         return f"{NAMESPACE}::Wait::{names[self]}"
 
 
+class Read(str, Enum):
+    """How the consumer reads the payload (litmus::Read): L2, as the target's
+    kernels read a peer's stores (ld.global.cg), or a plain load that L1 may
+    serve stale."""
+
+    L2 = "ld.cg"
+    CACHED = "ld"
+
+    @property
+    def cpp(self) -> str:
+        return f"{NAMESPACE}::Read::{'kL2' if self is Read.L2 else 'kCached'}"
+
+
 def group_cpp(group: Group) -> str:
     names = {Group.THREAD: "kThread", Group.WARP: "kWarp", Group.BLOCK: "kBlock"}
     return f"{NAMESPACE}::Group::{names[group]}"
@@ -87,6 +100,7 @@ class Shape:
     # Producers on GPU 0, consumers on GPU 1, the locations in GPU 1's memory:
     # where a gpu scope is too narrow. Not a template argument: a placement.
     across_gpus: bool = False
+    read: Read = Read.L2
 
     @property
     def correct(self) -> bool:
@@ -106,6 +120,7 @@ class Shape:
         args = [
             self.publish.cpp,
             self.wait.cpp,
+            self.read.cpp,
             group_cpp(self.producers),
             "true" if self.producer_barrier else "false",
             group_cpp(self.consumers),
@@ -118,7 +133,7 @@ class Shape:
         barrier = "" if self.producer_barrier else " no-barrier"
         across = " across GPUs 0->1" if self.across_gpus else ""
         return (
-            f"publish={self.publish.value} wait={self.wait.value} "
+            f"publish={self.publish.value} wait={self.wait.value} read={self.read.value} "
             f"producers={self.producers.value}{barrier} consumers={self.consumers.value}{across}"
         )
 
@@ -126,6 +141,7 @@ class Shape:
         return {
             "publish": self.publish.value,
             "wait": self.wait.value,
+            "read": self.read.value,
             "producers": self.producers.value,
             "producer_barrier": self.producer_barrier,
             "consumers": self.consumers.value,
@@ -138,6 +154,7 @@ class Shape:
 def control_of(shape: Shape) -> Shape:
     """The unmutated litmus of the same groups: release.sys, acquire.sys, the barrier kept."""
     return Shape(
+        read=shape.read,
         producers=shape.producers,
         consumers=shape.consumers,
         words=shape.words,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from faults.amplify.report import (
     rate_upper_bound,
     reproducibility,
 )
-from faults.amplify.shapes import Publish, Shape, Wait, amplified, control_of
+from faults.amplify.shapes import Publish, Read, Shape, Wait, amplified, control_of
 from faults.catalog import load_catalog
 from faults.catalog_types import Family
 from faults.cli import main, program
@@ -50,6 +51,7 @@ VARIANTS = (
         for b in (True, False)
     ]
     + [Shape(consumers=g) for g in (Group.THREAD, Group.WARP, Group.BLOCK)]
+    + [Shape(read=r) for r in Read]
 )
 
 
@@ -135,8 +137,11 @@ def test_a_wait_barrier_removed_is_not_mapped_and_says_why():
 def test_the_name_expression_names_every_template_argument():
     assert EXACT["gen.remove-barrier.cf.source.done_release"].name_expression() == (
         "litmus::mp_litmus<litmus::Publish::kReleaseSys, litmus::Wait::kAcquireSys, "
-        "litmus::Group::kBlock, false, litmus::Group::kBlock, 8, 256>"
+        "litmus::Read::kL2, litmus::Group::kBlock, false, litmus::Group::kBlock, 8, 256>"
     )
+    cached = replace(EXACT["gen.weaken-acquire.cb.source.row_wait"], read=Read.CACHED)
+    assert "litmus::Wait::kRelaxedSys, litmus::Read::kCached, " in cached.name_expression()
+    assert cached.label().startswith("publish=release.sys wait=relaxed.sys read=ld ")
 
 
 def test_reproducibility_is_one_minus_e_to_the_minus_k():
@@ -200,7 +205,7 @@ def test_a_correct_litmus_is_equivalent_and_a_broken_harness_judges_nothing():
     assert harness == (
         False,
         "the harness is broken: a correct litmus showed weak outcomes (publish=release.sys "
-        "wait=acquire.sys producers=warp consumers=warp under memory: 2)",
+        "wait=acquire.sys read=ld.cg producers=warp consumers=warp under memory: 2)",
     )
     runs = {RELAXED: [run(RELAXED, Stress.NONE, 1000, 5)]}
     judged = judge(MAPPED["gen.weaken-release.cf.source.row_release"], runs, 1, harness)
@@ -315,6 +320,10 @@ def test_no_run_maps_compiles_and_writes_the_report(tmp_path, capsys, monkeypatc
     ]
     assert doc["harness_ok"] is None
     assert (tmp_path / "amplify-cpu.md").read_text().startswith("# Amplification on cpu\n")
+    assert doc["mutants"][0]["shape"]["read"] == "ld.cg"  # the kernels' reads by default
+    assert amplify(tmp_path, "--no-run", "--only", only, "--read", "cached") == 0
+    doc = json.loads((tmp_path / "amplify-cpu.json").read_text())
+    assert doc["mutants"][0]["shape"]["read"] == "ld"
 
 
 @needs_nvrtc
