@@ -92,11 +92,13 @@ def corpus_command(args: argparse.Namespace) -> int:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from faults.report.compare import markdown, read_side
+    from faults.report.compare import markdown, read_notes, read_side
 
     if args.out:
         writable_dir(args.out.parent, "--out's folder")
-    text = markdown(read_side(args.left, "--left"), read_side(args.right, "--right"))
+    left, right = read_side(args.left, "--left"), read_side(args.right, "--right")
+    notes = read_notes(args.notes, left, right) if args.notes else None
+    text = markdown(left, right, notes)
     if args.out:
         write_text(args.out, text)
     print(text, end="")
@@ -138,4 +140,7 @@ def add_review_commands(commands) -> None:
     compare.add_argument("--left", type=Path, nargs="+", required=True, help="sweep JSON reports")
     compare.add_argument("--right", type=Path, nargs="+", required=True, help="sweep JSON reports")
     compare.add_argument("--out", type=Path, default=None, help="write the Markdown here")
+    compare.add_argument(
+        "--notes", type=Path, default=None, help="TOML: [why] fault id = why the sides differ"
+    )
     compare.set_defaults(handler=compare_command)
