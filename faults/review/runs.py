@@ -118,7 +118,7 @@ def run_review(
         # BASE's tree with no fault, under the configs the change failed: the
         # catalog without its forced failure runs the clean control alone.
         engine = Engine(replace(catalog, control=()), repo_root, workdir / "base", ref=base)
-        base_clean = engine.controls([c for c in catalog.configs if c.name in failed])
+        base_clean = engine.controls([c for c in catalog.configs if c.name in failed], slots)
         for base_run in base_clean:
             mine = failed[base_run.config]
             # The control's own reason blames the harness; the runs listed

@@ -335,15 +335,18 @@ def test_a_forced_failure_on_a_change_that_fails_alone_does_not_blame_the_harnes
         def __init__(self, *args, **kwargs):
             pass
 
-        def controls(self, configs):
+        def controls(self, configs, slots=1):
+            seen_slots.append(slots)
             return [result(CLEAN, c.name, Verdict.PASSED, True) for c in configs]
 
+    seen_slots = []
     monkeypatch.setattr(runs, "sweep", lambda *args, **kwargs: (controls, []))
     monkeypatch.setattr(runs, "Engine", BasePasses)
     monkeypatch.setattr(runs, "gpu_count", lambda: 2)
     catalog = load_catalog(Path(__file__).parents[3] / "catalogs/afdep.toml")
-    report = runs.run_review([], catalog, tmp_path, tmp_path, "B", tmp_path / "w")
+    report = runs.run_review([], catalog, tmp_path, tmp_path, "B", tmp_path / "w", slots=4)
     assert [failure.config for failure in report.change_fails] == ["bf16-eager"]
+    assert seen_slots == [4]  # BASE's controls run as many at a time as the change's
     assert report.harness_broken == [
         "the harness is broken: the forced-fail control was not killed: SURVIVED: SURVIVED here "
         "(config bf16-graph)"
