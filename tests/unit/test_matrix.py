@@ -112,3 +112,13 @@ def test_the_split_knob_rows():
     assert runs["3a1f-mixed-role-timeout"].expect == Expect.PASS
     assert runs["3a1f-disagree"].expect == Expect.AGREEMENT
     assert len(runs) == 2 * (len(knobs) + 2) + 4
+
+
+def test_fp8_rows_as_wide_as_the_seeds_run_under_both_protocols():
+    runs = {r.name: r for r in matrix_2gpu()}
+    for name in ("fp8-eager-h8192-sms24", "fp8-graph-h8192-sms24"):
+        assert geometry_of(runs[name]).hidden == 8192 and runs[name].env == {}
+    for name in ("cf-fp8-eager-h8192", "cf-fp8-graph-h8192"):
+        geometry = geometry_of(runs[name])
+        assert (geometry.hidden, geometry.payload) == (8192, "fp8")
+        assert runs[name].env == COUNT_FIRST_EVERY_BUCKET
