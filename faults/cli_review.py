@@ -55,7 +55,8 @@ def review_command(args: argparse.Namespace) -> int:
             harness = prefix / Path(args.catalog).resolve().relative_to(args.root)
         except ValueError:  # a catalog outside the tree: its findings name no file
             harness = None
-        write_sarif(args.sarif, TOOL, RULES, findings(result, prefix, harness))
+        touched = {"sitesTouched": [cover.site.name for cover in result.touched]}
+        write_sarif(args.sarif, TOOL, RULES, findings(result, prefix, harness), touched)
     print(text)
     return 0 if result.ok else 1
 
