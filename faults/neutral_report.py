@@ -65,6 +65,7 @@ def with_totals(head: dict, rows: list[dict], outside: list[dict]) -> dict:
     """The document of `rows` (one per reviewed commit) under `head`, with
     its totals; `outside`: the commits that change nothing under the sources."""
     seconds = [row["seconds"] for row in rows]
+    cpu = [row["cpu_seconds"] for row in rows]
     judged = [row for row in rows if row["verdict"] != str(Outcome.NOT_JUDGED)]
     slowest = max(seconds, default=0.0)
     return {
@@ -77,6 +78,8 @@ def with_totals(head: dict, rows: list[dict], outside: list[dict]) -> dict:
         "as_expected": sum(row["as_expected"] for row in rows),
         "max_seconds": slowest,
         "median_seconds": round(statistics.median(seconds), 2) if seconds else 0.0,
+        "max_cpu_seconds": max(cpu, default=0.0),
+        "median_cpu_seconds": round(statistics.median(cpu), 2) if cpu else 0.0,
         "static_budget_s": STATIC_BUDGET_S,
         "within_budget": slowest <= STATIC_BUDGET_S,
         "not_under_sources": len(outside),
@@ -123,7 +126,8 @@ def summary(doc: dict) -> str:
         f"{doc['flagged']} flagged, {doc['not_judged']} not judged; false positives: "
         f"{len(doc['false_positives'])} ({positives}); static review max "
         f"{doc['max_seconds']} s, median {doc['median_seconds']} s ({budget} the "
-        f"{doc['static_budget_s']:g} s budget)"
+        f"{doc['static_budget_s']:g} s budget; CPU max {doc['max_cpu_seconds']} s, median "
+        f"{doc['median_cpu_seconds']} s)"
     )
 
 
@@ -168,9 +172,10 @@ def markdown(doc: dict) -> str:
         "",
         f"Source digest `{doc['native_source_sha256']}` (`{doc['sources']}` at HEAD); ranges "
         f"{ranges}; expectations {expectations}. Each commit reviewed statically against "
-        "its first parent, by HEAD's review and catalog, with an empty PTX cache; s: its "
-        "wall time, CPU s: its processes' user + system time, load: the 1-minute load "
-        f"average of this {doc['cpus']}-CPU machine as it began.",
+        "its first parent, by HEAD's review and catalog, its own PTX cache empty (a "
+        "target's compiler cache as the environment gave it); s: its wall time, CPU s: "
+        "its processes' user + system time, load: the 1-minute load average of this "
+        f"{doc['cpus']}-CPU machine as it began.",
         "",
         summary(doc) + ".",
         "",

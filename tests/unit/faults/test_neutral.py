@@ -235,7 +235,8 @@ def test_the_document_and_its_table():
     lines = markdown(doc).splitlines()
     assert lines[4] == (
         "3 commits change the sources: 1 approved, 1 flagged, 1 not judged; false positives: 0 "
-        "(none); static review max 12.0 s, median 2.5 s (OVER the 10 s budget)."
+        "(none); static review max 12.0 s, median 2.5 s (OVER the 10 s budget; CPU max "
+        "1.25 s, median 1.25 s)."
     )
     assert (
         lines[8]
