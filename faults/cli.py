@@ -8,6 +8,7 @@ sweep                 controls first, then every fault; reports and history
 review BASE [CHANGE]  what a change does to the synchronization (static; --run: run it)
 sites [--check] DIR   list the sites under DIR, or check their rules and contracts
 corpus DIR [--run]    review every bug commit of a corpus; --results-dir writes the table
+corpus --neutral R    review every real commit of range R that must be approved (--expect)
 compare --left .. --right ..  sweep reports side by side (shards of a side merged)
 amplify               the order-weakening mutants as litmus tests under stress
 
