@@ -8,7 +8,9 @@ sweep                 controls first, then every fault; reports and history
 review BASE [CHANGE]  what a change does to the synchronization (static; --run: run it)
 sites [--check] DIR   list the sites under DIR, or check their rules and contracts
 corpus DIR [--run]    review every bug commit of a corpus; --results-dir writes the table
+corpus --neutral R    review every real commit of range R that must be approved (--expect)
 compare --left .. --right ..  sweep reports side by side (shards of a side merged)
+amplify               the order-weakening mutants as litmus tests under stress
 
 A bad argument, path, ref or catalog is refused with one line naming it
 (exit 2) before any tree is built. Scratch trees and logs go to a temporary
@@ -25,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from faults.amplify.cli import add_amplify_command
 from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.catalog_types import RankMode
 from faults.cli_review import add_review_commands
@@ -325,6 +328,7 @@ def parser() -> OneLineParser:
     add_review_commands(commands)
     add_science_commands(commands)
     add_shrink_command(commands)
+    add_amplify_command(commands)
     return top
 
 

@@ -55,7 +55,8 @@ def review_command(args: argparse.Namespace) -> int:
             harness = prefix / Path(args.catalog).resolve().relative_to(args.root)
         except ValueError:  # a catalog outside the tree: its findings name no file
             harness = None
-        write_sarif(args.sarif, TOOL, RULES, findings(result, prefix, harness))
+        touched = {"sitesTouched": [cover.site.name for cover in result.touched]}
+        write_sarif(args.sarif, TOOL, RULES, findings(result, prefix, harness), touched)
     print(text)
     return 0 if result.ok else 1
 
@@ -64,6 +65,9 @@ def corpus_command(args: argparse.Namespace) -> int:
     from faults.corpus import document, load_corpus, run_corpus, write_results
     from faults.scratch import tree_digest
 
+    check_corpus_words(args)
+    if args.neutral is not None:
+        return neutral_command(args)
     catalog = load(args)
     bugs = load_corpus(args.dir, args.only)
     needed = catalog.gpus_needed
@@ -91,12 +95,52 @@ def corpus_command(args: argparse.Namespace) -> int:
     return 0 if doc["caught"] == doc["bugs"] and doc["static_expected_caught_statically"] else 1
 
 
+def check_corpus_words(args: argparse.Namespace) -> None:
+    """DIR (bug patches) or --neutral REV_RANGE (real commits), with the
+    options of the one chosen."""
+    if args.dir is not None and args.neutral is not None:
+        raise UsageError("corpus: DIR or --neutral REV_RANGE, not both")
+    if args.dir is None and args.neutral is None:
+        raise UsageError("corpus: give DIR (a folder of bug patches) or --neutral REV_RANGE")
+    if args.neutral is None and args.expect is not None:
+        raise UsageError("corpus --expect: only with --neutral")
+    if args.neutral is not None and (args.run or args.only):
+        raise UsageError("corpus --neutral: the review is static; --run and --only are DIR's")
+
+
+def neutral_command(args: argparse.Namespace) -> int:
+    from faults.neutral import commits_in, load_expectations, review_commits
+    from faults.neutral_report import document, passed, summary, write_results
+    from faults.scratch import tree_digest
+
+    sources = load(args).target.sources
+    expectations = load_expectations(args.expect)
+    commits, outside = commits_in(args.root, args.neutral, sources)
+    with workdir(args, "neutral") as work:
+        results = review_commits(args.root, commits, work.path, expectations)
+        doc = document(
+            results,
+            outside,
+            machine=machine_name(),
+            digest=tree_digest(args.root / sources),
+            sources=sources,
+            rev_range=args.neutral,
+            expectations=str(args.expect) if args.expect else None,
+        )
+        work.failed = not passed(doc)
+    stem = write_results(doc, args.results_dir) if args.results_dir else None
+    print(summary(doc) + (f"; reports: {stem}.json .md" if stem else ""))
+    return 0 if passed(doc) else 1
+
+
 def compare_command(args: argparse.Namespace) -> int:
-    from faults.report.compare import markdown, read_side
+    from faults.report.compare import markdown, read_notes, read_side
 
     if args.out:
         writable_dir(args.out.parent, "--out's folder")
-    text = markdown(read_side(args.left, "--left"), read_side(args.right, "--right"))
+    left, right = read_side(args.left, "--left"), read_side(args.right, "--right")
+    notes = read_notes(args.notes, left, right) if args.notes else None
+    text = markdown(left, right, notes)
     if args.out:
         write_text(args.out, text)
     print(text, end="")
@@ -126,8 +170,25 @@ def add_review_commands(commands) -> None:
     review.add_argument("--sarif", type=Path, default=None, help="write the findings as SARIF")
     review.add_argument("--no-exposure", action="store_true", help=NO_EXPOSURE_HELP)
     review.set_defaults(handler=review_command)
-    corpus = commands.add_parser("corpus", help="review every bug commit of a corpus")
-    corpus.add_argument("dir", type=Path, help="a folder of *.patch files with their headers")
+    corpus = commands.add_parser(
+        "corpus", help="review every bug commit of a corpus, or every real commit of a range"
+    )
+    corpus.add_argument(
+        "dir", type=Path, nargs="?", help="a folder of *.patch files with their headers"
+    )
+    corpus.add_argument(
+        "--neutral",
+        metavar="REV_RANGE",
+        default=None,
+        help="instead: every commit of REV_RANGE (A..B; a ref alone: its history), "
+        "each expected to be approved",
+    )
+    corpus.add_argument(
+        "--expect",
+        type=Path,
+        default=None,
+        help="with --neutral: [[commit]] sha, expect (ok / changes-needed), why",
+    )
     corpus.add_argument("--run", action="store_true", help="also run each review's faults")
     corpus.add_argument("--only", default=None, help="a regular expression matching whole names")
     corpus.add_argument("--results-dir", type=Path, default=None)
@@ -138,4 +199,7 @@ def add_review_commands(commands) -> None:
     compare.add_argument("--left", type=Path, nargs="+", required=True, help="sweep JSON reports")
     compare.add_argument("--right", type=Path, nargs="+", required=True, help="sweep JSON reports")
     compare.add_argument("--out", type=Path, default=None, help="write the Markdown here")
+    compare.add_argument(
+        "--notes", type=Path, default=None, help="TOML: [why] fault id = why the sides differ"
+    )
     compare.set_defaults(handler=compare_command)

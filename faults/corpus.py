@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -147,11 +148,20 @@ def load_corpus(folder: Path, only: str | None = None) -> list[Bug]:
     return bugs
 
 
+def fresh_clone(repo_root: Path, clone: Path):
+    """A clone of `repo_root`'s HEAD at `clone`, sharing its objects (quick); one
+    an earlier (perhaps cut) run left there is this tool's scratch: it goes first."""
+    import git
+
+    shutil.rmtree(clone, ignore_errors=True)
+    return git.Repo.clone_from(str(repo_root), str(clone), shared=True, no_checkout=False)
+
+
 def bug_commit(repo_root: Path, bug: Bug, clone: Path) -> tuple[str, str]:
     """Clone HEAD of `repo_root` into `clone`, commit the bug there: (base, head)."""
     import git
 
-    repo = git.Repo.clone_from(str(repo_root), str(clone), shared=True, no_checkout=False)
+    repo = fresh_clone(repo_root, clone)
     base = repo.head.commit.hexsha
     try:
         repo.git.apply("--index", str(bug.path.resolve()))
@@ -214,26 +224,33 @@ def review_bug(
     rank_mode: str = "auto",
     slots: int = 1,
     exposure: bool = True,
+    cache: Path | None = None,
 ) -> ReviewOutcome:
-    mode = "run" if run else "static"
-    sarif = work / f"review-{mode}.sarif"
+    """One review of base..head in `clone`, its files under `work`; `cache`:
+    the review's own cache folder (its PTX compiled afresh), else the user's."""
+    sarif = review_sarif(work, run=run)
     command = review_words(
         clone, base, head, work, sarif, run=run, rank_mode=rank_mode, slots=slots, exposure=exposure
     )
-    log = work / f"review-{mode}.log"
+    log = sarif.with_suffix(".log")
     started = time.perf_counter()
     outcome = run_logged(
         command,
         log,
         timeout_s=RUN_TIMEOUT_S if run else STATIC_TIMEOUT_S,
-        env=_env_for(clone),
+        env=_env_for(clone, cache),
         cwd=clone,
     )
     seconds = round(time.perf_counter() - started, 2)
     return ReviewOutcome(outcome.exit_code, sarif_sites(sarif, known_sites), seconds, str(log))
 
 
-def _env_for(clone: Path) -> dict[str, str]:
+def review_sarif(work: Path, *, run: bool) -> Path:
+    """Where a review under `work` writes its SARIF (its log beside it)."""
+    return work / f"review-{'run' if run else 'static'}.sarif"
+
+
+def _env_for(clone: Path, cache: Path | None = None) -> dict[str, str]:
     """This faults package first (the tool that reviews; `clone` is only what
     it reviews: the target's own stages put the clone first themselves)."""
     import os
@@ -244,6 +261,8 @@ def _env_for(clone: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [tool, env.get("PYTHONPATH")]))
     env["PYTHONSAFEPATH"] = "1"  # run in the clone, never import from it
+    if cache is not None:
+        env["XDG_CACHE_HOME"] = str(cache)
     return env
 
 
@@ -348,16 +367,10 @@ def run_corpus(
         static = review_bug(work / "clone", base, head, work, run=False, known_sites=known_sites)
         result = BugResult(bug, static)
         if run:
+            options = {"rank_mode": rank_mode, "slots": slots, "exposure": exposure}
+            clone = work / "clone"
             result.run = review_bug(
-                work / "clone",
-                base,
-                head,
-                work,
-                run=True,
-                known_sites=known_sites,
-                rank_mode=rank_mode,
-                slots=slots,
-                exposure=exposure,
+                clone, base, head, work, run=True, known_sites=known_sites, **options
             )
         say(
             f"{bug.name} class={bug.bug_class} expected={bug.catch} caught_by={result.caught_by} "
@@ -367,15 +380,19 @@ def run_corpus(
     return results
 
 
+def machine_slug(machine: str) -> str:
+    """A machine's name as a results file names it."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", machine).strip("-")
+
+
 def write_results(doc: dict, results_dir: Path) -> Path:
     """docs-style results: review-corpus-<machine>[-logical].json and .md (runs
     on logical ranks never mixed with per-GPU ones), merged into the document
     already there; the stem returned."""
     from hostio import write_json, write_text
 
-    slug = re.sub(r"[^A-Za-z0-9.]+", "-", doc["machine"]).strip("-")
     mode = "-logical" if doc.get("rank_mode") == "logical" else ""
-    stem = Path(results_dir) / f"review-corpus-{slug}{mode}"
+    stem = Path(results_dir) / f"review-corpus-{machine_slug(doc['machine'])}{mode}"
     try:
         doc = merged(json.loads(stem.with_suffix(".json").read_text()), doc)
     except (OSError, ValueError):  # none there yet, or not a document: this one alone

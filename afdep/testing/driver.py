@@ -35,6 +35,7 @@ from afdep.testing.driver_parts import (
 from afdep.testing.logical import add_rank_mode_arguments, main_logical, resolve_rank_mode
 from afdep.testing.skew import LaunchSkew, launch_delay
 from afdep.testing.steps import StepRunner, inject_invalid_route
+from afdep.testing.watchdog import step_deadline, step_deadline_s
 from afdep.vocab import MISMATCH, RouteKind, digest_line, result_line
 from hostio import OneLineParser, UsageError, at_least
 
@@ -170,6 +171,7 @@ def run(args: argparse.Namespace, rank: int) -> dict:
     runner = StepRunner(buffer, graph=args.graph)
     checks, mismatches, protocols, timings = 0, [], [], {}
     global_step = 0
+    deadline_s = step_deadline_s(buffer.config.timeout_ms)
     for num_tokens in args.tokens:
         for _ in range(args.steps):
             sources = step_sources(args, g, buffer.device, global_step, num_tokens)
@@ -179,8 +181,9 @@ def run(args: argparse.Namespace, rank: int) -> dict:
                 log(rank, f"injected: route {kind} token={token} slot={slot}")
             skip = args.test_skip_dispatch_rank == rank and global_step == 0
             delay = launch_delay(args, global_step, rank, dist.get_world_size())
-            runner.step(sources, bucket=num_tokens, skip_send=skip, delay_cycles=delay)
-            torch.cuda.synchronize()  # a trap or timeout surfaces here as a CUDA error
+            with step_deadline(deadline_s, global_step, [rank]):
+                runner.step(sources, bucket=num_tokens, skip_send=skip, delay_cycles=delay)
+                torch.cuda.synchronize()  # a trap or timeout surfaces here as a CUDA error
             if invalid:
                 mismatches.append(f"{MISMATCH} route {args.invalid_route}: the step ran clean")
             else:

@@ -37,6 +37,7 @@ from afdep.testing.logical_steps import LogicalStepper
 from afdep.testing.ranklog import RankTags, tagged_output
 from afdep.testing.skew import launch_delay
 from afdep.testing.steps import StepRunner, inject_invalid_route
+from afdep.testing.watchdog import step_deadline, step_deadline_s
 from afdep.vocab import MISMATCH, digest_line, result_line
 from hostio import UsageError, at_least
 
@@ -148,6 +149,7 @@ def run_steps(args: argparse.Namespace, ranks: LogicalRanks, tags: RankTags) -> 
     runners = [StepRunner(buffer, graph=args.graph) for buffer in ranks.buffers]
     stepper = LogicalStepper(runners, ranks.streams, graph=args.graph)
     tallies = [RankTally() for _ in runners]
+    deadline_s = step_deadline_s(ranks.buffers[0].config.timeout_ms)
     step = 0
     for num_tokens in args.tokens:
         for _ in range(args.steps):
@@ -164,8 +166,9 @@ def run_steps(args: argparse.Namespace, ranks: LogicalRanks, tags: RankTags) -> 
             for rank in range(ranks.world_size):
                 with tags.speaking(rank):
                     delays.append(launch_delay(args, step, rank, ranks.world_size))
-            stepper.step(sources, bucket=num_tokens, skip_ranks=skip, delays=delays)
-            torch.cuda.synchronize()  # a trap or timeout surfaces here as a CUDA error
+            with step_deadline(deadline_s, step, list(range(ranks.world_size))):
+                stepper.step(sources, bucket=num_tokens, skip_ranks=skip, delays=delays)
+                torch.cuda.synchronize()  # a trap or timeout surfaces here as a CUDA error
             for rank, runner in enumerate(runners):
                 with tags.speaking(rank):
                     tally_step(

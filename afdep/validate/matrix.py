@@ -122,6 +122,9 @@ def combine_env(sms: int) -> dict[str, str]:
     return {} if sms == 24 else {"AFDEP_COMBINE_SMS": str(sms)}
 
 
+WIDEST_FP8 = 8192  # hidden: the seed validated fp8 rows this wide
+
+
 def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
     runs = []
     for payload in ("bf16", "fp8"):
@@ -137,6 +140,9 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
                 args = grid(payload, execution, hidden, 24, "--collect-view")
                 name = f"view-{payload}-{execution}-h{hidden}"
                 runs.append(passing(name, args, Group.CORRECTNESS))
+    for execution in ("eager", "graph"):  # the seed's widest rows: hidden 8192 in fp8
+        name = f"fp8-{execution}-h{WIDEST_FP8}-sms24"
+        runs.append(passing(name, grid("fp8", execution, WIDEST_FP8), Group.CORRECTNESS))
     runs += invalid_route_runs("", Group.FAILURES, {})
     runs += matrix_count_first()
     for skip_rank, role in ((0, Role.ATTENTION), (1, Role.FFN)):
@@ -175,6 +181,9 @@ def matrix_count_first() -> list[Run]:
                 runs.append(passing(f"cf-{payload}-{execution}-h{hidden}", args, group, CF))
             args = grid(payload, execution, 2048, 24, "--collect-view")
             runs.append(passing(f"cf-view-{payload}-{execution}", args, group, CF))
+    for execution in ("eager", "graph"):
+        name = f"cf-fp8-{execution}-h{WIDEST_FP8}"
+        runs.append(passing(name, grid("fp8", execution, WIDEST_FP8), group, CF))
     for sms in (7, 23):
         runs.append(passing(f"cf-sms{sms}", grid("bf16", "graph", 2048, sms), group, CF))
     for setting in KNOB_SETTINGS:

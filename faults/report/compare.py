@@ -5,6 +5,11 @@ the disagreements first. Several reports on a side are shards of one sweep
 error, for its verdict would be ambiguous.
 
     afdep-faults compare --left A.json [B.json ...] --right C.json [...] [--out F.md]
+        [--notes NOTES.toml]
+
+A notes file says why each disagreement is what it is (`[why]`, fault id =
+text); a disagreement it does not explain is marked unexplained, and a note
+on a fault that does not disagree is refused as stale.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomllib
 
 from hostio import UsageError
 
@@ -43,10 +50,32 @@ def read_side(paths: list[Path], option: str) -> Side:
     return Side(labels.pop(), tuple(sorted(digests)), verdicts)
 
 
-def markdown(left: Side, right: Side) -> str:
+def disagreements(left: Side, right: Side) -> list[str]:
     both = sorted(set(left.verdicts) & set(right.verdicts))
-    differ = [f for f in both if left.verdicts[f] != right.verdicts[f]]
+    return [f for f in both if left.verdicts[f] != right.verdicts[f]]
+
+
+def read_notes(path: Path, left: Side, right: Side) -> dict[str, str]:
+    """`[why]` of the notes file: a text per disagreeing fault."""
+    try:
+        why = tomllib.loads(Path(path).read_text()).get("why", {})
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise UsageError(f"--notes {path}: {error}") from None
+    if not isinstance(why, dict) or not all(isinstance(t, str) for t in why.values()):
+        raise UsageError(f"--notes {path}: [why] must map fault ids to texts")
+    differ = set(disagreements(left, right))
+    stale = sorted(set(why) - differ)
+    if stale:
+        raise UsageError(f"--notes {path}: {stale[0]} does not disagree here: its note is stale")
+    return why
+
+
+def markdown(left: Side, right: Side, notes: dict[str, str] | None = None) -> str:
+    notes = notes or {}
+    both = sorted(set(left.verdicts) & set(right.verdicts))
+    differ = disagreements(left, right)
     same = [f for f in both if f not in differ]
+    unexplained = [f for f in differ if f not in notes]
     lines = [
         f"# Verdicts: {left.label} vs {right.label}",
         "",
@@ -54,13 +83,17 @@ def markdown(left: Side, right: Side) -> str:
         f"- right: {right.label}, source {', '.join(d[:12] for d in right.digests)}",
         f"- {len(both)} faults on both sides, {len(differ)} disagree; "
         f"{len(set(left.verdicts) - set(right.verdicts))} only left, "
-        f"{len(set(right.verdicts) - set(left.verdicts))} only right",
+        f"{len(set(right.verdicts) - set(left.verdicts))} only right; "
+        f"{len(unexplained)} disagreement{'' if len(unexplained) == 1 else 's'} unexplained",
         "",
-        f"| fault | {left.label} | {right.label} |",
-        "|---|---|---|",
+        f"| fault | {left.label} | {right.label} | why they differ |",
+        "|---|---|---|---|",
     ]
     for fault in differ:
-        lines.append(f"| **{fault}** | **{left.verdicts[fault]}** | **{right.verdicts[fault]}** |")
+        why = notes.get(fault, "**unexplained**")
+        lines.append(
+            f"| **{fault}** | **{left.verdicts[fault]}** | **{right.verdicts[fault]}** | {why} |"
+        )
     for fault in same:
-        lines.append(f"| {fault} | {left.verdicts[fault]} | {right.verdicts[fault]} |")
+        lines.append(f"| {fault} | {left.verdicts[fault]} | {right.verdicts[fault]} | |")
     return "\n".join(lines) + "\n"

@@ -58,31 +58,37 @@ def result(finding: Finding, rule_index: int) -> dict:
     return entry
 
 
-def sarif_document(tool: str, rules: list[Rule], findings: list[Finding]) -> dict:
-    """One run of `tool`; `rules` are every kind it can report, found or not."""
+def sarif_document(
+    tool: str, rules: list[Rule], findings: list[Finding], properties: dict | None = None
+) -> dict:
+    """One run of `tool`; `rules` are every kind it can report, found or not;
+    `properties`: the run's property bag (what the run saw beside its findings)."""
     index = {rule.id: i for i, rule in enumerate(rules)}
     unknown = sorted({f.rule.id for f in findings} - set(index))
     if unknown:
         raise ValueError(f"SARIF findings under rules not declared: {unknown}")
-    return {
-        "$schema": SCHEMA,
-        "version": VERSION,
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": tool,
-                        "rules": [
-                            {"id": rule.id, "shortDescription": {"text": rule.description}}
-                            for rule in rules
-                        ],
-                    }
-                },
-                "results": [result(f, index[f.rule.id]) for f in findings],
+    run: dict = {
+        "tool": {
+            "driver": {
+                "name": tool,
+                "rules": [
+                    {"id": rule.id, "shortDescription": {"text": rule.description}}
+                    for rule in rules
+                ],
             }
-        ],
+        },
+        "results": [result(f, index[f.rule.id]) for f in findings],
     }
+    if properties is not None:
+        run["properties"] = properties
+    return {"$schema": SCHEMA, "version": VERSION, "runs": [run]}
 
 
-def write_sarif(path: Path, tool: str, rules: list[Rule], findings: list[Finding]) -> None:
-    write_json(path, sarif_document(tool, rules, findings))
+def write_sarif(
+    path: Path,
+    tool: str,
+    rules: list[Rule],
+    findings: list[Finding],
+    properties: dict | None = None,
+) -> None:
+    write_json(path, sarif_document(tool, rules, findings, properties))

@@ -49,16 +49,35 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Finding
                 if r.fault in cover.faults and not r.ok
             ]
     if result.runs is not None:
-        path, line = first_changed(result)
-        found += [
-            Finding(CHANGE_FAILS, Level.ERROR, str(failure), path and uri(path), line)
-            for failure in result.runs.change_fails
-        ]
+        found += change_fails(result, uri)
         found += [
             Finding(HARNESS, Level.WARNING, sentence, catalog and catalog.as_posix())
             for sentence in result.runs.harness_broken
         ]
     return found
+
+
+def change_fails(result: Review, uri) -> list[Finding]:
+    """The change failing the driver with no fault, said at every site it
+    touched (the suspects, named), else at its first changed line."""
+    failures = result.runs.change_fails
+    if result.touched:
+        return [
+            Finding(
+                CHANGE_FAILS,
+                Level.ERROR,
+                f"{cover.site.name}: {failure}",
+                uri(result.site_path(cover)),
+                cover.site.start,
+            )
+            for cover in result.touched
+            for failure in failures
+        ]
+    path, line = first_changed(result)
+    return [
+        Finding(CHANGE_FAILS, Level.ERROR, str(failure), path and uri(path), line)
+        for failure in failures
+    ]
 
 
 def first_changed(result: Review) -> tuple[str | None, int | None]:

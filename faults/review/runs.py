@@ -104,19 +104,21 @@ def run_review(
         [Engine(catalog, tree, workdir / "change")], ids, fits, 1, lambda _: None, slots=slots
     )
     log = catalog.target.log
+    failed = {r.config: r for r in controls if r.fault == CLEAN and not r.ok}
+    # The forced failure on a tree that already fails with no fault says
+    # nothing of the harness (it may hang where the change hangs).
     harness_broken = [
         "the harness is broken: the forced-fail control was not killed: "
         f"{r.verdict}: {r.reason.splitlines()[0]} (config {r.config})"
         for r in controls
-        if r.fault == FORCED and not r.ok
+        if r.fault == FORCED and not r.ok and r.config not in failed
     ]
-    failed = {r.config: r for r in controls if r.fault == CLEAN and not r.ok}
     change_fails, base_clean = [], []
     if failed:
         # BASE's tree with no fault, under the configs the change failed: the
         # catalog without its forced failure runs the clean control alone.
         engine = Engine(replace(catalog, control=()), repo_root, workdir / "base", ref=base)
-        base_clean = engine.controls([c for c in catalog.configs if c.name in failed])
+        base_clean = engine.controls([c for c in catalog.configs if c.name in failed], slots)
         for base_run in base_clean:
             mine = failed[base_run.config]
             # The control's own reason blames the harness; the runs listed

@@ -6,9 +6,9 @@
 # Back: results/sweep-*-logical.{json,md,xml}, replay.{json,md}, console.log, logs.tgz.
 source scripts/gpu/common.sh
 FAULTS=(--rank-mode logical --no-generated)
-timeout 400 python3 -m faults "${FAULTS[@]}" --workdir /tmp/sched-sweep sweep \
-  --only '(P1s|P5s|N2s|N5s)\.(uneven|pct)' --config bf16-graph --no-exposure \
-  --seeds 4 --seed-base 0 --slots 4 --results-dir "$OUT/results" \
+timeout "${SWEEP_S:-400}" python3 -m faults "${FAULTS[@]}" --workdir /tmp/sched-sweep sweep \
+  --only "${ONLY:-(P1s|P5s|N2s|N5s)\.(uneven|pct)}" --config bf16-graph --no-exposure \
+  --seeds "${SEEDS:-4}" --seed-base 0 --slots 4 --results-dir "$OUT/results" \
   --history /tmp/sched-history.sqlite >> "$LOG" 2>&1
 echo "sweep rc=$?" | tee -a "$LOG"
 JSON=$(ls "$OUT"/results/sweep-*-logical.json 2>/dev/null | head -1)

@@ -12,9 +12,10 @@ shrink() {  # FAULT CONFIG BUDGET_S
     >> "$LOG" 2>&1
   echo "== $1 under $2: rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$LOG"
 }
-shrink N2 bf16-graph@2048 130
-shrink gen.skip.cf.ffn.count_wait bf16-graph 100
-shrink gen.epoch-off-by-one.cb.source.row_wait bf16-graph 100
+# Arguments: FAULT CONFIG BUDGET_S triples (default: N2 and two generated faults).
+[ $# -ge 3 ] || set -- N2 bf16-graph@2048 130 gen.skip.cf.ffn.count_wait bf16-graph 100 \
+  gen.epoch-off-by-one.cb.source.row_wait bf16-graph 100
+while [ $# -ge 3 ]; do shrink "$1" "$2" "$3"; shift 3; done
 timeout 120 python3 -m pytest -q -p no:cacheprovider -rs tests/regress >> "$LOG" 2>&1
 echo "== regression tests: rc=$?" | tee -a "$LOG"
 { find /tmp/shrink-* -name '*.log' -size -2M; ls tests/regress/*.py; } 2>/dev/null \

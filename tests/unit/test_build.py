@@ -143,3 +143,13 @@ def test_params_struct_matches_python_field_list():
 def test_kernels_hold_no_raw_asm():
     for header in (CSRC / "impls").glob("*.cuh"):
         assert "asm" not in header.read_text(), header.name
+
+
+def test_the_widest_fp8_rows_the_validation_runs_compile(jit_cache):
+    from afdep.build import all_specs
+    from afdep.validate.matrix import WIDEST_FP8
+
+    specs = all_specs([WIDEST_FP8], [8], ["fp8"])
+    compiled = [compile_kernel(spec) for spec in specs]
+    assert {s.name for s in specs} == set(jit.KERNEL_TEMPLATES)
+    assert all(c.cubin[:4] == b"\x7fELF" for c in compiled)

@@ -120,3 +120,13 @@ def test_the_correctness_cells_of_7_sms_run_ffn_combine_on_7_ctas():
     assert cells["fp8-eager-h7168-sms7"] == {"AFDEP_COMBINE_SMS": "7"}
     assert cells["bf16-graph-h2048-sms24"] == {}  # the default: every SM
     assert sum(env == {"AFDEP_COMBINE_SMS": "7"} for env in cells.values()) == 8
+
+
+def test_fp8_rows_as_wide_as_the_seeds_run_under_both_protocols():
+    runs = {r.name: r for r in matrix_2gpu()}
+    for name in ("fp8-eager-h8192-sms24", "fp8-graph-h8192-sms24"):
+        assert geometry_of(runs[name]).hidden == 8192 and runs[name].env == {}
+    for name in ("cf-fp8-eager-h8192", "cf-fp8-graph-h8192"):
+        geometry = geometry_of(runs[name])
+        assert (geometry.hidden, geometry.payload) == (8192, "fp8")
+        assert runs[name].env == COUNT_FIRST_EVERY_BUCKET

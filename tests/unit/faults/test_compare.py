@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.report.compare import markdown, read_side
+from faults.report.compare import markdown, read_notes, read_side
 from hostio import UsageError
 
 
@@ -31,12 +31,13 @@ def test_shards_merge_and_disagreements_come_first(tmp_path):
         [report(tmp_path / "c.json", "2xH200", "per-gpu", m_a="KILLED", m_b="KILLED")], "--right"
     )
     assert markdown(left, right).splitlines()[4:] == [
-        "- 2 faults on both sides, 1 disagree; 1 only left, 0 only right",
+        "- 2 faults on both sides, 1 disagree; 1 only left, 0 only right; "
+        "1 disagreement unexplained",
         "",
-        "| fault | 1xH200, logical | 2xH200, per-gpu |",
-        "|---|---|---|",
-        "| **m.a** | **SURVIVED** | **KILLED** |",
-        "| m.b | KILLED | KILLED |",
+        "| fault | 1xH200, logical | 2xH200, per-gpu | why they differ |",
+        "|---|---|---|---|",
+        "| **m.a** | **SURVIVED** | **KILLED** | **unexplained** |",
+        "| m.b | KILLED | KILLED | |",
     ]
 
 
@@ -50,3 +51,21 @@ def test_what_cannot_be_compared_is_one_line(tmp_path):
     (tmp_path / "junk.json").write_text("{}")
     with pytest.raises(UsageError, match=r"^--right .*junk\.json: not a sweep report"):
         read_side([tmp_path / "junk.json"], "--right")
+
+
+def test_notes_explain_each_disagreement_and_a_stale_note_is_refused(tmp_path):
+    left = read_side([report(tmp_path / "a.json", "1xH200", "logical", m_a="SURVIVED")], "--left")
+    right = read_side([report(tmp_path / "b.json", "2xH200", "per-gpu", m_a="KILLED")], "--right")
+    notes = tmp_path / "notes.toml"
+    notes.write_text('[why]\n"m.a" = "the window needs NVLink latency"\n')
+    text = markdown(left, right, read_notes(notes, left, right)).splitlines()
+    assert text[4].endswith("; 0 disagreements unexplained")
+    assert text[-1] == "| **m.a** | **SURVIVED** | **KILLED** | the window needs NVLink latency |"
+    notes.write_text('[why]\n"m.a" = "x"\n"m.b" = "y"\n')
+    with pytest.raises(
+        UsageError, match=r"notes\.toml: m\.b does not disagree here: its note is stale$"
+    ):
+        read_notes(notes, left, right)
+    notes.write_text("[why]\nm = 1\n")
+    with pytest.raises(UsageError, match=r"notes\.toml: \[why\] must map fault ids to texts$"):
+        read_notes(notes, left, right)

@@ -117,6 +117,14 @@ def test_a_bug_is_committed_on_a_clone_of_head(repo, tmp_path):
     )
 
 
+def test_a_bug_is_committed_again_over_an_earlier_runs_clone(repo, tmp_path):
+    bug = load_bug(write_patch(tmp_path / "corpus", "b01", HEADER + DIFF))
+    bug_commit(repo, bug, tmp_path / "clone")  # a cut run leaves its clone behind
+    base, head = bug_commit(repo, bug, tmp_path / "clone")
+    assert git(tmp_path / "clone", "rev-parse", "HEAD~1").strip() == base
+    assert (tmp_path / "clone/kernel.cu").read_text() == "store();\npublish();\n"
+
+
 def test_a_bug_that_does_not_apply_is_named(repo, tmp_path):
     text = HEADER + DIFF.replace("-barrier();", "-fence();")
     bug = load_bug(write_patch(tmp_path / "corpus", "b01", text))

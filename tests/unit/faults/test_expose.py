@@ -234,7 +234,7 @@ def test_with_generated_adds_them(catalog, sites, monkeypatch):
         (
             "hold_ns = 300_000_000_000\n",
             "hold_ns: 300000000000 ns must fit a signed 64-bit count and be shorter than "
-            "the target's timeout_s (240 s)",
+            "the target's timeout_s (90 s)",
         ),
         (
             "hold_ns = 5\n",

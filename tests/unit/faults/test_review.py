@@ -311,3 +311,43 @@ def test_the_review_runs_only_the_configs_its_covering_faults_run_under():
         "bf16-graph-ungate",
     ]
     assert review_configs(logical, [], 1) == [c.name for c in catalog.configs]
+
+
+def test_a_forced_failure_on_a_change_that_fails_alone_does_not_blame_the_harness(
+    monkeypatch, tmp_path
+):
+    import faults.review.runs as runs
+    from faults.catalog import load_catalog
+    from faults.engine import CLEAN, FORCED, RunResult
+    from faults.verdict import Verdict
+
+    def result(fault, config, verdict, ok):
+        return RunResult(fault, config, 0, verdict, ok, f"{verdict.value} here", "0" * 64)
+
+    controls = [
+        result(CLEAN, "bf16-eager", Verdict.BROKE, False),
+        result(FORCED, "bf16-eager", Verdict.TIMED_OUT, False),  # hangs where the change hangs
+        result(CLEAN, "bf16-graph", Verdict.PASSED, True),
+        result(FORCED, "bf16-graph", Verdict.SURVIVED, False),  # here the harness is blind
+    ]
+
+    class BasePasses:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def controls(self, configs, slots=1):
+            seen_slots.append(slots)
+            return [result(CLEAN, c.name, Verdict.PASSED, True) for c in configs]
+
+    seen_slots = []
+    monkeypatch.setattr(runs, "sweep", lambda *args, **kwargs: (controls, []))
+    monkeypatch.setattr(runs, "Engine", BasePasses)
+    monkeypatch.setattr(runs, "gpu_count", lambda: 2)
+    catalog = load_catalog(Path(__file__).parents[3] / "catalogs/afdep.toml")
+    report = runs.run_review([], catalog, tmp_path, tmp_path, "B", tmp_path / "w", slots=4)
+    assert [failure.config for failure in report.change_fails] == ["bf16-eager"]
+    assert seen_slots == [4]  # BASE's controls run as many at a time as the change's
+    assert report.harness_broken == [
+        "the harness is broken: the forced-fail control was not killed: SURVIVED: SURVIVED here "
+        "(config bf16-graph)"
+    ]

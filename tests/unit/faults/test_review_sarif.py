@@ -180,12 +180,12 @@ def test_unsited_and_uncovered_findings_below_the_repository_top(tmp_path, capsy
 
 def test_a_change_failing_with_no_fault_is_at_its_first_changed_line(tmp_path, capsys):
     repo = fixture_repo(tmp_path)
-    edit(
+    edit(  # outside every site
         repo,
-        "const int got = channel.payload[word_idx];",
-        "const int got = channel.payload[word_idx] + (word_idx == 5);",
+        "return failed_rounds == 0 ? 0 : 1;",
+        "return failed_rounds == 0 ? 2 : 1;",
     )
-    git(repo, "commit", "-qam", "head: the check reads one word wrong")
+    git(repo, "commit", "-qam", "head: the driver exits 2 on success")
     sarif = tmp_path / "r.sarif"
     words = ["HEAD~1", "HEAD", "--root", str(repo), "--run", "--sarif", str(sarif)]
     status = main(words, workdir="w")
@@ -196,9 +196,34 @@ def test_a_change_failing_with_no_fault_is_at_its_first_changed_line(tmp_path, c
             "change-fails-driver",
             "error",
             f"{SRC}/main.cpp",
-            54,  # the check's line the change altered
-            "the change fails the driver: Mismatched payload round=0 word=5 expected=6 got=7 "
-            f"(config default; log: {log})",
+            78,  # the line the change altered
+            "the change fails the driver: exit 2 with no line naming a failure; its last "
+            f"line: fixture rounds=4 failed=0 (config default; log: {log})",
+        )
+    ]
+    capsys.readouterr()
+
+
+def test_a_change_failing_with_no_fault_names_the_sites_it_touched(tmp_path, capsys):
+    repo = fixture_repo(tmp_path)
+    edit(
+        repo,
+        "channel.payload[word_idx] = expected(round_idx, word_idx);",
+        "channel.payload[word_idx] = expected(round_idx, word_idx) + (word_idx == 5);",
+    )
+    git(repo, "commit", "-qam", "head: the producer stores one word wrong")
+    sarif = tmp_path / "r.sarif"
+    words = ["HEAD~1", "HEAD", "--root", str(repo), "--run", "--sarif", str(sarif)]
+    assert main(words, workdir="w") == 1
+    log = tmp_path / "w/runs/change/control.clean/control.clean-default.log"
+    assert results(sarif) == [
+        (
+            "change-fails-driver",
+            "error",
+            f"{SRC}/main.cpp",
+            36,  # the touched site's first line: the suspect, by name
+            "fx.producer.payload_store: the change fails the driver: Mismatched payload "
+            f"round=0 word=5 expected=6 got=7 (config default; log: {log})",
         )
     ]
     capsys.readouterr()
