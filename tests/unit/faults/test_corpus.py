@@ -277,3 +277,32 @@ def test_a_corpus_run_in_shards_builds_one_document(tmp_path):
         json.loads(write_results(other_source, results).with_suffix(".json").read_text())["bugs"]
         == 1
     )  # another source digest starts a new document
+
+
+def test_the_committed_corpus_is_what_make_corpus_writes(tmp_path):
+    """corpus/afdep.toml is the corpus's source: each committed patch is what
+    scripts/make_corpus.py writes from it over HEAD's kernels, and no patch
+    is left whose bug the TOML no longer lists."""
+    import importlib.util
+    import subprocess
+
+    import tomllib
+
+    repo = Path(__file__).resolve().parents[3]
+    clone = tmp_path / "repo"
+    subprocess.run(["git", "clone", "-q", "--shared", str(repo), str(clone)], check=True)
+    spec = importlib.util.spec_from_file_location("make_corpus", clone / "scripts/make_corpus.py")
+    make_corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_corpus)
+    make_corpus.main(clone)
+    changed = subprocess.run(
+        ["git", "-C", str(clone), "status", "--porcelain", "--", "corpus"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert changed == ""
+    listed = {
+        bug["name"] for bug in tomllib.loads((clone / "corpus/afdep.toml").read_text())["bug"]
+    }
+    assert {path.stem for path in (clone / "corpus/afdep").glob("*.patch")} == listed
