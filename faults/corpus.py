@@ -385,18 +385,24 @@ def machine_slug(machine: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", machine).strip("-")
 
 
+def write_merged(stem: Path, doc: dict, merge, render) -> Path:
+    """`stem`.json and .md: `doc` merged (`merge(earlier, doc)`) into the
+    document already there, rendered by `render`; the stem returned."""
+    from hostio import write_json, write_text
+
+    try:
+        doc = merge(json.loads(stem.with_suffix(".json").read_text()), doc)
+    except (OSError, ValueError):  # none there yet, or not a document: this one alone
+        pass
+    write_json(stem.with_suffix(".json"), doc)
+    write_text(stem.with_suffix(".md"), render(doc))
+    return stem
+
+
 def write_results(doc: dict, results_dir: Path) -> Path:
     """docs-style results: review-corpus-<machine>[-logical].json and .md (runs
     on logical ranks never mixed with per-GPU ones), merged into the document
     already there; the stem returned."""
-    from hostio import write_json, write_text
-
     mode = "-logical" if doc.get("rank_mode") == "logical" else ""
     stem = Path(results_dir) / f"review-corpus-{machine_slug(doc['machine'])}{mode}"
-    try:
-        doc = merged(json.loads(stem.with_suffix(".json").read_text()), doc)
-    except (OSError, ValueError):  # none there yet, or not a document: this one alone
-        pass
-    write_json(stem.with_suffix(".json"), doc)
-    write_text(stem.with_suffix(".md"), markdown(doc))
-    return stem
+    return write_merged(stem, doc, merged, markdown)
