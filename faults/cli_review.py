@@ -89,7 +89,8 @@ def corpus_command(args: argparse.Namespace) -> int:
         digest = tree_digest(args.root / catalog.target.sources)
         doc = document(results, machine_name(), digest, str(catalog.rank_mode))
         work.failed = doc["caught"] < len(results)
-    stem = write_results(doc, args.results_dir) if args.results_dir else None
+    every_bug = {bug.name for bug in load_corpus(args.dir, None)}
+    stem = write_results(doc, args.results_dir, every_bug) if args.results_dir else None
     where = f"; reports: {stem}.json .md" if stem else ""
     print(f"{doc['caught']} of {doc['bugs']} bugs caught{where}")
     return 0 if doc["caught"] == doc["bugs"] and doc["static_expected_caught_statically"] else 1
