@@ -60,6 +60,11 @@ def read_side(paths: list[Path], option: str, summarize: Summarize | None = None
             if fault in verdicts:
                 if summarize is None:
                     raise UsageError(f"{option} {path}: fault {fault} is in two shards")
+                if not own or not runs[fault]:  # nothing to judge it again over
+                    raise UsageError(
+                        f"{option} {path}: fault {fault} is in two shards, "
+                        "and a shard records none of its runs"
+                    )
                 seen = {run_key(r) for r in runs[fault]}
                 twice = next((r for r in own if run_key(r) in seen), None)
                 if twice is not None:

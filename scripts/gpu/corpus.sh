@@ -5,6 +5,8 @@
 # (whole bug names, e.g. 'b15.*'; the bugs run in the order of the REGEXes).
 # Back: results/review-corpus-*.{json,md}, console.log, logs.tgz.
 source scripts/gpu/common.sh
+# The committed documents, so that what comes back is merged into them.
+cp docs/results/review-corpus-*xH200*.json "$OUT/results/" 2>/dev/null
 deadline=$((SECONDS + ${LIMIT_S:-560}))
 for pattern in "$@"; do for patch in corpus/afdep/*.patch; do
   bug=$(basename "$patch" .patch)

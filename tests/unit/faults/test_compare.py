@@ -61,6 +61,8 @@ def test_what_cannot_be_compared_is_one_line(tmp_path):
         read_side([one, other], "--left")
     with pytest.raises(UsageError, match=r"a\.json: fault m\.a is in two shards$"):
         read_side([one, one], "--left")
+    with pytest.raises(UsageError, match=r"a shard records none of its runs$"):
+        read_side([one, one], "--left", lambda fault, runs: "KILLED")
     asym = report(tmp_path / "c.json", "1xH200", "logical", catalog="asym.toml", m_c="KILLED")
     with pytest.raises(UsageError, match=r"^--left: reports of different catalogs: "):
         read_side([one, asym], "--left")
