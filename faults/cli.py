@@ -11,6 +11,7 @@ corpus DIR [--run]    review every bug commit of a corpus; --results-dir writes 
 corpus --neutral R    review every real commit of range R that must be approved (--expect)
 compare --left .. --right ..  sweep reports side by side (shards of a side merged)
 amplify               the order-weakening mutants as litmus tests under stress
+rejudge REPORT...     sweep reports' runs judged again by today's rules (no GPU)
 
 A bad argument, path, ref or catalog is refused with one line naming it
 (exit 2) before any tree is built. Scratch trees and logs go to a temporary

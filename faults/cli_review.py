@@ -89,7 +89,8 @@ def corpus_command(args: argparse.Namespace) -> int:
         digest = tree_digest(args.root / catalog.target.sources)
         doc = document(results, machine_name(), digest, str(catalog.rank_mode))
         work.failed = doc["caught"] < len(results)
-    stem = write_results(doc, args.results_dir) if args.results_dir else None
+    every_bug = {bug.name for bug in load_corpus(args.dir, None)}
+    stem = write_results(doc, args.results_dir, every_bug) if args.results_dir else None
     where = f"; reports: {stem}.json .md" if stem else ""
     print(f"{doc['caught']} of {doc['bugs']} bugs caught{where}")
     return 0 if doc["caught"] == doc["bugs"] and doc["static_expected_caught_statically"] else 1
@@ -138,13 +139,35 @@ def compare_command(args: argparse.Namespace) -> int:
 
     if args.out:
         writable_dir(args.out.parent, "--out's folder")
-    left, right = read_side(args.left, "--left"), read_side(args.right, "--right")
+    summarize = shard_summarizer(args)
+    left = read_side(args.left, "--left", summarize)
+    right = read_side(args.right, "--right", summarize)
     notes = read_notes(args.notes, left, right) if args.notes else None
     text = markdown(left, right, notes)
     if args.out:
         write_text(args.out, text)
     print(text, end="")
     return 0
+
+
+def shard_summarizer(args: argparse.Namespace):
+    """A fault's verdict over its runs from several shards, judged as the sweep
+    judges one fault's runs (the catalog, loaded when first needed)."""
+    from faults.engine import RunResult
+    from faults.verdict import summarize_fault
+
+    catalogs = []
+
+    def summarize(fault_id: str, runs: list[dict]) -> str:
+        if not catalogs:
+            catalogs.append(load(args))
+        catalog = catalogs[0]
+        if fault_id not in catalog.faults:
+            raise UsageError(f"compare: fault {fault_id} of several shards is not in the catalog")
+        results = [RunResult(**run) for run in runs]
+        return summarize_fault(catalog.fault(fault_id), results).verdict.value
+
+    return summarize
 
 
 SLOTS_HELP = "with --run: controls and must-pass faults this many at a time (must-fail: one)"

@@ -29,16 +29,16 @@ def sweep_seeds(args: argparse.Namespace) -> tuple[int, ...]:
     return tuple(range(args.seed_base, args.seed_base + seeds)) if seeds else ()
 
 
-def read_sweep(path: Path) -> dict:
-    """A sweep's JSON report, or a UsageError naming the file."""
+def read_sweep(path: Path, named: str = "replay: --from") -> dict:
+    """A sweep's JSON report, or a UsageError naming the file (after `named`)."""
     try:
         document = json.loads(path.read_text())
     except FileNotFoundError:
-        raise UsageError(f"replay: --from {path}: no such file") from None
+        raise UsageError(f"{named} {path}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UsageError(f"replay: --from {path}: not a JSON report ({error})") from None
+        raise UsageError(f"{named} {path}: not a JSON report ({error})") from None
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
-        raise UsageError(f"replay: --from {path}: not a sweep report (no results list)")
+        raise UsageError(f"{named} {path}: not a sweep report (no results list)")
     return document
 
 
@@ -179,6 +179,35 @@ def replay_markdown(comparison: dict) -> str:
     return "\n".join([*lines, "", answer]) + "\n"
 
 
+def rejudge_command(args: argparse.Namespace) -> int:
+    """Each report's runs judged again from their outcomes (faults/rejudge.py);
+    every report is judged before any is rewritten, so a refusal leaves all
+    as they were."""
+    from faults.rejudge import RejudgeError, rejudge
+    from faults.report.markdown import junit, markdown
+
+    documents = [(path, read_sweep(path, "rejudge:")) for path in args.reports]
+    for path, _ in documents:
+        writable_dir(path.parent, f"rejudge: {path}'s folder")
+    catalog = load(args)
+    judged = []
+    with workdir(args, "rejudge") as work:
+        for i, (path, document) in enumerate(documents):
+            try:
+                judged.append((path, *rejudge(document, catalog, args.root, work.path / str(i))))
+            except RejudgeError as error:
+                raise UsageError(f"rejudge: {path}: {error}") from None
+    for path, document, changes in judged:
+        write_json(path, document)
+        write_text(path.with_suffix(".md"), markdown(document))
+        if path.with_suffix(".xml").exists():
+            write_text(path.with_suffix(".xml"), junit(document))
+        print(f"{path}: {len(changes)} verdict(s) changed")
+        for change in changes:
+            print(f"  {change}")
+    return 0
+
+
 def add_science_commands(commands) -> None:
     """`replay`, and `--seeds` / `--seed-base` on `sweep`."""
     sweep = commands.choices["sweep"]
@@ -203,3 +232,8 @@ def add_science_commands(commands) -> None:
         "--no-run", action="store_true", help="apply only: compare the schedule and tree digest"
     )
     replay.set_defaults(handler=replay_command)
+    again = commands.add_parser(
+        "rejudge", help="sweep reports' runs judged again by today's rules, from their outcomes"
+    )
+    again.add_argument("reports", metavar="REPORT", type=Path, nargs="+", help="sweep JSON reports")
+    again.set_defaults(handler=rejudge_command)

@@ -26,8 +26,10 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from enum import Enum
+from functools import partial
 from pathlib import Path
 
 from hostio import UsageError, run_logged
@@ -305,14 +307,19 @@ def with_totals(head: dict, rows: list[dict]) -> dict:
     }
 
 
-def merged(earlier: dict, doc: dict) -> dict:
+def merged(earlier: dict, doc: dict, corpus: Collection[str] | None = None) -> dict:
     """`doc` over an earlier document of the same machine, rank mode and
     source (else `doc` alone): a bug reviewed again replaces its row, so a
-    corpus run in shards (a bug per command) builds one document."""
+    corpus run in shards (a bug per command) builds one document. `corpus`:
+    the bugs the corpus holds now; an earlier row of any other is dropped."""
     same = ("machine", "rank_mode", "native_source_sha256")
     if any(earlier.get(key) != doc[key] for key in same):
         return doc
-    rows = {row["bug"]: row for row in earlier.get("results", [])}
+    rows = {
+        row["bug"]: row
+        for row in earlier.get("results", [])
+        if corpus is None or row["bug"] in corpus
+    }
     rows.update({row["bug"]: row for row in doc["results"]})
     return with_totals(
         {key: doc[key] for key in same}, sorted(rows.values(), key=lambda r: r["bug"])
@@ -385,18 +392,24 @@ def machine_slug(machine: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", machine).strip("-")
 
 
-def write_results(doc: dict, results_dir: Path) -> Path:
-    """docs-style results: review-corpus-<machine>[-logical].json and .md (runs
-    on logical ranks never mixed with per-GPU ones), merged into the document
-    already there; the stem returned."""
+def write_merged(stem: Path, doc: dict, merge, render) -> Path:
+    """`stem`.json and .md: `doc` merged (`merge(earlier, doc)`) into the
+    document already there, rendered by `render`; the stem returned."""
     from hostio import write_json, write_text
 
-    mode = "-logical" if doc.get("rank_mode") == "logical" else ""
-    stem = Path(results_dir) / f"review-corpus-{machine_slug(doc['machine'])}{mode}"
     try:
-        doc = merged(json.loads(stem.with_suffix(".json").read_text()), doc)
+        doc = merge(json.loads(stem.with_suffix(".json").read_text()), doc)
     except (OSError, ValueError):  # none there yet, or not a document: this one alone
         pass
     write_json(stem.with_suffix(".json"), doc)
-    write_text(stem.with_suffix(".md"), markdown(doc))
+    write_text(stem.with_suffix(".md"), render(doc))
     return stem
+
+
+def write_results(doc: dict, results_dir: Path, corpus: Collection[str] | None = None) -> Path:
+    """docs-style results: review-corpus-<machine>[-logical].json and .md (runs
+    on logical ranks never mixed with per-GPU ones), merged into the document
+    already there, less the bugs no longer in `corpus`; the stem returned."""
+    mode = "-logical" if doc.get("rank_mode") == "logical" else ""
+    stem = Path(results_dir) / f"review-corpus-{machine_slug(doc['machine'])}{mode}"
+    return write_merged(stem, doc, partial(merged, corpus=corpus), markdown)

@@ -8,7 +8,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -259,13 +259,13 @@ class Engine:
 
     def controls(self, configs: list[Config], slots: int = 1) -> list[RunResult]:
         """The unpatched tree must pass; the forced-fail control must be killed.
-        Neither depends on timing, so they run `slots` at a time."""
-        runs = []
-        for label, patches, must_fail in ((CLEAN, (), False), (FORCED, self.catalog.control, True)):
-            if must_fail and not patches:
-                continue
-            prepared = self.prepare(label, patches=patches)
-            runs += [(prepared, config, must_fail) for config in configs]
+        Neither depends on timing, so they run `slots` at a time. A config
+        whose clean run fails gets no forced run: on a tree that fails alone it
+        says nothing of the harness, and it may hang where the clean run did."""
+        clean = self.prepare(CLEAN, patches=())
+        forced = (
+            self.prepare(FORCED, patches=self.catalog.control) if self.catalog.control else None
+        )
 
         def control(prepared: Prepared, config: Config, must_fail: bool) -> RunResult:
             if prepared.error:
@@ -277,8 +277,23 @@ class Engine:
                 lambda outcome: judge_control(outcome, prepared.digest, must_fail),
             )
 
+        found: dict[tuple[str, str], RunResult] = {}
         with stopping_pool(slots) as pool:
-            return list(pool.map(lambda run: control(*run), runs))
+            pending = {pool.submit(control, clean, c, False): c for c in configs}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for job in done:
+                    config = pending.pop(job)
+                    result = job.result()
+                    found[result.fault, config.name] = result
+                    if result.fault == CLEAN and result.ok and forced is not None:
+                        pending[pool.submit(control, forced, config, True)] = config
+        return [
+            found[key]
+            for label in (CLEAN, FORCED)
+            for c in configs
+            if (key := (label, c.name)) in found
+        ]
 
 
 # A tree root -> its static contract violations on one line, or None.

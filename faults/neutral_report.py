@@ -4,12 +4,11 @@ digest, a range reviewed later merged into it commit by commit."""
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from pathlib import Path
 
-from faults.corpus import machine_slug
+from faults.corpus import machine_slug, write_merged
 from faults.neutral import Commit, CommitResult, Outcome
 
 # What a static review may take on a CPU, said beside the seconds measured.
@@ -193,13 +192,5 @@ def markdown(doc: dict) -> str:
 def write_results(doc: dict, results_dir: Path) -> Path:
     """review-neutral-<machine>.json and .md, merged into the document already
     there; the stem returned."""
-    from hostio import write_json, write_text
-
     stem = Path(results_dir) / f"review-neutral-{machine_slug(doc['machine'])}"
-    try:
-        doc = merged(json.loads(stem.with_suffix(".json").read_text()), doc)
-    except (OSError, ValueError):  # none there yet, or not a document: this one alone
-        pass
-    write_json(stem.with_suffix(".json"), doc)
-    write_text(stem.with_suffix(".md"), markdown(doc))
-    return stem
+    return write_merged(stem, doc, merged, markdown)

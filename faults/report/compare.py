@@ -1,8 +1,9 @@
 """Two sets of sweep reports side by side: each fault's verdict on the left
 (for example the logical ranks of one GPU) and on the right (a GPU per rank),
-the disagreements first. Several reports on a side are shards of one sweep
-(different faults): they are merged; a fault in two shards of one side is an
-error, for its verdict would be ambiguous.
+the disagreements first. Several reports on a side are shards of one sweep:
+they are merged. A fault in two shards (under different configs) is judged
+again over the runs of all its shards, by the catalog; the same run (fault,
+config, repeat) in two shards is an error, for its verdict would be ambiguous.
 
     afdep-faults compare --left A.json [B.json ...] --right C.json [...] [--out F.md]
         [--notes NOTES.toml]
@@ -15,11 +16,13 @@ on a fault that does not disagree is refused as stale.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import tomllib
 
+from faults.seeds import base_id
 from hostio import UsageError
 
 
@@ -30,24 +33,59 @@ class Side:
     verdicts: dict[str, str]  # fault -> verdict word
 
 
-def read_side(paths: list[Path], option: str) -> Side:
+# A fault and the run dicts of every shard it is in -> its verdict word.
+Summarize = Callable[[str, list[dict]], str]
+
+
+def read_side(paths: list[Path], option: str, summarize: Summarize | None = None) -> Side:
+    """The verdicts of one side's reports; a fault in several shards judged
+    by `summarize` over all its runs (None: such a fault is an error)."""
     verdicts: dict[str, str] = {}
-    labels, digests = set(), set()
+    runs: dict[str, list[dict]] = {}
+    shared: set[str] = set()  # faults found in more than one shard
+    labels, digests, catalogs = set(), set(), set()
     for path in paths:
         try:
             document = json.loads(Path(path).read_text())
             faults = document["faults"]
+            results = document.get("results", [])
             labels.add(f"{document['machine']}, {document.get('rank_mode', 'per-gpu')}")
             digests.add(document["native_source_sha256"])
+            catalogs.add(Path(document.get("catalog", "")).name)
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise UsageError(f"{option} {path}: not a sweep report ({error})") from None
         for summary in faults:
-            if summary["fault"] in verdicts:
-                raise UsageError(f"{option} {path}: fault {summary['fault']} is in two shards")
-            verdicts[summary["fault"]] = summary["verdict"]
+            fault = summary["fault"]
+            own = [r for r in results if base_id(r["fault"]) == fault]
+            if fault in verdicts:
+                if summarize is None:
+                    raise UsageError(f"{option} {path}: fault {fault} is in two shards")
+                if not own or not runs[fault]:  # nothing to judge it again over
+                    raise UsageError(
+                        f"{option} {path}: fault {fault} is in two shards, "
+                        "and a shard records none of its runs"
+                    )
+                seen = {run_key(r) for r in runs[fault]}
+                twice = next((r for r in own if run_key(r) in seen), None)
+                if twice is not None:
+                    raise UsageError(
+                        f"{option} {path}: {twice['fault']} under {twice['config']} "
+                        f"(repeat {twice['repeat']}) is in two shards"
+                    )
+                shared.add(fault)
+            runs.setdefault(fault, []).extend(own)
+            verdicts[fault] = summary["verdict"]
     if len(labels) != 1:
         raise UsageError(f"{option}: reports of different machines or modes: {sorted(labels)}")
+    if len(catalogs) != 1:  # one sweep's shards judge the same faults the same way
+        raise UsageError(f"{option}: reports of different catalogs: {sorted(catalogs)}")
+    for fault in shared:
+        verdicts[fault] = summarize(fault, runs[fault])
     return Side(labels.pop(), tuple(sorted(digests)), verdicts)
+
+
+def run_key(run: dict) -> tuple:
+    return run["fault"], run["config"], run["repeat"]
 
 
 def disagreements(left: Side, right: Side) -> list[str]:

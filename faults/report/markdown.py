@@ -77,8 +77,22 @@ def _header(document: dict) -> list[str]:
         f"- mutation score {_score(document['mutation_score'])} "
         f"(killed / must-fail that fired), firing rate {_score(document['firing_rate'])}",
         _controls_line(document["controls"]),
+        *_rejudged(document.get("rejudged")),
         "",
     ]
+
+
+def _rejudged(passes: list[dict] | None) -> list[str]:
+    """Each `afdep-faults rejudge` pass: when, and which runs' verdicts it changed."""
+    lines = []
+    for again in passes or []:
+        changes = again["changes"]
+        said = f": {'; '.join(changes)}" if changes else ""
+        lines.append(
+            f"- judged again from the recorded outcomes by the rules of {again['written']}: "
+            f"{len(changes)} verdict(s) changed{said}"
+        )
+    return lines
 
 
 def _built_table(document: dict) -> list[str]:

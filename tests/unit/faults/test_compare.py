@@ -8,13 +8,26 @@ from pathlib import Path
 
 import pytest
 
+from faults.cli import main
 from faults.report.compare import markdown, read_notes, read_side
 from hostio import UsageError
 
+REPO = Path(__file__).parents[3]
 
-def report(path: Path, machine: str, mode: str, **verdicts: str) -> Path:
+
+def report(
+    path: Path, machine: str, mode: str, runs=(), catalog="afdep.toml", **verdicts: str
+) -> Path:
+    """A sweep report: its faults' verdicts, and `runs` as (fault, config,
+    verdict) rows of its results."""
     faults = [{"fault": f.replace("_", "."), "verdict": v} for f, v in verdicts.items()]
+    results = [
+        {"fault": f, "config": c, "repeat": 0, "verdict": v, "ok": v == "KILLED", "reason": ""}
+        | {"tree_digest": "t", "seconds": {}, "outcome": None}
+        for f, c, v in runs
+    ]
     document = {"machine": machine, "rank_mode": mode, "native_source_sha256": "ab" * 32}
+    document |= {"catalog": f"/somewhere/{catalog}", "results": results}
     path.write_text(json.dumps({**document, "faults": faults}))
     return path
 
@@ -48,6 +61,11 @@ def test_what_cannot_be_compared_is_one_line(tmp_path):
         read_side([one, other], "--left")
     with pytest.raises(UsageError, match=r"a\.json: fault m\.a is in two shards$"):
         read_side([one, one], "--left")
+    with pytest.raises(UsageError, match=r"a shard records none of its runs$"):
+        read_side([one, one], "--left", lambda fault, runs: "KILLED")
+    asym = report(tmp_path / "c.json", "1xH200", "logical", catalog="asym.toml", m_c="KILLED")
+    with pytest.raises(UsageError, match=r"^--left: reports of different catalogs: "):
+        read_side([one, asym], "--left")
     (tmp_path / "junk.json").write_text("{}")
     with pytest.raises(UsageError, match=r"^--right .*junk\.json: not a sweep report"):
         read_side([tmp_path / "junk.json"], "--right")
@@ -69,3 +87,37 @@ def test_notes_explain_each_disagreement_and_a_stale_note_is_refused(tmp_path):
     notes.write_text("[why]\nm = 1\n")
     with pytest.raises(UsageError, match=r"notes\.toml: \[why\] must map fault ids to texts$"):
         read_notes(notes, left, right)
+
+
+def test_a_fault_in_two_shards_is_judged_again_over_all_its_runs(tmp_path, capsys):
+    """N2 clean under the eager configs (one shard) and killed under a 2048-
+    token twin (another): over both it is KILLED, as one sweep would say, not
+    the verdict of whichever shard came last."""
+    small = [("N2", "bf16-eager", "UNOBSERVABLE"), ("N2", "bf16-graph", "UNOBSERVABLE")]
+    shards = [
+        report(tmp_path / "a.json", "1xH200", "logical", runs=small, N2="UNOBSERVABLE"),
+        report(
+            tmp_path / "b.json",
+            "1xH200",
+            "logical",
+            runs=[("N2", "bf16-graph@2048", "KILLED")],
+            N2="KILLED",
+        ),
+        report(
+            tmp_path / "c.json",
+            "1xH200",
+            "logical",
+            runs=[("P1", "bf16-eager", "PASSED")],
+            P1="PASSED",
+        ),
+    ]
+    right = report(tmp_path / "r.json", "2xH200", "per-gpu", N2="KILLED", P1="PASSED")
+    top = ["--root", str(REPO), "--no-generated"]
+    assert main([*top, "compare", "--left", *map(str, shards), "--right", str(right)]) == 0
+    out = capsys.readouterr().out
+    assert "| N2 | KILLED | KILLED | |" in out and "0 disagree" in out
+    twice = report(tmp_path / "d.json", "1xH200", "logical", runs=small[:1], N2="SURVIVED")
+    assert main([*top, "compare", "--left", str(shards[0]), str(twice), "--right", str(right)]) == 2
+    assert capsys.readouterr().err.endswith(
+        "d.json: N2 under bf16-eager (repeat 0) is in two shards\n"
+    )

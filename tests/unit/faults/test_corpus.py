@@ -279,6 +279,22 @@ def test_a_corpus_run_in_shards_builds_one_document(tmp_path):
     )  # another source digest starts a new document
 
 
+def test_a_bug_no_longer_in_the_corpus_leaves_the_document(tmp_path):
+    """A patch replaced under a new name (b24-count-tokens by b24-count-words)
+    must not leave its old row behind when the corpus is reviewed again."""
+    old = Bug("b24-old", tmp_path / "a.patch", "wrong-count", "k.c", Catch.RUN, "t")
+    new = Bug("b24-new", tmp_path / "b.patch", "wrong-count", "k.c", Catch.RUN, "t")
+    kept = Bug("b01", tmp_path / "c.patch", "remove-barrier", "k.p", Catch.STATIC, "t")
+    results = tmp_path / "results"
+    for bug in (old, kept):
+        write_results(document([BugResult(bug, outcome(1, bug.site))], "cpu", "ab" * 32), results)
+    again = document([BugResult(new, outcome(1, "k.c"))], "cpu", "ab" * 32)
+    stem = write_results(again, results, {"b01", "b24-new"})
+    doc = json.loads(stem.with_suffix(".json").read_text())
+    assert [row["bug"] for row in doc["results"]] == ["b01", "b24-new"]
+    assert doc["bugs"] == 2 and "b24-old" not in stem.with_suffix(".md").read_text()
+
+
 def test_the_committed_corpus_is_what_make_corpus_writes(tmp_path):
     """corpus/afdep.toml is the corpus's source: each committed patch is what
     scripts/make_corpus.py writes from it over HEAD's kernels, and no patch

@@ -1,0 +1,44 @@
+"""Regression: the fault
+gen.skip.cf.ffn.count_wait
+stays KILLED at the input `shrink` found under bf16-graph
+(logical ranks, on 1xH200)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faults.shrink_run import run_shrunk
+from faults.verdict import Verdict
+from hostio import gpu_count
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = "catalogs/afdep.toml"
+FAULT = "gen.skip.cf.ffn.count_wait"
+CONFIG = "bf16-graph"
+RANK_MODE = "logical"
+GPUS = 1
+ARGS = [
+    "--tokens",
+    "1",
+    "--steps",
+    "2",
+    "--top-k",
+    "8",
+    "--num-experts",
+    "128",
+    "--hidden-size",
+    "2048",
+    "--capacity",
+    "2048",
+    "--empty-prob",
+    "0.1",
+]
+
+
+@pytest.mark.gpu(GPUS)
+@pytest.mark.skipif(gpu_count() < GPUS, reason=f"needs {GPUS} GPUs (found {gpu_count()})")
+def test_gen_skip_cf_ffn_count_wait_killed_when_shrunk(tmp_path):
+    result = run_shrunk(ROOT, ROOT / CATALOG, FAULT, CONFIG, RANK_MODE, ARGS, tmp_path)
+    assert result.verdict is Verdict.KILLED, result.reason
