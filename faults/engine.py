@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from faults.apply import ApplyError, apply_fault, apply_patches
@@ -309,10 +309,19 @@ def static_contract(catalog: Catalog) -> TreeContract | None:
         return None
 
     def violations(tree: Path) -> str | None:
+        # Paths from the tree's root: a scratch tree is gone once its report is read.
         report = check_contracts(tree, catalog.target, ptx=True)
-        return "; ".join(str(v) for v in report.violations) or None
+        return "; ".join(str(relative(v, tree)) for v in report.violations) or None
 
     return violations
+
+
+def relative(violation, tree: Path):
+    """`violation` with its path from `tree`'s root (as it was, if outside)."""
+    path = Path(violation.path)
+    if path.is_relative_to(tree):
+        return replace(violation, path=path.relative_to(tree))
+    return violation
 
 
 @contextmanager
