@@ -62,7 +62,8 @@ def review_command(args: argparse.Namespace) -> int:
 
 
 def corpus_command(args: argparse.Namespace) -> int:
-    from faults.corpus import document, load_corpus, run_corpus, write_results
+    from faults.corpus import load_corpus, run_corpus
+    from faults.corpus_report import document, write_results
     from faults.scratch import tree_digest
 
     check_corpus_words(args)

@@ -21,8 +21,8 @@ over the reader faults/ptx_read.py.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from faults.catalog_types import ContractSpellings, Target, spelling
@@ -30,7 +30,15 @@ from faults.ptx_check import covers, ptx_findings, ptx_folder, read_index
 from faults.ptx_read import PtxError
 from faults.sites import Group, Scope, Site, parse_tree, site_body
 
-__all__ = ["ContractReport", "ContractViolation", "PtxError", "check_contracts"]
+__all__ = [
+    "ContractReport",
+    "ContractViolation",
+    "PtxError",
+    "TreeContract",
+    "check_contracts",
+    "static_contract",
+    "tree_relative",
+]
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,22 @@ class ContractViolation:
         variant = f" [{self.variant}]" if self.variant else ""
         return f"{self.path}:{self.line}: {self.site}{variant}: {self.missing}"
 
+    def from_root(self, tree: Path) -> ContractViolation:
+        """Its path from `tree`'s root: a scratch tree is gone once its report is read."""
+        return replace(self, path=Path(tree_relative(self.path, tree)))
+
+
+def tree_relative(path: Path, tree: Path) -> str:
+    """A checker's path as reports name it: relative to the tree's root (as
+    it was when it lies outside)."""
+    path = Path(path)
+    if path.is_absolute():
+        try:
+            return path.resolve().relative_to(tree.resolve()).as_posix()
+        except ValueError:
+            return path.as_posix()
+    return path.as_posix()
+
 
 @dataclass
 class ContractReport:
@@ -57,6 +81,24 @@ class ContractReport:
     @property
     def ok(self) -> bool:
         return not self.violations
+
+
+# A tree root -> its static contract violations on one line, or None.
+TreeContract = Callable[[Path], str | None]
+
+
+def static_contract(target: Target) -> TreeContract | None:
+    """The check of a tree (source and PTX) on one line, for the engine's
+    survivors; None for a target that declares no [target.contract]: then no
+    survivor is UNOBSERVABLE."""
+    if target.contract is None:
+        return None
+
+    def violations(tree: Path) -> str | None:
+        report = check_contracts(tree, target, ptx=True)
+        return "; ".join(str(v.from_root(tree)) for v in report.violations) or None
+
+    return violations
 
 
 def contracted(sites: list[Site]) -> list[Site]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from faults.apply import ApplyError, apply_fault, apply_patches
 from faults.catalog import Catalog, Config
+from faults.contract import TreeContract, static_contract
 from faults.parse import Outcome, parse_outcome
 from faults.run import BuildError, RunError, build_tree, run_config
 from faults.sass import ErasedDecision, decide, erased_check
@@ -90,7 +91,7 @@ class Engine:
         self.env = env or {}  # e.g. this worker's CUDA_VISIBLE_DEVICES
         # A tree's static contract violations (docs/architecture.md, "Mutation
         # operators"): the injected check, else faults.contract's (when there is one).
-        self.contract = contract or static_contract(catalog)
+        self.contract = contract or static_contract(catalog.target)
         self._prepared: dict[str, Prepared] = {}  # one tree per label, shared by its configs
         # Whether the compiler erased a fault: the injected check, else the catalog's [target.sass].
         self.erased = erased or erased_check(catalog, self.root, self.workdir, ref)
@@ -294,25 +295,6 @@ class Engine:
             for c in configs
             if (key := (label, c.name)) in found
         ]
-
-
-# A tree root -> its static contract violations on one line, or None.
-TreeContract = Callable[[Path], str | None]
-
-
-def static_contract(catalog: Catalog) -> TreeContract | None:
-    """faults.contract's check of a tree (source and PTX); None for a catalog
-    that declares no [target.contract]: then no survivor is UNOBSERVABLE."""
-    from faults.contract import check_contracts
-
-    if catalog.target.contract is None:
-        return None
-
-    def violations(tree: Path) -> str | None:
-        report = check_contracts(tree, catalog.target, ptx=True)
-        return "; ".join(str(v) for v in report.violations) or None
-
-    return violations
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import os
 import statistics
 from pathlib import Path
 
-from faults.corpus import machine_slug, write_merged
+from faults.corpus_report import machine_slug, write_merged
 from faults.neutral import Commit, CommitResult, Outcome
 
 # What a static review may take on a CPU, said beside the seconds measured.

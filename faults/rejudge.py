@@ -18,7 +18,8 @@ from pathlib import Path
 
 from faults.apply import ApplyError, apply_fault
 from faults.catalog import Catalog
-from faults.engine import RunResult, static_contract
+from faults.contract import static_contract
+from faults.engine import RunResult
 from faults.parse import Outcome
 from faults.report import catalog_sha256
 from faults.scores import family_scores, scores
@@ -81,7 +82,7 @@ def rejudge_runs(
                 "the fault or the sources changed since, run it again"
             )
     guards = {s.name: s.guards for s in parse_tree(tree / catalog.target.sources)[0]}
-    check = static_contract(catalog)
+    check = static_contract(catalog.target)
     flags: list[str | None] = []
 
     def contract() -> str | None:  # asked of a survivor only, once per tree

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults.contract import check_contracts
+from faults.contract import check_contracts, tree_relative
 from faults.ptx_read import PtxError
 from hostio import UsageError
 
@@ -46,17 +46,6 @@ class ContractCheck:
 
     def at(self, site: str) -> list[ContractFinding]:
         return [finding for finding in self.findings if finding.site == site]
-
-
-def tree_relative(path: Path, tree: Path) -> str:
-    """A checker's path as the review names it: relative to the tree's root."""
-    path = Path(path)
-    if path.is_absolute():
-        try:
-            return path.resolve().relative_to(tree.resolve()).as_posix()
-        except ValueError:
-            return path.as_posix()
-    return path.as_posix()
 
 
 def declares_contract(target) -> bool:

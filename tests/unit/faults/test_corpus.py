@@ -17,13 +17,11 @@ from faults.corpus import (
     CorpusError,
     ReviewOutcome,
     bug_commit,
-    document,
     load_bug,
     load_corpus,
-    markdown,
     sarif_sites,
-    write_results,
 )
+from faults.corpus_report import document, markdown, write_results
 
 DIFF = """diff --git a/kernel.cu b/kernel.cu
 --- a/kernel.cu

@@ -378,3 +378,15 @@ def test_a_scratch_tree_is_never_made_over_an_earlier_one(tmp_path):
         make_scratch(tmp_path / "src", tmp_path / "dest")
     assert str(error.value) == f"{tmp_path / 'dest'}: already exists; give a fresh --workdir"
     assert (tmp_path / "dest/a.cu").read_text() == "x\n"  # left as it was
+
+
+def test_a_contract_violation_is_said_from_its_trees_root(tmp_path):
+    """A survivor's reason outlives its scratch tree: the contract's findings
+    name files from the tree's root, as the review does."""
+    from faults.contract import ContractViolation
+
+    tree = tmp_path / "S1" / "tree"
+    found = ContractViolation("k.p", tree / "afdep/csrc/a.cuh", 12, "v1", "no bar.sync")
+    assert str(found.from_root(tree)) == "afdep/csrc/a.cuh:12: k.p [v1]: no bar.sync"
+    outside = ContractViolation("k.p", Path("/elsewhere/a.cuh"), 1, None, "x")
+    assert str(outside.from_root(tree)) == "/elsewhere/a.cuh:1: k.p: x"
