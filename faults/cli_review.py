@@ -136,15 +136,16 @@ def neutral_command(args: argparse.Namespace) -> int:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from faults.report.compare import markdown, read_notes, read_side
+    from faults.report.compare import markdown, read_notes, read_side, rows
 
     if args.out:
         writable_dir(args.out.parent, "--out's folder")
     summarize = shard_summarizer(args)
     left = read_side(args.left, "--left", summarize)
     right = read_side(args.right, "--right", summarize)
-    notes = read_notes(args.notes, left, right) if args.notes else None
-    text = markdown(left, right, notes)
+    compared = rows(left, right, summarize)
+    notes = read_notes(args.notes, compared) if args.notes else None
+    text = markdown(left, right, compared, notes)
     if args.out:
         write_text(args.out, text)
     print(text, end="")

@@ -24,7 +24,14 @@ from faults.parse import Outcome
 from faults.report import catalog_sha256
 from faults.scores import family_scores, scores
 from faults.scratch import make_scratch, tree_digest
-from faults.seeds import RUN_ID, base_id, kill_rates, seed_rows, summaries_over_seeds, with_seed
+from faults.seeds import (
+    base_id,
+    kill_rates,
+    seed_rows,
+    split_seed,
+    summaries_over_seeds,
+    with_seed,
+)
 from faults.sites import parse_tree
 from faults.verdict import judge, summarize_fault
 
@@ -49,11 +56,11 @@ class Change:
 def seeded(catalog: Catalog, labels: list[str]) -> Catalog:
     """`catalog` with the seeded twin (`<fault>~s<seed>`) of every such label."""
     for label in labels:
-        found = RUN_ID.match(f"{label}@c#0")
-        if found and found["seed"] is not None:
-            if found["fault"] not in catalog.faults:
-                raise RejudgeError(f"fault {found['fault']} (of {label}) is not in the catalog")
-            catalog = with_seed(catalog, found["fault"], int(found["seed"]))
+        fault, seed = split_seed(label)
+        if seed is not None:
+            if fault not in catalog.faults:
+                raise RejudgeError(f"fault {fault} (of {label}) is not in the catalog")
+            catalog = with_seed(catalog, fault, seed)
     return catalog
 
 

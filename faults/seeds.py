@@ -57,10 +57,15 @@ def seeded_id(fault_id: str, seed: int) -> str:
     return f"{fault_id}{SEED_MARK}{seed}"
 
 
+def split_seed(fault_id: str) -> tuple[str, int | None]:
+    """(the catalog's fault, the seed) of a seeded twin; (itself, None) for any other."""
+    head, mark, seed = fault_id.rpartition(SEED_MARK)
+    return (head, int(seed)) if mark and seed.isdigit() else (fault_id, None)
+
+
 def base_id(fault_id: str) -> str:
     """The catalog's fault of a seeded twin (itself for any other)."""
-    head, mark, seed = fault_id.rpartition(SEED_MARK)
-    return head if mark and seed.isdigit() else fault_id
+    return split_seed(fault_id)[0]
 
 
 def is_scheduled(catalog: Catalog, fault_id: str) -> bool:

@@ -4,6 +4,9 @@ the disagreements first. Several reports on a side are shards of one sweep:
 they are merged. A fault in two shards (under different configs) is judged
 again over the runs of all its shards, by the catalog; the same run (fault,
 config, repeat) in two shards is an error, for its verdict would be ambiguous.
+Like is compared with like: where one side ran a fault under configs the other
+did not (a real-size twin, say), each side's verdict is judged again over the
+configs both ran, and the other runs are listed beside it with their verdicts.
 
     afdep-faults compare --left A.json [B.json ...] --right C.json [...] [--out F.md]
         [--notes NOTES.toml]
@@ -31,6 +34,7 @@ class Side:
     label: str  # "1xH200, logical" - the machine and rank mode of its reports
     digests: tuple[str, ...]
     verdicts: dict[str, str]  # fault -> verdict word
+    runs: dict[str, list[dict]]  # fault -> the run dicts of every shard it is in
 
 
 # A fault and the run dicts of every shard it is in -> its verdict word.
@@ -81,19 +85,62 @@ def read_side(paths: list[Path], option: str, summarize: Summarize | None = None
         raise UsageError(f"{option}: reports of different catalogs: {sorted(catalogs)}")
     for fault in shared:
         verdicts[fault] = summarize(fault, runs[fault])
-    return Side(labels.pop(), tuple(sorted(digests)), verdicts)
+    return Side(labels.pop(), tuple(sorted(digests)), verdicts, runs)
 
 
 def run_key(run: dict) -> tuple:
     return run["fault"], run["config"], run["repeat"]
 
 
-def disagreements(left: Side, right: Side) -> list[str]:
-    both = sorted(set(left.verdicts) & set(right.verdicts))
-    return [f for f in both if left.verdicts[f] != right.verdicts[f]]
+@dataclass(frozen=True)
+class Row:
+    """One fault's verdict on each side over the configs both sides ran."""
+
+    fault: str
+    left: str
+    right: str
+    beyond: str = ""  # the runs under configs only one side ran, with their verdicts
+
+    @property
+    def differs(self) -> bool:
+        return NOT_RUN not in (self.left, self.right) and self.left != self.right
 
 
-def read_notes(path: Path, left: Side, right: Side) -> dict[str, str]:
+NOT_RUN = "not run"  # the verdict of a fault that one side's reports do not have
+
+
+def rows(left: Side, right: Side, summarize: Summarize | None = None) -> list[Row]:
+    """Every fault of either side: disagreements first, then the faults both
+    sides ran, then those only one side ran."""
+    both = [
+        alike(f, left, right, summarize) for f in sorted(set(left.verdicts) & set(right.verdicts))
+    ]
+    one = [Row(f, v, NOT_RUN) for f, v in sorted(left.verdicts.items()) if f not in right.verdicts]
+    one += [Row(f, NOT_RUN, v) for f, v in sorted(right.verdicts.items()) if f not in left.verdicts]
+    return [r for r in both if r.differs] + [r for r in both if not r.differs] + one
+
+
+def alike(fault: str, left: Side, right: Side, summarize: Summarize | None) -> Row:
+    """`fault` judged on each side over the configs both ran (`summarize`
+    judges a subset of runs; None, or no runs recorded: each side's verdict)."""
+    runs = left.runs.get(fault, []), right.runs.get(fault, [])
+    configs = [{r["config"] for r in side} for side in runs]
+    common = configs[0] & configs[1]
+    if summarize is None or not common or configs[0] == configs[1]:
+        beyond = "no config in common" if all(configs) and not common else ""
+        return Row(fault, left.verdicts[fault], right.verdicts[fault], beyond)
+    verdicts, beyond = [], []
+    for name, side, side_runs, own in zip(
+        ("left", "right"), (left, right), runs, configs, strict=True
+    ):
+        shared = [r for r in side_runs if r["config"] in common]
+        verdicts.append(side.verdicts[fault] if own == common else summarize(fault, shared))
+        extra = [f"{r['config']} {r['verdict']}" for r in side_runs if r["config"] not in common]
+        beyond += [f"{name}: {', '.join(extra)}"] if extra else []
+    return Row(fault, verdicts[0], verdicts[1], "; ".join(beyond))
+
+
+def read_notes(path: Path, compared: list[Row]) -> dict[str, str]:
     """`[why]` of the notes file: a text per disagreeing fault."""
     try:
         why = tomllib.loads(Path(path).read_text()).get("why", {})
@@ -101,37 +148,39 @@ def read_notes(path: Path, left: Side, right: Side) -> dict[str, str]:
         raise UsageError(f"--notes {path}: {error}") from None
     if not isinstance(why, dict) or not all(isinstance(t, str) for t in why.values()):
         raise UsageError(f"--notes {path}: [why] must map fault ids to texts")
-    differ = set(disagreements(left, right))
+    differ = {r.fault for r in compared if r.differs}
     stale = sorted(set(why) - differ)
     if stale:
         raise UsageError(f"--notes {path}: {stale[0]} does not disagree here: its note is stale")
     return why
 
 
-def markdown(left: Side, right: Side, notes: dict[str, str] | None = None) -> str:
+def markdown(
+    left: Side, right: Side, compared: list[Row], notes: dict[str, str] | None = None
+) -> str:
     notes = notes or {}
-    both = sorted(set(left.verdicts) & set(right.verdicts))
-    differ = disagreements(left, right)
-    same = [f for f in both if f not in differ]
-    unexplained = [f for f in differ if f not in notes]
+    differ = [r for r in compared if r.differs]
+    both = [r for r in compared if NOT_RUN not in (r.left, r.right)]
+    unexplained = [r for r in differ if r.fault not in notes]
     lines = [
         f"# Verdicts: {left.label} vs {right.label}",
         "",
         f"- left: {left.label}, source {', '.join(d[:12] for d in left.digests)}",
         f"- right: {right.label}, source {', '.join(d[:12] for d in right.digests)}",
-        f"- {len(both)} faults on both sides, {len(differ)} disagree; "
+        f"- {len(both)} fault{'' if len(both) == 1 else 's'} on both sides, "
+        f"{len(differ)} disagree; "
         f"{len(set(left.verdicts) - set(right.verdicts))} only left, "
         f"{len(set(right.verdicts) - set(left.verdicts))} only right; "
         f"{len(unexplained)} disagreement{'' if len(unexplained) == 1 else 's'} unexplained",
+        "- each verdict is over the configs both sides ran; runs beyond those are listed last",
         "",
-        f"| fault | {left.label} | {right.label} | why they differ |",
-        "|---|---|---|---|",
+        f"| fault | {left.label} | {right.label} | why they differ | runs on one side only |",
+        "|---|---|---|---|---|",
     ]
-    for fault in differ:
-        why = notes.get(fault, "**unexplained**")
-        lines.append(
-            f"| **{fault}** | **{left.verdicts[fault]}** | **{right.verdicts[fault]}** | {why} |"
-        )
-    for fault in same:
-        lines.append(f"| {fault} | {left.verdicts[fault]} | {right.verdicts[fault]} | |")
+    for r in compared:
+        if r.differs:
+            why = notes.get(r.fault, "**unexplained**")
+            lines.append(f"| **{r.fault}** | **{r.left}** | **{r.right}** | {why} | {r.beyond} |")
+        else:
+            lines.append(f"| {r.fault} | {r.left} | {r.right} | | {r.beyond} |")
     return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from faults.cli import main
-from faults.report.compare import markdown, read_notes, read_side
+from faults.report.compare import markdown, read_notes, read_side, rows
 from hostio import UsageError
 
 REPO = Path(__file__).parents[3]
@@ -43,14 +43,16 @@ def test_shards_merge_and_disagreements_come_first(tmp_path):
     right = read_side(
         [report(tmp_path / "c.json", "2xH200", "per-gpu", m_a="KILLED", m_b="KILLED")], "--right"
     )
-    assert markdown(left, right).splitlines()[4:] == [
+    assert markdown(left, right, rows(left, right)).splitlines()[4:] == [
         "- 2 faults on both sides, 1 disagree; 1 only left, 0 only right; "
         "1 disagreement unexplained",
+        "- each verdict is over the configs both sides ran; runs beyond those are listed last",
         "",
-        "| fault | 1xH200, logical | 2xH200, per-gpu | why they differ |",
-        "|---|---|---|---|",
-        "| **m.a** | **SURVIVED** | **KILLED** | **unexplained** |",
-        "| m.b | KILLED | KILLED | |",
+        "| fault | 1xH200, logical | 2xH200, per-gpu | why they differ | runs on one side only |",
+        "|---|---|---|---|---|",
+        "| **m.a** | **SURVIVED** | **KILLED** | **unexplained** |  |",
+        "| m.b | KILLED | KILLED | |  |",
+        "| m.c | PASSED | not run | |  |",
     ]
 
 
@@ -76,17 +78,20 @@ def test_notes_explain_each_disagreement_and_a_stale_note_is_refused(tmp_path):
     right = read_side([report(tmp_path / "b.json", "2xH200", "per-gpu", m_a="KILLED")], "--right")
     notes = tmp_path / "notes.toml"
     notes.write_text('[why]\n"m.a" = "the window needs NVLink latency"\n')
-    text = markdown(left, right, read_notes(notes, left, right)).splitlines()
+    compared = rows(left, right)
+    text = markdown(left, right, compared, read_notes(notes, compared)).splitlines()
     assert text[4].endswith("; 0 disagreements unexplained")
-    assert text[-1] == "| **m.a** | **SURVIVED** | **KILLED** | the window needs NVLink latency |"
+    assert (
+        text[-1] == "| **m.a** | **SURVIVED** | **KILLED** | the window needs NVLink latency |  |"
+    )
     notes.write_text('[why]\n"m.a" = "x"\n"m.b" = "y"\n')
     with pytest.raises(
         UsageError, match=r"notes\.toml: m\.b does not disagree here: its note is stale$"
     ):
-        read_notes(notes, left, right)
+        read_notes(notes, compared)
     notes.write_text("[why]\nm = 1\n")
     with pytest.raises(UsageError, match=r"notes\.toml: \[why\] must map fault ids to texts$"):
-        read_notes(notes, left, right)
+        read_notes(notes, compared)
 
 
 def test_a_fault_in_two_shards_is_judged_again_over_all_its_runs(tmp_path, capsys):
@@ -120,4 +125,41 @@ def test_a_fault_in_two_shards_is_judged_again_over_all_its_runs(tmp_path, capsy
     assert main([*top, "compare", "--left", str(shards[0]), str(twice), "--right", str(right)]) == 2
     assert capsys.readouterr().err.endswith(
         "d.json: N2 under bf16-eager (repeat 0) is in two shards\n"
+    )
+
+
+def test_a_side_with_more_configs_is_judged_over_the_configs_both_ran(tmp_path):
+    """A fault killed only by a real-size twin that one side ran agrees with
+    the other side's survivor over the small config both ran; the twin's
+    verdict is listed beside it, not hidden and not compared."""
+    killed_if_any = lambda fault, runs: (  # noqa: E731 - the sweep's rule, in short
+        "KILLED" if any(r["verdict"] == "KILLED" for r in runs) else runs[0]["verdict"]
+    )
+    # m.c: the two sides ran it under different configs, so nothing is alike.
+    runs = [("m.a", "bf16-graph", "SURVIVED"), ("m.a", "bf16-graph@2048", "KILLED")]
+    runs.append(("m.c", "bf16-graph@2048", "KILLED"))
+    small = [("m.a", "bf16-graph", "SURVIVED"), ("m.b", "bf16-eager", "KILLED")]
+    small.append(("m.c", "bf16-eager", "SURVIVED"))
+    verdicts = {"m_a": "KILLED", "m_c": "KILLED"}
+    left = read_side(
+        [report(tmp_path / "a.json", "1xH200", "logical", runs=runs, **verdicts)],
+        "--left",
+        killed_if_any,
+    )
+    verdicts = {"m_a": "SURVIVED", "m_b": "KILLED", "m_c": "SURVIVED"}
+    right = read_side(
+        [report(tmp_path / "b.json", "2xH200", "per-gpu", runs=small, **verdicts)],
+        "--right",
+        killed_if_any,
+    )
+    compared = rows(left, right, killed_if_any)
+    assert [(r.fault, r.left, r.right, r.beyond, r.differs) for r in compared] == [
+        ("m.c", "KILLED", "SURVIVED", "no config in common", True),
+        ("m.a", "SURVIVED", "SURVIVED", "left: bf16-graph@2048 KILLED", False),
+        ("m.b", "not run", "KILLED", "", False),
+    ]
+    assert (
+        markdown(left, right, compared)
+        .splitlines()[4]
+        .startswith("- 2 faults on both sides, 1 disagree; 0 only left, 1 only right;")
     )

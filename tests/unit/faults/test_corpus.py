@@ -23,6 +23,8 @@ from faults.corpus import (
 )
 from faults.corpus_report import document, markdown, write_results
 
+from .gitrepo import git
+
 DIFF = """diff --git a/kernel.cu b/kernel.cu
 --- a/kernel.cu
 +++ b/kernel.cu
@@ -81,16 +83,6 @@ def test_a_corpus_is_a_folder_of_patches(tmp_path):
     assert [bug.name for bug in load_corpus(tmp_path, "b02")] == ["b02"]
     with pytest.raises(CorpusError, match=r"no \*\.patch file matches 'b9'$"):
         load_corpus(tmp_path, "b9")
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout
 
 
 @pytest.fixture
@@ -298,7 +290,6 @@ def test_the_committed_corpus_is_what_make_corpus_writes(tmp_path):
     scripts/make_corpus.py writes from it over HEAD's kernels, and no patch
     is left whose bug the TOML no longer lists."""
     import importlib.util
-    import subprocess
 
     import tomllib
 

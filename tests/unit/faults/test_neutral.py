@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,20 +25,12 @@ from faults.neutral import (
 )
 from faults.neutral_report import document, markdown, merged, write_results
 
+from .gitrepo import git
+
 FIXTURE = Path(__file__).parents[3] / "tests/fixtures/flag_payload"
 SRC = "tests/fixtures/flag_payload"
 PYPROJECT = f'[tool.faults]\ncatalogs = ["{SRC}/catalog.toml"]\n'
 RELEASE = "  channel.flag.store(7, std::memory_order_release);\n"
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
 
 
 def commit_edit(repo: Path, subject: str, old: str, new: str, name: str = "main.cpp") -> str:

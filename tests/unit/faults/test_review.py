@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,16 +14,10 @@ from faults.engine import RunResult
 from faults.review.runs import first_failure
 from faults.verdict import Verdict
 
+from .gitrepo import git
+
 FIXTURE = Path(__file__).parents[3] / "tests/fixtures/flag_payload"
 SRC = "tests/fixtures/flag_payload"
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
-        check=True,
-        capture_output=True,
-    )
 
 
 def fixture_repo(tmp_path: Path) -> Path:
