@@ -4,15 +4,16 @@
 # source_dispatch alone, the base tree against this one, each checked bitwise
 # first. The base tree travels ignored: before the call,
 #   mkdir -p tmp_device/base && git archive main afdep/csrc | tar -x -C tmp_device/base
-# and carry ["tmp_device", ".whl"]. Back: results/validate-*.json,
-# results/{combine,dispatch}-*.{json,md}, console.log, logs.tgz.
+# and carry ["tmp_device", ".whl"]. JOBS validation runs at a time (default 4).
+# Back: results/validate-*.json, results/{combine,dispatch}-*.{json,md},
+# console.log, logs.tgz.
 source scripts/gpu/common.sh
 BASE=${BASE_TREE:-tmp_device/base/afdep/csrc}
 [ -d "$BASE/impls" ] || { echo "no base tree at $BASE (see the header)"; exit 1; }
 SELECT=()
 [ "${1:-correctness}" = all ] || SELECT=(--select "${1:-correctness}")
 timeout "${VALIDATE_S:-300}" python3 -m afdep.validate --rank-mode logical "${SELECT[@]}" \
-  --jobs 4 --results-dir "$OUT/results" --logs-dir /tmp/validate-kernels >> "$LOG" 2>&1
+  --jobs "${JOBS:-4}" --results-dir "$OUT/results" --logs-dir /tmp/validate-kernels >> "$LOG" 2>&1
 echo "validate rc=$?" | tee -a "$LOG"
 for bench in combine dispatch; do
   timeout "${BENCH_S:-120}" python3 -m afdep.bench.$bench --tree "$BASE" --tree afdep/csrc \
