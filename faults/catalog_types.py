@@ -157,8 +157,15 @@ class GenerateSettings:
     # (site-name prefix, configs): a site that fires only under some configs runs
     # there; the longest matching prefix wins over `configs`.
     site_configs: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # wait site -> why skipping it cannot open a race (another wait covers it)
+    # wait site -> why skipping it cannot open a race (another wait covers it);
+    # or one generated fault's id (`gen.` ...) -> why it survives, that fault only
     survivor_ok: tuple[tuple[str, str], ...] = ()
+
+    def survivor_for(self, fault_id: str, site: str | None) -> str | None:
+        """Why `fault_id` may survive: its own entry, else its site's (None:
+        the site's entry does not apply, as for an order mutant)."""
+        reasons = dict(self.survivor_ok)
+        return reasons.get(fault_id) or (reasons.get(site) if site else None)
 
     def configs_for_site(self, site: str) -> tuple[str, ...]:
         matches = [

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from faults.catalog import Catalog, Fault, GenerateSettings, Patch
-from faults.catalog_types import Family
+from faults.catalog_types import Family, catalog_error
 from faults.expose import expose_faults
 from faults.mutate import PREFIX, mutants
 from faults.sites import Site, parse_tree
@@ -42,7 +42,7 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
                 f"skip {site.name} while delaying {site.guards}, the site it guards",
                 "fail",
                 patches,
-                survivor_ok=dict(settings.survivor_ok).get(site.name),
+                survivor_ok=settings.survivor_for(fault_id, site.name),
                 configs=settings.configs_for_site(site.name),
                 family=Family.SKIP_WAIT,
             )
@@ -85,6 +85,11 @@ def with_generated(catalog: Catalog, tree_root: Path) -> Catalog:
     generated = generated_faults(sites, catalog.generate)
     generated.update(mutants(sites, catalog.target.mutations, catalog.generate, sources))
     generated.update(expose_faults(sites, catalog))  # docs/architecture.md, "Delays that expose"
+    for key, _ in catalog.generate.survivor_ok:
+        if key.startswith(PREFIX) and key not in generated:
+            raise catalog_error(
+                catalog.path, "generate", f"survivor_ok: {key!r} is not a generated fault"
+            )
     extra = {k: v for k, v in generated.items() if k not in catalog.faults}
     return replace(catalog, faults={**catalog.faults, **extra})
 

@@ -144,9 +144,9 @@ def mutants(
                 (patch,),
                 # A wait another wait covers opens no race however early it passes;
                 # an order mutant's survival is the contract's to judge instead.
-                survivor_ok=None
-                if family in ORDER_FAMILIES
-                else dict(settings.survivor_ok).get(name),
+                survivor_ok=settings.survivor_for(
+                    fault_id, None if family in ORDER_FAMILIES else name
+                ),
                 configs=settings.configs_for_site(name),
                 family=family,
             )

@@ -14,7 +14,12 @@ stream holds back (its kernel waits for the one before it on that stream) may
 share a hardware queue with another rank's commands and hold them back too,
 and in this order it only ever waits for kernels whose producers are already
 issued. For the same reason a graph step is two graphs per rank, dispatch and
-combine, replayed in the same order."""
+combine, replayed in the same order.
+
+A rank's launch skew sleeps on its stream after its inputs' copies, right
+before its dispatch, as under torchrun: the host issues the ranks one after
+another, so a sleep queued before the copies would spend its cycles while the
+host is still issuing, and a rank issued later (the FFN) would hardly lead."""
 
 from __future__ import annotations
 
@@ -90,20 +95,19 @@ class LogicalStepper:
             runner.bucket = bucket
         graphs = [self._graphs_of(rank, rank in skip_ranks) for rank in range(len(self.runners))]
         producer = self.cuda.current_stream()  # the step's inputs were made here
-        for rank, stream in enumerate(self.streams):
+        for stream in self.streams:
             stream.wait_stream(producer)
-            if delays and delays[rank]:
-                with self.cuda.stream(stream):
-                    delay_stream(delays[rank])
         for role, part in PHASES:
             for rank, runner in enumerate(self.runners):
                 if runner.buffer.role == role:
+                    delay = delays[rank] if delays else 0
                     with self.cuda.stream(self.streams[rank]):
-                        self._issue(runner, part, sources, graphs[rank], rank in skip_ranks)
+                        self._issue(runner, part, sources, graphs[rank], rank in skip_ranks, delay)
 
-    def _issue(self, runner, part: Part, sources, graphs, skip: bool) -> None:
+    def _issue(self, runner, part: Part, sources, graphs, skip: bool, delay: int) -> None:
         if part == Part.DISPATCH:
             runner._load(sources)
+            delay_stream(delay)  # the launch skew, outside any graph
             if graphs is None:
                 runner._dispatch(skip)
             else:

@@ -260,6 +260,30 @@ def test_an_eager_step_issues_producers_first_each_rank_on_its_stream():
     assert [runner.bucket for runner in steps.runners] == [8] * 4
 
 
+def test_a_rank_s_launch_skew_sleeps_after_its_copies_right_before_its_dispatch(monkeypatch):
+    """Queued before the copies, the attention's sleep would run while the
+    host still issues its copies and dispatch, and the FFN, issued after
+    them, would lead by less than its skew says."""
+    import afdep.testing.logical_steps as logical_steps
+
+    log, steps = stepper((1, 1), graph=True)
+    monkeypatch.setattr(
+        logical_steps, "delay_stream", lambda cycles: log.append(("sleep", cycles, log.stream))
+    )
+    steps.step([], bucket=8, delays=[62_676, 0])
+    issued = [entry for entry in log if entry[0] in ("load", "sleep", "replay")]
+    assert issued == [
+        ("load", 0, "s0"),
+        ("sleep", 62_676, "s0"),
+        ("replay", "g1", "s0"),
+        ("load", 1, "s1"),
+        ("sleep", 0, "s1"),
+        ("replay", "g3", "s1"),
+        ("replay", "g4", "s1"),
+        ("replay", "g2", "s0"),
+    ]
+
+
 def test_a_graph_step_captures_every_rank_before_any_replay():
     log, steps = stepper((1, 3), graph=True)
     steps.step([], bucket=8)

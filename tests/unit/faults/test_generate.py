@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from faults.catalog import GenerateSettings, load_catalog
+import pytest
+
+from faults.catalog import CatalogError, GenerateSettings, load_catalog
 from faults.generate import generated_faults, is_generated, with_generated
 from faults.review import coverage
 from faults.sites import parse_tree
@@ -62,6 +65,20 @@ def test_catalog_settings_reach_the_generated_faults():
     assert catalog.faults["gen.skip.cf.epilogue.row_wait"].survivor_ok is None
     assert runs_under["gen.delay.cb.source.reduce"] == ["bf16-graph"]
     assert all(len(names) == 1 for names in runs_under.values())
+
+
+def test_a_survivor_reason_for_a_fault_never_generated_is_refused():
+    catalog = load_catalog(REPO / "catalogs/afdep.toml")
+    reasons = (*catalog.generate.survivor_ok, ("gen.epoch-off-by-one.cf.no_such_wait", "x"))
+    stale = dataclasses.replace(
+        catalog, generate=dataclasses.replace(catalog.generate, survivor_ok=reasons)
+    )
+    with pytest.raises(
+        CatalogError,
+        match=r"generate: survivor_ok: 'gen\.epoch-off-by-one\.cf\.no_such_wait' "
+        r"is not a generated fault$",
+    ):
+        with_generated(stale, REPO)
 
 
 def test_the_longest_site_prefix_picks_the_configs():

@@ -277,3 +277,14 @@ def test_a_covered_waits_reason_reaches_its_wrong_value_mutants_not_its_order_mu
     assert catalog.fault("gen.epoch-off-by-one.cf.epilogue.gate_wait.1").survivor_ok == reason
     assert catalog.fault("gen.weaken-acquire.cf.epilogue.gate_wait").survivor_ok is None
     assert catalog.fault("gen.narrow-scope.cf.epilogue.gate_wait").survivor_ok is None
+
+
+def test_a_reason_keyed_by_a_generated_fault_reaches_that_fault_only():
+    """An epoch mutant no skew reaches is said by its own id: the skipped wait
+    of the same site must still fail, and does."""
+    catalog = with_generated(load_catalog(AFDEP), REPO)
+    own = "gen.epoch-off-by-one.cf.epilogue.prefix_wait"
+    assert catalog.fault(own).survivor_ok == dict(catalog.generate.survivor_ok)[own]
+    assert catalog.fault("gen.skip.cf.epilogue.prefix_wait").survivor_ok is None
+    assert catalog.fault("gen.remove-barrier.cf.epilogue.prefix_wait").survivor_ok is None
+    assert catalog.fault("gen.epoch-off-by-one.pf.epilogue.done_wait.2").survivor_ok is None
