@@ -12,7 +12,10 @@ source_dispatch, which waits on nothing) is replayed, `--warmup` times
 untimed, `--iters` times between CUDA events, and the median per dispatch is
 reported. Few tokens at a large capacity time the set-up every CTA pays (the
 route check of every row, the bitmaps, their prefix sums) before a row
-moves. Writes `dispatch-<machine>.json` and `.md` under --results-dir.
+moves. Beside each time: the bytes the dispatch writes to the FFN rank (a
+row and its slot metadata per routed token) and the time they take over
+NVLink, what a rank per GPU adds, with a kernel launch as the floor below
+any size. Writes `dispatch-<machine>.json` and `.md` under --results-dir.
 """
 
 from __future__ import annotations
@@ -24,7 +27,15 @@ import statistics
 import sys
 from pathlib import Path
 
-from afdep.bench.combine import HIDDEN, NUM_EXPERTS, NUM_SMS, TOP_K, tree_problem
+from afdep.bench.combine import (
+    HIDDEN,
+    NUM_EXPERTS,
+    NUM_SMS,
+    NVLINK_GBPS_PER_DIRECTION,
+    TOP_K,
+    bound_us,
+    tree_problem,
+)
 from afdep.config import environment_error
 from afdep.jit import CSRC, source_digest
 from afdep.workspace import Geometry, GeometryError
@@ -37,7 +48,9 @@ PROTOCOL_KNOB = "AFDEP_COUNT_FIRST_MIN_BUCKET"  # left out: payload-first, which
 BUFFER_FIELDS = ("num_experts", "hidden", "capacity", "top_k", "ffn_ranks", "num_sms")
 TIMING_NOTE = (
     "each dispatch is the epoch's increment and source_dispatch on "
-    f"{NUM_SMS} CTAs; logical mode: the rows land in this GPU's HBM, not over NVLink"
+    f"{NUM_SMS} CTAs; logical mode: the rows land in this GPU's HBM, not over NVLink; "
+    f"the NVLink write bound is the written bytes at {NVLINK_GBPS_PER_DIRECTION} GB/s "
+    "per direction (H200 datasheet: 900 GB/s bidirectional)"
 )
 
 
@@ -71,6 +84,13 @@ def geometry(capacity: int) -> Geometry:
         top_k=TOP_K,
         num_sms=NUM_SMS,
     )
+
+
+def written_bytes(topk_idx, num_tokens: int, g: Geometry) -> int:
+    """What one payload-first dispatch writes to the one FFN rank: a row and
+    its slot metadata per token routed anywhere (counts and flags aside)."""
+    routed = int((topk_idx[:num_tokens] >= 0).any(dim=1).sum())
+    return routed * (g.row_bytes + g.slot_meta_bytes)
 
 
 def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -143,6 +163,7 @@ def measure(tree: Path, tokens: int, args) -> dict:
     torch.cuda.synchronize()
     _, mismatches = ffn.check(sources, step=tokens, num_tokens=tokens)
     us = time_source_dispatch(attention, ranks.streams[0], args)
+    written = written_bytes(sources[0].topk_idx, tokens, g)
     del ranks, attention, ffn
     gc.collect()  # the next build's workspace takes this one's memory
     torch.cuda.empty_cache()
@@ -151,6 +172,8 @@ def measure(tree: Path, tokens: int, args) -> dict:
         "tokens": tokens,
         "capacity": args.capacity,
         "us": round(us, 2),
+        "written_bytes": written,
+        "nvlink_write_bound_us": round(bound_us(written, NVLINK_GBPS_PER_DIRECTION), 2),
         "bitwise": not mismatches,
         "mismatch": mismatches[0] if mismatches else None,
     }
@@ -163,11 +186,16 @@ def table_lines(document: dict) -> list[str]:
     lines += [
         f"- tree `{tree}`: source digest `{digest}`" for tree, digest in document["trees"].items()
     ]
-    lines += ["", "| tree | tokens | capacity | µs | bitwise |", "|---|---:|---:|---:|---|"]
+    lines += [
+        "",
+        "| tree | tokens | capacity | µs | written MiB | NVLink write bound µs | bitwise |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     names = {tree: f"#{i}" for i, tree in enumerate(document["trees"])}
     for row in document["rows"]:
         lines.append(
             f"| {names[row['tree']]} | {row['tokens']} | {row['capacity']} | {row['us']:.2f} "
+            f"| {row['written_bytes'] / 2**20:.2f} | {row['nvlink_write_bound_us']:.2f} "
             f"| {'ok' if row['bitwise'] else 'MISMATCH'} |"
         )
     return [*lines, "", f"- {TIMING_NOTE}"]

@@ -1,8 +1,9 @@
 #!/bin/bash
 # A kernel branch on one H200 (logical ranks) before it merges: the validation
 # GROUP (default correctness; `all` for the whole matrix), then ffn_combine and
-# source_dispatch alone, the base tree against this one, each checked bitwise
-# first. The base tree travels ignored: before the call,
+# source_dispatch alone, the base tree, a copy of it (the A/A arm: the noise
+# floor) and this one, each checked bitwise first. The base tree travels
+# ignored: before the call,
 #   mkdir -p tmp_device/base && git archive main afdep/csrc | tar -x -C tmp_device/base
 # and carry ["tmp_device", ".whl"]. JOBS validation runs at a time (default 4).
 # Back: results/validate-*.json, results/{combine,dispatch}-*.{json,md},
@@ -15,8 +16,11 @@ SELECT=()
 timeout "${VALIDATE_S:-300}" python3 -m afdep.validate --rank-mode logical "${SELECT[@]}" \
   --jobs "${JOBS:-4}" --results-dir "$OUT/results" --logs-dir /tmp/validate-kernels >> "$LOG" 2>&1
 echo "validate rc=$?" | tee -a "$LOG"
+ISO=/tmp/kernels-iso/csrc
+rm -rf "$ISO" && mkdir -p "$(dirname "$ISO")" && cp -r "$BASE" "$ISO"
 for bench in combine dispatch; do
-  timeout "${BENCH_S:-120}" python3 -m afdep.bench.$bench --tree "$BASE" --tree afdep/csrc \
+  timeout "${BENCH_S:-120}" python3 -m afdep.bench.$bench --tree "$BASE" --tree "$ISO" \
+    --tree afdep/csrc \
     --results-dir "$OUT/results" >> "$LOG" 2>&1
   echo "bench.$bench rc=$?" | tee -a "$LOG"
 done

@@ -55,12 +55,25 @@ def test_without_a_gpu_main_says_so_in_one_line(monkeypatch, capsys, tmp_path):
 
 def test_the_report_names_trees_by_index():
     row = {"tree": "/a", "tokens": 128, "capacity": 4096, "us": 7.5, "bitwise": False}
+    row |= {"written_bytes": 3 * 2**19, "nvlink_write_bound_us": 3.5}
     document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": [row]}
     lines = dispatch.table_lines(document)
     assert lines[0] == "# source_dispatch, 1xH200, 2 logical ranks"
     assert lines[2] == "- tree `/a`: source digest `ab12`"
-    assert lines[6] == "| #0 | 128 | 4096 | 7.50 | MISMATCH |"
+    assert lines[6] == "| #0 | 128 | 4096 | 7.50 | 1.50 | 3.50 | MISMATCH |"
     assert lines[-1].startswith("- each dispatch is the epoch's increment and source_dispatch on")
+
+
+def test_the_written_bytes_are_a_row_and_its_metadata_per_routed_token():
+    """Padding rows and a token routed nowhere send nothing; a token routed to
+    several experts of the one FFN rank sends one row."""
+    g = dispatch.geometry(8)
+    routes = torch.full((8, 8), -1, dtype=torch.int64)
+    routes[0, :3] = torch.tensor([4, 9, 70])
+    routes[2, 0] = 5
+    routes[6, 0] = 1  # past num_tokens: padding, never sent
+    assert (g.row_bytes, g.slot_meta_bytes) == (4096, 112)
+    assert dispatch.written_bytes(routes, 4, g) == 2 * (4096 + 112)
 
 
 @pytest.mark.parametrize("top_k", [1, 3, 8, 12, 32])
