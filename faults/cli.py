@@ -44,6 +44,7 @@ from hostio import (
     at_least_one,
     entry_point,
     gpu_count,
+    positive_seconds,
     writable_dir,
     write_json,
 )
@@ -239,6 +240,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         args.only, args.config, args.repeat, args.slots, args.results_dir, args.history
     )
     options.exposure = not args.no_exposure
+    options.budget_s = args.budget_s
     options.seeds = sweep_seeds(args)
     with workdir(args, "sweep") as work:
         plan = Sweep.plan(catalog, args.root, work.path, options, gpu_count())
@@ -295,6 +297,12 @@ def add_catalog_commands(commands) -> None:
     sweep.add_argument("--history", type=Path, default=None, help="SQLite history")
     sweep.add_argument(
         "--no-exposure", action="store_true", help="leave out the configs' real-size twins"
+    )
+    sweep.add_argument(
+        "--budget-s",
+        type=positive_seconds,
+        default=None,
+        help="start no fault after this long; the report names those not run",
     )
     for command, function in ((run, run_command), (sweep, sweep_command)):
         command.add_argument("--config", action="append", default=None)

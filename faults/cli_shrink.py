@@ -16,6 +16,7 @@ from hostio import (
     at_least_one,
     gpu_count,
     machine_name,
+    positive_seconds,
     writable_dir,
     write_json,
     write_text,
@@ -26,16 +27,6 @@ if TYPE_CHECKING:
     from faults.catalog_shrink import Number
     from faults.shrink import Shrunk
     from faults.shrink_report import ShrinkContext
-
-
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"seconds above 0, got {text!r}")
-    return value
 
 
 def program_name() -> str:

@@ -323,6 +323,7 @@ def sweep(
     repeats: int,
     on_results: Callable[[list[RunResult]], None],
     slots: int = 1,
+    deadline: float | None = None,
 ) -> tuple[list[RunResult], list[RunResult]]:
     """Controls first (on the first engine); if either is wrong the harness is
     broken and no fault runs. Then the faults, `slots` at a time on each
@@ -330,6 +331,7 @@ def sweep(
     a skipped release can only time out, so a neighbour's time-slicing only
     stresses them. Last, one at a time per group, the must-fail faults whose
     kill needs the window a delay opens: a neighbour would blur that window.
+    Past `deadline` (time.monotonic()) no fault starts; those running end.
     Returns (controls, results), results in fault order; `on_results` sees
     each batch as it lands."""
     if slots < 1:
@@ -347,7 +349,7 @@ def sweep(
 
     def work(engine: Engine, ids: list[str]) -> None:
         for fault_id in ids:
-            if stop.is_set():
+            if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
                 return
             found = engine.evaluate(fault_id, catalog.configs_for(fault_id, config_names), repeats)
             with lock:

@@ -55,6 +55,9 @@ class SweepOptions:
     erased: ErasedDecision | None = None
     # Each scheduled fault once per seed, as `<fault>~s<seed>` (empty: as written).
     seeds: tuple[int, ...] = ()
+    # Past this many seconds from the start no fault starts (None: no limit);
+    # the report lists the faults not run, so a next shard can take them.
+    budget_s: float | None = None
 
 
 def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
@@ -124,6 +127,7 @@ class Sweep:
     built: list[dict] = field(default_factory=list)  # without the GPUs: each fault built
     user_digest: str = ""
     wall_s: float = 0.0
+    unrun: list[str] = field(default_factory=list)  # the faults the budget left out
 
     # ------------------------------------------------------------------ plan
     @classmethod
@@ -175,10 +179,12 @@ class Sweep:
     # ------------------------------------------------------------------- run
     def run(self, say: Callable[[str], None], advance: Callable[[], None]) -> None:
         started = time.perf_counter()
+        budget = self.options.budget_s
+        deadline = None if budget is None else time.monotonic() + budget
         with UserTreeGuard(self.root / self.catalog.target.sources) as guard:
             if self.runnable:
                 say(f"rank mode: {self.catalog.rank_mode} ({self.machine})")
-                self._run_faults(say, advance)
+                self._run_faults(say, advance, deadline)
             else:
                 self._build_faults(say, advance)
         self.user_digest = guard.before
@@ -205,7 +211,7 @@ class Sweep:
             self.built.append(row)
             advance()
 
-    def _run_faults(self, say, advance) -> None:
+    def _run_faults(self, say, advance, deadline: float | None) -> None:
         for config in self.too_big:
             say(f"not run here: config {config.name} needs {self.catalog.gpus_for(config)} GPUs")
 
@@ -222,9 +228,18 @@ class Sweep:
             self.options.repeat,
             on_results,
             slots=self.options.slots,
+            deadline=deadline,
         )
         if not self.harness_ok:
             say("HARNESS BROKEN: a control is wrong, no fault is judged")
+            return
+        ran = {r.fault for r in self.results}
+        self.unrun = [f for f in self.fault_ids if f not in ran]
+        if self.unrun:
+            say(
+                f"the {self.options.budget_s:g} s budget is spent: {len(self.unrun)} faults "
+                f"not run; the next shard: --only '{'|'.join(map(re.escape, self.unrun))}'"
+            )
 
     def engines(self) -> list[Engine]:
         """One engine per GPU group of the largest config (the caller's
@@ -254,10 +269,12 @@ class Sweep:
         if not self.harness_ok:  # with a wrong control no fault ran: nothing to summarize
             return []
         if self.options.seeds:  # a catalog fault over its seeds, as over repeats
-            return summaries_over_seeds(self.catalog, self.fault_ids, self.results)
+            judged = [f for f in self.fault_ids if f not in self.unrun]
+            return summaries_over_seeds(self.catalog, judged, self.results)
         return [
             summarize_fault(self.catalog.fault(f), [r for r in self.results if r.fault == f])
             for f in self.fault_ids
+            if f not in self.unrun
         ]
 
     def record(self, document: dict) -> str | None:
@@ -301,7 +318,7 @@ class Sweep:
             "gpus_needed": {c.name: self.catalog.gpus_for(c) for c in self.configs},
             "runnable": self.runnable,
             "harness_ok": self.harness_ok,
-            "ok": self.harness_ok and all(s.ok for s in summaries),
+            "ok": self.harness_ok and not self.unrun and all(s.ok for s in summaries),
             "mutation_score": mutation,
             "mutation_score_by_family": family_scores(summaries),
             "firing_rate": firing,
@@ -313,6 +330,8 @@ class Sweep:
             "controls": [r.to_dict() for r in self.controls],
             "results": [r.to_dict() for r in self.results],
             "faults": [vars(s) for s in summaries],
+            "budget_s": self.options.budget_s,
+            "unrun": self.unrun,
             "schedules": self.schedules(),
             "built": self.built,
             "configs_not_run": {

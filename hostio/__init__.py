@@ -18,7 +18,14 @@ from hostio.children import (
 )
 from hostio.files import KeptFolder, write_json, write_text
 from hostio.machine import cuda_tool, cuda_toolkit_bin, gpu_count, gpu_group, machine_name
-from hostio.usage import OneLineParser, UsageError, at_least, at_least_one, writable_dir
+from hostio.usage import (
+    OneLineParser,
+    UsageError,
+    at_least,
+    at_least_one,
+    positive_seconds,
+    writable_dir,
+)
 
 __all__ = [
     "CLI_STOP_SIGNALS",
@@ -39,6 +46,7 @@ __all__ = [
     "gpu_count",
     "gpu_group",
     "machine_name",
+    "positive_seconds",
     "run_logged",
     "stop_children",
     "writable_dir",

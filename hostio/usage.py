@@ -8,6 +8,17 @@ import os
 from pathlib import Path
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: seconds above 0, else a one-line error saying so."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"seconds above 0, got {text!r}")
+    return value
+
+
 def at_least(minimum: int):
     """An argparse type: an int >= `minimum`, else a one-line error saying so."""
 

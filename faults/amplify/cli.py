@@ -15,7 +15,6 @@ from faults.amplify.device import Budget, Geometry, RunResult, Stress
 from faults.amplify.report import document, harness_verdict, judge, markdown
 from faults.amplify.shapes import Mapped, Read, Shape, amplified, control_of, placed
 from faults.catalog import Catalog
-from faults.cli_shrink import positive_seconds
 from faults.cli_steps import load
 from faults.scratch import tree_digest
 from hostio import (
@@ -24,6 +23,7 @@ from hostio import (
     at_least_one,
     gpu_count,
     machine_name,
+    positive_seconds,
     writable_dir,
     write_json,
     write_text,

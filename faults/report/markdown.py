@@ -77,8 +77,20 @@ def _header(document: dict) -> list[str]:
         f"- mutation score {_score(document['mutation_score'])} "
         f"(killed / must-fail that fired), firing rate {_score(document['firing_rate'])}",
         _controls_line(document["controls"]),
+        *_unrun(document),
         *_rejudged(document.get("rejudged")),
         "",
+    ]
+
+
+def _unrun(document: dict) -> list[str]:
+    """The faults a spent --budget-s left out: this report is a partial shard."""
+    unrun = document.get("unrun") or []
+    if not unrun:
+        return []
+    return [
+        f"- **not run**, the {document['budget_s']:g} s budget spent: {len(unrun)} faults "
+        f"({', '.join(unrun)})"
     ]
 
 

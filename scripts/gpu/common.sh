@@ -22,5 +22,5 @@ python3 -m afdep.build >> "$LOG" 2>&1 || { echo "afdep.build failed"; tail -20 "
 
 # pack_logs DIR...: every log under DIR (none over 2 MB) into $OUT/logs.tgz
 pack_logs() {
-  find "$@" -name '*.log' -size -2M 2>/dev/null | tar czf "$OUT/logs.tgz" -T - 2>/dev/null
+  find "$@" -name '*.log' -size -2M -not -path '*/tree/*' 2>/dev/null | tar czf "$OUT/logs.tgz" -T - 2>/dev/null
 }

@@ -2,15 +2,19 @@
 # One shard of the fault sweep: sweep.sh REGEX [CONFIG...] (REGEX matches whole
 # fault ids; no CONFIG: every config and its exposure twin that fits). Rank
 # mode by the GPUs (RANK_MODE to force), SLOTS runs at a time (default 4),
-# SHARD names the shard's folder when one call runs several.
+# SHARD names the shard's folder when one call runs several. No fault starts
+# after BUDGET_S (default LIMIT_S - 120: a run's 90 s outer timeout and the
+# report), and the report names those left for the next shard.
 # Shards of one tree merge with `afdep-faults compare`, or by their JSON.
 # Back: results/[SHARD/]sweep-*.{json,md,xml}, console.log, logs[-SHARD].tgz.
 source scripts/gpu/common.sh
 pattern=$1; shift
 WORK=/tmp/sweep${SHARD:+-$SHARD}
 configs=(); for c in "$@"; do configs+=(--config "$c"); done
-timeout "${LIMIT_S:-560}" python3 -m faults --rank-mode "${RANK_MODE:-auto}" \
+LIMIT_S=${LIMIT_S:-560}
+timeout "$LIMIT_S" python3 -m faults --rank-mode "${RANK_MODE:-auto}" \
   --workdir "$WORK" sweep --only "$pattern" "${configs[@]}" --slots "${SLOTS:-4}" \
+  --budget-s "${BUDGET_S:-$((LIMIT_S - 120))}" \
   --results-dir "$OUT/results/${SHARD:-}" --history /tmp/sweep-history.sqlite >> "$LOG" 2>&1
 echo "sweep ${SHARD:-} rc=$?" | tee -a "$LOG"
 pack_logs "$WORK"

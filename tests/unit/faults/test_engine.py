@@ -73,6 +73,27 @@ def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, ca
     assert "S1@default#0 tree=" in out and "markers=4 assert=0 -> KILLED" in out
 
 
+def test_a_spent_budget_starts_no_fault_and_names_those_not_run(tmp_path, capsys):
+    """The controls run whatever the budget; past it no fault starts, and the
+    report, a partial shard, says which are left and is not ok."""
+    top = ["--catalog", str(CATALOG), "--root", str(REPO), "--no-generated"]
+    status = main(
+        [*top, "--workdir", str(tmp_path / "work"), "sweep", "--budget-s", "0.001"]
+        + ["--results-dir", str(tmp_path)]
+    )
+    assert status == 1
+    [report] = tmp_path.glob("sweep-*.json")
+    document = json.loads(report.read_text())
+    assert document["harness_ok"] and not document["ok"]
+    assert (document["budget_s"], document["unrun"]) == (0.001, ["D1", "S1", "S2", "N1"])
+    assert document["results"] == [] and document["faults"] == []
+    out = capsys.readouterr().out
+    assert (
+        "the 0.001 s budget is spent: 4 faults not run; the next shard: --only 'D1|S1|S2|N1'" in out
+    )
+    assert "- **not run**, the 0.001 s budget spent: 4 faults (D1, S1, S2, N1)" in out
+
+
 def test_a_broken_control_stops_the_sweep(tmp_path, capsys):
     text = CATALOG.read_text().replace("+ (word_idx == 3);", ";")
     broken = tmp_path / "catalog.toml"
