@@ -120,7 +120,11 @@ KNOBS: dict[str, Knob] = {
         "count-first for buckets >= this many tokens; unset: count-first is off",
     ),
     "AFDEP_COUNT_FIRST_EPILOGUE_SMS": Knob(
-        "epilogue_sms", _positive_int, None, "CTAs of the streaming epilogue (default: num_sms)"
+        "epilogue_sms",
+        _positive_int,
+        None,
+        "at most this many CTAs for the streaming epilogue (default: every SM its FFN rank "
+        "can hold beside what runs with it)",
     ),
     "AFDEP_COMBINE_SMS": Knob(
         "combine_sms",

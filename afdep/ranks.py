@@ -85,6 +85,7 @@ class RankGroup(Protocol):
 
     rank: int
     world_size: int
+    shares_device: bool  # every rank of the group on this one GPU (logical ranks)
 
     def all_gather_object(self, obj: Any) -> list[Any]: ...
 
@@ -96,6 +97,8 @@ class RankGroup(Protocol):
 class TorchRankGroup:
     """One rank per process and GPU, through torch.distributed; the workspace is
     symmetric memory, its peers' addresses exchanged by the rendezvous."""
+
+    shares_device = False
 
     def __init__(self, group=None) -> None:
         import torch.distributed as dist
@@ -266,6 +269,8 @@ class LocalWorld:
 class LocalRankGroup:
     """Logical rank `rank` of a LocalWorld: its collectives meet the other
     threads; its workspace is a slice of one allocation made by rank 0."""
+
+    shares_device = True
 
     def __init__(self, world: LocalWorld, rank: int) -> None:
         self.world = world

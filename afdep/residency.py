@@ -12,7 +12,13 @@ So each CTA is counted as a whole SM.
 
 A launch that waits on nothing (ffn_combine) need not be resident at once: its
 CTAs always finish, and the rest start on the SMs they free. It needs one SM
-to make progress, so it counts as one CTA, whatever its grid."""
+to make progress, so it counts as one CTA, whatever its grid.
+
+Count-first's streaming epilogue takes every SM its FFN rank can hold beside
+what is resident with it, at most AFDEP_COUNT_FIRST_EPILOGUE_SMS (a cap, as
+the seed's was): the FFN GPU has nothing else to do while rows arrive
+(`epilogue_ctas`). So it always fits, and only --num-sms can make a geometry
+too large."""
 
 from __future__ import annotations
 
@@ -21,8 +27,6 @@ from dataclasses import dataclass
 from afdep.kernels import Launch, combine_launch, dispatch_launches
 from afdep.vocab import Protocol, Role
 from afdep.workspace import Geometry
-
-EPILOGUE_KNOB = "AFDEP_COUNT_FIRST_EPILOGUE_SMS"
 
 
 class ResidencyError(ValueError):
@@ -56,6 +60,18 @@ def role_ctas(
     )
 
 
+def epilogue_ctas(
+    g: Geometry, protocols: tuple[Protocol, ...], cap: int | None, sm_count: int, shared: bool
+) -> int:
+    """The streaming epilogue's CTAs on one FFN rank: the SMs of its GPU less
+    what is resident beside it (its own dispatch kernel's CTA, before which it
+    starts programmatically; with `shared`, every logical rank on this GPU,
+    the FFN ranks splitting what is left), at most `cap`, at least 1."""
+    others = g.num_attention * role_ctas(g, Role.ATTENTION, protocols, None) if shared else 0
+    free = (sm_count - others) // (g.ffn_ranks if shared else 1) - 1
+    return max(1, free if cap is None else min(cap, free))
+
+
 @dataclass(frozen=True)
 class Residency:
     num_attention: int
@@ -63,7 +79,6 @@ class Residency:
     attention_ctas: int  # per attention rank
     ffn_ctas: int  # per FFN rank
     sm_count: int
-    epilogue_knob: bool  # the FFN figure depends on AFDEP_COUNT_FIRST_EPILOGUE_SMS
 
     @property
     def total(self) -> int:
@@ -76,11 +91,10 @@ class Residency:
     def refusal(self) -> str:
         """The one-line error for a geometry that does not fit."""
         a, f = self.num_attention, self.num_ffn
-        knobs = "--num-sms" + (f" or {EPILOGUE_KNOB}" if self.epilogue_knob else "")
         return (
             f"one-GPU mode: {a}A:{f}F needs {a}×{self.attention_ctas} (attention) + "
             f"{f}×{self.ffn_ctas} (ffn) = {self.total} CTAs resident at once; "
-            f"the GPU has {self.sm_count} SMs: lower {knobs}"
+            f"the GPU has {self.sm_count} SMs: lower --num-sms"
         )
 
 
@@ -93,7 +107,6 @@ def residency(
         attention_ctas=role_ctas(g, Role.ATTENTION, protocols, epilogue_sms),
         ffn_ctas=role_ctas(g, Role.FFN, protocols, epilogue_sms),
         sm_count=sm_count,
-        epilogue_knob=epilogue_sms is not None and Protocol.COUNT_FIRST in protocols,
     )
 
 

@@ -151,6 +151,7 @@ def test_a_rank_that_raises_stops_its_peers_at_their_next_collective():
 def test_rank_group_keeps_a_group_and_needs_torch_distributed_otherwise():
     group = LocalRankGroup(LocalWorld(2), 1)
     assert rank_group(group) is group
+    assert group.shares_device and not TorchRankGroup.shares_device  # the epilogue's SMs
     with pytest.raises(
         RuntimeError, match=r"^afdep.Buffer needs torch.distributed to be initialized$"
     ):

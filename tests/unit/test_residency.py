@@ -8,7 +8,13 @@ import pytest
 
 from afdep.jit import KernelSpec
 from afdep.kernels import Launch, combine_launch
-from afdep.residency import ResidencyError, check_residency, concurrent_ctas, residency
+from afdep.residency import (
+    ResidencyError,
+    check_residency,
+    concurrent_ctas,
+    epilogue_ctas,
+    residency,
+)
 from afdep.vocab import Protocol, Role
 from afdep.workspace import Geometry
 
@@ -94,10 +100,33 @@ def test_a_geometry_that_does_not_fit_is_refused_naming_it():
     )
 
 
-def test_the_refusal_names_the_epilogue_knob_when_it_counts():
+@pytest.mark.parametrize(
+    "shape, epilogue",
+    [("1A:1F", 107), ("2A:1F", 83), ("3A:1F", 59), ("2A:2F", 41), ("1A:3F", 35)],
+)
+def test_the_epilogue_takes_what_its_gpu_has_left_and_every_shape_still_fits(shape, epilogue):
+    """Logical ranks: the SMs the attention ranks leave, split over the FFN
+    ranks, less each one's dispatch CTA; the knob caps it, never raises it."""
+    g = geometry(shape)
+    assert epilogue_ctas(g, BOTH, None, 132, shared=True) == epilogue
+    assert epilogue_ctas(g, BOTH, 32, 132, shared=True) == 32
+    assert epilogue_ctas(g, BOTH, 200, 132, shared=True) == epilogue
+    fit = check_residency(g, BOTH, epilogue, 132)
+    assert fit.total <= 132 < fit.total + g.ffn_ranks  # no SM left that one more CTA per rank fits
+
+
+def test_a_rank_per_gpu_leaves_its_epilogue_every_sm_but_its_dispatch_cta():
+    g = geometry("1A:1F")
+    assert epilogue_ctas(g, BOTH, None, 132, shared=False) == 131
+    assert epilogue_ctas(g, BOTH, 64, 132, shared=False) == 64
+
+
+def test_attention_ranks_too_wide_for_the_gpu_are_refused_naming_num_sms():
+    g = geometry("3A:1F", 44)  # 3 x 44 = 132: no SM left for the FFN rank
+    assert epilogue_ctas(g, BOTH, None, 132, shared=True) == 1
     with pytest.raises(ResidencyError) as caught:
-        check_residency(geometry("1A:3F", 24), BOTH, 80, 132)
+        check_residency(g, BOTH, 1, 132)
     assert str(caught.value) == (
-        "one-GPU mode: 1A:3F needs 1×24 (attention) + 3×81 (ffn) = 267 CTAs resident at once; "
-        "the GPU has 132 SMs: lower --num-sms or AFDEP_COUNT_FIRST_EPILOGUE_SMS"
+        "one-GPU mode: 3A:1F needs 3×44 (attention) + 1×44 (ffn) = 176 CTAs resident at once; "
+        "the GPU has 132 SMs: lower --num-sms"
     )
