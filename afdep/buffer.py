@@ -94,7 +94,8 @@ class Buffer:
             payload=payload,
             collect_view=collect_view,
             num_sms=num_sms,
-            arm_source=Protocol.COUNT_FIRST in self.protocols and self.config.arm == Arm.SOURCE,
+            arm_attention=Protocol.COUNT_FIRST in self.protocols
+            and self.config.arm == Arm.ATTENTION,
         )
         self.role = Role.ATTENTION if self.rank < g.num_attention else Role.FFN
         self.device = torch.device("cuda", torch.cuda.current_device())
@@ -174,7 +175,7 @@ class Buffer:
 
     # ------------------------------------------------------------------ outputs
     def _symmetric_rows(self, offset: str, rows: int, width: int, dtype: torch.dtype):
-        """`rows` x `width` elements of the symmetric workspace (ARM=source rows)."""
+        """`rows` x `width` elements of the symmetric workspace (ARM=attention rows)."""
         start = self.layout[offset]
         size = rows * width * torch.empty(0, dtype=dtype).element_size()
         return self._symmetric[start : start + size].view(dtype).view(rows, width)
@@ -186,8 +187,8 @@ class Buffer:
         fp8 = g.payload == "fp8"
 
         def rows_of(count: int):
-            """The received rows (and scales): the sources' own target under ARM=source."""
-            if g.arm_source:
+            """The received rows (and scales): the sources' own target under ARM=attention."""
+            if g.arm_attention:
                 x = self._symmetric_rows("off_direct_x", count, h, dtype)
                 scales = (
                     self._symmetric_rows("off_direct_scales", count, s, torch.float32)

@@ -57,7 +57,7 @@ def all_specs(
             top_k=top_k,
             payload=payload,
             collect_view=view == "collect",
-            arm_source=arm == Arm.SOURCE,
+            arm_attention=arm == Arm.ATTENTION,
         )
         for role in Role:
             for launch in all_launches(g, role, tuple(protocols)):
@@ -74,7 +74,7 @@ def timed_compile(spec, root=CSRC):
 
 
 def variant_file_name(spec: KernelSpec, suffix: str = ".ptx") -> str:
-    """`source_dispatch-Hidden2048-...-NumThreads512.ptx` (or `.cubin`): one file a variant."""
+    """`attention_dispatch-Hidden2048-...-NumThreads512.ptx` (or `.cubin`): one file a variant."""
     args = "-".join(f"{key.removeprefix('k')}{str(value).lower()}" for key, value in spec.template)
     return f"{spec.name}-{args}{suffix}"
 

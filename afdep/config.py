@@ -136,8 +136,8 @@ KNOBS: dict[str, Knob] = {
         "arm",
         _arm,
         Arm.FFN,
-        "ffn: the epilogue expands each row to its experts; source: the source stores every "
-        "expert row itself, at offsets it reads from the FFN",
+        "ffn: the epilogue expands each row to its experts; attention: the attention rank "
+        "stores every expert row itself, at offsets it reads from the FFN",
     ),
     "AFDEP_COUNT_FIRST_WARP_COUNT": Knob(
         "warp_count", _warps, 16, "warps per epilogue CTA that expand rows (1-16)"

@@ -27,19 +27,26 @@ ARCH = "sm_90a"
 
 # Template parameters of each kernel, in declaration order.
 KERNEL_TEMPLATES: dict[str, tuple[str, ...]] = {
-    "source_dispatch": ("kHidden", "kTopK", "kFp8", "kCountFirst", "kArmSource", "kNumThreads"),
-    "copy_epilogue": ("kHidden", "kTopK", "kFp8", "kCollectView", "kNumThreads"),
-    "ffn_stream_dispatch": ("kNumThreads",),
-    "ffn_stream_epilogue": (
+    "attention_dispatch": (
+        "kHidden",
+        "kTopK",
+        "kFp8",
+        "kCountFirst",
+        "kArmAttention",
+        "kNumThreads",
+    ),
+    "ffn_expand": ("kHidden", "kTopK", "kFp8", "kCollectView", "kNumThreads"),
+    "ffn_place": ("kNumThreads",),
+    "ffn_stream_expand": (
         "kHidden",
         "kTopK",
         "kFp8",
         "kCollectView",
-        "kArmSource",
+        "kArmAttention",
         "kNumThreads",
     ),
     "ffn_combine": ("kHidden", "kTopK", "kNumThreads"),
-    "source_combine": ("kHidden", "kNumThreads"),
+    "attention_combine": ("kHidden", "kNumThreads"),
 }
 
 

@@ -35,10 +35,10 @@ def dispatch_launches(
         return [
             Launch(
                 KernelSpec.make(
-                    "source_dispatch",
+                    "attention_dispatch",
                     **row,
                     kCountFirst=count_first,
-                    kArmSource=count_first and g.arm_source,
+                    kArmAttention=count_first and g.arm_attention,
                     kNumThreads=NUM_THREADS,
                 ),
                 g.num_sms,
@@ -49,7 +49,7 @@ def dispatch_launches(
         return [
             Launch(
                 KernelSpec.make(
-                    "copy_epilogue",
+                    "ffn_expand",
                     **row,
                     kCollectView=g.collect_view,
                     kNumThreads=NUM_THREADS,
@@ -60,16 +60,16 @@ def dispatch_launches(
         ]
     return [
         Launch(
-            KernelSpec.make("ffn_stream_dispatch", kNumThreads=NUM_THREADS),
+            KernelSpec.make("ffn_place", kNumThreads=NUM_THREADS),
             1,
             4 * g.experts_per_ffn,
         ),
         Launch(
             KernelSpec.make(
-                "ffn_stream_epilogue",
+                "ffn_stream_expand",
                 **row,
                 kCollectView=g.collect_view,
-                kArmSource=g.arm_source,
+                kArmAttention=g.arm_attention,
                 kNumThreads=NUM_THREADS,
             ),
             epilogue_sms or g.num_sms,
@@ -85,7 +85,7 @@ def combine_launch(g: Geometry, role: Role, combine_sms: int | None = None) -> L
     expert output once, so it runs on `combine_sms` CTAs (AFDEP_COMBINE_SMS;
     the Buffer's default: every SM of its device), else `num_sms`."""
     if role == Role.ATTENTION:
-        spec = KernelSpec.make("source_combine", kHidden=g.hidden, kNumThreads=NUM_THREADS)
+        spec = KernelSpec.make("attention_combine", kHidden=g.hidden, kNumThreads=NUM_THREADS)
         return Launch(spec, g.num_sms, 0)
     spec = KernelSpec.make("ffn_combine", kHidden=g.hidden, kTopK=g.top_k, kNumThreads=NUM_THREADS)
     return Launch(spec, combine_sms or g.num_sms, 0, waits=False)

@@ -32,10 +32,11 @@ class Protocol(Word):
 
 
 class Arm(Word):
-    """Who stores the expert rows in count-first: the FFN's epilogue, or the source."""
+    """Who stores the expert rows in count-first: the FFN's epilogue, or the
+    attention rank that sends them."""
 
     FFN = "ffn"
-    SOURCE = "source"
+    ATTENTION = "attention"
 
 
 class RouteKind(Word):

@@ -97,7 +97,7 @@ class Geometry:
     payload: str = "bf16"
     collect_view: bool = False
     num_sms: int = 24
-    arm_source: bool = False  # count-first ARM=source: sources write the FFN's output rows
+    arm_attention: bool = False  # count-first ARM=attention: sources write the FFN's output rows
 
     def __post_init__(self) -> None:
         for name in (
@@ -214,7 +214,7 @@ class Geometry:
 
     @property
     def dispatch_smem_bytes(self) -> int:
-        """Route bitmaps and their prefix sums, then ARM=source's remote bases."""
+        """Route bitmaps and their prefix sums, then ARM=attention's remote bases."""
         words = -(-self.capacity // 32)
         maps = self.num_experts + self.ffn_ranks
         return 2 * maps * words * 4 + 4 * (self.num_experts + self.ffn_ranks)
@@ -225,8 +225,8 @@ class Geometry:
 
     @property
     def direct_rows(self) -> int:
-        """Rows the sources write directly under ARM=source (0 otherwise)."""
-        if not self.arm_source:
+        """Rows the sources write directly under ARM=attention (0 otherwise)."""
+        if not self.arm_attention:
             return 0
         return self.max_collect_rows if self.collect_view else self.max_rows
 

@@ -36,7 +36,7 @@ def producers_of(site: Site) -> str | None:
 def published_store(release: Site, sites: list[Site]) -> Site | None:
     """The site whose data `release` publishes: its `guards=`, else the
     nearest store site above it in its file (a compute site when there is no
-    store), one of the release's own stage (`cf.source.`) first."""
+    store), one of the release's own stage (`cf.attention_dispatch.`) first."""
     by_name = {site.name: site for site in sites}
     if release.guards:
         return by_name.get(release.guards)

@@ -204,7 +204,9 @@ def _site(opened: tuple[str, dict[str, str], int], path: Path, end: int) -> Site
 def _check_header(path: Path, number: int, name: str, attrs: dict, text: str) -> list[Violation]:
     problems = []
     if not NAME.match(name):
-        problems.append(f"site name {name!r} is not dotted lower_case (e.g. cf.source.row_store)")
+        problems.append(
+            f"site name {name!r} is not dotted lower_case (e.g. cf.attention_dispatch.row_store)"
+        )
     kind = attrs.get("kind")
     if kind not in KINDS:
         problems.append(f"site {name}: kind={kind} is not one of {', '.join(KINDS)}")

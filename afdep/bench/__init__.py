@@ -53,7 +53,7 @@ DEFAULT_ARMS = {
     CONTROL: {"AFDEP_PAYLOAD_FIRST": "1"},
     "CF": CF,
     "CF_ungate": {**CF, "AFDEP_COUNT_FIRST_UNGATE": "1"},
-    "CF_src": {**CF, "AFDEP_COUNT_FIRST_ARM": Arm.SOURCE.value},
+    "CF_attn": {**CF, "AFDEP_COUNT_FIRST_ARM": Arm.ATTENTION.value},
 }
 
 
@@ -221,7 +221,7 @@ def argument_parser() -> OneLineParser:
         type=parse_arm,
         action="append",
         default=None,
-        help="replaces the default arms (C, CF, CF_ungate, CF_src)",
+        help="replaces the default arms (C, CF, CF_ungate, CF_attn)",
     )
     parser.add_argument(
         "--iso",

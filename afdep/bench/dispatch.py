@@ -1,4 +1,4 @@
-"""source_dispatch alone, on one GPU in the one-GPU logical mode (1A:1F).
+"""attention_dispatch alone, on one GPU in the one-GPU logical mode (1A:1F).
 
     python -m afdep.bench.dispatch [--tree DIR]... [--tokens N...] [--capacity C]
                                    [--iters 50] [--warmup 10] [--reps 20]
@@ -8,7 +8,7 @@ Per kernel tree and token count, at one capacity: one payload-first step
 (dispatch, expert function, combine) runs and the FFN rank's dispatch output
 is checked bitwise against the reference (afdep/testing/reference.py); then a
 CUDA graph of `--reps` attention dispatches (the epoch's increment and
-source_dispatch, which waits on nothing) is replayed, `--warmup` times
+attention_dispatch, which waits on nothing) is replayed, `--warmup` times
 untimed, `--iters` times between CUDA events, and the median per dispatch is
 reported. Few tokens at a large capacity time the set-up every CTA pays (the
 route check of every row, the bitmaps, their prefix sums) before a row
@@ -47,7 +47,7 @@ DEFAULT_CAPACITY = 4096
 PROTOCOL_KNOB = "AFDEP_COUNT_FIRST_MIN_BUCKET"  # left out: payload-first, which waits on nothing
 BUFFER_FIELDS = ("num_experts", "hidden", "capacity", "top_k", "ffn_ranks", "num_sms")
 TIMING_NOTE = (
-    "each dispatch is the epoch's increment and source_dispatch on "
+    "each dispatch is the epoch's increment and attention_dispatch on "
     f"{NUM_SMS} CTAs; logical mode: the rows land in this GPU's HBM, not over NVLink; "
     f"the NVLink write bound is the written bytes at {NVLINK_GBPS_PER_DIRECTION} GB/s "
     "per direction (H200 datasheet: 900 GB/s bidirectional)"
@@ -118,7 +118,7 @@ def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 # ---------------------------------------------------------------- on the GPU
-def time_source_dispatch(runner, stream, args) -> float:
+def time_attention_dispatch(runner, stream, args) -> float:
     """The median µs of one attention dispatch: a graph of `reps` dispatches
     on the attention rank's stream, replayed between events."""
     import torch
@@ -142,7 +142,7 @@ def time_source_dispatch(runner, stream, args) -> float:
 
 
 def measure(tree: Path, tokens: int, args) -> dict:
-    """One row: source_dispatch of `tree` at `tokens`, checked, then timed."""
+    """One row: attention_dispatch of `tree` at `tokens`, checked, then timed."""
     import torch
 
     from afdep.bench.worker import bucket_inputs
@@ -162,7 +162,7 @@ def measure(tree: Path, tokens: int, args) -> dict:
     LogicalStepper([attention, ffn], ranks.streams, graph=False).step(sources, bucket=tokens)
     torch.cuda.synchronize()
     _, mismatches = ffn.check(sources, step=tokens, num_tokens=tokens)
-    us = time_source_dispatch(attention, ranks.streams[0], args)
+    us = time_attention_dispatch(attention, ranks.streams[0], args)
     written = written_bytes(sources[0].topk_idx, tokens, g)
     del ranks, attention, ffn
     gc.collect()  # the next build's workspace takes this one's memory
@@ -182,7 +182,7 @@ def measure(tree: Path, tokens: int, args) -> dict:
 # ---------------------------------------------------------------- report
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the note."""
-    lines = [f"# source_dispatch, {document['rank_mode']}", ""]
+    lines = [f"# attention_dispatch, {document['rank_mode']}", ""]
     lines += [
         f"- tree `{tree}`: source digest `{digest}`" for tree, digest in document["trees"].items()
     ]

@@ -5,8 +5,8 @@ and reduced to medians.
 
     ## CF T=2048
     anchor rank 0 first kernel start = 0; period median 291.62 us
-     rank0 0:source_dispatch start 0.00 end 90.43 dur 90.43
-     rank1 0:ffn_stream_dispatch start 0.41 end 88.10 dur 87.69
+     rank0 0:attention_dispatch start 0.00 end 90.43 dur 90.43
+     rank1 0:ffn_place start 0.41 end 88.10 dur 87.69
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ Span = tuple[str, int, int]  # kernel name, start ns, end ns (one host clock for
 
 
 def short_name(name: str) -> str:
-    """`void afdep::source_dispatch<2048, 8, ...>(afdep::Params)` -> `source_dispatch`."""
+    """`void afdep::attention_dispatch<2048, 8, ...>(afdep::Params)` -> `attention_dispatch`."""
     base = re.sub(r"<.*", "", name).split("(")[0].split()[-1]
     return base.split("::")[-1]
 

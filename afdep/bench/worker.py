@@ -75,7 +75,7 @@ def arm_config(variables: dict[str, str]) -> Config:
     return Config.from_env({**os.environ, **{k: v for k, v in variables.items() if k != TREE}})
 
 
-def arm_sources(variables: dict[str, str]) -> Path | None:
+def arm_attentions(variables: dict[str, str]) -> Path | None:
     """A source-tree arm's kernel sources; None: this package's."""
     return Path(variables[TREE]) if TREE in variables else None
 
@@ -347,7 +347,8 @@ def main(argv=None) -> int:
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank = dist.get_rank()
     timers = {
-        name: ArmTimer(args, arm_config(arms[name]), arm_sources(arms[name])) for name in args.order
+        name: ArmTimer(args, arm_config(arms[name]), arm_attentions(arms[name]))
+        for name in args.order
     }
     geometry = next(iter(timers.values())).buffer.geometry
     dev = torch.device("cuda", local_rank)
@@ -372,7 +373,7 @@ def main(argv=None) -> int:
             "order": args.order,
             "native_source_sha256": afdep.source_digest(),
             "arm_digests": {
-                name: afdep.source_digest(arm_sources(arms[name]) or CSRC) for name in args.order
+                name: afdep.source_digest(arm_attentions(arms[name]) or CSRC) for name in args.order
             },
             "row_bytes": geometry.row_bytes,
             "ranks": gathered,

@@ -44,8 +44,8 @@ from hostio import UsageError, at_least
 # Logical ranks issue their launches into shared hardware queues; more queues
 # than streams keeps one rank's waiting command from standing before another's.
 # Modules load at once, not at a kernel's first launch: a lazy load waits for
-# the context, where another rank's kernel spins on this one (ARM=source eager
-# hung at cf.source.prefix_wait on 1xH200 with lazy loading, passed with eager).
+# the context, where another rank's kernel spins on this one (ARM=attention eager
+# hung at cf.attention_dispatch.prefix_wait on 1xH200 with lazy loading, passed with eager).
 CONNECTIONS = {"CUDA_DEVICE_MAX_CONNECTIONS": "32", "CUDA_MODULE_LOADING": "EAGER"}
 
 

@@ -191,12 +191,12 @@ def matrix_count_first() -> list[Run]:
         name, _, value = setting.partition("=")
         env = {**CF, f"AFDEP_COUNT_FIRST_{name}": value}
         runs.append(passing(f"cf-knob-{name}", grid("bf16", "graph"), group, env))
-    arm = {**CF, "AFDEP_COUNT_FIRST_ARM": Arm.SOURCE.value}
+    arm = {**CF, "AFDEP_COUNT_FIRST_ARM": Arm.ATTENTION.value}
     for payload, extra in (("bf16", []), ("fp8", []), ("bf16", ["--collect-view"])):
         for execution in ("eager", "graph"):
             args = grid(payload, execution, 2048, 24, *extra)
             view = "-view" if extra else ""
-            runs.append(passing(f"cf-arm-source-{payload}{view}-{execution}", args, group, arm))
+            runs.append(passing(f"cf-arm-attention-{payload}{view}-{execution}", args, group, arm))
     for execution in ("eager", "graph"):  # the protocol switches between buckets
         env = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "512"}
         runs.append(passing(f"cf-mixed-min512-{execution}", grid("bf16", execution), group, env))
@@ -246,7 +246,7 @@ SPLIT_KNOB_SETTINGS = tuple(s for s in KNOB_SETTINGS if not s.startswith("EPILOG
 
 
 def matrix_split_knobs() -> list[Run]:
-    """Count-first's knobs and ARM=source at 3A:1F and 1A:3F, the collect view
+    """Count-first's knobs and ARM=attention at 3A:1F and 1A:3F, the collect view
     in fp8 at 2A:1F (3 ranks), and per-role knobs: one outside the protocol
     (the FFN's wait timeout) that must pass beside one inside it (the FFN
     alone ungated) that every rank must refuse."""
@@ -259,10 +259,10 @@ def matrix_split_knobs() -> list[Run]:
             env = {**CF, f"AFDEP_COUNT_FIRST_{name}": value}
             args = [*grid("bf16", "graph"), *split]
             runs.append(passing(f"{split_name(ffn_ranks)}-knob-{name}", args, group, env, 4))
-        arm = {**CF, "AFDEP_COUNT_FIRST_ARM": Arm.SOURCE.value}
+        arm = {**CF, "AFDEP_COUNT_FIRST_ARM": Arm.ATTENTION.value}
         for execution in ("eager", "graph"):
             args = [*grid("bf16", execution), *split]
-            name = f"{split_name(ffn_ranks)}-arm-source-{execution}"
+            name = f"{split_name(ffn_ranks)}-arm-attention-{execution}"
             runs.append(passing(name, args, group, arm, 4))
     for execution in ("eager", "graph"):
         args = [*grid("fp8", execution), "--ffn-ranks", "1", "--collect-view"]

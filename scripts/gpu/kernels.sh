@@ -1,7 +1,7 @@
 #!/bin/bash
 # A kernel branch on one H200 (logical ranks) before it merges: the validation
 # GROUP (default correctness; `all` for the whole matrix), then ffn_combine and
-# source_dispatch alone, the base tree, a copy of it (the A/A arm: the noise
+# attention_dispatch alone, the base tree, a copy of it (the A/A arm: the noise
 # floor) and this one, each checked bitwise first. The base tree travels
 # ignored: before the call,
 #   mkdir -p tmp_device/base && git archive main afdep/csrc | tar -x -C tmp_device/base

@@ -13,8 +13,8 @@ shrink() {  # FAULT CONFIG BUDGET_S
   echo "== $1 under $2: rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$LOG"
 }
 # Arguments: FAULT CONFIG BUDGET_S triples (default: N2 and two generated faults).
-[ $# -ge 3 ] || set -- N2 bf16-graph@2048 130 gen.skip.cf.ffn.count_wait bf16-graph 100 \
-  gen.epoch-off-by-one.cb.source.row_wait bf16-graph 100
+[ $# -ge 3 ] || set -- N2 bf16-graph@2048 130 gen.skip.cf.ffn_place.count_wait bf16-graph 100 \
+  gen.epoch-off-by-one.cb.attention_combine.row_wait bf16-graph 100
 while [ $# -ge 3 ]; do shrink "$1" "$2" "$3"; shift 3; done
 timeout 120 python3 -m pytest -q -p no:cacheprovider -rs tests/regress >> "$LOG" 2>&1
 echo "== regression tests: rc=$?" | tee -a "$LOG"

@@ -1,4 +1,4 @@
-"""source_dispatch on one GPU in the logical mode (`pytest -m gpu`): the FFN
+"""attention_dispatch on one GPU in the logical mode (`pytest -m gpu`): the FFN
 rank's dispatch output matches the reference bitwise at a token, a partial
 word and a full capacity, through the micro-bench (`python -m
 afdep.bench.dispatch`)."""

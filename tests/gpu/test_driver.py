@@ -82,7 +82,7 @@ def test_invalid_route_asserts_on_every_rank(tmp_path, kind, execution):
 
 
 @pytest.mark.parametrize(
-    "skipped_rank, site", [(0, "pf.epilogue.done_wait"), (1, "cb.source.row_wait")]
+    "skipped_rank, site", [(0, "pf.ffn_expand.done_wait"), (1, "cb.attention_combine.row_wait")]
 )
 def test_wait_that_cannot_complete_times_out_naming_its_site(tmp_path, skipped_rank, site):
     args = [*COMMON, "--tokens", "128", "--test-skip-dispatch-rank", str(skipped_rank)]

@@ -107,9 +107,9 @@ def test_every_other_shape_matches_the_reference(tmp_path, shape):
     assert_clean_pass(*drive(tmp_path, shape, args, env=MIXED), shape)
 
 
-def test_arm_source_at_three_attention_ranks(tmp_path):
+def test_arm_attention_at_three_attention_ranks(tmp_path):
     # The source and the FFN wait on each other within one dispatch: both must run at once.
-    env = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1", "AFDEP_COUNT_FIRST_ARM": "source"}
+    env = {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1", "AFDEP_COUNT_FIRST_ARM": "attention"}
     args = ["--payload", "bf16", "--graph", "--tokens", "8", "512"]
     assert_clean_pass(*drive(tmp_path, "3A:1F", args, env=env), "3A:1F")
 
@@ -131,7 +131,7 @@ def test_a_wait_that_cannot_complete_times_out_on_one_gpu(tmp_path):
         tmp_path, "1A:1F", args, env={"AFDEP_TIMEOUT_MS": "2000"}, timeout_s=120
     )
     assert not outcome.outer_timeout and outcome.exit_code == 1
-    assert {site for site, _ in facts.timeouts} == {"cb.source.row_wait"}, text[-3000:]
+    assert {site for site, _ in facts.timeouts} == {"cb.attention_combine.row_wait"}, text[-3000:]
     for rank in (0, 1):  # every logical rank reports the end, tagged as torchrun tags it
         assert f'[default{rank}]:{RESULT} {{"ok": false, "rank": {rank}' in text
 

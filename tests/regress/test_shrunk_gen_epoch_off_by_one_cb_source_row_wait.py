@@ -1,5 +1,5 @@
 """Regression: the fault
-gen.epoch-off-by-one.cb.source.row_wait
+gen.epoch-off-by-one.cb.attention_combine.row_wait
 stays KILLED at the input `shrink` found under bf16-graph
 (logical ranks, on 1xH200)."""
 
@@ -15,7 +15,7 @@ from hostio import gpu_count
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = "catalogs/afdep.toml"
-FAULT = "gen.epoch-off-by-one.cb.source.row_wait"
+FAULT = "gen.epoch-off-by-one.cb.attention_combine.row_wait"
 CONFIG = "bf16-graph"
 RANK_MODE = "logical"
 GPUS = 1

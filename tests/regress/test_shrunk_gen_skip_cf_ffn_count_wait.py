@@ -1,5 +1,5 @@
 """Regression: the fault
-gen.skip.cf.ffn.count_wait
+gen.skip.cf.ffn_place.count_wait
 stays KILLED at the input `shrink` found under bf16-graph
 (logical ranks, on 1xH200)."""
 
@@ -15,7 +15,7 @@ from hostio import gpu_count
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = "catalogs/afdep.toml"
-FAULT = "gen.skip.cf.ffn.count_wait"
+FAULT = "gen.skip.cf.ffn_place.count_wait"
 CONFIG = "bf16-graph"
 RANK_MODE = "logical"
 GPUS = 1

@@ -59,7 +59,7 @@ def test_summary_and_targets():
 def test_default_arms_force_count_first_with_the_shared_environment():
     arms = afdep.bench.DEFAULT_ARMS
     assert arms["CF"] == COUNT_FIRST_EVERY_BUCKET == {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}
-    assert arms["CF_src"] == {**COUNT_FIRST_EVERY_BUCKET, "AFDEP_COUNT_FIRST_ARM": "source"}
+    assert arms["CF_attn"] == {**COUNT_FIRST_EVERY_BUCKET, "AFDEP_COUNT_FIRST_ARM": "attention"}
 
 
 def test_each_process_is_the_worker_under_torchrun_without_tee(monkeypatch, tmp_path):
@@ -221,15 +221,15 @@ def test_each_source_rank_sends_its_own_routes():
 
 def test_a_tree_arm_builds_its_own_sources_and_iso_copies_the_control(tmp_path):
     from afdep.bench import ISO, TREE, iso_arm
-    from afdep.bench.worker import arm_config, arm_sources
+    from afdep.bench.worker import arm_attentions, arm_config
     from afdep.jit import CSRC, source_digest
 
     (tmp_path / "iso-csrc").mkdir()  # an earlier run's copy goes first
     (tmp_path / "iso-csrc/stale.cuh").write_text("x")
     arm = iso_arm({"AFDEP_PAYLOAD_FIRST": "1"}, tmp_path / "iso-csrc")
     assert arm == {"AFDEP_PAYLOAD_FIRST": "1", TREE: str(tmp_path / "iso-csrc")}
-    assert source_digest(arm_sources(arm)) == source_digest(CSRC) and ISO == "ISO"
-    assert arm_sources({"AFDEP_PAYLOAD_FIRST": "1"}) is None
+    assert source_digest(arm_attentions(arm)) == source_digest(CSRC) and ISO == "ISO"
+    assert arm_attentions({"AFDEP_PAYLOAD_FIRST": "1"}) is None
     assert arm_config(arm).payload_first
 
 

@@ -1,5 +1,5 @@
-"""The source_dispatch micro-bench on the CPU: its arguments, its report, and
-source_dispatch compiling at every top-k a lane per slot allows."""
+"""The attention_dispatch micro-bench on the CPU: its arguments, its report, and
+attention_dispatch compiling at every top-k a lane per slot allows."""
 
 from __future__ import annotations
 
@@ -58,10 +58,12 @@ def test_the_report_names_trees_by_index():
     row |= {"written_bytes": 3 * 2**19, "nvlink_write_bound_us": 3.5}
     document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": [row]}
     lines = dispatch.table_lines(document)
-    assert lines[0] == "# source_dispatch, 1xH200, 2 logical ranks"
+    assert lines[0] == "# attention_dispatch, 1xH200, 2 logical ranks"
     assert lines[2] == "- tree `/a`: source digest `ab12`"
     assert lines[6] == "| #0 | 128 | 4096 | 7.50 | 1.50 | 3.50 | MISMATCH |"
-    assert lines[-1].startswith("- each dispatch is the epoch's increment and source_dispatch on")
+    assert lines[-1].startswith(
+        "- each dispatch is the epoch's increment and attention_dispatch on"
+    )
 
 
 def test_the_written_bytes_are_a_row_and_its_metadata_per_routed_token():
@@ -77,15 +79,17 @@ def test_the_written_bytes_are_a_row_and_its_metadata_per_routed_token():
 
 
 @pytest.mark.parametrize("top_k", [1, 3, 8, 12, 32])
-@pytest.mark.parametrize("count_first, arm_source", [(False, False), (True, False), (True, True)])
-def test_every_source_dispatch_top_k_compiles(top_k, count_first, arm_source):
+@pytest.mark.parametrize(
+    "count_first, arm_attention", [(False, False), (True, False), (True, True)]
+)
+def test_every_attention_dispatch_top_k_compiles(top_k, count_first, arm_attention):
     spec = KernelSpec.make(
-        "source_dispatch",
+        "attention_dispatch",
         kHidden=2048,
         kTopK=top_k,
         kFp8=False,
         kCountFirst=count_first,
-        kArmSource=arm_source,
+        kArmAttention=arm_attention,
         kNumThreads=512,
     )
     assert compile_kernel(spec).cubin[:4] == b"\x7fELF"

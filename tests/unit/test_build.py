@@ -11,7 +11,7 @@ from afdep import jit
 from afdep.jit import CSRC, CompileError, KernelSpec, cache_key, compile_kernel, source_digest
 from afdep.workspace import PARAM_FIELDS
 
-SPEC = KernelSpec.make("source_combine", kHidden=256, kNumThreads=512)
+SPEC = KernelSpec.make("attention_combine", kHidden=256, kNumThreads=512)
 
 
 @pytest.fixture
@@ -46,9 +46,9 @@ def test_cache_entry_holds_symbol_and_cubin(jit_cache):
     again = compile_kernel(SPEC)
     assert not first.from_cache and again.from_cache
     assert again.symbol == first.symbol and again.cubin == first.cubin
-    assert first.symbol.startswith("_ZN5afdep19source_combine_impl")
+    assert first.symbol.startswith("_ZN5afdep22attention_combine_impl")
     assert first.cubin[:4] == b"\x7fELF"
-    assert first.path.name.startswith("source_combine-")
+    assert first.path.name.startswith("attention_combine-")
 
 
 def test_corrupt_cache_entry_is_an_error_naming_the_file(jit_cache):
@@ -74,7 +74,7 @@ def test_digest_changes_when_and_only_when_csrc_changes(csrc_copy, tmp_path):
 
 
 def test_cache_key_covers_digest_template_arch_and_nvrtc():
-    other = KernelSpec.make("source_combine", kHidden=512, kNumThreads=512)
+    other = KernelSpec.make("attention_combine", kHidden=512, kNumThreads=512)
     base = cache_key(SPEC, "d" * 64, "sm_90a", "13.0")
     assert (
         len(
@@ -92,38 +92,38 @@ def test_cache_key_covers_digest_template_arch_and_nvrtc():
 
 def test_a_patched_tree_gets_its_own_cubin(jit_cache, csrc_copy):
     original = compile_kernel(SPEC)
-    header = csrc_copy / "impls" / "source_combine.cuh"
+    header = csrc_copy / "impls" / "attention_combine.cuh"
     header.write_text(header.read_text().replace("acc[i] = __fadd_rn", "acc[i] = __fsub_rn"))
     patched = compile_kernel(SPEC, root=csrc_copy)
     assert patched.path != original.path and patched.cubin != original.cubin
 
 
 def test_compile_error_carries_the_compiler_log(jit_cache, csrc_copy):
-    header = csrc_copy / "impls" / "source_combine.cuh"
+    header = csrc_copy / "impls" / "attention_combine.cuh"
     header.write_text(header.read_text().replace("const int lane_idx", "const int lane_idx +"))
     with pytest.raises(CompileError) as error:
         compile_kernel(SPEC, root=csrc_copy)
     message = str(error.value)
-    assert "source_combine<kHidden=256, kNumThreads=512> failed to compile for sm_90a" in message
-    assert "source_combine.cuh" in message and "error" in message
-    assert not list(jit_cache.glob("source_combine-*"))
+    assert "attention_combine<kHidden=256, kNumThreads=512> failed to compile for sm_90a" in message
+    assert "attention_combine.cuh" in message and "error" in message
+    assert not list(jit_cache.glob("attention_combine-*"))
 
 
 def test_jit_source_is_an_include_and_one_named_instantiation():
     spec = KernelSpec.make(
-        "copy_epilogue", kHidden=2048, kTopK=8, kFp8=True, kCollectView=False, kNumThreads=512
+        "ffn_expand", kHidden=2048, kTopK=8, kFp8=True, kCollectView=False, kNumThreads=512
     )
     source = spec.jit_source()
-    assert source.startswith('#include "impls/copy_epilogue.cuh"\n')
+    assert source.startswith('#include "impls/ffn_expand.cuh"\n')
     assert "/* kHidden */ 2048" in source and "/* kFp8 */ true" in source
-    assert spec.name_expression() == "afdep::copy_epilogue_impl<2048, 8, true, false, 512>"
+    assert spec.name_expression() == "afdep::ffn_expand_impl<2048, 8, true, false, 512>"
 
 
 def test_kernel_spec_rejects_unknown_kernels_and_arguments():
     with pytest.raises(ValueError, match="unknown kernel 'nope'"):
         KernelSpec.make("nope", kHidden=1)
     with pytest.raises(ValueError, match=r"takes template arguments \['kHidden', 'kNumThreads'\]"):
-        KernelSpec.make("source_combine", kHidden=256)
+        KernelSpec.make("attention_combine", kHidden=256)
 
 
 def test_every_kernel_header_defines_its_impl():

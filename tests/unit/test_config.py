@@ -46,7 +46,7 @@ def test_count_first_knobs_and_protocol_choice():
     config = Config.from_env(
         {
             "AFDEP_COUNT_FIRST_MIN_BUCKET": "512",
-            "AFDEP_COUNT_FIRST_ARM": "source",
+            "AFDEP_COUNT_FIRST_ARM": "attention",
             "AFDEP_COUNT_FIRST_WARP_COUNT": "4",
             "AFDEP_COUNT_FIRST_UNGATE": "1",
             "AFDEP_COUNT_FIRST_UNGATED_TOKENS": "48",
@@ -56,7 +56,7 @@ def test_count_first_knobs_and_protocol_choice():
     )
     assert (config.min_bucket, config.arm, config.warp_count, config.ungate) == (
         512,
-        "source",
+        "attention",
         4,
         True,
     )
@@ -69,7 +69,7 @@ def test_count_first_knobs_and_protocol_choice():
 @pytest.mark.parametrize(
     "name, value, message",
     [
-        ("AFDEP_COUNT_FIRST_ARM", "gpu", "expected ffn or source"),
+        ("AFDEP_COUNT_FIRST_ARM", "gpu", "expected ffn or attention"),
         ("AFDEP_COUNT_FIRST_WARP_COUNT", "17", "an epilogue CTA has 16 warps at most"),
         ("AFDEP_COUNT_FIRST_UNGATE", "yes", "expected 0 or 1"),
         ("AFDEP_PAYLOAD_FIRST", "2", "expected 0 or 1"),

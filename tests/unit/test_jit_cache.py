@@ -102,8 +102,8 @@ def test_a_missing_entry_reads_as_none(tmp_path):
     assert jit._read_entry(tmp_path / "gone.cubin") is None
 
 
-SPEC_A = KernelSpec.make("source_combine", kHidden=256, kNumThreads=512)
-SPEC_B = KernelSpec.make("source_combine", kHidden=512, kNumThreads=512)
+SPEC_A = KernelSpec.make("attention_combine", kHidden=256, kNumThreads=512)
+SPEC_B = KernelSpec.make("attention_combine", kHidden=512, kNumThreads=512)
 
 
 def test_a_hit_refreshes_its_place_and_a_write_evicts_the_stalest(tmp_path, monkeypatch):

@@ -17,8 +17,10 @@ def names(launches):
 
 
 def test_payload_first_launches():
-    assert names(dispatch_launches(G, ATTENTION, PAYLOAD_FIRST)) == [("source_dispatch", 24, False)]
-    assert names(dispatch_launches(G, FFN, PAYLOAD_FIRST)) == [("copy_epilogue", 24, False)]
+    assert names(dispatch_launches(G, ATTENTION, PAYLOAD_FIRST)) == [
+        ("attention_dispatch", 24, False)
+    ]
+    assert names(dispatch_launches(G, FFN, PAYLOAD_FIRST)) == [("ffn_expand", 24, False)]
     assert (
         dict(dispatch_launches(G, ATTENTION, PAYLOAD_FIRST)[0].spec.template)["kCountFirst"]
         is False
@@ -27,25 +29,25 @@ def test_payload_first_launches():
 
 def test_count_first_launches_the_epilogue_programmatically():
     assert names(dispatch_launches(G, FFN, COUNT_FIRST, epilogue_sms=48)) == [
-        ("ffn_stream_dispatch", 1, False),
-        ("ffn_stream_epilogue", 48, True),
+        ("ffn_place", 1, False),
+        ("ffn_stream_expand", 48, True),
     ]
-    source = Geometry(**{**G.__dict__, "arm_source": True})
+    source = Geometry(**{**G.__dict__, "arm_attention": True})
     spec = dispatch_launches(source, ATTENTION, COUNT_FIRST)[0].spec
-    assert dict(spec.template)["kArmSource"] is True and dict(spec.template)["kCountFirst"]
+    assert dict(spec.template)["kArmAttention"] is True and dict(spec.template)["kCountFirst"]
     assert dispatch_launches(source, ATTENTION, PAYLOAD_FIRST)[0].spec.template[4] == (
-        "kArmSource",
+        "kArmAttention",
         False,
     )
 
 
 def test_combine_launches():
-    assert combine_launch(G, ATTENTION).spec.name == "source_combine"
+    assert combine_launch(G, ATTENTION).spec.name == "attention_combine"
     assert combine_launch(G, FFN).spec.name == "ffn_combine"
     # ffn_combine waits on nothing: its own grid (AFDEP_COMBINE_SMS), else num_sms
     assert names([combine_launch(G, FFN, 132), combine_launch(G, ATTENTION, 132)]) == [
         ("ffn_combine", 132, False),
-        ("source_combine", 24, False),
+        ("attention_combine", 24, False),
     ]
     assert [combine_launch(G, r).waits for r in (FFN, ATTENTION)] == [False, True]
     assert combine_launch(G, FFN).grid == 24

@@ -37,7 +37,7 @@ def test_without_tee_the_ranks_write_as_they_are():
 def test_the_record_holds_the_outcome_and_the_log_facts(tmp_path):
     outcome = ProcessOutcome(["x"], 1, 2.5, False, str(tmp_path / "x.log"), "0" * 64)
     log = (
-        "[default1]:afdep timeout: site=pf.epilogue.done_wait rank=1 expected=4 seen=2\n"
+        "[default1]:afdep timeout: site=pf.ffn_expand.done_wait rank=1 expected=4 seen=2\n"
         '[default0]:AFDEP_RESULT {"ok": false, "rank": 0}\n'
     )
     assert outcome_record(outcome, parse_log(log)) == {
@@ -48,7 +48,7 @@ def test_the_record_holds_the_outcome_and_the_log_facts(tmp_path):
         "log_path": str(tmp_path / "x.log"),
         "log_sha256": "0" * 64,
         "mismatches": 0,
-        "timeouts": [("pf.epilogue.done_wait", 1)],
+        "timeouts": [("pf.ffn_expand.done_wait", 1)],
         "assertions": 0,
         "route_asserts": [],
         "agreement_ranks": [],

@@ -105,7 +105,10 @@ def test_the_split_knob_rows():
     for split in ("3a1f", "1a3f"):
         assert {runs[f"{split}-knob-{k}"].nproc for k in knobs} == {4}
         for execution in ("eager", "graph"):
-            assert runs[f"{split}-arm-source-{execution}"].env["AFDEP_COUNT_FIRST_ARM"] == "source"
+            assert (
+                runs[f"{split}-arm-attention-{execution}"].env["AFDEP_COUNT_FIRST_ARM"]
+                == "attention"
+            )
     assert runs["1a3f-knob-EPILOGUE_SMS"].env["AFDEP_COUNT_FIRST_EPILOGUE_SMS"] == "32"
     view = geometry_of(runs["2a1f-view-fp8-graph"])
     assert (view.world_size, view.ffn_ranks, view.collect_view, view.payload) == (3, 1, True, "fp8")

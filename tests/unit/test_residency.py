@@ -37,7 +37,7 @@ def geometry(shape: str, num_sms: int = 24) -> Geometry:
 
 
 def launch(grid: int, programmatic: bool = False) -> Launch:
-    spec = KernelSpec.make("ffn_stream_dispatch", kNumThreads=512)
+    spec = KernelSpec.make("ffn_place", kNumThreads=512)
     return Launch(spec, grid, 0, programmatic)
 
 
@@ -59,7 +59,7 @@ def test_the_ffn_combine_on_every_sm_leaves_the_budget_as_it_was():
     g = geometry("3A:1F", 33)
     assert combine_launch(g, Role.FFN, 132).grid == 132
     assert not combine_launch(g, Role.FFN, 132).waits
-    assert combine_launch(g, Role.ATTENTION, 132).grid == 33  # source_combine waits: num_sms
+    assert combine_launch(g, Role.ATTENTION, 132).grid == 33  # attention_combine waits: num_sms
     assert check_residency(g, PF, None, 132).total == 132
 
 

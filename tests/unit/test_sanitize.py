@@ -43,7 +43,7 @@ def test_memcheck_reports_group_by_kind_kernel_and_line():
     assert findings("memcheck.log") == [
         Finding(
             kind="Invalid __global__ read",
-            kernel="source_dispatch(Params)",
+            kernel="attention_dispatch(Params)",
             location="dispatch.cuh:212",
             detail="Address 0x7f3c7ec000fc is out of bounds",
             count=2,
@@ -76,10 +76,10 @@ def test_racecheck_analysis_counts_hazards_and_keeps_the_severity():
         ),
         Finding(
             kind="Race reported",
-            kernel="source_dispatch(Params)",
+            kernel="attention_dispatch(Params)",
             location="dispatch.cuh:20",
             severity="Warning",
-            detail="and Read access at source_dispatch(Params)+0x320 in dispatch.cuh:22",
+            detail="and Read access at attention_dispatch(Params)+0x320 in dispatch.cuh:22",
             count=4,
         ),
     ]
@@ -167,7 +167,7 @@ def test_the_sanitizers_own_failure_is_not_a_finding():
     assert log.summary_errors == 0
     assert log.tool_errors == [
         "Internal Sanitizer Error: The Sanitizer encountered an error while launching "
-        "source_dispatch and didn't track the launch. Errors might go undetected. (Unable to "
+        "attention_dispatch and didn't track the launch. Errors might go undetected. (Unable to "
         "allocate enough memory to perform the requested operation)"
     ]
 
@@ -192,7 +192,7 @@ def facts(**changes) -> RunFacts:
 
 
 FOUND = ToolLog(findings=[Finding("Invalid __global__ read")], summary_errors=1)
-TIMED_OUT = [("pf.epilogue.done_wait", 1)]
+TIMED_OUT = [("pf.ffn_expand.done_wait", 1)]
 ECHOES = ToolLog(
     findings=[
         Finding("Hardware exception: Warp Illegal Instruction", "ffn_epilogue(Params)"),
@@ -218,7 +218,7 @@ ECHOES = ToolLog(
             (
                 Verdict.NOT_APPLICABLE,
                 "the protocol needs producer and consumer kernels resident together; under "
-                "racecheck a device wait timed out (site=pf.epilogue.done_wait rank=1): the "
+                "racecheck a device wait timed out (site=pf.ffn_expand.done_wait rank=1): the "
                 "tool did not run them concurrently",
             ),
         ),
@@ -228,7 +228,7 @@ ECHOES = ToolLog(
             (
                 Verdict.NOT_APPLICABLE,
                 "the protocol needs producer and consumer kernels resident together; under "
-                "racecheck a device wait timed out (site=pf.epilogue.done_wait rank=1): the "
+                "racecheck a device wait timed out (site=pf.ffn_expand.done_wait rank=1): the "
                 "tool did not run them concurrently",
             ),
         ),
@@ -399,7 +399,7 @@ FAKE_DRIVER = """\
 import os, sys
 says = os.environ["DRIVER_SAYS"]
 if says == "timeout":
-    print("afdep timeout: site=pf.epilogue.done_wait rank=1 expected=1 seen=0")
+    print("afdep timeout: site=pf.ffn_expand.done_wait rank=1 expected=1 seen=0")
     sys.exit(1)
 print('AFDEP_RESULT {"ok": true, "checks": 4, "ranks": []}')
 """
@@ -453,9 +453,9 @@ def test_a_wait_that_times_out_under_the_tool_is_not_applicable(tmp_path, monkey
     assert (run.verdict, run.exit_code, run.wait_timeouts) == (
         Verdict.NOT_APPLICABLE,
         1,
-        [("pf.epilogue.done_wait", 1)],
+        [("pf.ffn_expand.done_wait", 1)],
     )
-    assert "under racecheck a device wait timed out (site=pf.epilogue.done_wait rank=1)" in (
+    assert "under racecheck a device wait timed out (site=pf.ffn_expand.done_wait rank=1)" in (
         run.reason
     )
 

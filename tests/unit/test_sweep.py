@@ -100,7 +100,7 @@ def test_two_sweeps_of_the_fixture_report_what_changed(tmp_path, capsys):
 def test_a_broken_harness_is_reported_not_a_table_of_not_fired():
     from faults.report.markdown import markdown
 
-    control = {"fault": "control.forced_fail", "config": "arm-source", "verdict": "SURVIVED"}
+    control = {"fault": "control.forced_fail", "config": "arm-attention", "verdict": "SURVIVED"}
     document = {
         "catalog": "c.toml",
         "native_source_sha256": "ab" * 32,
@@ -114,9 +114,9 @@ def test_a_broken_harness_is_reported_not_a_table_of_not_fired():
         "faults": [],
     }
     text = markdown(document)
-    assert "control.forced_fail/arm-source SURVIVED" in text
+    assert "control.forced_fail/arm-attention SURVIVED" in text
     assert text.endswith(
-        "**Harness broken, no fault judged:** control.forced_fail under arm-source: SURVIVED\n"
+        "**Harness broken, no fault judged:** control.forced_fail under arm-attention: SURVIVED\n"
     )
     assert "| fault |" not in text
 

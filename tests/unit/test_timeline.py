@@ -12,8 +12,8 @@ from afdep.bench.timeline import Slice, chrome_trace, main, parse_timeline, svg
 TRACE = [
     "## CF T=512",
     "anchor rank 0 first kernel start = 0; period median 118.06 us",
-    " rank0 0:source_dispatch_impl start 0.00 end 23.81 dur 23.81",
-    " rank1 0:ffn_stream_dispatch_impl start -3.75 end 45.08 dur 48.83",
+    " rank0 0:attention_dispatch_impl start 0.00 end 23.81 dur 23.81",
+    " rank1 0:ffn_place_impl start -3.75 end 45.08 dur 48.83",
 ]
 DOCUMENT = {
     "machine": "2xH200",
@@ -37,7 +37,7 @@ DOCUMENT = {
 def test_a_trace_reads_into_slices_per_rank():
     timeline = parse_timeline(TRACE)
     assert (timeline.title, timeline.period_us, timeline.ranks) == ("CF T=512", 118.06, [0, 1])
-    assert timeline.slices[1] == Slice(1, "ffn_stream_dispatch_impl", -3.75, 45.08)
+    assert timeline.slices[1] == Slice(1, "ffn_place_impl", -3.75, 45.08)
 
 
 def test_the_chrome_trace_has_a_track_per_rank_and_no_negative_time():
@@ -46,8 +46,8 @@ def test_the_chrome_trace_has_a_track_per_rank_and_no_negative_time():
     assert [e["args"]["name"] for e in events if e["ph"] == "M"] == ["CF T=512", "rank 0", "rank 1"]
     slices = [(e["name"], e["tid"], e["ts"], e["dur"]) for e in events if e["ph"] == "X"]
     assert slices == [
-        ("source_dispatch_impl", 0, 3.75, 23.81),
-        ("ffn_stream_dispatch_impl", 1, 0.0, 48.83),
+        ("attention_dispatch_impl", 0, 3.75, 23.81),
+        ("ffn_place_impl", 1, 0.0, 48.83),
     ]
     assert trace["otherData"] == {
         "native_source_sha256": "d" * 64,

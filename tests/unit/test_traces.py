@@ -9,8 +9,10 @@ from afdep.bench.traces import aligned_lines, short_name, split_replays
 
 def test_short_names():
     assert (
-        short_name("void afdep::source_dispatch<2048, 8, false, true, false, 512>(afdep::Params)")
-        == "source_dispatch"
+        short_name(
+            "void afdep::attention_dispatch<2048, 8, false, true, false, 512>(afdep::Params)"
+        )
+        == "attention_dispatch"
     )
     assert short_name("ffn_combine") == "ffn_combine"
 
@@ -19,12 +21,12 @@ def replay(base: int, swap: bool) -> tuple[list, list]:
     """Rank 0: dispatch then combine; rank 1: a dispatch and its PDL epilogue
     that start together (their order swaps), then combine. ns from `base`."""
     rank0 = [
-        ("source_dispatch", base, base + 20_000),
-        ("source_combine", base + 21_000, base + 60_000),
+        ("attention_dispatch", base, base + 20_000),
+        ("attention_combine", base + 21_000, base + 60_000),
     ]
     pair = [
-        ("ffn_stream_dispatch", base + 500, base + 19_000),
-        ("ffn_stream_epilogue", base + 600, base + 25_000),
+        ("ffn_place", base + 500, base + 19_000),
+        ("ffn_stream_expand", base + 600, base + 25_000),
     ]
     if swap:
         pair.reverse()
@@ -42,10 +44,10 @@ def test_ranks_align_on_rank_zero_and_pdl_swaps_do_not_matter():
     assert lines == [
         "## CF T=512",
         "anchor rank 0 first kernel start = 0; period median 100.00 us",
-        " rank0 0:source_dispatch start 0.00 end 20.00 dur 20.00",
-        " rank0 1:source_combine start 21.00 end 60.00 dur 39.00",
-        " rank1 0:ffn_stream_dispatch start 0.50 end 19.00 dur 18.50",
-        " rank1 1:ffn_stream_epilogue start 0.60 end 25.00 dur 24.40",
+        " rank0 0:attention_dispatch start 0.00 end 20.00 dur 20.00",
+        " rank0 1:attention_combine start 21.00 end 60.00 dur 39.00",
+        " rank1 0:ffn_place start 0.50 end 19.00 dur 18.50",
+        " rank1 1:ffn_stream_expand start 0.60 end 25.00 dur 24.40",
         " rank1 2:ffn_combine start 26.00 end 59.00 dur 33.00",
     ]
 

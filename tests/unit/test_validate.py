@@ -63,7 +63,10 @@ def test_route_needs_a_line_from_every_rank_in_time():
 
 
 def test_timeout_needs_a_site_line():
-    assert judge(TIMEOUT, record(exit_code=1, timeouts=[("cb.source.row_wait", 0)]), DIGEST) == []
+    assert (
+        judge(TIMEOUT, record(exit_code=1, timeouts=[("cb.attention_combine.row_wait", 0)]), DIGEST)
+        == []
+    )
     assert judge(TIMEOUT, record(exit_code=1), DIGEST) == ["no `afdep timeout: site=` line"]
 
 

@@ -178,8 +178,8 @@ def test_a_bad_rank_mode_is_one_line_naming_it(capsys):
 def logical_geometry(run: Run) -> tuple[Geometry, tuple[Protocol, ...], Config]:
     config = Config.from_env(run.env)
     protocols = (Protocol.PAYLOAD_FIRST,) + ((Protocol.COUNT_FIRST,) if config.min_bucket else ())
-    arm_source = Protocol.COUNT_FIRST in protocols and config.arm == Arm.SOURCE
-    return replace(geometry_of(run), arm_source=arm_source), protocols, config
+    arm_attention = Protocol.COUNT_FIRST in protocols and config.arm == Arm.ATTENTION
+    return replace(geometry_of(run), arm_attention=arm_attention), protocols, config
 
 
 def test_every_row_is_accepted_by_the_logical_driver_and_resident_on_an_h200():

@@ -31,7 +31,7 @@ LOG = f"""\
 [default0]:[rank 0] Mismatched out rank=0 step=1 tokens=8: 3 elements differ
 [default1]:afdep assertion failed: route dummy token=128 slot=0 (detected on rank 0, seen on rank 1)
 [default0]:afdep assertion failed: route dummy token=128 slot=0 rank=0
-[default1]:afdep timeout: site=pf.epilogue.done_wait rank=1 expected=48 seen=24
+[default1]:afdep timeout: site=pf.ffn_expand.done_wait rank=1 expected=48 seen=24
 [default1]:AFDEP_RESULT {{"ok": false, "rank": 1, "error": "x"}}
 [default0]:AFDEP_RESULT {{"ok": false, "checks": 3, "ranks": []}}
 [default1]:AFDEP_SKEW step=2 rank=1 cycles=41234
@@ -41,7 +41,7 @@ LOG = f"""\
 def test_parse_log_reads_every_line_kind():
     facts = parse_log(LOG)
     assert facts.mismatches == 1
-    assert facts.timeouts == [("pf.epilogue.done_wait", 1)]
+    assert facts.timeouts == [("pf.ffn_expand.done_wait", 1)]
     assert facts.route_asserts == [("dummy", 128, 0, 1), ("dummy", 128, 0, 0)]
     assert len(facts.assertions) == 2
     assert facts.digests == [DIGEST]
@@ -109,13 +109,13 @@ def test_every_line_the_kernels_print_is_parsed():
     assert len(formats) == 3  # a new device line needs its parsing here
     log = "\n".join(
         [
-            printed(timeout, "cf.source.prefix_wait", 1, 48, 24),
+            printed(timeout, "cf.attention_dispatch.prefix_wait", 1, 48, 24),
             printed(detected, RouteKind.WIDE, 3, 1, 0, 1),
             printed(own, RouteKind.DUMMY, 128, 0, 0),
         ]
     )
     facts = parse_log(log)
-    assert facts.timeouts == [("cf.source.prefix_wait", 1)]
+    assert facts.timeouts == [("cf.attention_dispatch.prefix_wait", 1)]
     assert facts.route_asserts == [("wide", 3, 1, 1), ("dummy", 128, 0, 0)]
     assert len(facts.assertions) == 2
 
@@ -144,7 +144,7 @@ def test_host_lines_round_trip_through_parse_log():
         (Protocol.PAYLOAD_FIRST, "payload-first"),
         (Protocol.COUNT_FIRST, "count-first"),
         (Arm.FFN, "ffn"),
-        (Arm.SOURCE, "source"),
+        (Arm.ATTENTION, "attention"),
         (RouteKind.DUPLICATE, "duplicate"),
     ],
 )

@@ -48,15 +48,15 @@ def test_row_geometry():
 def test_symmetric_regions_are_aligned_and_disjoint():
     for g in (
         geometry(world_size=4, ffn_ranks=2, payload="fp8"),
-        geometry(arm_source=True, collect_view=True),
+        geometry(arm_attention=True, collect_view=True),
     ):
         layout = symmetric_layout(g)
         regions = [(v, k) for k, v in layout.items() if k.startswith("off_")]
         assert [v for v, _ in regions] == sorted(v for v, _ in regions)
         assert all(offset % 256 == 0 for offset, _ in regions)
         assert layout["total_bytes"] >= layout["off_direct_scales"]
-    plain, direct = symmetric_layout(geometry()), symmetric_layout(geometry(arm_source=True))
-    assert plain["off_direct_scales"] == plain["off_direct_x"]  # no ARM=source rows
+    plain, direct = symmetric_layout(geometry()), symmetric_layout(geometry(arm_attention=True))
+    assert plain["off_direct_scales"] == plain["off_direct_x"]  # no ARM=attention rows
     assert direct["off_direct_scales"] - direct["off_direct_x"] >= geometry().max_rows * 4096
     rows_end = plain["off_slot_rows"] + 2048 * geometry().row_bytes
     assert rows_end <= plain["off_combine_flags"]

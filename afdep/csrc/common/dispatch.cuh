@@ -175,7 +175,7 @@ __device__ __forceinline__ void write_slot_row(u8* row, const void* x, const flo
   }
 }
 
-// ARM=source: the token row straight into the FFN's output rows (`dst_rows`
+// ARM=attention: the token row straight into the FFN's output rows (`dst_rows`
 // known to every lane, -1 for none), payload and scales in their own regions.
 template <int kHidden, bool kFp8, int kDestinations>
 __device__ __forceinline__ void write_direct_rows(u8* out_x, float* out_scales, const void* x,

@@ -30,7 +30,7 @@ struct Params {
   u64 off_slot_flags;    // count-first: u64[num_attention * capacity], one per slot
   u64 off_prefix_ready;  // count-first: u64, the FFN's placement table is this step's
   u64 off_placement;     // count-first: i32 placement table (common/dispatch.cuh)
-  u64 off_direct_x;      // ARM=source: the FFN's output rows, written by the sources
+  u64 off_direct_x;      // ARM=attention: the FFN's output rows, written by the sources
   u64 off_direct_scales;
   u64 counts_stride;    // i32 entries per source in the count table
   u64 slot_meta_bytes;  // bytes per slot's metadata

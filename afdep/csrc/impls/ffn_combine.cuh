@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
                      rows[k], y_rows);
     __syncwarp();
 
-    // @site cb.ffn.row_store kind=store
+    // @site cb.ffn_combine.row_store kind=store
     auto* partial = peer_ptr<int4>(p, source, p.off_combine_rows) +
                     (static_cast<u64>(ffn_local) * capacity + token_idx) * kVecs;
     for (int first = lane_idx; first < kVecs; first += 32 * kUnroll) {
@@ -106,15 +106,15 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       for (int u = 0; u < kUnroll; ++u)
         if (first + 32 * u < kVecs) partial[first + 32 * u] = pack_bf16x8(acc[u]);
     }
-    // @end cb.ffn.row_store
+    // @end cb.ffn_combine.row_store
 
-    // @site cb.ffn.row_release kind=release producers=warp scope=sys guards=cb.ffn.row_store
+    // @site cb.ffn_combine.row_release kind=release producers=warp scope=sys guards=cb.ffn_combine.row_store
     __syncwarp();
     if (lane_idx == 0) {
       u64* flags = peer_ptr<u64>(p, source, p.off_combine_flags);
       ptx::st_release_sys(flags + static_cast<u64>(ffn_local) * capacity + token_idx, epoch);
     }
-    // @end cb.ffn.row_release
+    // @end cb.ffn_combine.row_release
   }
 }
 

@@ -92,30 +92,30 @@ def test_the_real_catalog_maps_its_order_mutants():
 
 EXACT = {
     # lane 0 publishes a warp's rows with st.relaxed.sys after the __syncwarp
-    "gen.weaken-release.cf.source.row_release": Shape(
+    "gen.weaken-release.cf.attention_dispatch.row_release": Shape(
         Publish.RELAXED_SYS, Wait.ACQUIRE_SYS, Group.WARP, True, Group.WARP
     ),
     # the fence before the store stays: fence + relaxed store is still a publish
-    "gen.weaken-release.cf.source.count_release": Shape(
+    "gen.weaken-release.cf.attention_dispatch.count_release": Shape(
         Publish.FENCE_RELAXED_SYS, Wait.ACQUIRE_SYS, Group.BLOCK, True, Group.BLOCK
     ),
-    "gen.weaken-acquire.cb.source.row_wait": Shape(
+    "gen.weaken-acquire.cb.attention_combine.row_wait": Shape(
         Publish.RELEASE_SYS, Wait.RELAXED_SYS, Group.WARP, True, Group.WARP
     ),
     # the red.release after the removed fence publishes alone
-    "gen.remove-fence.pf.source.done_release": Shape(
+    "gen.remove-fence.pf.attention_dispatch.done_release": Shape(
         Publish.RELEASE_SYS, Wait.ACQUIRE_SYS, Group.BLOCK, True, Group.BLOCK
     ),
-    "gen.narrow-scope.cf.source.count_release.1": Shape(
+    "gen.narrow-scope.cf.attention_dispatch.count_release.1": Shape(
         Publish.RELEASE_SYS, Wait.ACQUIRE_SYS, Group.BLOCK, True, Group.BLOCK
     ),
-    "gen.narrow-scope.cf.source.count_release.2": Shape(
+    "gen.narrow-scope.cf.attention_dispatch.count_release.2": Shape(
         Publish.RELEASE_GPU, Wait.ACQUIRE_SYS, Group.BLOCK, True, Group.BLOCK
     ),
-    "gen.narrow-scope.cf.epilogue.row_wait": Shape(
+    "gen.narrow-scope.cf.ffn_stream_expand.row_wait": Shape(
         Publish.RELEASE_SYS, Wait.ACQUIRE_GPU, Group.WARP, True, Group.WARP
     ),
-    "gen.remove-barrier.cf.source.done_release": Shape(
+    "gen.remove-barrier.cf.attention_dispatch.done_release": Shape(
         Publish.RELEASE_SYS, Wait.ACQUIRE_SYS, Group.BLOCK, False, Group.BLOCK
     ),
 }
@@ -127,7 +127,7 @@ def test_a_real_mutant_maps_to_its_exact_shape(fault_id):
 
 
 def test_a_wait_barrier_removed_is_not_mapped_and_says_why():
-    mapped = MAPPED["gen.remove-barrier.cf.epilogue.gate_wait"]
+    mapped = MAPPED["gen.remove-barrier.cf.ffn_stream_expand.gate_wait"]
     assert mapped.shape is None
     assert (
         mapped.why == "a consumer barrier removed is a plain race, not an order; the runs show it"
@@ -135,11 +135,11 @@ def test_a_wait_barrier_removed_is_not_mapped_and_says_why():
 
 
 def test_the_name_expression_names_every_template_argument():
-    assert EXACT["gen.remove-barrier.cf.source.done_release"].name_expression() == (
+    assert EXACT["gen.remove-barrier.cf.attention_dispatch.done_release"].name_expression() == (
         "litmus::mp_litmus<litmus::Publish::kReleaseSys, litmus::Wait::kAcquireSys, "
         "litmus::Read::kL2, litmus::Group::kBlock, false, litmus::Group::kBlock, 8, 256>"
     )
-    cached = replace(EXACT["gen.weaken-acquire.cb.source.row_wait"], read=Read.CACHED)
+    cached = replace(EXACT["gen.weaken-acquire.cb.attention_combine.row_wait"], read=Read.CACHED)
     assert "litmus::Wait::kRelaxedSys, litmus::Read::kCached, " in cached.name_expression()
     assert cached.label().startswith("publish=release.sys wait=relaxed.sys read=ld ")
 
@@ -157,12 +157,12 @@ def run(shape: Shape, stress: Stress, observed: int, weak: int) -> RunResult:
     return RunResult(shape, stress, launches=10, observed=observed, weak=weak, seconds=1.5)
 
 
-RELAXED = EXACT["gen.weaken-release.cf.source.row_release"]
+RELAXED = EXACT["gen.weaken-release.cf.attention_dispatch.row_release"]
 OK = (True, "2 control runs, 0 weak outcomes")
 
 
 def test_a_mutant_killed_under_stress_is_killed_with_its_counts():
-    mapped = MAPPED["gen.weaken-release.cf.source.row_release"]
+    mapped = MAPPED["gen.weaken-release.cf.attention_dispatch.row_release"]
     runs = {RELAXED: [run(RELAXED, Stress.NONE, 1000, 0), run(RELAXED, Stress.MEMORY, 1000, 3)]}
     judged = judge(mapped, runs, 1, OK)
     assert (judged.verdict, judged.reason) == (
@@ -172,7 +172,7 @@ def test_a_mutant_killed_under_stress_is_killed_with_its_counts():
 
 
 def test_a_mutant_never_killed_is_unobservable_and_the_contract_its_catch():
-    mapped = MAPPED["gen.weaken-release.cf.source.row_release"]
+    mapped = MAPPED["gen.weaken-release.cf.attention_dispatch.row_release"]
     runs = {RELAXED: [run(RELAXED, Stress.NONE, 1000, 0), run(RELAXED, Stress.MEMORY, 500, 0)]}
     judged = judge(mapped, runs, 1, OK)
     assert (judged.verdict, judged.reason) == (
@@ -183,7 +183,7 @@ def test_a_mutant_never_killed_is_unobservable_and_the_contract_its_catch():
 
 
 def test_narrow_scope_on_one_gpu_is_unobservable_without_a_run():
-    judged = judge(MAPPED["gen.narrow-scope.cf.source.count_release.2"], {}, 1, OK)
+    judged = judge(MAPPED["gen.narrow-scope.cf.attention_dispatch.count_release.2"], {}, 1, OK)
     assert (judged.verdict, judged.reason) == (
         Verdict.UNOBSERVABLE,
         "gpu scope is enough within one GPU: a one-GPU litmus cannot show it; "
@@ -192,11 +192,13 @@ def test_narrow_scope_on_one_gpu_is_unobservable_without_a_run():
 
 
 def test_a_correct_litmus_is_equivalent_and_a_broken_harness_judges_nothing():
-    equivalent = judge(MAPPED["gen.remove-fence.pf.source.done_release"], {}, 1, OK)
+    equivalent = judge(MAPPED["gen.remove-fence.pf.attention_dispatch.done_release"], {}, 1, OK)
     assert equivalent.verdict is Verdict.EQUIVALENT
-    fenced = EXACT["gen.weaken-release.cf.source.count_release"]
+    fenced = EXACT["gen.weaken-release.cf.attention_dispatch.count_release"]
     ran = [run(fenced, Stress.MEMORY, 700, 0)]
-    judged = judge(MAPPED["gen.weaken-release.cf.source.count_release"], {fenced: ran}, 1, OK)
+    judged = judge(
+        MAPPED["gen.weaken-release.cf.attention_dispatch.count_release"], {fenced: ran}, 1, OK
+    )
     assert (judged.verdict, judged.runs) == (Verdict.EQUIVALENT, ran)
     control = control_of(RELAXED)
     harness = harness_verdict(
@@ -208,7 +210,7 @@ def test_a_correct_litmus_is_equivalent_and_a_broken_harness_judges_nothing():
         "wait=acquire.sys read=ld.cg producers=warp consumers=warp under memory: 2)",
     )
     runs = {RELAXED: [run(RELAXED, Stress.NONE, 1000, 5)]}
-    judged = judge(MAPPED["gen.weaken-release.cf.source.row_release"], runs, 1, harness)
+    judged = judge(MAPPED["gen.weaken-release.cf.attention_dispatch.row_release"], runs, 1, harness)
     assert judged.verdict is Verdict.NOT_JUDGED
     assert harness_verdict([run(control, Stress.NONE, 0, 0)]) == (
         False,
@@ -217,7 +219,7 @@ def test_a_correct_litmus_is_equivalent_and_a_broken_harness_judges_nothing():
 
 
 def test_the_report_table_has_one_line_per_run():
-    mapped = MAPPED["gen.weaken-release.cf.source.row_release"]
+    mapped = MAPPED["gen.weaken-release.cf.attention_dispatch.row_release"]
     control = control_of(RELAXED)
     runs = {RELAXED: [run(RELAXED, Stress.NONE, 1000, 0), run(RELAXED, Stress.MEMORY, 1000, 3)]}
     controls = [run(control, Stress.NONE, 2000, 0)]
@@ -230,7 +232,7 @@ def test_the_report_table_has_one_line_per_run():
         "stress": ["none", "memory"],
         "nvlink": "NVLink stress: not available (1 GPU: it needs 2)",
     }
-    narrowed = MAPPED["gen.narrow-scope.cf.source.count_release.2"]
+    narrowed = MAPPED["gen.narrow-scope.cf.attention_dispatch.count_release.2"]
     judged = [judge(mapped, runs, 1, OK), judge(narrowed, runs, 1, OK)]
     lines = markdown(document(judged, controls, harness_verdict(controls), header)).splitlines()
     assert lines[:12] == [
@@ -245,13 +247,15 @@ def test_the_report_table_has_one_line_per_run():
         "|---|---|---|---|---|---|---|---|",
         "| control | release.sys / acquire.sys (warp -> warp) | none | 0 | 2000 | < 0.0015 "
         "| 0.000 | control |",
-        "| gen.weaken-release.cf.source.row_release | relaxed.sys / acquire.sys (warp -> warp) "
+        "| gen.weaken-release.cf.attention_dispatch.row_release "
+        "| relaxed.sys / acquire.sys (warp -> warp) "
         "| none | 0 | 1000 | < 0.003 | 0.000 | KILLED |",
-        "| gen.weaken-release.cf.source.row_release | relaxed.sys / acquire.sys (warp -> warp) "
+        "| gen.weaken-release.cf.attention_dispatch.row_release "
+        "| relaxed.sys / acquire.sys (warp -> warp) "
         "| memory | 3 | 1000 | 0.003 | 0.950 | KILLED |",
     ]
     assert lines[12] == (
-        "| gen.narrow-scope.cf.source.count_release.2 | release.gpu / acquire.sys "
+        "| gen.narrow-scope.cf.attention_dispatch.count_release.2 | release.gpu / acquire.sys "
         "(block -> block) | - | - | - | - | - | UNOBSERVABLE |"
     )
 
@@ -309,14 +313,17 @@ def test_a_budget_of_no_time_is_refused(tmp_path, capsys):
 def test_no_run_maps_compiles_and_writes_the_report(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("faults.amplify.cli.gpu_count", lambda: 0)
     monkeypatch.setattr("faults.amplify.cli.machine_name", lambda: "cpu")
-    only = r"gen\.(weaken-acquire\.cb\.source\.row_wait|narrow-scope\.cf\.source\.row_release)"
+    only = (
+        r"gen\.(weaken-acquire\.cb\.attention_combine\.row_wait"
+        r"|narrow-scope\.cf\.attention_dispatch\.row_release)"
+    )
     assert amplify(tmp_path, "--no-run", "--only", only) == 0
 
     doc = json.loads((tmp_path / "amplify-cpu.json").read_text())
     assert doc["source_digest"] == source_digest()
     assert [(m["id"], m["verdict"]) for m in doc["mutants"]] == [
-        ("gen.weaken-acquire.cb.source.row_wait", "NOT RUN"),
-        ("gen.narrow-scope.cf.source.row_release", "UNOBSERVABLE"),
+        ("gen.weaken-acquire.cb.attention_combine.row_wait", "NOT RUN"),
+        ("gen.narrow-scope.cf.attention_dispatch.row_release", "UNOBSERVABLE"),
     ]
     assert doc["harness_ok"] is None
     assert (tmp_path / "amplify-cpu.md").read_text().startswith("# Amplification on cpu\n")
@@ -330,7 +337,9 @@ def test_no_run_maps_compiles_and_writes_the_report(tmp_path, capsys, monkeypatc
 def test_narrow_scope_alone_on_one_gpu_runs_nothing_and_says_why(tmp_path, monkeypatch):
     monkeypatch.setattr("faults.amplify.cli.gpu_count", lambda: 1)
     monkeypatch.setattr("faults.amplify.cli.machine_name", lambda: "1xH200")
-    assert amplify(tmp_path, "--only", r"gen\.narrow-scope\.cf\.source\.row_release") == 0
+    assert (
+        amplify(tmp_path, "--only", r"gen\.narrow-scope\.cf\.attention_dispatch\.row_release") == 0
+    )
     doc = json.loads((tmp_path / "amplify-1xH200.json").read_text())
     assert doc["harness"] == (
         "not run (no chosen mutant has a litmus to run here): "
@@ -344,7 +353,7 @@ def test_narrow_scope_alone_on_one_gpu_runs_nothing_and_says_why(tmp_path, monke
 def test_two_gpus_run_a_narrowed_scope_across_them_with_its_own_control():
     from faults.amplify.cli import plan_shapes
 
-    chosen = [MAPPED["gen.narrow-scope.cf.source.row_release"]]
+    chosen = [MAPPED["gen.narrow-scope.cf.attention_dispatch.row_release"]]
     across = Shape(
         Publish.RELEASE_GPU, Wait.ACQUIRE_SYS, Group.WARP, True, Group.WARP, across_gpus=True
     )
@@ -360,7 +369,7 @@ def test_the_launches_of_a_step_put_every_role_where_it_belongs():
     from faults.amplify.device import Part, launch_parts
 
     geometry = Geometry(132, 8, 49, 34)
-    one = EXACT["gen.weaken-acquire.cb.source.row_wait"]
+    one = EXACT["gen.weaken-acquire.cb.attention_combine.row_wait"]
     across = Shape(Publish.RELEASE_GPU, across_gpus=True)
     assert launch_parts(one, Stress.NONE, geometry) == [Part(0, 98, 0)]
     assert launch_parts(one, Stress.MEMORY, geometry) == [Part(0, 132, 0)]

@@ -39,10 +39,10 @@ def read_by_catalog(log: LogPatterns, line: str) -> set[str]:
 
 SAMPLES = [
     (
-        "[default1]:afdep timeout: site=cf.ffn.count_wait rank=1 expected=3 seen=2",
+        "[default1]:afdep timeout: site=cf.ffn_place.count_wait rank=1 expected=3 seen=2",
         {"timeout"},
     ),
-    ("afdep timeout: site=cf.ffn.count_wait rank=1 expected=3 seen=2", {"timeout"}),
+    ("afdep timeout: site=cf.ffn_place.count_wait rank=1 expected=3 seen=2", {"timeout"}),
     ("[default0]:afdep assertion failed: route wide token=3 slot=1 rank=0", {"assertion"}),
     ("afdep assertion failed: route wide token=3 slot=1 rank=0", {"assertion"}),
     ("[default0]:Mismatched x rank=0 token=3 col=0: got 1.0 expected 2.0", {"mismatch"}),

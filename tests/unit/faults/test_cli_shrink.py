@@ -115,7 +115,7 @@ def test_afdeps_rerun_command_fills_every_placeholder():
 
 def test_a_generated_gpu_test_is_collected_and_skips_on_a_machine_without_gpus(tmp_path):
     context = ShrinkContext(
-        "gen.skip.cf.ffn.count_wait",
+        "gen.skip.cf.ffn_place.count_wait",
         "bf16-graph",
         "logical",
         "1xH200",

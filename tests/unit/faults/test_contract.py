@@ -34,15 +34,15 @@ NARROW_TARGET = dataclasses.replace(
     contract=dataclasses.replace(CATALOG_TARGET.contract, ptx=CATALOG_TARGET.contract.ptx + NARROW),
 )
 SOURCE_BF16 = (
-    "source_dispatch<kHidden=2048, kTopK=8, kFp8=false, kCountFirst=true, kArmSource={},"
+    "attention_dispatch<kHidden=2048, kTopK=8, kFp8=false, kCountFirst=true, kArmAttention={},"
     " kNumThreads=512>"
 )
 EPILOGUE_BF16 = (
-    "ffn_stream_epilogue<kHidden=2048, kTopK=8, kFp8=false, kCollectView=false, kArmSource={},"
+    "ffn_stream_expand<kHidden=2048, kTopK=8, kFp8=false, kCollectView=false, kArmAttention={},"
     " kNumThreads=512>"
 )
 COMBINE_BF16 = "ffn_combine<kHidden=2048, kTopK=8, kNumThreads=512>"
-SOURCE_COMBINE_BF16 = "source_combine<kHidden=2048, kNumThreads=512>"
+SOURCE_COMBINE_BF16 = "attention_combine<kHidden=2048, kNumThreads=512>"
 
 
 def _nvrtc_missing() -> bool:
@@ -115,12 +115,12 @@ def test_a_violation_reads_path_line_site_variant_and_what_is_missing():
 
 
 # ------------------------------------------------------------- the mutants
-ROW_RELEASE = "// @site cf.source.row_release"
+ROW_RELEASE = "// @site cf.attention_dispatch.row_release"
 ROW_FLAG = "ptx::st_release_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags)"
-DONE_RELEASE = "// @site cf.source.done_release"
+DONE_RELEASE = "// @site cf.attention_dispatch.done_release"
 DONE_RED = "ptx::red_add_release_sys(peer_ptr<u64>(p, num_attention + ffn, p.off_done)"
 COMBINE_FLAG = "ptx::st_release_sys(flags + static_cast<u64>(ffn_local)"
-ROW_WAIT = 'if (lane_idx == 0) wait_until(flags + slot, epoch, "cf.epilogue.row_wait", p);'
+ROW_WAIT = 'if (lane_idx == 0) wait_until(flags + slot, epoch, "cf.ffn_stream_expand.row_wait", p);'
 RELAXED_SPIN = "while (static_cast<i64>(ptx::ld_relaxed_sys(flags + slot) - epoch) < 0) {}"
 
 
@@ -128,12 +128,12 @@ RELAXED_SPIN = "while (static_cast<i64>(ptx::ld_relaxed_sys(flags + slot) - epoc
 def test_no_syncwarp_before_a_lane_publishes(tmp_path, ptx_cache):
     csrc = mutated(
         tmp_path,
-        "impls/source_dispatch.cuh",
+        "impls/attention_dispatch.cuh",
         "        __syncwarp();\n        if (lane_idx == 0)\n          ptx::st_release_sys(",
         "        if (lane_idx == 0)\n          ptx::st_release_sys(",
     )
-    path = csrc / "impls/source_dispatch.cuh"
-    where = f"{path}:{line_of(path, ROW_FLAG)}: cf.source.row_release"
+    path = csrc / "impls/attention_dispatch.cuh"
+    where = f"{path}:{line_of(path, ROW_FLAG)}: cf.attention_dispatch.row_release"
     missing = "no bar.warp.sync between the warp's stores and st.release.sys on every path"
     assert check(csrc, ptx_cache) == [
         f"{where}: no __syncwarp before the publish st_release_sys",
@@ -145,12 +145,16 @@ def test_no_syncwarp_before_a_lane_publishes(tmp_path, ptx_cache):
 @needs_nvrtc
 def test_no_syncthreads_before_one_thread_publishes_the_block(tmp_path, ptx_cache):
     header = (
-        "    // @site cf.source.done_release kind=release producers=block scope=sys"
-        " guards=cf.source.row_store\n"
+        "    // @site cf.attention_dispatch.done_release kind=release producers=block scope=sys"
+        " guards=cf.attention_dispatch.row_store\n"
     )
-    csrc = mutated(tmp_path, "impls/source_dispatch.cuh", header + "    __syncthreads();\n", header)
-    path = csrc / "impls/source_dispatch.cuh"
-    where = f"{path}:{line_of(path, DONE_RED, after=DONE_RELEASE)}: cf.source.done_release"
+    csrc = mutated(
+        tmp_path, "impls/attention_dispatch.cuh", header + "    __syncthreads();\n", header
+    )
+    path = csrc / "impls/attention_dispatch.cuh"
+    where = (
+        f"{path}:{line_of(path, DONE_RED, after=DONE_RELEASE)}: cf.attention_dispatch.done_release"
+    )
     missing = "no bar.sync between the block's stores and red.release.sys on every path"
     assert check(csrc, ptx_cache) == [
         f"{where}: no __syncthreads before the publish red_add_release_sys",
@@ -164,7 +168,7 @@ def test_a_release_weakened_to_relaxed(tmp_path, ptx_cache):
     relaxed = COMBINE_FLAG.replace("st_release_sys", "st_relaxed_sys")
     csrc = mutated(tmp_path, "impls/ffn_combine.cuh", COMBINE_FLAG, relaxed)
     path = csrc / "impls/ffn_combine.cuh"
-    where = f"{path}:{line_of(path, relaxed)}: cb.ffn.row_release"
+    where = f"{path}:{line_of(path, relaxed)}: cb.ffn_combine.row_release"
     assert check(csrc, ptx_cache) == [
         f"{where}: publish st_relaxed_sys is no release at scope sys"
         " and no fence_acq_rel_sys precedes it",
@@ -180,7 +184,7 @@ def test_the_fence_removed_where_the_release_is_relaxed(tmp_path, ptx_cache):
     unfenced = mutated(tmp_path / "unfenced", "impls/ffn_combine.cuh", COMBINE_FLAG, fenced)
     path = unfenced / "impls/ffn_combine.cuh"
     path.write_text(path.read_text().replace("ptx::fence_acq_rel_sys();\n      ", ""))
-    where = f"{path}:{line_of(path, 'st_relaxed_sys(flags')}: cb.ffn.row_release"
+    where = f"{path}:{line_of(path, 'st_relaxed_sys(flags')}: cb.ffn_combine.row_release"
     assert check(unfenced, ptx_cache)[1:] == [
         f"{where} [{COMBINE_BF16}]: publish is st.relaxed.sys: no release at scope sys"
     ]
@@ -189,9 +193,10 @@ def test_the_fence_removed_where_the_release_is_relaxed(tmp_path, ptx_cache):
 @needs_nvrtc
 def test_a_wait_weakened_to_a_relaxed_load(tmp_path, ptx_cache):
     spin = f"if (lane_idx == 0) {RELAXED_SPIN}"
-    csrc = mutated(tmp_path, "impls/ffn_stream_epilogue.cuh", ROW_WAIT, spin)
-    path = csrc / "impls/ffn_stream_epilogue.cuh"
-    where = f"{path}:{line_of(path, '// @site cf.epilogue.row_wait')}: cf.epilogue.row_wait"
+    csrc = mutated(tmp_path, "impls/ffn_stream_expand.cuh", ROW_WAIT, spin)
+    path = csrc / "impls/ffn_stream_expand.cuh"
+    line = line_of(path, "// @site cf.ffn_stream_expand.row_wait")
+    where = f"{path}:{line}: cf.ffn_stream_expand.row_wait"
     missing = (
         "no ld.acquire.sys in the wait (nor a call that acquires, nor a relaxed load then"
         " fence.acq_rel.sys)"
@@ -206,7 +211,7 @@ def test_a_wait_weakened_to_a_relaxed_load(tmp_path, ptx_cache):
     fenced = f"if (lane_idx == 0) {{ {RELAXED_SPIN} ptx::fence_acq_rel_sys(); }}"
     assert (
         check(
-            mutated(tmp_path / "fenced", "impls/ffn_stream_epilogue.cuh", ROW_WAIT, fenced),
+            mutated(tmp_path / "fenced", "impls/ffn_stream_expand.cuh", ROW_WAIT, fenced),
             ptx_cache,
         )
         == []
@@ -217,12 +222,12 @@ def test_a_wait_weakened_to_a_relaxed_load(tmp_path, ptx_cache):
 def test_no_syncwarp_after_lane_zero_waits(tmp_path, ptx_cache):
     csrc = mutated(
         tmp_path,
-        "impls/source_combine.cuh",
-        '"cb.source.row_wait", p);\n    __syncwarp();\n',
-        '"cb.source.row_wait", p);\n',
+        "impls/attention_combine.cuh",
+        '"cb.attention_combine.row_wait", p);\n    __syncwarp();\n',
+        '"cb.attention_combine.row_wait", p);\n',
     )
-    path = csrc / "impls/source_combine.cuh"
-    where = f"{path}:{line_of(path, 'wait_until(flags')}: cb.source.row_wait"
+    path = csrc / "impls/attention_combine.cuh"
+    where = f"{path}:{line_of(path, 'wait_until(flags')}: cb.attention_combine.row_wait"
     assert check(csrc, ptx_cache) == [
         f"{where}: no __syncwarp after the acquire wait_until",
         f"{where} [{SOURCE_COMBINE_BF16}]: no bar.warp.sync after the acquire on every path"
@@ -233,15 +238,17 @@ def test_no_syncwarp_after_lane_zero_waits(tmp_path, ptx_cache):
 @needs_nvrtc
 def test_a_site_no_variant_compiles_is_reported(tmp_path, ptx_cache):
     dead = (
-        "    // @site cb.ffn.dead_release kind=release producers=thread scope=sys"
-        " guards=cb.ffn.row_store\n"
+        "    // @site cb.ffn_combine.dead_release kind=release producers=thread scope=sys"
+        " guards=cb.ffn_combine.row_store\n"
         "    if constexpr (kHidden < 0) ptx::st_release_sys(nullptr, epoch);\n"
-        "    // @end cb.ffn.dead_release\n"
+        "    // @end cb.ffn_combine.dead_release\n"
     )
-    end = "    // @end cb.ffn.row_release\n"
+    end = "    // @end cb.ffn_combine.row_release\n"
     csrc = mutated(tmp_path, "impls/ffn_combine.cuh", end, end + dead)
     path = csrc / "impls/ffn_combine.cuh"
-    where = f"{path}:{line_of(path, '@site cb.ffn.dead_release')}: cb.ffn.dead_release"
+    where = (
+        f"{path}:{line_of(path, '@site cb.ffn_combine.dead_release')}: cb.ffn_combine.dead_release"
+    )
     assert check(csrc, ptx_cache) == [f"{where}: no instruction of the site in any variant"]
 
 
@@ -257,14 +264,22 @@ def test_the_publish_moved_above_the_stores(tmp_path):
     shutil.copytree(CSRC, csrc)
     path = csrc / "impls/ffn_combine.cuh"
     text = path.read_text()
-    store, release = region(text, "cb.ffn.row_store"), region(text, "cb.ffn.row_release")
+    store, release = (
+        region(text, "cb.ffn_combine.row_store"),
+        region(text, "cb.ffn_combine.row_release"),
+    )
     assert store + "\n" + release in text
     path.write_text(text.replace(store + "\n" + release, release + "\n" + store))
-    start, end = line_of(path, "@site cb.ffn.row_store"), line_of(path, "@end cb.ffn.row_store")
-    where = f"{path}:{line_of(path, '@site cb.ffn.row_release')}: cb.ffn.row_release"
+    start, end = (
+        line_of(path, "@site cb.ffn_combine.row_store"),
+        line_of(path, "@end cb.ffn_combine.row_store"),
+    )
+    where = (
+        f"{path}:{line_of(path, '@site cb.ffn_combine.row_release')}: cb.ffn_combine.row_release"
+    )
     assert check(csrc, tmp_path / "unused", ptx=False) == [
-        f"{where}: the guarded site cb.ffn.row_store (lines {start}-{end}) does not end before"
-        " it starts"
+        f"{where}: the guarded site cb.ffn_combine.row_store (lines {start}-{end}) does not end "
+        "before it starts"
     ]
 
 
@@ -273,22 +288,22 @@ def test_the_publish_moved_above_the_stores(tmp_path):
     "old, new, message, checked",
     [
         (
-            "kind=release producers=warp scope=sys guards=cb.ffn.row_store",
-            "kind=release scope=sys guards=cb.ffn.row_store",
-            "site cb.ffn.row_release: a release must declare producers=, scope=, guards=;"
+            "kind=release producers=warp scope=sys guards=cb.ffn_combine.row_store",
+            "kind=release scope=sys guards=cb.ffn_combine.row_store",
+            "site cb.ffn_combine.row_release: a release must declare producers=, scope=, guards=;"
             " missing producers",
             12,
         ),
         (
-            "kind=release producers=warp scope=sys guards=cb.ffn.row_store",
-            "kind=release producers=warp scope=system guards=cb.ffn.row_store",
-            "site cb.ffn.row_release: scope=system is not one of sys, gpu, cta",
+            "kind=release producers=warp scope=sys guards=cb.ffn_combine.row_store",
+            "kind=release producers=warp scope=system guards=cb.ffn_combine.row_store",
+            "site cb.ffn_combine.row_release: scope=system is not one of sys, gpu, cta",
             12,
         ),
         (
-            "// @site cb.ffn.row_store kind=store",
-            "// @site cb.ffn.row_store kind=store scope=sys",
-            "site cb.ffn.row_store: scope= belongs to a release or a wait, not a store",
+            "// @site cb.ffn_combine.row_store kind=store",
+            "// @site cb.ffn_combine.row_store kind=store scope=sys",
+            "site cb.ffn_combine.row_store: scope= belongs to a release or a wait, not a store",
             13,
         ),
     ],
@@ -415,9 +430,9 @@ def test_a_kernels_ptx_depends_on_the_headers_it_includes_only(tmp_path):
 
     csrc = tmp_path / "csrc"
     shutil.copytree(CSRC, csrc)
-    combine = KernelSpec.make("source_combine", kHidden=2048, kNumThreads=512)
+    combine = KernelSpec.make("attention_combine", kHidden=2048, kNumThreads=512)
     before = include_digest(combine, csrc)
-    (csrc / "impls/source_dispatch.cuh").write_text("// another kernel changed\n")
+    (csrc / "impls/attention_dispatch.cuh").write_text("// another kernel changed\n")
     assert include_digest(combine, csrc) == before
     with (csrc / "common/comm.cuh").open("a") as comm:
         comm.write("// a header it includes changed\n")
@@ -455,20 +470,20 @@ def test_a_primitive_weakened_under_its_name_is_caught_in_the_ptx(
     named = {v.site for v in report.violations}
     if kind == "wait":  # every wait calls wait_until
         assert named == {
-            "cf.source.prefix_wait",
-            "cf.ffn.count_wait",
-            "cf.epilogue.prefix_wait",
-            "cf.epilogue.gate_wait",
-            "cf.epilogue.row_wait",
-            "pf.epilogue.done_wait",
-            "cb.source.row_wait",
+            "cf.attention_dispatch.prefix_wait",
+            "cf.ffn_place.count_wait",
+            "cf.ffn_stream_expand.prefix_wait",
+            "cf.ffn_stream_expand.gate_wait",
+            "cf.ffn_stream_expand.row_wait",
+            "pf.ffn_expand.done_wait",
+            "cb.attention_combine.row_wait",
         }
     else:  # the releases that store their flag (done is a red.release)
         assert named == {
-            "cf.source.count_release",
-            "cf.source.row_release",
-            "cf.ffn.prefix_release",
-            "cb.ffn.row_release",
+            "cf.attention_dispatch.count_release",
+            "cf.attention_dispatch.row_release",
+            "cf.ffn_place.prefix_release",
+            "cb.ffn_combine.row_release",
         }
 
 

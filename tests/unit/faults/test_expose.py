@@ -20,12 +20,12 @@ AFDEP = REPO / "catalogs/afdep.toml"
 # The producers= of afdep's releases (docs/architecture.md, "Synchronization"),
 # for a tree whose site headers do not declare them yet.
 PRODUCERS = {
-    "cf.source.count_release": "block",
-    "cf.source.row_release": "warp",
-    "cf.source.done_release": "block",
-    "pf.source.done_release": "block",
-    "cf.ffn.prefix_release": "block",
-    "cb.ffn.row_release": "warp",
+    "cf.attention_dispatch.count_release": "block",
+    "cf.attention_dispatch.row_release": "warp",
+    "cf.attention_dispatch.done_release": "block",
+    "pf.attention_dispatch.done_release": "block",
+    "cf.ffn_place.prefix_release": "block",
+    "cb.ffn_combine.row_release": "warp",
 }
 WARP = Holding(
     "threadIdx.x % 32 == 0",
@@ -80,16 +80,16 @@ def test_every_release_gets_both_faults(catalog, sites):
         for family in ("uneven-delay", "forced-order")
     )
     assert all(f.expect == "pass" and is_exposing(f.id) for f in faults.values())
-    assert not is_exposing("gen.delay.cf.source.row_release")
+    assert not is_exposing("gen.delay.cf.attention_dispatch.row_release")
 
 
 def test_a_warp_release_holds_the_other_lanes_of_its_warp(catalog, sites):
     faults = expose_faults(sites, catalog)
-    uneven = faults["gen.uneven-delay.cf.source.row_release"]
+    uneven = faults["gen.uneven-delay.cf.attention_dispatch.row_release"]
     assert uneven.patches == (
         Patch(
             uneven.id,
-            site="cf.source.row_store",
+            site="cf.attention_dispatch.row_store",
             action="delay",
             ns=20_000,
             when="threadIdx.x % 32 != 0",
@@ -97,11 +97,11 @@ def test_a_warp_release_holds_the_other_lanes_of_its_warp(catalog, sites):
         ),
     )
     assert uneven.configs == ("bf16-graph",)
-    forced = faults["gen.forced-order.cf.source.row_release"]
+    forced = faults["gen.forced-order.cf.attention_dispatch.row_release"]
     assert forced.patches == (
         Patch(
             forced.id,
-            site="cf.source.row_store",
+            site="cf.attention_dispatch.row_store",
             action="hold",
             ns=20_000,
             when="threadIdx.x % 32 != 0",
@@ -110,49 +110,62 @@ def test_a_warp_release_holds_the_other_lanes_of_its_warp(catalog, sites):
         ),
         Patch(
             forced.id,
-            site="cf.source.row_release",
+            site="cf.attention_dispatch.row_release",
             action="signal",
             when="threadIdx.x % 32 == 0",
             cell="threadIdx.x / 32",
         ),
     )
     assert forced.title == (
-        "the warp's producers other than the publisher of cf.source.row_release wait at "
-        "cf.source.row_store (at most 20000 ns) until it has released: a missing warp "
-        "barrier lets the flag out before their data every time"
+        "the warp's producers other than the publisher of cf.attention_dispatch.row_release "
+        "wait at cf.attention_dispatch.row_store (at most 20000 ns) until it has released: "
+        "a missing warp barrier lets the flag out before their data every time"
     )
 
 
 def test_a_block_release_holds_the_other_warps_and_runs_where_it_fires(catalog, sites):
     faults = expose_faults(sites, catalog)
-    hold, signal = faults["gen.forced-order.pf.source.done_release"].patches
+    hold, signal = faults["gen.forced-order.pf.attention_dispatch.done_release"].patches
     assert (hold.site, hold.action, hold.when, hold.cell) == (
-        "pf.source.row_store",
+        "pf.attention_dispatch.row_store",
         "hold",
         "threadIdx.x / 32 != 0",
         "0",
     )
     assert (signal.site, signal.action, signal.when) == (
-        "pf.source.done_release",
+        "pf.attention_dispatch.done_release",
         "signal",
         "threadIdx.x == 0",
     )
-    assert faults["gen.forced-order.pf.source.done_release"].configs == (
+    assert faults["gen.forced-order.pf.attention_dispatch.done_release"].configs == (
         "bf16-eager-payload-first",
     )
 
 
 def test_the_published_store_is_guards_else_the_nearest_of_its_stage(sites):
     by_name = {s.name: s for s in sites}
-    # pf.source.row_store lies between cf.source.done_release and its own rows
-    assert published_store(by_name["cf.source.done_release"], sites).name == "cf.source.row_store"
-    assert published_store(by_name["pf.source.done_release"], sites).name == "pf.source.row_store"
-    assert published_store(by_name["cf.source.count_release"], sites).name == "cf.source.count_put"
+    # pf.attention_dispatch.row_store lies between cf.attention_dispatch.done_release and
+    # its own rows
+    assert (
+        published_store(by_name["cf.attention_dispatch.done_release"], sites).name
+        == "cf.attention_dispatch.row_store"
+    )
+    assert (
+        published_store(by_name["pf.attention_dispatch.done_release"], sites).name
+        == "pf.attention_dispatch.row_store"
+    )
+    assert (
+        published_store(by_name["cf.attention_dispatch.count_release"], sites).name
+        == "cf.attention_dispatch.count_put"
+    )
     # no store above it in its file: the compute site that builds the table
-    assert published_store(by_name["cf.ffn.prefix_release"], sites).name == "cf.ffn.prefix_compute"
-    release = by_name["cf.source.done_release"]
-    guarded = Declared(**{**_fields(release), "guards": "cf.source.count_put"})
-    assert published_store(guarded, sites).name == "cf.source.count_put"
+    assert (
+        published_store(by_name["cf.ffn_place.prefix_release"], sites).name
+        == "cf.ffn_place.prefix_compute"
+    )
+    release = by_name["cf.attention_dispatch.done_release"]
+    guarded = Declared(**{**_fields(release), "guards": "cf.attention_dispatch.count_put"})
+    assert published_store(guarded, sites).name == "cf.attention_dispatch.count_put"
 
 
 def _fields(site: Site) -> dict:
@@ -172,9 +185,9 @@ def test_a_grid_release_gets_an_uneven_delay_only(catalog, sites):
     ]
     faults = expose_faults(grid, catalog)
     assert not [f for f in faults if f.startswith("gen.forced-order.")]
-    [patch] = faults["gen.uneven-delay.cf.source.count_release"].patches
+    [patch] = faults["gen.uneven-delay.cf.attention_dispatch.count_release"].patches
     assert (patch.site, patch.when, patch.marker) == (
-        "cf.source.count_put",
+        "cf.attention_dispatch.count_put",
         "blockIdx.x != 0",
         "blockIdx.x == 1 && threadIdx.x == 0",
     )
@@ -212,19 +225,21 @@ def test_a_release_with_nothing_above_it_is_an_error(catalog, tmp_path):
 
 
 def test_covering_faults_of_a_release_are_both():
-    site = Site("cb.ffn.row_release", "release", None, Path("x.cuh"), 1, 3)
+    site = Site("cb.ffn_combine.row_release", "release", None, Path("x.cuh"), 1, 3)
     assert covering_faults(site) == [
-        "gen.uneven-delay.cb.ffn.row_release",
-        "gen.forced-order.cb.ffn.row_release",
+        "gen.uneven-delay.cb.ffn_combine.row_release",
+        "gen.forced-order.cb.ffn_combine.row_release",
     ]
-    assert covering_faults(Site("cb.ffn.row_store", "store", None, Path("x.cuh"), 1, 3)) == []
+    assert (
+        covering_faults(Site("cb.ffn_combine.row_store", "store", None, Path("x.cuh"), 1, 3)) == []
+    )
 
 
 def test_with_generated_adds_them(catalog, sites, monkeypatch):
     monkeypatch.setattr(faults.generate, "parse_tree", lambda root: (sites, []))
     generated = with_generated(catalog, REPO).faults
     assert set(expose_faults(sites, catalog)) < set(generated)
-    assert "gen.delay.cf.source.row_release" in generated  # the old ones stay
+    assert "gen.delay.cf.attention_dispatch.row_release" in generated  # the old ones stay
 
 
 @pytest.mark.parametrize(

@@ -19,21 +19,21 @@ from tests.unit.faults.test_expose import AFDEP, PRODUCERS, REPO, declared
 # and the other release's uneven delay.
 TREES = {
     "warp-forced": (
-        "gen.forced-order.cf.source.row_release",
-        "gen.uneven-delay.cf.source.done_release",
+        "gen.forced-order.cf.attention_dispatch.row_release",
+        "gen.uneven-delay.cf.attention_dispatch.done_release",
     ),
     "block-forced": (
-        "gen.forced-order.cf.source.done_release",
-        "gen.uneven-delay.cf.source.row_release",
+        "gen.forced-order.cf.attention_dispatch.done_release",
+        "gen.uneven-delay.cf.attention_dispatch.row_release",
     ),
 }
 SPEC = KernelSpec.make(
-    "source_dispatch",
+    "attention_dispatch",
     kHidden=2048,
     kTopK=8,
     kFp8=False,
     kCountFirst=True,
-    kArmSource=False,
+    kArmAttention=False,
     kNumThreads=512,
 )
 
@@ -48,7 +48,7 @@ def test_exposing_faults_apply_and_compile(tmp_path, monkeypatch, label):
     patches = [p for fault_id in TREES[label] for p in catalog.all_patches(fault_id)]
     [changed] = apply_patches(tmp_path, catalog, patches)
     text = changed.read_text()
-    assert changed.name == "source_dispatch.cuh"
+    assert changed.name == "attention_dispatch.cuh"
     assert text.count("#define AFD_ORDER_CELL") == 1
     assert [fault_id in text for fault_id in TREES[label]] == [True, True]
     compiled = compile_kernel(SPEC, root=tmp_path / "afdep/csrc")

@@ -24,8 +24,8 @@ def test_every_config_gets_a_real_size_twin():
         *("--payload", "bf16", "--graph", "--tokens", "2048", "--steps", "4", "--num-sms", "4"),
     )
     assert twin.base == "bf16-graph" and twin.env == {"AFDEP_COUNT_FIRST_EPILOGUE_SMS": "32"}
-    arm = exposed.config("bf16-eager-arm-source@2048").env
-    assert arm == {"AFDEP_COUNT_FIRST_ARM": "source", "AFDEP_COUNT_FIRST_EPILOGUE_SMS": "32"}
+    arm = exposed.config("bf16-eager-arm-attention@2048").env
+    assert arm == {"AFDEP_COUNT_FIRST_ARM": "attention", "AFDEP_COUNT_FIRST_EPILOGUE_SMS": "32"}
     assert exposed.config("4gpu-f2@2048").gpus == 4
     assert len(exposed.configs) == 2 * len(catalog.configs)
     assert exposed.with_exposure() is exposed  # twins are never twinned again

@@ -21,25 +21,29 @@ def test_every_site_gets_its_generated_faults():
     waits = [s for s in sites if s.kind == "wait"]
     releases = [s for s in sites if s.kind == "release"]
     assert len(faults) == len(sites) + len(releases)
-    row_wait = faults["gen.skip.cf.epilogue.row_wait"]
+    row_wait = faults["gen.skip.cf.ffn_stream_expand.row_wait"]
     assert row_wait.expect == "fail"
     assert [(p.action, p.site, p.ns) for p in row_wait.patches] == [
-        ("delay", "cf.source.row_store", 5),
-        ("skip", "cf.epilogue.row_wait", 0),
+        ("delay", "cf.attention_dispatch.row_store", 5),
+        ("skip", "cf.ffn_stream_expand.row_wait", 0),
     ]
-    assert faults["gen.delay.cf.source.row_store"].expect == "pass"
-    assert faults["gen.skip.cf.source.row_release"].expect == "fail"
+    assert faults["gen.delay.cf.attention_dispatch.row_store"].expect == "pass"
+    assert faults["gen.skip.cf.attention_dispatch.row_release"].expect == "fail"
     assert all(f"gen.skip.{w.name}" in faults for w in waits)
     assert all(is_generated(f) for f in faults) and not is_generated("N2")
 
 
 def test_catalog_settings_reach_the_generated_faults():
     catalog = with_generated(load_catalog(REPO / "catalogs/afdep.toml"), REPO)
-    patch = catalog.faults["gen.delay.cf.epilogue.expand"].patches[0]
+    patch = catalog.faults["gen.delay.cf.ffn_stream_expand.expand"].patches[0]
     assert (patch.ns, patch.marker) == (20_000, "threadIdx.x % 32 == 0 && blockIdx.x == 0")
-    window, skip = catalog.faults["gen.skip.cf.epilogue.row_wait"].patches
-    assert (window.site, window.action, window.ns) == ("cf.source.row_store", "delay", 200_000)
-    assert (skip.site, skip.action) == ("cf.epilogue.row_wait", "skip")
+    window, skip = catalog.faults["gen.skip.cf.ffn_stream_expand.row_wait"].patches
+    assert (window.site, window.action, window.ns) == (
+        "cf.attention_dispatch.row_store",
+        "delay",
+        200_000,
+    )
+    assert (skip.site, skip.action) == ("cf.ffn_stream_expand.row_wait", "skip")
     assert catalog.faults["N2"].configs == (
         "bf16-eager",
         "bf16-graph",
@@ -54,16 +58,16 @@ def test_catalog_settings_reach_the_generated_faults():
         if is_generated(fault_id)
     }
     # Each generated fault runs once, under the config where its site fires.
-    assert runs_under["gen.skip.cf.source.prefix_wait"] == ["bf16-eager-arm-source"]
-    assert runs_under["gen.skip.pf.epilogue.done_wait"] == ["bf16-eager-payload-first"]
-    assert runs_under["gen.delay.pf.source.row_store"] == ["bf16-eager-payload-first"]
-    assert runs_under["gen.skip.cf.epilogue.row_wait"] == ["bf16-graph"]
-    assert runs_under["gen.skip.cf.epilogue.gate_wait"] == ["bf16-graph"]
-    assert catalog.faults["gen.skip.cf.epilogue.gate_wait"].survivor_ok.startswith(
+    assert runs_under["gen.skip.cf.attention_dispatch.prefix_wait"] == ["bf16-eager-arm-attention"]
+    assert runs_under["gen.skip.pf.ffn_expand.done_wait"] == ["bf16-eager-payload-first"]
+    assert runs_under["gen.delay.pf.attention_dispatch.row_store"] == ["bf16-eager-payload-first"]
+    assert runs_under["gen.skip.cf.ffn_stream_expand.row_wait"] == ["bf16-graph"]
+    assert runs_under["gen.skip.cf.ffn_stream_expand.gate_wait"] == ["bf16-graph"]
+    assert catalog.faults["gen.skip.cf.ffn_stream_expand.gate_wait"].survivor_ok.startswith(
         "the warp that expands a gated row already waited for that row's own flag"
     )
-    assert catalog.faults["gen.skip.cf.epilogue.row_wait"].survivor_ok is None
-    assert runs_under["gen.delay.cb.source.reduce"] == ["bf16-graph"]
+    assert catalog.faults["gen.skip.cf.ffn_stream_expand.row_wait"].survivor_ok is None
+    assert runs_under["gen.delay.cb.attention_combine.reduce"] == ["bf16-graph"]
     assert all(len(names) == 1 for names in runs_under.values())
 
 
@@ -83,11 +87,12 @@ def test_a_survivor_reason_for_a_fault_never_generated_is_refused():
 
 def test_the_longest_site_prefix_picks_the_configs():
     settings = GenerateSettings(
-        configs=("all",), site_configs=(("cf.", ("cf",)), ("cf.source.prefix", ("source",)))
+        configs=("all",),
+        site_configs=(("cf.", ("cf",)), ("cf.attention_dispatch.prefix", ("source",))),
     )
-    assert settings.configs_for_site("cf.source.prefix_wait") == ("source",)
-    assert settings.configs_for_site("cf.source.row_store") == ("cf",)
-    assert settings.configs_for_site("pf.source.row_store") == ("all",)
+    assert settings.configs_for_site("cf.attention_dispatch.prefix_wait") == ("source",)
+    assert settings.configs_for_site("cf.attention_dispatch.row_store") == ("cf",)
+    assert settings.configs_for_site("pf.attention_dispatch.row_store") == ("all",)
 
 
 def test_coverage_of_the_afdep_sites():
@@ -96,7 +101,7 @@ def test_coverage_of_the_afdep_sites():
     assert all(not c.missing for c in covers.values()), {
         n: c.missing for n, c in covers.items() if c.missing
     }
-    row_store = covers["cf.source.row_store"]
+    row_store = covers["cf.attention_dispatch.row_store"]
     assert "P1" in row_store.passing and "N2" in row_store.failing
-    assert covers["cf.epilogue.prefix_wait"].failing[:2] == ["N3", "N3b"]
-    assert not covers["cf.epilogue.expand"].needs_failing  # no wait guards it
+    assert covers["cf.ffn_stream_expand.prefix_wait"].failing[:2] == ["N3", "N3b"]
+    assert not covers["cf.ffn_stream_expand.expand"].needs_failing  # no wait guards it

@@ -84,10 +84,10 @@ def test_the_afdep_catalog_mutants_by_family():
     families = Counter(
         f.family.value for f in catalog.faults.values() if f.family and is_generated(f.id)
     )
-    # publish-early: one per release in its store's block (cf.source.count_release,
-    # cf.source.row_release, cf.ffn.prefix_release, cb.ffn.row_release; the done
-    # releases lie outside their stores' loop). remove-barrier: 9, the
-    # cf.ffn.prefix_release region holding its __syncthreads.
+    # publish-early: one per release in its store's block (cf.attention_dispatch.count_release,
+    # cf.attention_dispatch.row_release, cf.ffn_place.prefix_release,
+    # cb.ffn_combine.row_release; the done releases lie outside their stores' loop).
+    # remove-barrier: 9, the cf.ffn_place.prefix_release region holding its __syncthreads.
     assert dict(families) == {
         "publish-early": 4,
         "uneven-delay": 6,
@@ -105,7 +105,7 @@ def test_the_afdep_catalog_mutants_by_family():
         "wrong-slot": 5,
     }
     assert all(f.family is None for f in catalog.faults.values() if not is_generated(f.id))
-    mutant = catalog.faults["gen.wrong-slot.cf.source.row_release"]
+    mutant = catalog.faults["gen.wrong-slot.cf.attention_dispatch.row_release"]
     assert (mutant.expect, mutant.configs, mutant.family) == (
         "fail",
         ("bf16-graph",),
@@ -113,32 +113,36 @@ def test_the_afdep_catalog_mutants_by_family():
     )
     [patch] = mutant.patches
     assert (patch.file, patch.marker_site, patch.marker) == (
-        "impls/source_dispatch.cuh",
-        "cf.source.row_release",
+        "impls/attention_dispatch.cuh",
+        "cf.attention_dispatch.row_release",
         "threadIdx.x % 32 == 0 && blockIdx.x == 0",
     )
     assert patch.old == (
         "          ptx::st_release_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags) + slot, "
-        "epoch);\n        // @end cf.source.row_release\n"
+        "epoch);\n        // @end cf.attention_dispatch.row_release\n"
     )
     assert patch.new == patch.old.replace("+ slot,", "+ (slot ^ 1),")
     assert mutant.title == (
-        "wrong-slot in cf.source.row_release (source_dispatch.cuh:170): '+ slot,' -> "
-        "'+ (slot ^ 1),'"
+        "wrong-slot in cf.attention_dispatch.row_release (attention_dispatch.cuh:170): "
+        "'+ slot,' -> '+ (slot ^ 1),'"
     )
 
 
 def test_a_site_mutated_twice_by_one_family_numbers_its_mutants():
     catalog = with_generated(load_catalog(AFDEP), REPO)
-    scoped = [f for f in catalog.faults if f.startswith("gen.narrow-scope.cf.source.count_release")]
+    scoped = [
+        f
+        for f in catalog.faults
+        if f.startswith("gen.narrow-scope.cf.attention_dispatch.count_release")
+    ]
     assert scoped == [
-        "gen.narrow-scope.cf.source.count_release.1",
-        "gen.narrow-scope.cf.source.count_release.2",
+        "gen.narrow-scope.cf.attention_dispatch.count_release.1",
+        "gen.narrow-scope.cf.attention_dispatch.count_release.2",
     ]
     first, second = (catalog.faults[f].patches[0] for f in scoped)
     assert first.new.startswith("        ptx::fence_acq_rel_gpu();\n")
     assert "ptx::st_release_gpu(peer_ptr<u64>" in second.new
-    counter = catalog.faults["gen.epoch-off-by-one.pf.epilogue.done_wait.1"].patches[0]
+    counter = catalog.faults["gen.epoch-off-by-one.pf.ffn_expand.done_wait.1"].patches[0]
     assert "wait_until(done + source, epoch * p.source_ctas - 1, " in counter.new
 
 
@@ -233,18 +237,18 @@ def test_a_release_that_guards_nothing_is_not_moved(tmp_path):
 def test_the_site_actions_carry_their_families():
     sites, _ = parse_tree(REPO / "afdep/csrc")
     faults = generated_faults(sites, GenerateSettings(ns=5, marker="m"))
-    assert faults["gen.skip.cf.epilogue.row_wait"].family is Family.SKIP_WAIT
-    assert faults["gen.skip.cf.source.row_release"].family is Family.SKIP_RELEASE
-    assert faults["gen.delay.cf.source.row_store"].family is Family.DELAY
+    assert faults["gen.skip.cf.ffn_stream_expand.row_wait"].family is Family.SKIP_WAIT
+    assert faults["gen.skip.cf.attention_dispatch.row_release"].family is Family.SKIP_RELEASE
+    assert faults["gen.delay.cf.attention_dispatch.row_store"].family is Family.DELAY
 
 
 def test_mutants_are_generated_faults_and_no_generated_drops_them(capsys):
     from faults.cli import main
 
-    assert is_generated("gen.weaken-acquire.cf.epilogue.row_wait")
+    assert is_generated("gen.weaken-acquire.cf.ffn_stream_expand.row_wait")
     assert not is_generated("gen.other.x") and not is_generated("N2")
     assert main(["--catalog", str(AFDEP), "--root", str(REPO), "list"]) == 0
-    assert "gen.remove-warp-sync.cf.source.row_release" in capsys.readouterr().out
+    assert "gen.remove-warp-sync.cf.attention_dispatch.row_release" in capsys.readouterr().out
     assert main(["--catalog", str(AFDEP), "--root", str(REPO), "--no-generated", "list"]) == 0
     assert "gen." not in capsys.readouterr().out
 
@@ -273,18 +277,20 @@ def test_every_family_is_named_in_the_interface():
 
 def test_a_covered_waits_reason_reaches_its_wrong_value_mutants_not_its_order_mutants():
     catalog = with_generated(load_catalog(AFDEP), REPO)
-    reason = dict(catalog.generate.survivor_ok)["cf.epilogue.gate_wait"]
-    assert catalog.fault("gen.epoch-off-by-one.cf.epilogue.gate_wait.1").survivor_ok == reason
-    assert catalog.fault("gen.weaken-acquire.cf.epilogue.gate_wait").survivor_ok is None
-    assert catalog.fault("gen.narrow-scope.cf.epilogue.gate_wait").survivor_ok is None
+    reason = dict(catalog.generate.survivor_ok)["cf.ffn_stream_expand.gate_wait"]
+    assert (
+        catalog.fault("gen.epoch-off-by-one.cf.ffn_stream_expand.gate_wait.1").survivor_ok == reason
+    )
+    assert catalog.fault("gen.weaken-acquire.cf.ffn_stream_expand.gate_wait").survivor_ok is None
+    assert catalog.fault("gen.narrow-scope.cf.ffn_stream_expand.gate_wait").survivor_ok is None
 
 
 def test_a_reason_keyed_by_a_generated_fault_reaches_that_fault_only():
     """An epoch mutant no skew reaches is said by its own id: the skipped wait
     of the same site must still fail, and does."""
     catalog = with_generated(load_catalog(AFDEP), REPO)
-    own = "gen.epoch-off-by-one.cf.epilogue.prefix_wait"
+    own = "gen.epoch-off-by-one.cf.ffn_stream_expand.prefix_wait"
     assert catalog.fault(own).survivor_ok == dict(catalog.generate.survivor_ok)[own]
-    assert catalog.fault("gen.skip.cf.epilogue.prefix_wait").survivor_ok is None
-    assert catalog.fault("gen.remove-barrier.cf.epilogue.prefix_wait").survivor_ok is None
-    assert catalog.fault("gen.epoch-off-by-one.pf.epilogue.done_wait.2").survivor_ok is None
+    assert catalog.fault("gen.skip.cf.ffn_stream_expand.prefix_wait").survivor_ok is None
+    assert catalog.fault("gen.remove-barrier.cf.ffn_stream_expand.prefix_wait").survivor_ok is None
+    assert catalog.fault("gen.epoch-off-by-one.pf.ffn_expand.done_wait.2").survivor_ok is None

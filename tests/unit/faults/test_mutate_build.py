@@ -76,7 +76,7 @@ def test_every_afdep_mutant_builds(tmp_path, monkeypatch):
     assert (len(MUTANTS), len(trees)) == (
         61 + MOVED,
         6 + MOVED,
-    )  # remove-barrier 9 (cf.ffn.prefix_release)
+    )  # remove-barrier 9 (cf.ffn_place.prefix_release)
     assert {f.family for f in MUTANTS} - {Family.PUBLISH_EARLY} == set(REWRITE_FAMILIES)
     for number, faults in enumerate(trees):
         tree = make_scratch(REPO, tmp_path / f"tree{number}")

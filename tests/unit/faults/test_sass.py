@@ -136,7 +136,7 @@ ERASABLE = {
     # A guard the compiler proves true: lane_idx is threadIdx.x % 32.
     "E.guard": text_fault(
         "E.guard",
-        "impls/source_dispatch.cuh",
+        "impls/attention_dispatch.cuh",
         RELEASE,
         RELEASE.replace("lane_idx == 0)", "lane_idx == 0 && lane_idx < 32)"),
     ),
@@ -170,7 +170,7 @@ def test_a_change_the_compiler_erases_is_erased(check, fault_id, tmp_path):
 
 
 def test_a_delay_is_not_erased_and_the_first_difference_is_named(check, tmp_path):
-    """P1 delays cf.source.row_store on the globaltimer: code the hardware runs."""
+    """P1 delays cf.attention_dispatch.row_store on the globaltimer: code the hardware runs."""
     assert check("P1", tmp_path) is None
     tree = tmp_path / "tree"
     make_scratch(REPO, tree)
@@ -178,8 +178,8 @@ def test_a_delay_is_not_erased_and_the_first_difference_is_named(check, tmp_path
     found, variants = check.difference(tree, tmp_path / "cubins")
     assert variants == 5
     assert found.startswith(
-        "source_dispatch<kHidden=2048, kTopK=8, kFp8=false, kCountFirst=true, "
-        "kArmSource=false, kNumThreads=512>: _ZN5afdep20source_dispatch_impl"
+        "attention_dispatch<kHidden=2048, kTopK=8, kFp8=false, kCountFirst=true, "
+        "kArmAttention=false, kNumThreads=512>: _ZN5afdep23attention_dispatch_impl"
     )
     assert found.endswith(" of its normalized SASS")
 

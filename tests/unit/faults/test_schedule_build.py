@@ -13,13 +13,13 @@ from faults.seeds import with_seed
 from tests.unit.faults.test_expose import AFDEP, REPO
 
 SPECS = {
-    "source_dispatch.cuh": KernelSpec.make(
-        "source_dispatch",
+    "attention_dispatch.cuh": KernelSpec.make(
+        "attention_dispatch",
         kHidden=2048,
         kTopK=8,
         kFp8=False,
         kCountFirst=True,
-        kArmSource=False,
+        kArmAttention=False,
         kNumThreads=512,
     ),
     "ffn_combine.cuh": KernelSpec.make("ffn_combine", kHidden=2048, kTopK=8, kNumThreads=512),

@@ -76,7 +76,7 @@ def test_the_same_seed_gives_the_same_patch_and_tree_and_another_seed_another(tm
     assert first[0] != other[0] and first[1] != other[1]
     points = draw(catalog.all_patches("N5s.pct~s3")[0].schedule, 200_000).points
     assert f"(blockIdx.x) == {points[0][0]} && (threadIdx.x / 32) == {points[0][1]}" in first[0]
-    assert "scheduled delay (pct seed 3) at start of cb.ffn.row_store" in first[0]
+    assert "scheduled delay (pct seed 3) at start of cb.ffn_combine.row_store" in first[0]
 
 
 def test_a_seeded_twin_owns_its_patches_and_says_its_schedule():
@@ -89,7 +89,10 @@ def test_a_seeded_twin_owns_its_patches_and_says_its_schedule():
     seed, text = describe(catalog, "N2s.uneven~s2")
     lengths = draw(patches[0].schedule, 200_000).lengths
     assert seed == 2 and len(lengths) == 16
-    assert text == f"cf.source.row_store uneven seed 2: ns by warp [{', '.join(map(str, lengths))}]"
+    assert (
+        text == "cf.attention_dispatch.row_store uneven seed 2: ns by warp "
+        f"[{', '.join(map(str, lengths))}]"
+    )
     assert describe(catalog, "N2") == (None, "")
     assert describe(catalog, "control.clean") == (None, "")
 
@@ -108,8 +111,8 @@ def test_a_run_id_goes_both_ways():
     run = parse_run_id("N2s.pct~s3@bf16-graph@2048#1")
     assert run == RunId("N2s.pct", 3, "bf16-graph@2048", 1)
     assert str(run) == "N2s.pct~s3@bf16-graph@2048#1" and run.label == "N2s.pct~s3"
-    plain = parse_run_id("gen.skip.cf.epilogue.row_wait@bf16-graph#0")
-    assert plain == RunId("gen.skip.cf.epilogue.row_wait", None, "bf16-graph", 0)
+    plain = parse_run_id("gen.skip.cf.ffn_stream_expand.row_wait@bf16-graph#0")
+    assert plain == RunId("gen.skip.cf.ffn_stream_expand.row_wait", None, "bf16-graph", 0)
     result = RunResult("N2s.pct~s3", "bf16-graph@2048", 1, "KILLED", True, "r", "d")
     assert run_id(result) == str(run)
     assert base_id("N2s.pct~s3") == "N2s.pct" and base_id("N2s.pct") == "N2s.pct"
@@ -147,12 +150,12 @@ def test_a_bad_schedule_is_named(changes, message):
 
 def test_a_pct_schedule_needs_its_sites_step():
     data = tables()
-    del data["target"]["schedule"]["step"]["cf.source.row_store"]
+    del data["target"]["schedule"]["step"]["cf.attention_dispatch.row_store"]
     with pytest.raises(CatalogError) as error:
         catalog_from_tables(AFDEP, data)
     assert str(error.value) == (
         f"{AFDEP}: fault P1s.pct patch #0 schedule: a pct schedule needs [target.schedule] "
-        "step.'cf.source.row_store', the site's step"
+        "step.'cf.attention_dispatch.row_store', the site's step"
     )
     del data["target"]["schedule"]
     with pytest.raises(CatalogError) as error:
@@ -183,7 +186,7 @@ SCHEDULES = {
             "seed": 0,
             "family": "pct",
             "expect": "fail",
-            "schedule": "cf.source.row_store pct seed 0: 9 ns at cta 1 warp 4 step 0",
+            "schedule": "cf.attention_dispatch.row_store pct seed 0: 9 ns at cta 1 warp 4 step 0",
             "verdict": "KILLED",
             "runs": ["N2s.pct~s0@bf16-graph#0"],
         },
@@ -192,7 +195,7 @@ SCHEDULES = {
             "seed": 1,
             "family": "pct",
             "expect": "fail",
-            "schedule": "cf.source.row_store pct seed 1: 9 ns at cta 0 warp 2 step 0",
+            "schedule": "cf.attention_dispatch.row_store pct seed 1: 9 ns at cta 0 warp 2 step 0",
             "verdict": "SURVIVED",
             "runs": ["N2s.pct~s1@bf16-graph#0"],
         },
@@ -201,7 +204,7 @@ SCHEDULES = {
             "seed": 0,
             "family": "uneven",
             "expect": "pass",
-            "schedule": "cb.ffn.row_store uneven seed 0: ns by warp [3, 1]",
+            "schedule": "cb.ffn_combine.row_store uneven seed 0: ns by warp [3, 1]",
             "verdict": "PASSED",
             "runs": ["P5s.uneven~s0@bf16-graph#0"],
         },
@@ -232,11 +235,11 @@ def test_the_kill_rate_per_schedule_family_in_markdown():
             "| run ids | verdict | schedule |",
             "|---|---|---|",
             "| `N2s.pct~s0@bf16-graph#0` | KILLED | "
-            "cf.source.row_store pct seed 0: 9 ns at cta 1 warp 4 step 0 |",
+            "cf.attention_dispatch.row_store pct seed 0: 9 ns at cta 1 warp 4 step 0 |",
             "| `N2s.pct~s1@bf16-graph#0` | SURVIVED | "
-            "cf.source.row_store pct seed 1: 9 ns at cta 0 warp 2 step 0 |",
+            "cf.attention_dispatch.row_store pct seed 1: 9 ns at cta 0 warp 2 step 0 |",
             "| `P5s.uneven~s0@bf16-graph#0` | PASSED | "
-            "cb.ffn.row_store uneven seed 0: ns by warp [3, 1] |",
+            "cb.ffn_combine.row_store uneven seed 0: ns by warp [3, 1] |",
         ]
     )
     assert schedule_tables(None) == []

@@ -41,15 +41,15 @@ def test_real_sources_pass_and_name_every_protocol_site():
     sites, violations = parse_tree(CSRC)
     assert violations == []
     names = {s.name: s for s in sites}
-    assert names["pf.epilogue.done_wait"].guards == "pf.source.row_store"
-    assert names["cb.source.row_wait"].kind == "wait"
+    assert names["pf.ffn_expand.done_wait"].guards == "pf.attention_dispatch.row_store"
+    assert names["cb.attention_combine.row_wait"].kind == "wait"
     assert {
-        "pf.source.row_store",
-        "pf.source.done_release",
-        "cb.ffn.row_store",
-        "cb.ffn.row_release",
-        "cb.source.reduce",
-        "pf.epilogue.copy",
+        "pf.attention_dispatch.row_store",
+        "pf.attention_dispatch.done_release",
+        "cb.ffn_combine.row_store",
+        "cb.ffn_combine.row_release",
+        "cb.attention_combine.reduce",
+        "pf.ffn_expand.copy",
     } <= set(names)
 
 
@@ -231,19 +231,19 @@ def test_real_sources_declare_every_contract():
     }
     block, warp, sys = Group.BLOCK, Group.WARP, Scope.SYS
     assert contracts == {
-        "cf.source.count_release": (block, sys, "cf.source.count_put"),
-        "cf.source.row_release": (warp, sys, "cf.source.row_store"),
-        "cf.source.done_release": (block, sys, "cf.source.row_store"),
-        "pf.source.done_release": (block, sys, "pf.source.row_store"),
-        "cf.ffn.prefix_release": (block, sys, "cf.ffn.prefix_compute"),
-        "cb.ffn.row_release": (warp, sys, "cb.ffn.row_store"),
-        "cf.source.prefix_wait": (block, sys, "cf.ffn.prefix_compute"),
-        "cf.ffn.count_wait": (block, sys, "cf.source.count_put"),
-        "cf.epilogue.prefix_wait": (block, sys, "cf.ffn.prefix_compute"),
-        "cf.epilogue.gate_wait": (block, sys, "cf.source.row_store"),
-        "cf.epilogue.row_wait": (warp, sys, "cf.source.row_store"),
-        "pf.epilogue.done_wait": (block, sys, "pf.source.row_store"),
-        "cb.source.row_wait": (warp, sys, "cb.ffn.row_store"),
+        "cf.attention_dispatch.count_release": (block, sys, "cf.attention_dispatch.count_put"),
+        "cf.attention_dispatch.row_release": (warp, sys, "cf.attention_dispatch.row_store"),
+        "cf.attention_dispatch.done_release": (block, sys, "cf.attention_dispatch.row_store"),
+        "pf.attention_dispatch.done_release": (block, sys, "pf.attention_dispatch.row_store"),
+        "cf.ffn_place.prefix_release": (block, sys, "cf.ffn_place.prefix_compute"),
+        "cb.ffn_combine.row_release": (warp, sys, "cb.ffn_combine.row_store"),
+        "cf.attention_dispatch.prefix_wait": (block, sys, "cf.ffn_place.prefix_compute"),
+        "cf.ffn_place.count_wait": (block, sys, "cf.attention_dispatch.count_put"),
+        "cf.ffn_stream_expand.prefix_wait": (block, sys, "cf.ffn_place.prefix_compute"),
+        "cf.ffn_stream_expand.gate_wait": (block, sys, "cf.attention_dispatch.row_store"),
+        "cf.ffn_stream_expand.row_wait": (warp, sys, "cf.attention_dispatch.row_store"),
+        "pf.ffn_expand.done_wait": (block, sys, "pf.attention_dispatch.row_store"),
+        "cb.attention_combine.row_wait": (warp, sys, "cb.ffn_combine.row_store"),
     }
 
 

@@ -203,7 +203,7 @@ def test_a_log_is_read_through_the_targets_patterns(tmp_path):
                 "[default1]:AFDFAULT N2 rank=1",
                 "[default1]:AFDFAULT N2 rank=1",
                 "[default0]:Mismatched x rank=0 token=3: 1 != 2",
-                "[default1]:afdep timeout: site=cf.ffn.count_wait rank=1 expected=3 seen=2",
+                "[default1]:afdep timeout: site=cf.ffn_place.count_wait rank=1 expected=3 seen=2",
                 "[default1]:afdep assertion failed: route wide token=3 slot=1 rank=0",
                 "[default1]:torch.AcceleratorError: CUDA error: an illegal memory access was "
                 "encountered",

@@ -1,4 +1,4 @@
-// copy_epilogue: the FFN side of payload-first dispatch.
+// ffn_expand: the FFN side of payload-first dispatch.
 //
 // Waits until every source has released all of its rows, builds the placement
 // table from the count table, then copies each received slot into the
@@ -14,13 +14,13 @@
 namespace afdep {
 
 // Shared memory, in i32: the placement table, then E_f ints of scratch.
-__host__ __device__ constexpr int copy_epilogue_smem_ints(int num_attention, int experts_per_ffn) {
+__host__ __device__ constexpr int ffn_expand_smem_ints(int num_attention, int experts_per_ffn) {
   return placement_ints(num_attention, experts_per_ffn) + experts_per_ffn;
 }
 
 template <int kHidden, int kTopK, bool kFp8, bool kCollectView, int kNumThreads>
 __global__ void __launch_bounds__(kNumThreads, 1)
-    copy_epilogue_impl(const Params* __restrict__ params) {
+    ffn_expand_impl(const Params* __restrict__ params) {
   constexpr int kNumWarps = kNumThreads / 32;
   extern __shared__ i32 smem_i32[];
 
@@ -36,14 +36,14 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const Placement placement = placement_at(smem_i32, num_attention, experts_per_ffn);
   i32* totals = smem_i32 + placement_ints(num_attention, experts_per_ffn);
 
-  // @site pf.epilogue.done_wait kind=wait consumers=block scope=sys guards=pf.source.row_store
+  // @site pf.ffn_expand.done_wait kind=wait consumers=block scope=sys guards=pf.attention_dispatch.row_store
   if (thread_idx == 0) {
     const u64* done = peer_ptr<const u64>(p, rank_idx, p.off_done);
     for (int source = 0; source < num_attention; ++source)
-      wait_until(done + source, epoch * p.source_ctas, "pf.epilogue.done_wait", p);
+      wait_until(done + source, epoch * p.source_ctas, "pf.ffn_expand.done_wait", p);
   }
   __syncthreads();
-  // @end pf.epilogue.done_wait
+  // @end pf.ffn_expand.done_wait
 
   compute_placement<kNumThreads>(p, placement, totals, kProtocolPayloadFirst, thread_idx);
   if (blockIdx.x == 0) {
@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     if (thread_idx == 0) *local_ptr<i32>(p.protocol_log) = kProtocolPayloadFirst;
   }
 
-  // @site pf.epilogue.copy kind=store
+  // @site pf.ffn_expand.copy kind=store
   const int total_warps = static_cast<int>(gridDim.x) * kNumWarps;
   for (int source = 0; source < num_attention; ++source) {
     for (int token_idx = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
                                                              epoch, lane_idx);
     }
   }
-  // @end pf.epilogue.copy
+  // @end pf.ffn_expand.copy
 }
 
 }  // namespace afdep

@@ -1,4 +1,4 @@
-// source_combine: the attention side of combine. Per token, lane 0 waits for
+// attention_combine: the attention side of combine. Per token, lane 0 waits for
 // the flag of every FFN rank the token was sent to; the warp then adds their
 // bf16 partials in FFN-rank order in fp32 and rounds once to bf16.
 #pragma once
@@ -11,7 +11,7 @@ namespace afdep {
 
 template <int kHidden, int kNumThreads>
 __global__ void __launch_bounds__(kNumThreads, 1)
-    source_combine_impl(const Params* __restrict__ params, bf16* __restrict__ out) {
+    attention_combine_impl(const Params* __restrict__ params, bf16* __restrict__ out) {
   constexpr int kNumWarps = kNumThreads / 32;
   constexpr int kVecs = kHidden / 8;
   static_assert(kHidden % 8 == 0, "rows are moved as 16-byte vectors");
@@ -33,15 +33,15 @@ __global__ void __launch_bounds__(kNumThreads, 1)
        token_idx < num_tokens; token_idx += total_warps) {
     const u32 ffn_mask = local_ptr<const u32>(p.token_ffn_mask)[token_idx];
 
-    // @site cb.source.row_wait kind=wait consumers=warp scope=sys guards=cb.ffn.row_store
+    // @site cb.attention_combine.row_wait kind=wait consumers=warp scope=sys guards=cb.ffn_combine.row_store
     if (lane_idx == 0)
       for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1)
         wait_until(flags + static_cast<u64>(__ffs(pending) - 1) * capacity + token_idx, epoch,
-                   "cb.source.row_wait", p);
+                   "cb.attention_combine.row_wait", p);
     __syncwarp();
-    // @end cb.source.row_wait
+    // @end cb.attention_combine.row_wait
 
-    // @site cb.source.reduce kind=compute
+    // @site cb.attention_combine.reduce kind=compute
 #pragma unroll 2
     for (int v = lane_idx; v < kVecs; v += 32) {
       float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       }
       out_vecs[static_cast<u64>(token_idx) * kVecs + v] = pack_bf16x8(acc);
     }
-    // @end cb.source.reduce
+    // @end cb.attention_combine.reduce
   }
 }
 

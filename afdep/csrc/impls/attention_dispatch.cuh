@@ -1,4 +1,4 @@
-// source_dispatch: the attention (source) side of dispatch, both protocols.
+// attention_dispatch: the attention (source) side of dispatch, both protocols.
 //
 // Every CTA first checks the whole step's routes and builds, in shared memory,
 // one token bitmap per expert and per FFN rank with their word prefix sums, so
@@ -10,7 +10,7 @@
 // Payload-first: counts and rows go out, then each CTA adds one to `done` on
 // every FFN rank. Count-first: counts go out and are released first; each
 // slot's flag follows its row, so the FFN's epilogue can stream rows as they
-// land; `done` still follows every row (the payload gate). With kArmSource the
+// land; `done` still follows every row (the payload gate). With kArmAttention the
 // source waits for each FFN's placement and stores every expert row itself.
 #pragma once
 #include "common/comm.cuh"
@@ -21,13 +21,13 @@
 
 namespace afdep {
 
-template <int kHidden, int kTopK, bool kFp8, bool kCountFirst, bool kArmSource, int kNumThreads>
+template <int kHidden, int kTopK, bool kFp8, bool kCountFirst, bool kArmAttention, int kNumThreads>
 __global__ void __launch_bounds__(kNumThreads, 1)
-    source_dispatch_impl(const Params* __restrict__ params, const void* __restrict__ x,
+    attention_dispatch_impl(const Params* __restrict__ params, const void* __restrict__ x,
                          const float* __restrict__ x_scales, const i64* __restrict__ topk_idx,
                          const float* __restrict__ topk_weights,
                          const i32* __restrict__ num_tokens_ptr) {
-  static_assert(kCountFirst || !kArmSource, "ARM=source is a count-first variant");
+  static_assert(kCountFirst || !kArmAttention, "ARM=attention is a count-first variant");
   static_assert(kTopK <= 32, "one lane per top-k slot");
   constexpr int kNumWarps = kNumThreads / 32;
   extern __shared__ u32 smem[];
@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const u64 epoch = *local_ptr<const u64>(p.epoch);
   u32* bits = smem;
   u32* prefix = smem + num_maps * words;
-  // ARM=source: each FFN's bases for this source, then its collect base.
+  // ARM=attention: each FFN's bases for this source, then its collect base.
   i32* direct_bases = reinterpret_cast<i32*>(prefix + num_maps * words);
 
   if (thread_idx == 0) {
@@ -63,20 +63,20 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   clear_bitmaps<kNumWarps>(bits, num_maps, words, used_words, warp_idx, lane_idx);
   __syncthreads();
 
-  // @site dispatch.source.route_layout kind=compute
+  // @site dispatch.attention_dispatch.route_layout kind=compute
   mark_routes<kTopK, kNumWarps>(p, topk_idx, num_tokens, bits, words, warp_idx, lane_idx);
-  // @end dispatch.source.route_layout
+  // @end dispatch.attention_dispatch.route_layout
   __syncthreads();
   scan_bitmaps<kNumThreads>(bits, prefix, num_maps, words, used_words, thread_idx);
   __syncthreads();
 
   if constexpr (kCountFirst) {
-    // @site cf.source.count_put kind=store
+    // @site cf.attention_dispatch.count_put kind=store
     if (blockIdx.x == 0)
       put_counts<kNumThreads>(p, bits, prefix, words, used_words, num_tokens,
                               kProtocolCountFirst, thread_idx);
-    // @end cf.source.count_put
-    // @site cf.source.count_release kind=release producers=block scope=sys guards=cf.source.count_put
+    // @end cf.attention_dispatch.count_put
+    // @site cf.attention_dispatch.count_release kind=release producers=block scope=sys guards=cf.attention_dispatch.count_put
     if (blockIdx.x == 0) {
       __syncthreads();
       if (thread_idx == 0) {
@@ -86,27 +86,27 @@ __global__ void __launch_bounds__(kNumThreads, 1)
                               epoch);
       }
     }
-    // @end cf.source.count_release
+    // @end cf.attention_dispatch.count_release
   } else {
-    // @site pf.source.count_put kind=store
+    // @site pf.attention_dispatch.count_put kind=store
     if (blockIdx.x == 0)
       put_counts<kNumThreads>(p, bits, prefix, words, used_words, num_tokens,
                               kProtocolPayloadFirst, thread_idx);
-    // @end pf.source.count_put
+    // @end pf.attention_dispatch.count_put
   }
   if (blockIdx.x == 0 && thread_idx == 0) {
     *local_ptr<i32>(p.num_tokens) = num_tokens;
     *local_ptr<i32>(p.protocol_log) = kCountFirst ? kProtocolCountFirst : kProtocolPayloadFirst;
   }
 
-  if constexpr (kArmSource) {
-    // @site cf.source.prefix_wait kind=wait consumers=block scope=sys guards=cf.ffn.prefix_compute
+  if constexpr (kArmAttention) {
+    // @site cf.attention_dispatch.prefix_wait kind=wait consumers=block scope=sys guards=cf.ffn_place.prefix_compute
     if (thread_idx == 0)
       for (int ffn = 0; ffn < num_ffn; ++ffn)
         wait_until(peer_ptr<const u64>(p, num_attention + ffn, p.off_prefix_ready), epoch,
-                   "cf.source.prefix_wait", p);
+                   "cf.attention_dispatch.prefix_wait", p);
     __syncthreads();
-    // @end cf.source.prefix_wait
+    // @end cf.attention_dispatch.prefix_wait
     for (int i = thread_idx; i < num_ffn * (experts_per_ffn + 1); i += kNumThreads) {
       const int ffn = i / (experts_per_ffn + 1), j = i % (experts_per_ffn + 1);
       const Placement remote = placement_at(
@@ -145,10 +145,10 @@ __global__ void __launch_bounds__(kNumThreads, 1)
           peer_ptr<u8>(p, ffn_rank, p.off_slot_meta) + slot * p.slot_meta_bytes);
       u8* row = peer_ptr<u8>(p, ffn_rank, p.off_slot_rows) + slot * p.row_bytes;
       if constexpr (kCountFirst) {
-        // @site cf.source.row_store kind=store
+        // @site cf.attention_dispatch.row_store kind=store
         write_slot_meta<kTopK>(meta, lane_idx, token_idx, collect_pos, local_expert, weight, pos,
                                epoch);
-        if constexpr (kArmSource) {
+        if constexpr (kArmAttention) {
           const i32* bases = direct_bases + ffn * (experts_per_ffn + 1);
           constexpr int kDestinations = 1 + kTopK;  // the collect row, then each slot's row
           int destinations[kDestinations];
@@ -163,40 +163,40 @@ __global__ void __launch_bounds__(kNumThreads, 1)
         } else {
           write_slot_row<kHidden, kFp8>(row, x, x_scales, token_idx, lane_idx);
         }
-        // @end cf.source.row_store
-        // @site cf.source.row_release kind=release producers=warp scope=sys guards=cf.source.row_store
+        // @end cf.attention_dispatch.row_store
+        // @site cf.attention_dispatch.row_release kind=release producers=warp scope=sys guards=cf.attention_dispatch.row_store
         __syncwarp();
         if (lane_idx == 0)
           ptx::st_release_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags) + slot, epoch);
-        // @end cf.source.row_release
+        // @end cf.attention_dispatch.row_release
       } else {
-        // @site pf.source.row_store kind=store
+        // @site pf.attention_dispatch.row_store kind=store
         write_slot_meta<kTopK>(meta, lane_idx, token_idx, collect_pos, local_expert, weight, pos,
                                epoch);
         write_slot_row<kHidden, kFp8>(row, x, x_scales, token_idx, lane_idx);
-        // @end pf.source.row_store
+        // @end pf.attention_dispatch.row_store
       }
     }
   }
 
   if constexpr (kCountFirst) {
-    // @site cf.source.done_release kind=release producers=block scope=sys guards=cf.source.row_store
+    // @site cf.attention_dispatch.done_release kind=release producers=block scope=sys guards=cf.attention_dispatch.row_store
     __syncthreads();
     if (thread_idx == 0) {
       ptx::fence_acq_rel_sys();
       for (int ffn = 0; ffn < num_ffn; ++ffn)
         ptx::red_add_release_sys(peer_ptr<u64>(p, num_attention + ffn, p.off_done) + rank_idx, 1);
     }
-    // @end cf.source.done_release
+    // @end cf.attention_dispatch.done_release
   } else {
-    // @site pf.source.done_release kind=release producers=block scope=sys guards=pf.source.row_store
+    // @site pf.attention_dispatch.done_release kind=release producers=block scope=sys guards=pf.attention_dispatch.row_store
     __syncthreads();
     if (thread_idx == 0) {
       ptx::fence_acq_rel_sys();
       for (int ffn = 0; ffn < num_ffn; ++ffn)
         ptx::red_add_release_sys(peer_ptr<u64>(p, num_attention + ffn, p.off_done) + rank_idx, 1);
     }
-    // @end pf.source.done_release
+    // @end pf.attention_dispatch.done_release
   }
 }
 
