@@ -316,6 +316,7 @@ class Sweep:
             "native_source_sha256": self.user_digest,
             "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "gpus_needed": {c.name: self.catalog.gpus_for(c) for c in self.configs},
+            "logical_ranks": bool(self.catalog.target.logical_run),  # one GPU runs them all
             "runnable": self.runnable,
             "harness_ok": self.harness_ok,
             "ok": self.harness_ok and not self.unrun and all(s.ok for s in summaries),

@@ -24,6 +24,13 @@ def _needs(by_config: dict[str, int]) -> str:
     return "; ".join(f"{gpus} for {', '.join(names)}" for gpus, names in sorted(groups.items()))
 
 
+def _one_gpu(document: dict) -> str:
+    """A target with a logical run command runs every config on one GPU too."""
+    if not document.get("logical_ranks"):
+        return ""
+    return "; or all on one GPU as logical ranks, the default with fewer GPUs"
+
+
 def _score(value: float | None) -> str:
     return "n/a (nothing to count)" if value is None else f"{value}"
 
@@ -110,7 +117,7 @@ def _rejudged(passes: list[dict] | None) -> list[str]:
 def _built_table(document: dict) -> list[str]:
     """No GPUs here: the runs a GPU machine owes, and each tree as built."""
     lines = [
-        f"Runs need GPUs ({_needs(document['gpus_needed'])}): "
+        f"Runs need GPUs ({_needs(document['gpus_needed'])}{_one_gpu(document)}): "
         f"{len(document['gpu_runs_needed'])} "
         f"(fault, config) runs are listed in the JSON; {_built(document['built'])}:",
         "",

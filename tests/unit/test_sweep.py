@@ -320,3 +320,8 @@ def test_the_other_endings_render_exactly():
         "|---|---|---|---|---|\n"
         "| A | built | `cdcdcdcd` | 0.1 | 2 |\n"
     )
+    one_gpu = markdown({**unbuilt, "logical_ranks": True})
+    assert (
+        "Runs need GPUs (2 for bf16, fp8; or all on one GPU as logical ranks, the default "
+        "with fewer GPUs): 2 (fault, config) runs" in one_gpu
+    )
