@@ -6,13 +6,18 @@
 # ignored: before the call,
 #   mkdir -p tmp_device/base && git archive main afdep/csrc | tar -x -C tmp_device/base
 # and carry ["tmp_device", ".whl"]. JOBS validation runs at a time (default 4).
+# PRIOR=a validate document of this tree (e.g. the branch's committed one) is
+# copied into results first, so its runs stay and ONLY=REGEX runs just the rest
+# (validate accumulates the runs of one digest).
 # Back: results/validate-*.json, results/{combine,dispatch}-*.{json,md},
 # console.log, logs.tgz.
 source scripts/gpu/common.sh
+[ -z "${PRIOR:-}" ] || cp "$PRIOR" "$OUT/results/" || exit 1
 BASE=${BASE_TREE:-tmp_device/base/afdep/csrc}
 [ -d "$BASE/impls" ] || { echo "no base tree at $BASE (see the header)"; exit 1; }
 SELECT=()
 [ "${1:-correctness}" = all ] || SELECT=(--select "${1:-correctness}")
+[ -z "${ONLY:-}" ] || SELECT+=(--only "$ONLY")
 timeout "${VALIDATE_S:-300}" python3 -m afdep.validate --rank-mode logical "${SELECT[@]}" \
   --jobs "${JOBS:-4}" --results-dir "$OUT/results" --logs-dir /tmp/validate-kernels >> "$LOG" 2>&1
 echo "validate rc=$?" | tee -a "$LOG"
