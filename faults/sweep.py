@@ -233,6 +233,8 @@ class Sweep:
         if not self.harness_ok:
             say("HARNESS BROKEN: a control is wrong, no fault is judged")
             return
+        if deadline is None:  # without a budget every fault ran: nothing is left over
+            return
         ran = {r.fault for r in self.results}
         self.unrun = [f for f in self.fault_ids if f not in ran]
         if self.unrun:
