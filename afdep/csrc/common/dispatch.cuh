@@ -11,10 +11,17 @@ namespace afdep {
 
 // ------------------------------------------------------------------ sources
 // Route bitmaps in shared memory: one per expert, then one per FFN rank, of
-// ceil(capacity / 32) words each (bit t % 32 of word t / 32: token t routes
+// bitmap_words(capacity) words each (bit t % 32 of word t / 32: token t routes
 // there); `prefix` holds each word's exclusive count. Only the first
 // ceil(num_tokens / 32) words of a map (`used` below) are cleared, set, scanned
 // and read: a later word holds padding tokens only, which route nowhere.
+// A map's words are odd in number (one spare word when ceil(capacity / 32) is
+// even), so word w of 32 consecutive maps, or of 32 experts distinct mod 32,
+// lies in 32 different banks (afdep/workspace.py says the same for the host).
+__host__ __device__ __forceinline__ int bitmap_words(int capacity) {
+  return ceil_div(capacity, 32) | 1;
+}
+
 __device__ __forceinline__ int bitmap_rank(const u32* bits, const u32* prefix, int token_idx) {
   const int word = token_idx >> 5;
   const u32 below = (1u << (token_idx & 31)) - 1u;
@@ -34,20 +41,15 @@ __device__ __forceinline__ void clear_bitmaps(u32* bits, int maps, int words, in
     for (int word = lane_idx; word < used; word += 32) bits[map * words + word] = 0;
 }
 
-// One token's routes, checked in slot order, into its (expert, token) and
-// (FFN, token) bits. An invalid entry ends the kernel in route_fail before
-// this slot's bits are set.
+// One token's routes, checked in slot order; returns its row's experts. An
+// invalid entry ends the kernel in route_fail, so a return means every entry
+// is -1 or a distinct expert (and -1 only, for a padding token).
 template <int kTopK>
-__device__ __forceinline__ void mark_token(const Params& p, const i64* topk_idx, int num_tokens,
-                                           u32* bits, int words, int token_idx) {
-  const int num_experts = static_cast<int>(p.num_experts);
-  const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
-  i64 row[kTopK];
+__device__ __forceinline__ void check_token(const Params& p, const i64* topk_idx, int num_tokens,
+                                            int token_idx, i64 (&row)[kTopK]) {
+  const i64 num_experts = static_cast<i64>(p.num_experts);
 #pragma unroll
   for (int k = 0; k < kTopK; ++k) row[k] = topk_idx[token_idx * kTopK + k];
-  const int word = token_idx >> 5;
-  const u32 bit = 1u << (token_idx & 31);
-  u32 ffn_mask = 0;
 #pragma unroll
   for (int slot_idx = 0; slot_idx < kTopK; ++slot_idx) {
     const i64 expert = row[slot_idx];
@@ -58,59 +60,91 @@ __device__ __forceinline__ void mark_token(const Params& p, const i64* topk_idx,
 #pragma unroll
     for (int earlier = 0; earlier < slot_idx; ++earlier)
       if (row[earlier] == expert) route_fail(p, kRouteDuplicate, token_idx, slot_idx);
-    const int e = static_cast<int>(expert);
-    atomicOr(&bits[e * words + word], bit);
-    ffn_mask |= 1u << (e / experts_per_ffn);
   }
-  for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1)
-    atomicOr(&bits[(num_experts + __ffs(pending) - 1) * words + word], bit);
 }
 
-// Check every route of the step (padding included) and mark its bits; the
-// used words must be zero. Lane l of pass q marks token q % 32 of word
-// 32 * (q / 32) + l, so the 32 atomics of one instruction go to 32 different
-// words (in 32 different banks when `words` is a multiple of 32), not to one
-// word 32 times over; a word's 32 tokens are split over passes, so warps may
-// share a word (hence the atomic), the lanes of one instruction never do.
-template <int kTopK, int kNumWarps>
+// The padding tokens' entries, [num_tokens, capacity) x kTopK, must all be -1:
+// read by the whole block in order (each load instruction one contiguous run),
+// kUnroll loads in flight per thread. A token with another entry goes through
+// check_token, which fails it with its kind in slot order.
+template <int kTopK, int kNumThreads>
+__device__ __forceinline__ void check_padding(const Params& p, const i64* topk_idx,
+                                              int num_tokens, int thread_idx) {
+  constexpr int kUnroll = 8;
+  const int end = static_cast<int>(p.capacity) * kTopK;
+  for (int base = num_tokens * kTopK + thread_idx; base < end; base += kNumThreads * kUnroll) {
+    i64 entries[kUnroll];
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {
+      const int idx = base + i * kNumThreads;
+      entries[i] = idx < end ? topk_idx[idx] : -1;
+    }
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {
+      if (entries[i] == -1) continue;
+      i64 row[kTopK];
+      check_token<kTopK>(p, topk_idx, num_tokens, (base + i * kNumThreads) / kTopK, row);
+    }
+  }
+}
+
+// Check every route of the step and mark its bits; the used words must be
+// zero. A warp owns one word (lane l: token 32 * word + l), so its bit is the
+// lane's: per top-k slot, the lanes naming one expert (__match_any_sync) are
+// that word's bits, or-ed in by one leader; the leaders of one instruction
+// name distinct experts, hence distinct words and (odd map length) banks. A
+// word's FFN bits are one ballot per FFN rank, stored whole by lane 0.
+template <int kTopK, int kNumWarps, int kNumThreads>
 __device__ __forceinline__ void mark_routes(const Params& p, const i64* topk_idx, int num_tokens,
-                                            u32* bits, int words, int warp_idx, int lane_idx) {
-  const int capacity = static_cast<int>(p.capacity);
-  const int passes = ceil_div(words, 32) * 32;
-  for (int pass = warp_idx; pass < passes; pass += kNumWarps) {
-    const int word = (pass / 32) * 32 + lane_idx;
-    const int token_idx = word * 32 + pass % 32;
-    if (token_idx < capacity)
-      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, token_idx);
+                                            u32* bits, int words, int used, int warp_idx,
+                                            int lane_idx) {
+  check_padding<kTopK, kNumThreads>(p, topk_idx, num_tokens, warp_idx * 32 + lane_idx);
+  const int num_experts = static_cast<int>(p.num_experts);
+  const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
+  const int num_ffn = static_cast<int>(p.num_ffn);
+  for (int word = warp_idx; word < used; word += kNumWarps) {
+    const int token_idx = word * 32 + lane_idx;
+    i64 row[kTopK];
+    if (token_idx < num_tokens) {
+      check_token<kTopK>(p, topk_idx, num_tokens, token_idx, row);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kTopK; ++k) row[k] = -1;  // padding: check_padding's
+    }
+    u32 ffn_mask = 0;
+#pragma unroll
+    for (int k = 0; k < kTopK; ++k) {
+      const int e = static_cast<int>(row[k]);
+      const u32 same = __match_any_sync(kFullMask, e);
+      if (e >= 0 && lane_idx == __ffs(same) - 1) atomicOr(&bits[e * words + word], same);
+      if (e >= 0) ffn_mask |= 1u << (e / experts_per_ffn);
+    }
+    for (int ffn = 0; ffn < num_ffn; ++ffn) {
+      const u32 routed = __ballot_sync(kFullMask, (ffn_mask >> ffn) & 1u);
+      if (lane_idx == 0) bits[(num_experts + ffn) * words + word] = routed;
+    }
   }
 }
 
 // Word prefix sums of every bitmap's used words, one thread per bitmap, words
-// in order with no shuffle. Map m's word w sits in bank (m * words + w) % 32:
-// with `words` odd the 32 lanes (consecutive maps) are in 32 banks at each
-// word; with `words` even lane l runs l words late, bank
-// (l * (words - 1) + step) % 32, 32 banks again since words - 1 is odd.
+// in order with no shuffle: word w of the 32 lanes' maps (consecutive) lies in
+// 32 banks, a map's words being odd in number.
 template <int kNumThreads>
 __device__ __forceinline__ void scan_bitmaps(const u32* bits, u32* prefix, int maps, int words,
                                              int used, int thread_idx) {
   constexpr int kBatch = 8;  // loads in flight before their sums
-  const int delay = words % 2 == 0 ? thread_idx % 32 : 0;
-  const int steps = used + (words % 2 == 0 ? 31 : 0);
   for (int map = thread_idx; map < maps; map += kNumThreads) {
     const u32* map_bits = bits + map * words;
     u32* map_prefix = prefix + map * words;
     u32 running = 0;
-    for (int step = 0; step < steps; step += kBatch) {
+    for (int step = 0; step < used; step += kBatch) {
       u32 counts[kBatch];
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        const int word = step + i - delay;
-        counts[i] = word >= 0 && word < used ? __popc(map_bits[word]) : 0u;
-      }
+      for (int i = 0; i < kBatch; ++i)
+        counts[i] = step + i < used ? __popc(map_bits[step + i]) : 0u;
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        const int word = step + i - delay;
-        if (word >= 0 && word < used) map_prefix[word] = running;
+        if (step + i < used) map_prefix[step + i] = running;
         running += counts[i];
       }
     }
