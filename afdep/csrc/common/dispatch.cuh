@@ -41,15 +41,21 @@ __device__ __forceinline__ void clear_bitmaps(u32* bits, int maps, int words, in
     for (int word = lane_idx; word < used; word += 32) bits[map * words + word] = 0;
 }
 
-// One token's routes, checked in slot order; returns its row's experts. An
-// invalid entry ends the kernel in route_fail, so a return means every entry
-// is -1 or a distinct expert (and -1 only, for a padding token).
+// One token's routes, checked in slot order, into its (expert, token) and
+// (FFN, token) bits. An invalid entry ends the kernel in route_fail before
+// this slot's bits are set, so a padding token with any entry but -1 never
+// returns (and sets nothing).
 template <int kTopK>
-__device__ __forceinline__ void check_token(const Params& p, const i64* topk_idx, int num_tokens,
-                                            int token_idx, i64 (&row)[kTopK]) {
-  const i64 num_experts = static_cast<i64>(p.num_experts);
+__device__ __forceinline__ void mark_token(const Params& p, const i64* topk_idx, int num_tokens,
+                                           u32* bits, int words, int token_idx) {
+  const int num_experts = static_cast<int>(p.num_experts);
+  const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
+  i64 row[kTopK];
 #pragma unroll
   for (int k = 0; k < kTopK; ++k) row[k] = topk_idx[token_idx * kTopK + k];
+  const int word = token_idx >> 5;
+  const u32 bit = 1u << (token_idx & 31);
+  u32 ffn_mask = 0;
 #pragma unroll
   for (int slot_idx = 0; slot_idx < kTopK; ++slot_idx) {
     const i64 expert = row[slot_idx];
@@ -60,69 +66,72 @@ __device__ __forceinline__ void check_token(const Params& p, const i64* topk_idx
 #pragma unroll
     for (int earlier = 0; earlier < slot_idx; ++earlier)
       if (row[earlier] == expert) route_fail(p, kRouteDuplicate, token_idx, slot_idx);
+    const int e = static_cast<int>(expert);
+    atomicOr(&bits[e * words + word], bit);
+    ffn_mask |= 1u << (e / experts_per_ffn);
   }
+  for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1)
+    atomicOr(&bits[(num_experts + __ffs(pending) - 1) * words + word], bit);
 }
 
-// The padding tokens' entries, [num_tokens, capacity) x kTopK, must all be -1:
-// read by the whole block in order (each load instruction one contiguous run),
-// kUnroll loads in flight per thread. A token with another entry goes through
-// check_token, which fails it with its kind in slot order.
+// The padding tokens' entries, [num_tokens, capacity) x kTopK, must all be -1.
+// The block reads them in order, 16 bytes a thread and kUnroll loads in
+// flight (each load instruction one contiguous run): they are most of the
+// step's routes when few tokens come, and every CTA reads them all. A pair
+// with another entry sends its tokens through mark_token, which fails the
+// first bad entry with its kind in slot order; thread 0 checks an unpaired
+// entry at either end.
 template <int kTopK, int kNumThreads>
 __device__ __forceinline__ void check_padding(const Params& p, const i64* topk_idx,
-                                              int num_tokens, int thread_idx) {
+                                              int num_tokens, u32* bits, int words,
+                                              int thread_idx) {
   constexpr int kUnroll = 8;
-  const int end = static_cast<int>(p.capacity) * kTopK;
-  for (int base = num_tokens * kTopK + thread_idx; base < end; base += kNumThreads * kUnroll) {
-    i64 entries[kUnroll];
+  const int begin = num_tokens * kTopK, end = static_cast<int>(p.capacity) * kTopK;
+  const bool odd_start = (reinterpret_cast<u64>(topk_idx + begin) & 15u) != 0;
+  const int first = min(begin + (odd_start ? 1 : 0), end);
+  const int pairs = (end - first) / 2;
+  const auto* vectors = reinterpret_cast<const int4*>(topk_idx + first);
+  for (int base = thread_idx; base < pairs; base += kNumThreads * kUnroll) {
+    int4 v[kUnroll];
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
-      const int idx = base + i * kNumThreads;
-      entries[i] = idx < end ? topk_idx[idx] : -1;
+      const int pair = base + i * kNumThreads;
+      v[i] = ptx::ld_nc_v4_if(pair < pairs, vectors + pair);
     }
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
-      if (entries[i] == -1) continue;
-      i64 row[kTopK];
-      check_token<kTopK>(p, topk_idx, num_tokens, (base + i * kNumThreads) / kTopK, row);
+      const int pair = base + i * kNumThreads;
+      if (pair >= pairs || (v[i].x & v[i].y & v[i].z & v[i].w) == -1) continue;
+      const int entry = first + 2 * pair;
+      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, entry / kTopK);
+      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, (entry + 1) / kTopK);
     }
+  }
+  if (thread_idx == 0) {
+    if (odd_start && begin < end && topk_idx[begin] != -1)
+      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, begin / kTopK);
+    if (first + 2 * pairs < end && topk_idx[end - 1] != -1)
+      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, (end - 1) / kTopK);
   }
 }
 
 // Check every route of the step and mark its bits; the used words must be
-// zero. A warp owns one word (lane l: token 32 * word + l), so its bit is the
-// lane's: per top-k slot, the lanes naming one expert (__match_any_sync) are
-// that word's bits, or-ed in by one leader; the leaders of one instruction
-// name distinct experts, hence distinct words and (odd map length) banks. A
-// word's FFN bits are one ballot per FFN rank, stored whole by lane 0.
+// zero. The padding tokens go to check_padding; of the real ones, lane l of
+// pass q marks token q % 32 of word 32 * (q / 32) + l, so the 32 atomics of
+// one instruction go to 32 different words, not to one word 32 times over; a
+// word's 32 tokens are split over passes, so warps may share a word (hence
+// the atomic), the lanes of one instruction never do.
 template <int kTopK, int kNumWarps, int kNumThreads>
 __device__ __forceinline__ void mark_routes(const Params& p, const i64* topk_idx, int num_tokens,
                                             u32* bits, int words, int used, int warp_idx,
                                             int lane_idx) {
-  check_padding<kTopK, kNumThreads>(p, topk_idx, num_tokens, warp_idx * 32 + lane_idx);
-  const int num_experts = static_cast<int>(p.num_experts);
-  const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
-  const int num_ffn = static_cast<int>(p.num_ffn);
-  for (int word = warp_idx; word < used; word += kNumWarps) {
-    const int token_idx = word * 32 + lane_idx;
-    i64 row[kTopK];
-    if (token_idx < num_tokens) {
-      check_token<kTopK>(p, topk_idx, num_tokens, token_idx, row);
-    } else {
-#pragma unroll
-      for (int k = 0; k < kTopK; ++k) row[k] = -1;  // padding: check_padding's
-    }
-    u32 ffn_mask = 0;
-#pragma unroll
-    for (int k = 0; k < kTopK; ++k) {
-      const int e = static_cast<int>(row[k]);
-      const u32 same = __match_any_sync(kFullMask, e);
-      if (e >= 0 && lane_idx == __ffs(same) - 1) atomicOr(&bits[e * words + word], same);
-      if (e >= 0) ffn_mask |= 1u << (e / experts_per_ffn);
-    }
-    for (int ffn = 0; ffn < num_ffn; ++ffn) {
-      const u32 routed = __ballot_sync(kFullMask, (ffn_mask >> ffn) & 1u);
-      if (lane_idx == 0) bits[(num_experts + ffn) * words + word] = routed;
-    }
+  check_padding<kTopK, kNumThreads>(p, topk_idx, num_tokens, bits, words,
+                                    warp_idx * 32 + lane_idx);
+  const int passes = ceil_div(used, 32) * 32;
+  for (int pass = warp_idx; pass < passes; pass += kNumWarps) {
+    const int token_idx = ((pass / 32) * 32 + lane_idx) * 32 + pass % 32;
+    if (token_idx < num_tokens)
+      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, token_idx);
   }
 }
 
