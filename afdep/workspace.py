@@ -215,7 +215,7 @@ class Geometry:
     @property
     def dispatch_smem_bytes(self) -> int:
         """Route bitmaps and their prefix sums, then ARM=attention's remote bases."""
-        words = -(-self.capacity // 32)
+        words = -(-self.capacity // 32) | 1  # odd: common/dispatch.cuh bitmap_words
         maps = self.num_experts + self.ffn_ranks
         return 2 * maps * words * 4 + 4 * (self.num_experts + self.ffn_ranks)
 

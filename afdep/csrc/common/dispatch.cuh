@@ -11,10 +11,17 @@ namespace afdep {
 
 // ------------------------------------------------------------------ sources
 // Route bitmaps in shared memory: one per expert, then one per FFN rank, of
-// ceil(capacity / 32) words each (bit t % 32 of word t / 32: token t routes
+// bitmap_words(capacity) words each (bit t % 32 of word t / 32: token t routes
 // there); `prefix` holds each word's exclusive count. Only the first
 // ceil(num_tokens / 32) words of a map (`used` below) are cleared, set, scanned
 // and read: a later word holds padding tokens only, which route nowhere.
+// A map's words are odd in number (one spare word when ceil(capacity / 32) is
+// even), so word w of 32 consecutive maps, or of 32 experts distinct mod 32,
+// lies in 32 different banks (afdep/workspace.py says the same for the host).
+__host__ __device__ __forceinline__ int bitmap_words(int capacity) {
+  return ceil_div(capacity, 32) | 1;
+}
+
 __device__ __forceinline__ int bitmap_rank(const u32* bits, const u32* prefix, int token_idx) {
   const int word = token_idx >> 5;
   const u32 below = (1u << (token_idx & 31)) - 1u;
@@ -36,7 +43,8 @@ __device__ __forceinline__ void clear_bitmaps(u32* bits, int maps, int words, in
 
 // One token's routes, checked in slot order, into its (expert, token) and
 // (FFN, token) bits. An invalid entry ends the kernel in route_fail before
-// this slot's bits are set.
+// this slot's bits are set, so a padding token with any entry but -1 never
+// returns (and sets nothing).
 template <int kTopK>
 __device__ __forceinline__ void mark_token(const Params& p, const i64* topk_idx, int num_tokens,
                                            u32* bits, int words, int token_idx) {
@@ -66,51 +74,86 @@ __device__ __forceinline__ void mark_token(const Params& p, const i64* topk_idx,
     atomicOr(&bits[(num_experts + __ffs(pending) - 1) * words + word], bit);
 }
 
-// Check every route of the step (padding included) and mark its bits; the
-// used words must be zero. Lane l of pass q marks token q % 32 of word
-// 32 * (q / 32) + l, so the 32 atomics of one instruction go to 32 different
-// words (in 32 different banks when `words` is a multiple of 32), not to one
-// word 32 times over; a word's 32 tokens are split over passes, so warps may
-// share a word (hence the atomic), the lanes of one instruction never do.
-template <int kTopK, int kNumWarps>
+// The padding tokens' entries, [num_tokens, capacity) x kTopK, must all be -1.
+// The block reads them in order, 16 bytes a thread and kUnroll loads in
+// flight (each load instruction one contiguous run): they are most of the
+// step's routes when few tokens come, and every CTA reads them all. A pair
+// with another entry sends its tokens through mark_token, which fails the
+// first bad entry with its kind in slot order; thread 0 checks an unpaired
+// entry at either end.
+template <int kTopK, int kNumThreads>
+__device__ __forceinline__ void check_padding(const Params& p, const i64* topk_idx,
+                                              int num_tokens, u32* bits, int words,
+                                              int thread_idx) {
+  constexpr int kUnroll = 8;
+  const int begin = num_tokens * kTopK, end = static_cast<int>(p.capacity) * kTopK;
+  const bool odd_start = (reinterpret_cast<u64>(topk_idx + begin) & 15u) != 0;
+  const int first = min(begin + (odd_start ? 1 : 0), end);
+  const int pairs = (end - first) / 2;
+  const auto* vectors = reinterpret_cast<const int4*>(topk_idx + first);
+  for (int base = thread_idx; base < pairs; base += kNumThreads * kUnroll) {
+    int4 v[kUnroll];
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {
+      const int pair = base + i * kNumThreads;
+      v[i] = ptx::ld_nc_v4_if(pair < pairs, vectors + pair);
+    }
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {
+      const int pair = base + i * kNumThreads;
+      if (pair >= pairs || (v[i].x & v[i].y & v[i].z & v[i].w) == -1) continue;
+      const int entry = first + 2 * pair;
+      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, entry / kTopK);
+      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, (entry + 1) / kTopK);
+    }
+  }
+  if (thread_idx == 0) {
+    if (odd_start && begin < end && topk_idx[begin] != -1)
+      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, begin / kTopK);
+    if (first + 2 * pairs < end && topk_idx[end - 1] != -1)
+      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, (end - 1) / kTopK);
+  }
+}
+
+// Check every route of the step and mark its bits; the used words must be
+// zero. The padding tokens go to check_padding; of the real ones, lane l of
+// pass q marks token q % 32 of word 32 * (q / 32) + l, so the 32 atomics of
+// one instruction go to 32 different words, not to one word 32 times over; a
+// word's 32 tokens are split over passes, so warps may share a word (hence
+// the atomic), the lanes of one instruction never do.
+template <int kTopK, int kNumWarps, int kNumThreads>
 __device__ __forceinline__ void mark_routes(const Params& p, const i64* topk_idx, int num_tokens,
-                                            u32* bits, int words, int warp_idx, int lane_idx) {
-  const int capacity = static_cast<int>(p.capacity);
-  const int passes = ceil_div(words, 32) * 32;
+                                            u32* bits, int words, int used, int warp_idx,
+                                            int lane_idx) {
+  check_padding<kTopK, kNumThreads>(p, topk_idx, num_tokens, bits, words,
+                                    warp_idx * 32 + lane_idx);
+  const int passes = ceil_div(used, 32) * 32;
   for (int pass = warp_idx; pass < passes; pass += kNumWarps) {
-    const int word = (pass / 32) * 32 + lane_idx;
-    const int token_idx = word * 32 + pass % 32;
-    if (token_idx < capacity)
+    const int token_idx = ((pass / 32) * 32 + lane_idx) * 32 + pass % 32;
+    if (token_idx < num_tokens)
       mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, token_idx);
   }
 }
 
 // Word prefix sums of every bitmap's used words, one thread per bitmap, words
-// in order with no shuffle. Map m's word w sits in bank (m * words + w) % 32:
-// with `words` odd the 32 lanes (consecutive maps) are in 32 banks at each
-// word; with `words` even lane l runs l words late, bank
-// (l * (words - 1) + step) % 32, 32 banks again since words - 1 is odd.
+// in order with no shuffle: word w of the 32 lanes' maps (consecutive) lies in
+// 32 banks, a map's words being odd in number.
 template <int kNumThreads>
 __device__ __forceinline__ void scan_bitmaps(const u32* bits, u32* prefix, int maps, int words,
                                              int used, int thread_idx) {
   constexpr int kBatch = 8;  // loads in flight before their sums
-  const int delay = words % 2 == 0 ? thread_idx % 32 : 0;
-  const int steps = used + (words % 2 == 0 ? 31 : 0);
   for (int map = thread_idx; map < maps; map += kNumThreads) {
     const u32* map_bits = bits + map * words;
     u32* map_prefix = prefix + map * words;
     u32 running = 0;
-    for (int step = 0; step < steps; step += kBatch) {
+    for (int step = 0; step < used; step += kBatch) {
       u32 counts[kBatch];
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        const int word = step + i - delay;
-        counts[i] = word >= 0 && word < used ? __popc(map_bits[word]) : 0u;
-      }
+      for (int i = 0; i < kBatch; ++i)
+        counts[i] = step + i < used ? __popc(map_bits[step + i]) : 0u;
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        const int word = step + i - delay;
-        if (word >= 0 && word < used) map_prefix[word] = running;
+        if (step + i < used) map_prefix[step + i] = running;
         running += counts[i];
       }
     }

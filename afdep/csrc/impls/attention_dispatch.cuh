@@ -42,12 +42,12 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const int num_attention = static_cast<int>(p.num_attention);
   const int capacity = static_cast<int>(p.capacity);
   const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
-  const int words = ceil_div(capacity, 32);
+  const int words = bitmap_words(capacity);
   const int num_maps = num_experts + num_ffn;
   const int num_tokens = *num_tokens_ptr;
   // Words past the last token's hold padding only (clamped: thread 0 checks
   // num_tokens before anyone reads a bitmap).
-  const int used_words = min(ceil_div(max(num_tokens, 0), 32), words);
+  const int used_words = min(ceil_div(max(num_tokens, 0), 32), ceil_div(capacity, 32));
   const u64 epoch = *local_ptr<const u64>(p.epoch);
   u32* bits = smem;
   u32* prefix = smem + num_maps * words;
@@ -64,7 +64,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   __syncthreads();
 
   // @site dispatch.attention_dispatch.route_layout kind=compute
-  mark_routes<kTopK, kNumWarps>(p, topk_idx, num_tokens, bits, words, warp_idx, lane_idx);
+  mark_routes<kTopK, kNumWarps, kNumThreads>(p, topk_idx, num_tokens, bits, words, used_words,
+                                             warp_idx, lane_idx);
   // @end dispatch.attention_dispatch.route_layout
   __syncthreads();
   scan_bitmaps<kNumThreads>(bits, prefix, num_maps, words, used_words, thread_idx);
