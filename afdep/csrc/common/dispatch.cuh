@@ -43,8 +43,7 @@ __device__ __forceinline__ void clear_bitmaps(u32* bits, int maps, int words, in
 
 // One token's routes, checked in slot order, into its (expert, token) and
 // (FFN, token) bits. An invalid entry ends the kernel in route_fail before
-// this slot's bits are set, so a padding token with any entry but -1 never
-// returns (and sets nothing).
+// this slot's bits are set.
 template <int kTopK>
 __device__ __forceinline__ void mark_token(const Params& p, const i64* topk_idx, int num_tokens,
                                            u32* bits, int words, int token_idx) {
@@ -74,23 +73,36 @@ __device__ __forceinline__ void mark_token(const Params& p, const i64* topk_idx,
     atomicOr(&bits[(num_experts + __ffs(pending) - 1) * words + word], bit);
 }
 
+// A padding token holds an entry other than -1: fail its first in slot order
+// with that entry's kind (mark_token's order for a token past num_tokens).
+// Out of line, so the padding check's unrolled loop keeps one call site.
+template <int kTopK>
+__device__ __noinline__ void padding_fail(const Params& p, const i64* topk_idx, int token_idx) {
+  const i64 num_experts = static_cast<i64>(p.num_experts);
+  for (int slot_idx = 0; slot_idx < kTopK; ++slot_idx) {
+    const i64 expert = topk_idx[token_idx * kTopK + slot_idx];
+    if (expert < -1) route_fail(p, kRouteNegative, token_idx, slot_idx);
+    if (expert >= num_experts) route_fail(p, kRouteWide, token_idx, slot_idx);
+    if (expert >= 0) route_fail(p, kRouteDummy, token_idx, slot_idx);
+  }
+}
+
 // The padding tokens' entries, [num_tokens, capacity) x kTopK, must all be -1.
 // The block reads them in order, 16 bytes a thread and kUnroll loads in
 // flight (each load instruction one contiguous run): they are most of the
-// step's routes when few tokens come, and every CTA reads them all. A pair
-// with another entry sends its tokens through mark_token, which fails the
-// first bad entry with its kind in slot order; thread 0 checks an unpaired
-// entry at either end.
+// step's routes when few tokens come, and every CTA reads them all. A thread
+// that saw another entry fails its token (padding_fail); thread 0 reads an
+// unpaired entry at either end.
 template <int kTopK, int kNumThreads>
 __device__ __forceinline__ void check_padding(const Params& p, const i64* topk_idx,
-                                              int num_tokens, u32* bits, int words,
-                                              int thread_idx) {
+                                              int num_tokens, int thread_idx) {
   constexpr int kUnroll = 8;
   const int begin = num_tokens * kTopK, end = static_cast<int>(p.capacity) * kTopK;
   const bool odd_start = (reinterpret_cast<u64>(topk_idx + begin) & 15u) != 0;
   const int first = min(begin + (odd_start ? 1 : 0), end);
   const int pairs = (end - first) / 2;
   const auto* vectors = reinterpret_cast<const int4*>(topk_idx + first);
+  int bad = -1;  // an entry that is not -1
   for (int base = thread_idx; base < pairs; base += kNumThreads * kUnroll) {
     int4 v[kUnroll];
 #pragma unroll
@@ -101,18 +113,13 @@ __device__ __forceinline__ void check_padding(const Params& p, const i64* topk_i
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
       const int pair = base + i * kNumThreads;
-      if (pair >= pairs || (v[i].x & v[i].y & v[i].z & v[i].w) == -1) continue;
-      const int entry = first + 2 * pair;
-      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, entry / kTopK);
-      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, (entry + 1) / kTopK);
+      if (pair < pairs && (v[i].x & v[i].y) != -1) bad = first + 2 * pair;
+      if (pair < pairs && (v[i].z & v[i].w) != -1) bad = first + 2 * pair + 1;
     }
   }
-  if (thread_idx == 0) {
-    if (odd_start && begin < end && topk_idx[begin] != -1)
-      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, begin / kTopK);
-    if (first + 2 * pairs < end && topk_idx[end - 1] != -1)
-      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, (end - 1) / kTopK);
-  }
+  if (thread_idx == 0 && odd_start && begin < end && topk_idx[begin] != -1) bad = begin;
+  if (thread_idx == 0 && first + 2 * pairs < end && topk_idx[end - 1] != -1) bad = end - 1;
+  if (bad >= 0) padding_fail<kTopK>(p, topk_idx, bad / kTopK);
 }
 
 // Check every route of the step and mark its bits; the used words must be
@@ -125,8 +132,7 @@ template <int kTopK, int kNumWarps, int kNumThreads>
 __device__ __forceinline__ void mark_routes(const Params& p, const i64* topk_idx, int num_tokens,
                                             u32* bits, int words, int used, int warp_idx,
                                             int lane_idx) {
-  check_padding<kTopK, kNumThreads>(p, topk_idx, num_tokens, bits, words,
-                                    warp_idx * 32 + lane_idx);
+  check_padding<kTopK, kNumThreads>(p, topk_idx, num_tokens, warp_idx * 32 + lane_idx);
   const int passes = ceil_div(used, 32) * 32;
   for (int pass = warp_idx; pass < passes; pass += kNumWarps) {
     const int token_idx = ((pass / 32) * 32 + lane_idx) * 32 + pass % 32;
