@@ -5,7 +5,9 @@
 # floor) and this one, each checked bitwise first. The base tree travels
 # ignored: before the call,
 #   mkdir -p tmp_device/base && git archive main afdep/csrc | tar -x -C tmp_device/base
-# and carry ["tmp_device", ".whl"]. JOBS validation runs at a time (default 4).
+# and carry ["tmp_device", ".whl"]. BASE_TREE=none benches this tree and its
+# A/A copy only (a base whose kernel names differ cannot run here). JOBS
+# validation runs at a time (default 4).
 # PRIOR=a validate document of this tree (e.g. the branch's committed one) is
 # copied into results first, so its runs stay and ONLY=REGEX runs just the rest
 # (validate accumulates the runs of one digest).
@@ -14,7 +16,7 @@
 source scripts/gpu/common.sh
 [ -z "${PRIOR:-}" ] || cp "$PRIOR" "$OUT/results/" || exit 1
 BASE=${BASE_TREE:-tmp_device/base/afdep/csrc}
-[ -d "$BASE/impls" ] || { echo "no base tree at $BASE (see the header)"; exit 1; }
+[ "$BASE" = none ] || [ -d "$BASE/impls" ] || { echo "no base tree at $BASE (see the header)"; exit 1; }
 SELECT=()
 [ "${1:-correctness}" = all ] || SELECT=(--select "${1:-correctness}")
 [ -z "${ONLY:-}" ] || SELECT+=(--only "$ONLY")
@@ -22,10 +24,11 @@ timeout "${VALIDATE_S:-300}" python3 -m afdep.validate --rank-mode logical "${SE
   --jobs "${JOBS:-4}" --results-dir "$OUT/results" --logs-dir /tmp/validate-kernels >> "$LOG" 2>&1
 echo "validate rc=$?" | tee -a "$LOG"
 ISO=/tmp/kernels-iso/csrc
+TREES=(--tree "$BASE" --tree "$ISO")
+[ "$BASE" != none ] || { BASE=afdep/csrc; TREES=(--tree "$ISO"); }
 rm -rf "$ISO" && mkdir -p "$(dirname "$ISO")" && cp -r "$BASE" "$ISO"
 for bench in combine dispatch; do
-  timeout "${BENCH_S:-120}" python3 -m afdep.bench.$bench --tree "$BASE" --tree "$ISO" \
-    --tree afdep/csrc \
+  timeout "${BENCH_S:-120}" python3 -m afdep.bench.$bench "${TREES[@]}" --tree afdep/csrc \
     --results-dir "$OUT/results" >> "$LOG" 2>&1
   echo "bench.$bench rc=$?" | tee -a "$LOG"
 done
