@@ -122,8 +122,10 @@ def test_the_afdep_catalog_mutants_by_family():
         "epoch);\n        // @end cf.attention_dispatch.row_release\n"
     )
     assert patch.new == patch.old.replace("+ slot,", "+ (slot ^ 1),")
+    source = (REPO / "afdep/csrc/impls/attention_dispatch.cuh").read_text().splitlines()
+    [line] = [n for n, text in enumerate(source, 1) if "p.off_slot_flags) + slot," in text]
     assert mutant.title == (
-        "wrong-slot in cf.attention_dispatch.row_release (attention_dispatch.cuh:170): "
+        f"wrong-slot in cf.attention_dispatch.row_release (attention_dispatch.cuh:{line}): "
         "'+ slot,' -> '+ (slot ^ 1),'"
     )
 
