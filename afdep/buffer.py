@@ -22,7 +22,7 @@ import torch
 from afdep.config import Config, ConfigError, disagreement
 from afdep.kernels import Launcher, combine_launch, dispatch_launches
 from afdep.ranks import RankGroup, rank_group
-from afdep.residency import epilogue_ctas
+from afdep.residency import expansion_ctas
 from afdep.vocab import Arm, Protocol, Role
 from afdep.workspace import Geometry, pack_params, symmetric_layout
 
@@ -150,19 +150,28 @@ class Buffer:
         values.update(self._output_pointers())
         self._params = torch.tensor(pack_params(values), dtype=torch.int64, device=self.device)
 
-        # Count-first's epilogue: the SMs this FFN rank can hold beside what
-        # runs with it, at most AFDEP_COUNT_FIRST_EPILOGUE_SMS (afdep/residency.py).
-        self.epilogue_sms = epilogue_ctas(
-            g,
-            self.protocols,
-            self.config.epilogue_sms,
-            device_sm_count(self.device),
-            shared=group.shares_device,
-        )
+        # The FFN's expansion kernel: the SMs this FFN rank can hold beside what
+        # runs with it, at most AFDEP_COUNT_FIRST_EPILOGUE_SMS (count-first) or
+        # AFDEP_EXPAND_SMS (payload-first) (afdep/residency.py).
+        caps = {
+            Protocol.COUNT_FIRST: self.config.epilogue_sms,
+            Protocol.PAYLOAD_FIRST: self.config.expand_sms,
+        }
+        self.expand_ctas = {
+            protocol: expansion_ctas(
+                g,
+                protocol,
+                self.protocols,
+                caps[protocol],
+                device_sm_count(self.device),
+                shared=group.shares_device,
+            )
+            for protocol in self.protocols
+        }
         self._dispatch_kernels = {
             protocol: [
                 Launcher(launch, self.device.index, sources)
-                for launch in dispatch_launches(g, self.role, protocol, self.epilogue_sms)
+                for launch in dispatch_launches(g, self.role, protocol, self.expand_ctas[protocol])
             ]
             for protocol in self.protocols
         }

@@ -126,6 +126,13 @@ KNOBS: dict[str, Knob] = {
         "at most this many CTAs for the streaming epilogue (default: every SM its FFN rank "
         "can hold beside what runs with it)",
     ),
+    "AFDEP_EXPAND_SMS": Knob(
+        "expand_sms",
+        _positive_int,
+        None,
+        "at most this many CTAs for payload-first's ffn_expand (default: every SM its FFN "
+        "rank can hold beside what runs with it)",
+    ),
     "AFDEP_COMBINE_SMS": Knob(
         "combine_sms",
         _positive_int,
@@ -178,6 +185,7 @@ class Config:
     payload_first: bool = False
     min_bucket: int | None = None
     epilogue_sms: int | None = None
+    expand_sms: int | None = None
     combine_sms: int | None = None
     arm: Arm = Arm.FFN
     warp_count: int = 16

@@ -25,9 +25,11 @@ class Launch:
 
 
 def dispatch_launches(
-    g: Geometry, role: Role, protocol: Protocol, epilogue_sms: int | None = None
+    g: Geometry, role: Role, protocol: Protocol, expand_ctas: int | None = None
 ) -> list[Launch]:
-    """The kernels of one dispatch, in launch order, for `role` and `protocol`."""
+    """The kernels of one dispatch, in launch order, for `role` and `protocol`;
+    the FFN's expansion kernel (ffn_expand, ffn_stream_expand) on `expand_ctas`
+    CTAs (afdep/residency.py expansion_ctas), else num_sms."""
     count_first = protocol == Protocol.COUNT_FIRST
     # The row shape every dispatch kernel is specialized on.
     row = {"kHidden": g.hidden, "kTopK": g.top_k, "kFp8": g.payload == "fp8"}
@@ -54,7 +56,7 @@ def dispatch_launches(
                     kCollectView=g.collect_view,
                     kNumThreads=NUM_THREADS,
                 ),
-                g.num_sms,
+                expand_ctas or g.num_sms,
                 g.epilogue_smem_bytes,
             )
         ]
@@ -72,7 +74,7 @@ def dispatch_launches(
                 kArmAttention=g.arm_attention,
                 kNumThreads=NUM_THREADS,
             ),
-            epilogue_sms or g.num_sms,
+            expand_ctas or g.num_sms,
             4 * g.placement_ints,
             programmatic=True,
         ),

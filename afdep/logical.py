@@ -69,6 +69,6 @@ def logical_ranks(
     Device(device_index).set_current()
     first = buffers[0]
     sm_count = torch.cuda.get_device_properties(device_index).multi_processor_count
-    fit = check_residency(first.geometry, first.protocols, first.epilogue_sms, sm_count)
+    fit = check_residency(first.geometry, first.protocols, first.expand_ctas, sm_count)
     streams = [torch.cuda.Stream(device=device_index) for _ in buffers]
     return LogicalRanks(buffers, streams, fit)

@@ -2,8 +2,8 @@
 A consumer spins until its producer runs; if the spinning CTAs hold every SM,
 the producer never starts and the step hangs until the device timeout. So the
 one-GPU mode counts before it launches (docs/architecture.md, "One GPU,
-logical ranks"). A pure function of the geometry, the protocols, the epilogue
-knob and the SM count.
+logical ranks"). A pure function of the geometry, the protocols, the
+expansion grids and the SM count.
 
 Every afdep kernel is `__launch_bounds__(kNumThreads, 1)`: one resident CTA per
 SM is all it promises (the compiler may give that CTA every register of the
@@ -14,14 +14,16 @@ A launch that waits on nothing (ffn_combine) need not be resident at once: its
 CTAs always finish, and the rest start on the SMs they free. It needs one SM
 to make progress, so it counts as one CTA, whatever its grid.
 
-Count-first's streaming epilogue takes every SM its FFN rank can hold beside
-what is resident with it, at most AFDEP_COUNT_FIRST_EPILOGUE_SMS (a cap, as
-the seed's was): the FFN GPU has nothing else to do while rows arrive
-(`epilogue_ctas`). So it always fits, and only --num-sms can make a geometry
-too large."""
+The FFN rank's expansion kernel (count-first's streaming epilogue,
+payload-first's ffn_expand) takes every SM its FFN rank can hold beside what
+is resident with it, at most a cap (AFDEP_COUNT_FIRST_EPILOGUE_SMS, as the
+seed's was; AFDEP_EXPAND_SMS): the FFN GPU has nothing else to do while rows
+arrive (`expansion_ctas`). So it always fits, and only --num-sms can make a
+geometry too large."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from afdep.kernels import Launch, combine_launch, dispatch_launches
@@ -46,29 +48,43 @@ def concurrent_ctas(launches: list[Launch]) -> int:
     return most
 
 
+ExpandGrids = Mapping[Protocol, int]  # the FFN expansion kernel's CTAs per protocol
+
+
 def role_ctas(
-    g: Geometry, role: Role, protocols: tuple[Protocol, ...], epilogue_sms: int | None
+    g: Geometry, role: Role, protocols: tuple[Protocol, ...], expand: ExpandGrids | None
 ) -> int:
     """The most CTAs one rank of `role` holds at once in a step: its dispatch
     kernels, then its combine, under any protocol it may run. (The FFN's
-    expert function between them does not spin: it runs on what is free.)"""
+    expert function between them does not spin: it runs on what is free.)
+    `expand`: the FFN expansion grids; a protocol left out runs on num_sms."""
     return max(
         concurrent_ctas(
-            [*dispatch_launches(g, role, protocol, epilogue_sms), combine_launch(g, role)]
+            [
+                *dispatch_launches(g, role, protocol, (expand or {}).get(protocol)),
+                combine_launch(g, role),
+            ]
         )
         for protocol in protocols
     )
 
 
-def epilogue_ctas(
-    g: Geometry, protocols: tuple[Protocol, ...], cap: int | None, sm_count: int, shared: bool
+def expansion_ctas(
+    g: Geometry,
+    protocol: Protocol,
+    protocols: tuple[Protocol, ...],
+    cap: int | None,
+    sm_count: int,
+    shared: bool,
 ) -> int:
-    """The streaming epilogue's CTAs on one FFN rank: the SMs of its GPU less
-    what is resident beside it (its own dispatch kernel's CTA, before which it
-    starts programmatically; with `shared`, every logical rank on this GPU,
-    the FFN ranks splitting what is left), at most `cap`, at least 1."""
+    """The CTAs of one FFN rank's expansion kernel under `protocol`: the SMs of
+    its GPU less what is resident beside it (count-first: its ffn_place CTA,
+    before which the epilogue starts programmatically; with `shared`, every
+    logical rank on this GPU, the FFN ranks splitting what is left), at most
+    `cap`, at least 1."""
     others = g.num_attention * role_ctas(g, Role.ATTENTION, protocols, None) if shared else 0
-    free = (sm_count - others) // (g.ffn_ranks if shared else 1) - 1
+    beside = 1 if protocol == Protocol.COUNT_FIRST else 0
+    free = (sm_count - others) // (g.ffn_ranks if shared else 1) - beside
     return max(1, free if cap is None else min(cap, free))
 
 
@@ -99,22 +115,22 @@ class Residency:
 
 
 def residency(
-    g: Geometry, protocols: tuple[Protocol, ...], epilogue_sms: int | None, sm_count: int
+    g: Geometry, protocols: tuple[Protocol, ...], expand: ExpandGrids | None, sm_count: int
 ) -> Residency:
     return Residency(
         num_attention=g.num_attention,
         num_ffn=g.ffn_ranks,
-        attention_ctas=role_ctas(g, Role.ATTENTION, protocols, epilogue_sms),
-        ffn_ctas=role_ctas(g, Role.FFN, protocols, epilogue_sms),
+        attention_ctas=role_ctas(g, Role.ATTENTION, protocols, expand),
+        ffn_ctas=role_ctas(g, Role.FFN, protocols, expand),
         sm_count=sm_count,
     )
 
 
 def check_residency(
-    g: Geometry, protocols: tuple[Protocol, ...], epilogue_sms: int | None, sm_count: int
+    g: Geometry, protocols: tuple[Protocol, ...], expand: ExpandGrids | None, sm_count: int
 ) -> Residency:
     """The residency of a step, or ResidencyError naming the geometry."""
-    fit = residency(g, protocols, epilogue_sms, sm_count)
+    fit = residency(g, protocols, expand, sm_count)
     if not fit.fits:
         raise ResidencyError(fit.refusal())
     return fit

@@ -116,10 +116,10 @@ def invalid_route_runs(
     return runs
 
 
-def combine_env(sms: int) -> dict[str, str]:
-    """ffn_combine runs on every SM by default; a cell of fewer SMs runs it on
-    as few, so its warps loop over several slots each."""
-    return {} if sms == 24 else {"AFDEP_COMBINE_SMS": str(sms)}
+def ffn_grids_env(sms: int) -> dict[str, str]:
+    """ffn_expand and ffn_combine take every SM they can by default; a cell of
+    fewer SMs runs them on as few, so their warps loop over several slots."""
+    return {} if sms == 24 else {"AFDEP_EXPAND_SMS": str(sms), "AFDEP_COMBINE_SMS": str(sms)}
 
 
 WIDEST_FP8 = 8192  # hidden: the seed validated fp8 rows this wide
@@ -135,7 +135,7 @@ def matrix_2gpu(bench_iters: int = 50) -> list[Run]:
                     if (payload, execution, hidden, sms) == ("bf16", "graph", 2048, 24):
                         args += ["--bench-iters", str(bench_iters)]
                     name = f"{payload}-{execution}-h{hidden}-sms{sms}"
-                    runs.append(passing(name, args, Group.CORRECTNESS, combine_env(sms)))
+                    runs.append(passing(name, args, Group.CORRECTNESS, ffn_grids_env(sms)))
             for hidden in (2048, 7168):
                 args = grid(payload, execution, hidden, 24, "--collect-view")
                 name = f"view-{payload}-{execution}-h{hidden}"

@@ -137,7 +137,7 @@ def test_a_wait_that_cannot_complete_times_out_on_one_gpu(tmp_path):
 
 
 def test_a_geometry_that_cannot_be_resident_is_refused(tmp_path):
-    num_sms = sm_count() // 4 + 1  # 3A:1F: four ranks of num_sms CTAs each
+    num_sms = -(-sm_count() // 3)  # 3A:1F: the attention ranks alone hold every SM
     ranks, ffn_ranks = SHAPES["3A:1F"]
     command = driver_command(
         RankMode.LOGICAL,
@@ -154,7 +154,7 @@ def test_a_geometry_that_cannot_be_resident_is_refused(tmp_path):
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     refusal = (
         f"afdep drive: error: one-GPU mode: 3A:1F needs 3×{num_sms} (attention) + "
-        f"1×{num_sms} (ffn) = {4 * num_sms} CTAs resident at once; "
+        f"1×1 (ffn) = {3 * num_sms + 1} CTAs resident at once; "
         f"the GPU has {sm_count()} SMs: lower --num-sms"
     )
     assert [line for line in done.stderr.splitlines() if "error" in line] == [refusal]

@@ -21,6 +21,10 @@ def test_payload_first_launches():
         ("attention_dispatch", 24, False)
     ]
     assert names(dispatch_launches(G, FFN, PAYLOAD_FIRST)) == [("ffn_expand", 24, False)]
+    # the Buffer's expansion grid (afdep/residency.py expansion_ctas), else num_sms
+    assert names(dispatch_launches(G, FFN, PAYLOAD_FIRST, expand_ctas=132)) == [
+        ("ffn_expand", 132, False)
+    ]
     assert (
         dict(dispatch_launches(G, ATTENTION, PAYLOAD_FIRST)[0].spec.template)["kCountFirst"]
         is False
@@ -28,7 +32,7 @@ def test_payload_first_launches():
 
 
 def test_count_first_launches_the_epilogue_programmatically():
-    assert names(dispatch_launches(G, FFN, COUNT_FIRST, epilogue_sms=48)) == [
+    assert names(dispatch_launches(G, FFN, COUNT_FIRST, expand_ctas=48)) == [
         ("ffn_place", 1, False),
         ("ffn_stream_expand", 48, True),
     ]

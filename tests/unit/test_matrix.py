@@ -117,12 +117,13 @@ def test_the_split_knob_rows():
     assert len(runs) == 2 * (len(knobs) + 2) + 4
 
 
-def test_the_correctness_cells_of_7_sms_run_ffn_combine_on_7_ctas():
+def test_the_correctness_cells_of_7_sms_run_ffn_expand_and_ffn_combine_on_7_ctas():
     cells = {r.name: r.env for r in matrix_2gpu() if r.group == Group.CORRECTNESS}
-    assert cells["bf16-graph-h2048-sms7"] == {"AFDEP_COMBINE_SMS": "7"}
-    assert cells["fp8-eager-h7168-sms7"] == {"AFDEP_COMBINE_SMS": "7"}
+    seven = {"AFDEP_EXPAND_SMS": "7", "AFDEP_COMBINE_SMS": "7"}
+    assert cells["bf16-graph-h2048-sms7"] == seven
+    assert cells["fp8-eager-h7168-sms7"] == seven
     assert cells["bf16-graph-h2048-sms24"] == {}  # the default: every SM
-    assert sum(env == {"AFDEP_COMBINE_SMS": "7"} for env in cells.values()) == 8
+    assert sum(env == seven for env in cells.values()) == 8
 
 
 def test_fp8_rows_as_wide_as_the_seeds_run_under_both_protocols():

@@ -12,7 +12,7 @@ from afdep.residency import (
     ResidencyError,
     check_residency,
     concurrent_ctas,
-    epilogue_ctas,
+    expansion_ctas,
     residency,
 )
 from afdep.vocab import Protocol, Role
@@ -20,6 +20,7 @@ from afdep.workspace import Geometry
 
 PF = (Protocol.PAYLOAD_FIRST,)
 BOTH = (Protocol.PAYLOAD_FIRST, Protocol.COUNT_FIRST)
+COUNT_FIRST, PAYLOAD_FIRST = Protocol.COUNT_FIRST, Protocol.PAYLOAD_FIRST
 SHAPES = {"1A:1F": (2, 1), "2A:1F": (3, 1), "3A:1F": (4, 1), "2A:2F": (4, 2), "1A:3F": (4, 3)}
 
 
@@ -83,8 +84,9 @@ def test_count_first_ffn_holds_its_dispatch_and_epilogue_at_once():
     g = geometry("3A:1F")
     assert residency(g, PF, None, 132).ffn_ctas == 24
     assert residency(g, BOTH, None, 132).ffn_ctas == 25  # 1 + 24 (PDL), above the combine's 24
-    assert residency(g, BOTH, 40, 132).ffn_ctas == 41
-    assert residency(g, PF, 40, 132).ffn_ctas == 24  # the knob only matters to count-first
+    assert residency(g, BOTH, {COUNT_FIRST: 40}, 132).ffn_ctas == 41
+    assert residency(g, PF, {COUNT_FIRST: 40}, 132).ffn_ctas == 24  # count-first's grid only
+    assert residency(g, PF, {PAYLOAD_FIRST: 40}, 132).ffn_ctas == 40  # ffn_expand's
 
 
 def test_a_geometry_that_fits_exactly_is_accepted():
@@ -104,29 +106,34 @@ def test_a_geometry_that_does_not_fit_is_refused_naming_it():
     "shape, epilogue",
     [("1A:1F", 107), ("2A:1F", 83), ("3A:1F", 59), ("2A:2F", 41), ("1A:3F", 35)],
 )
-def test_the_epilogue_takes_what_its_gpu_has_left_and_every_shape_still_fits(shape, epilogue):
+def test_the_expansion_takes_what_its_gpu_has_left_and_every_shape_still_fits(shape, epilogue):
     """Logical ranks: the SMs the attention ranks leave, split over the FFN
-    ranks, less each one's dispatch CTA; the knob caps it, never raises it."""
+    ranks, less count-first's dispatch CTA (payload-first's ffn_expand has
+    none beside it); the knob caps it, never raises it."""
     g = geometry(shape)
-    assert epilogue_ctas(g, BOTH, None, 132, shared=True) == epilogue
-    assert epilogue_ctas(g, BOTH, 32, 132, shared=True) == 32
-    assert epilogue_ctas(g, BOTH, 200, 132, shared=True) == epilogue
-    fit = check_residency(g, BOTH, epilogue, 132)
+    assert expansion_ctas(g, COUNT_FIRST, BOTH, None, 132, shared=True) == epilogue
+    assert expansion_ctas(g, PAYLOAD_FIRST, BOTH, None, 132, shared=True) == epilogue + 1
+    assert expansion_ctas(g, COUNT_FIRST, BOTH, 32, 132, shared=True) == 32
+    assert expansion_ctas(g, PAYLOAD_FIRST, BOTH, 7, 132, shared=True) == 7
+    assert expansion_ctas(g, COUNT_FIRST, BOTH, 200, 132, shared=True) == epilogue
+    fit = check_residency(g, BOTH, {COUNT_FIRST: epilogue, PAYLOAD_FIRST: epilogue + 1}, 132)
     assert fit.total <= 132 < fit.total + g.ffn_ranks  # no SM left that one more CTA per rank fits
 
 
-def test_a_rank_per_gpu_leaves_its_epilogue_every_sm_but_its_dispatch_cta():
+def test_a_rank_per_gpu_leaves_its_expansion_every_sm_but_its_dispatch_cta():
     g = geometry("1A:1F")
-    assert epilogue_ctas(g, BOTH, None, 132, shared=False) == 131
-    assert epilogue_ctas(g, BOTH, 64, 132, shared=False) == 64
+    assert expansion_ctas(g, COUNT_FIRST, BOTH, None, 132, shared=False) == 131
+    assert expansion_ctas(g, PAYLOAD_FIRST, BOTH, None, 132, shared=False) == 132
+    assert expansion_ctas(g, COUNT_FIRST, BOTH, 64, 132, shared=False) == 64
 
 
 def test_attention_ranks_too_wide_for_the_gpu_are_refused_naming_num_sms():
     g = geometry("3A:1F", 44)  # 3 x 44 = 132: no SM left for the FFN rank
-    assert epilogue_ctas(g, BOTH, None, 132, shared=True) == 1
+    grids = {p: expansion_ctas(g, p, BOTH, None, 132, shared=True) for p in BOTH}
+    assert grids == {COUNT_FIRST: 1, PAYLOAD_FIRST: 1}
     with pytest.raises(ResidencyError) as caught:
-        check_residency(g, BOTH, 1, 132)
+        check_residency(g, BOTH, grids, 132)
     assert str(caught.value) == (
-        "one-GPU mode: 3A:1F needs 3×44 (attention) + 1×44 (ffn) = 176 CTAs resident at once; "
+        "one-GPU mode: 3A:1F needs 3×44 (attention) + 1×2 (ffn) = 134 CTAs resident at once; "
         "the GPU has 132 SMs: lower --num-sms"
     )

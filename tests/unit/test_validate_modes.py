@@ -14,7 +14,7 @@ import pytest
 
 from afdep.config import Config
 from afdep.ranks import RankChoice, RankMode
-from afdep.residency import epilogue_ctas, residency
+from afdep.residency import expansion_ctas, residency
 from afdep.testing.driver import parse_args
 from afdep.testing.driver_parts import failure_line
 from afdep.testing.launch import outcome_record
@@ -189,11 +189,17 @@ def test_every_row_is_accepted_by_the_logical_driver_and_resident_on_an_h200():
         resolve_rank_mode(args, {})  # raises UsageError for what logical mode refuses
         assert (args.mode, args.ranks) == (RankMode.LOGICAL, run.nproc)
         g, protocols, config = logical_geometry(run)
-        grid = epilogue_ctas(g, protocols, config.epilogue_sms, H200_SMS, shared=True)
-        fit = residency(g, protocols, grid, H200_SMS)
+        caps = {
+            Protocol.COUNT_FIRST: config.epilogue_sms,
+            Protocol.PAYLOAD_FIRST: config.expand_sms,
+        }
+        grids = {
+            p: expansion_ctas(g, p, protocols, caps[p], H200_SMS, shared=True) for p in protocols
+        }
+        fit = residency(g, protocols, grids, H200_SMS)
         assert fit.fits, fit.refusal()
         most = max(most, fit.total)
-    assert most == 132  # count-first's epilogue takes every SM the other ranks leave
+    assert most == 132  # the FFN's expansion takes every SM the other ranks leave
 
 
 @pytest.fixture
