@@ -331,8 +331,10 @@ def sweep(
     a skipped release can only time out, so a neighbour's time-slicing only
     stresses them. Last, one at a time per group, the must-fail faults whose
     kill needs the window a delay opens: a neighbour would blur that window.
-    Past `deadline` (time.monotonic()) no fault starts; those running end.
-    Returns (controls, results), results in fault order; `on_results` sees
+    Trees build while the shared faults run, each run waiting for its own;
+    the faults that run alone start once every build has ended. Past
+    `deadline` (time.monotonic()) no fault or build starts; those running
+    end. Returns (controls, results), results in fault order; `on_results` sees
     each batch as it lands."""
     if slots < 1:
         raise ValueError(f"slots: at least 1 run per GPU group, got {slots}")
@@ -346,16 +348,6 @@ def sweep(
     results: list[RunResult] = []
     lock = threading.Lock()
     stop = threading.Event()  # set when the sweep is interrupted or stops on an error
-
-    def work(engine: Engine, ids: list[str]) -> None:
-        for fault_id in ids:
-            if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
-                return
-            found = engine.evaluate(fault_id, catalog.configs_for(fault_id, config_names), repeats)
-            with lock:
-                results.extend(found)
-                on_results(found)
-
     fault_ids = [f for f in fault_ids if catalog.configs_for(f, config_names)]  # else nothing runs
     alone = [f for f in fault_ids if needs_quiet_gpus(catalog, f)]
     shared = [f for f in fault_ids if f not in alone]
@@ -363,18 +355,46 @@ def sweep(
     for ids, per_engine in ((shared, slots), (alone, 1)):
         workers = [engine for engine in engines for _ in range(per_engine)]
         phases.append([(engine, ids[i :: len(workers)]) for i, engine in enumerate(workers)])
-    # Every tree is applied and built first, several at once (CPU work), so
-    # the runs that go one at a time never wait on a build.
-    trees = [(engine, f) for phase in phases for engine, ids in phase for f in ids]
-    with stopping_pool(BUILDS_AT_ONCE) as pool:
-        list(pool.map(lambda tree: tree[0].prepare(tree[1], tree[1]), trees))
-    for phase in phases:
-        with stopping_pool(len(phase), stop) as pool:
-            # The first job to fail stops the others at their next fault.
-            for job in as_completed([pool.submit(work, engine, ids) for engine, ids in phase]):
-                job.result()
+
+    def past_deadline() -> bool:
+        return deadline is not None and time.monotonic() >= deadline
+
+    with stopping_pool(BUILDS_AT_ONCE, stop) as builds:
+        # Trees apply and build several at once (CPU work), in run order, while
+        # the shared faults run: each run waits for its own tree only.
+        trees = dict.fromkeys((engine, f) for phase in phases for engine, ids in phase for f in ids)
+        built = {tree: builds.submit(tree[0].prepare, tree[1], tree[1]) for tree in trees}
+
+        def work(engine: Engine, ids: list[str]) -> None:
+            for fault_id in ids:
+                if stop.is_set() or past_deadline():
+                    return
+                built[engine, fault_id].result()  # raises what the build raised
+                found = engine.evaluate(
+                    fault_id, catalog.configs_for(fault_id, config_names), repeats
+                )
+                with lock:
+                    results.extend(found)
+                    on_results(found)
+
+        shared_phase, alone_phase = phases
+        _run_phase(shared_phase, work, stop)
+        if past_deadline():  # no fault starts any more: neither does a build
+            for future in built.values():
+                future.cancel()
+        # The faults that run alone need quiet GPUs and CPUs: every build ends first.
+        wait(list(built.values()))
+        _run_phase(alone_phase, work, stop)
     order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
     return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
+
+
+def _run_phase(phase: list[tuple[Engine, list[str]]], work, stop: threading.Event) -> None:
+    """Each (engine, faults) job on its own thread; the first job to fail
+    stops the others at their next fault."""
+    with stopping_pool(len(phase), stop) as pool:
+        for job in as_completed([pool.submit(work, engine, ids) for engine, ids in phase]):
+            job.result()
 
 
 def needs_quiet_gpus(catalog: Catalog, fault_id: str) -> bool:

@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -374,9 +375,40 @@ def test_an_interrupted_build_phase_starts_no_queued_build(monkeypatch):
 
     monkeypatch.setattr(engine_module, "BUILDS_AT_ONCE", 1)
     engine = InterruptedEngine("prepare")
+    faults = list(engine.catalog.faults)
     with pytest.raises(KeyboardInterrupt):
-        engine_module.sweep([engine], ["D1"] * 10, None, 1, lambda found: None)
-    assert len(engine.started) <= 2  # not 10
+        engine_module.sweep([engine], faults * 3, None, 1, lambda found: None)
+    assert engine.started[0] == faults[0]  # trees build in run order, each once
+    assert len(engine.started) <= 2  # not 4
+
+
+def test_a_run_waits_for_its_own_tree_only(monkeypatch):
+    """The first fault runs while later trees still build (pipelined), and
+    each tree is built once however often its fault is named."""
+    import faults.engine as engine_module
+
+    events: list[str] = []
+    lock = threading.Lock()
+
+    class SlowBuilds(InterruptedEngine):
+        def prepare(self, label, fault_id):
+            time.sleep(0.3 if label != "D1" else 0.0)
+            with lock:
+                events.append(f"built {label}")
+
+        def evaluate(self, fault_id, configs, repeats):
+            with lock:
+                events.append(f"ran {fault_id}")
+            return []
+
+    monkeypatch.setattr(engine_module, "BUILDS_AT_ONCE", 1)
+    faults = ["D1", "S1", "S2", "N1"]
+    monkeypatch.setattr(engine_module, "needs_quiet_gpus", lambda catalog, f: False)
+    engine_module.sweep([SlowBuilds("none")], faults + faults, None, 1, lambda found: None)
+    assert sorted(e for e in events if e.startswith("built")) == sorted(
+        f"built {f}" for f in faults
+    )
+    assert events.index("ran D1") < events.index("built N1")  # D1 ran before the last build
 
 
 def test_an_interrupted_run_phase_stops_every_worker_at_its_next_fault():
