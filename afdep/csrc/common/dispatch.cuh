@@ -16,8 +16,8 @@ namespace afdep {
 // ceil(num_tokens / 32) words of a map (`used` below) are cleared, set, scanned
 // and read: a later word holds padding tokens only, which route nowhere.
 // A map's words are odd in number (one spare word when ceil(capacity / 32) is
-// even), so word w of 32 consecutive maps, or of 32 experts distinct mod 32,
-// lies in 32 different banks (afdep/workspace.py says the same for the host).
+// even), so word w of 32 consecutive maps lies in 32 different banks (the
+// scan); afdep/workspace.py sizes the shared memory the same way.
 __host__ __device__ __forceinline__ int bitmap_words(int capacity) {
   return ceil_div(capacity, 32) | 1;
 }
