@@ -43,6 +43,17 @@ __all__ = [
 ]
 
 
+def change_catalog(repo_root: Path, tree: Path, catalog_path: Path) -> Path:
+    """The catalog as the change's tree has it, for a catalog inside the
+    repository: a change that renames a site renames it in its catalog too,
+    whatever is checked out. A catalog outside it is taken as given."""
+    try:
+        inside = Path(catalog_path).resolve().relative_to(Path(repo_root).resolve())
+    except ValueError:
+        return Path(catalog_path)
+    return tree / inside if (tree / inside).is_file() else Path(catalog_path)
+
+
 def review(
     repo_root: Path,
     base: str,
@@ -57,7 +68,8 @@ def review(
     the catalog returned places the ranks of the runs --run makes)."""
     check_refs(repo_root, base, change)
     tree = make_scratch(repo_root, workdir / "change", ref=change) if change else Path(repo_root)
-    catalog = load_catalog(catalog_path, tree_root=tree).in_rank_mode(rank_mode)
+    catalog = load_catalog(change_catalog(repo_root, tree, catalog_path), tree_root=tree)
+    catalog = catalog.in_rank_mode(rank_mode)
     if generated:
         catalog = with_generated(catalog, tree)
     sources = tree / catalog.target.sources

@@ -344,3 +344,19 @@ def test_a_forced_failure_on_a_change_that_fails_alone_does_not_blame_the_harnes
         "the harness is broken: the forced-fail control was not killed: SURVIVED: SURVIVED here "
         "(config bf16-graph)"
     ]
+
+
+def test_a_change_reviewed_from_another_checkout_brings_its_own_catalog(repo, capsys):
+    """A change that renames a site renames it in its catalog too: the review
+    of BASE..CHANGE from a checkout of BASE reads the catalog as CHANGE has it."""
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-qb", "renamed")
+    for name in ("main.cpp", "catalog.toml"):
+        path = repo / SRC / name
+        path.write_text(path.read_text().replace("fx.consumer.flag_wait", "fx.consumer.flag_poll"))
+    git(repo, "commit", "-qam", "rename the wait site")
+    git(repo, "checkout", "-q", base)  # the working tree (and its catalog) say flag_wait
+    status = main([base, "renamed", "--root", str(repo), "--no-generated"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "- `fx.consumer.flag_poll` (wait, tests/fixtures/flag_payload/main.cpp:48-" in out
