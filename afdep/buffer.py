@@ -289,8 +289,7 @@ class Buffer:
             bucket = step_bucket(bucket, None, g.capacity)
             self._epoch.add_(1)
             if not skip_send:
-                for kernel in self._dispatch_kernels[self.protocol_for(bucket)]:
-                    kernel(self._params.data_ptr())
+                self._launch_ffn_dispatch(bucket)
             return self.batch
         check_source_inputs(g, self.device, x, topk_idx, topk_weights, num_tokens, x_scales)
         count = self._num_tokens_in
@@ -311,6 +310,18 @@ class Buffer:
                 count.data_ptr(),
             )
         return None
+
+    def expand_again(self, bucket: int) -> None:
+        """Benches only (afdep.bench.expand): this FFN rank's dispatch kernels
+        once more at the current epoch, with no new step. Every row of it has
+        landed, so they pass their waits and write the same output again."""
+        if self.role != Role.FFN:
+            raise ValueError("expand_again: an FFN rank's kernels, not an attention rank's")
+        self._launch_ffn_dispatch(step_bucket(bucket, None, self.geometry.capacity))
+
+    def _launch_ffn_dispatch(self, bucket: int) -> None:
+        for kernel in self._dispatch_kernels[self.protocol_for(bucket)]:
+            kernel(self._params.data_ptr())
 
     def combine(self, y: torch.Tensor | None = None) -> torch.Tensor | None:
         """FFN ranks pass `y` (bf16, expert-major rows); attention ranks get

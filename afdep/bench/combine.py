@@ -21,11 +21,11 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from afdep.bench.timing import graph_launch_us
 from afdep.config import environment_error
 from afdep.jit import CSRC, source_digest
 from afdep.workspace import Geometry, GeometryError
@@ -178,29 +178,6 @@ def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 # ---------------------------------------------------------------- on the GPU
-def time_ffn_combine(runner, stream, args) -> float:
-    """The median µs of one ffn_combine launch: a graph of `reps` launches on
-    the FFN rank's stream, replayed between events."""
-    import torch
-
-    with torch.cuda.stream(stream):
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(args.reps):
-                runner._combine()
-        for _ in range(args.warmup):
-            graph.replay()
-        samples = []
-        for _ in range(args.iters):
-            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) * 1e3 / args.reps)
-    return statistics.median(samples)
-
-
 def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
     """One row: ffn_combine of `tree` at `tokens` on `ctas` CTAs, timed and checked."""
     import torch
@@ -220,7 +197,7 @@ def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
     sources = [bucket_inputs(0, tokens, g, device)]
     LogicalStepper([attention, ffn], ranks.streams, graph=False).step(sources, bucket=tokens)
     torch.cuda.synchronize()
-    us = time_ffn_combine(ffn, ranks.streams[1], args)
+    us = graph_launch_us(ffn._combine, ranks.streams[1], args)
     with torch.cuda.stream(ranks.streams[0]):
         attention._combine()  # over the last timed launch's partials
     torch.cuda.synchronize()

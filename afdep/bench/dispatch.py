@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from afdep.bench.combine import (
     bound_us,
     tree_problem,
 )
+from afdep.bench.timing import graph_launch_us
 from afdep.config import environment_error
 from afdep.jit import CSRC, source_digest
 from afdep.workspace import Geometry, GeometryError
@@ -118,29 +118,6 @@ def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 # ---------------------------------------------------------------- on the GPU
-def time_attention_dispatch(runner, stream, args) -> float:
-    """The median µs of one attention dispatch: a graph of `reps` dispatches
-    on the attention rank's stream, replayed between events."""
-    import torch
-
-    with torch.cuda.stream(stream):
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(args.reps):
-                runner._dispatch()
-        for _ in range(args.warmup):
-            graph.replay()
-        samples = []
-        for _ in range(args.iters):
-            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) * 1e3 / args.reps)
-    return statistics.median(samples)
-
-
 def measure(tree: Path, tokens: int, args) -> dict:
     """One row: attention_dispatch of `tree` at `tokens`, checked, then timed."""
     import torch
@@ -162,7 +139,7 @@ def measure(tree: Path, tokens: int, args) -> dict:
     LogicalStepper([attention, ffn], ranks.streams, graph=False).step(sources, bucket=tokens)
     torch.cuda.synchronize()
     _, mismatches = ffn.check(sources, step=tokens, num_tokens=tokens)
-    us = time_attention_dispatch(attention, ranks.streams[0], args)
+    us = graph_launch_us(attention._dispatch, ranks.streams[0], args)
     written = written_bytes(sources[0].topk_idx, tokens, g)
     del ranks, attention, ffn
     gc.collect()  # the next build's workspace takes this one's memory

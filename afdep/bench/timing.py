@@ -1,5 +1,6 @@
-"""One timing loop for the bench's references: warm-up, a barrier, then each
-call between two CUDA events; the median in µs."""
+"""The bench's timing loops: the references' (warm-up, a barrier, then each
+call between two CUDA events) and the one-GPU micro-benches' (a CUDA graph of
+repeated launches replayed between events); medians in µs."""
 
 from __future__ import annotations
 
@@ -24,3 +25,27 @@ def round_trip_us(step: Callable[[], None], iters: int, warmup: int) -> dict[str
         marks.append((begin, end))
     torch.cuda.synchronize()
     return {"round_trip_us": round(statistics.median(b.elapsed_time(e) * 1e3 for b, e in marks), 2)}
+
+
+def graph_launch_us(launch: Callable[[], None], stream, args) -> float:
+    """The median µs of one `launch()`: a CUDA graph of `args.reps` of them on
+    `stream`, replayed `args.warmup` times untimed, then `args.iters` times
+    between CUDA events."""
+    import torch
+
+    with torch.cuda.stream(stream):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(args.reps):
+                launch()
+        for _ in range(args.warmup):
+            graph.replay()
+        samples = []
+        for _ in range(args.iters):
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1e3 / args.reps)
+    return statistics.median(samples)

@@ -1,8 +1,8 @@
 #!/bin/bash
 # A kernel branch on one H200 (logical ranks) before it merges: the validation
-# GROUP (default correctness; `all` for the whole matrix), then ffn_combine and
-# attention_dispatch alone, the base tree, a copy of it (the A/A arm: the noise
-# floor) and this one, each checked bitwise first. The base tree travels
+# GROUP (default correctness; `all` for the whole matrix), then ffn_combine,
+# attention_dispatch and ffn_expand alone, the base tree, a copy of it (the A/A
+# arm: the noise floor) and this one, each checked bitwise first. The base tree travels
 # ignored: before the call,
 #   mkdir -p tmp_device/base && git archive main afdep/csrc | tar -x -C tmp_device/base
 # and carry ["tmp_device", ".whl"]. BASE_TREE=none benches this tree and its
@@ -11,8 +11,8 @@
 # PRIOR=a validate document of this tree (e.g. the branch's committed one) is
 # copied into results first, so its runs stay and ONLY=REGEX runs just the rest
 # (validate accumulates the runs of one digest).
-# Back: results/validate-*.json, results/{combine,dispatch}-*.{json,md},
-# console.log, logs.tgz.
+# Back: results/validate-*.json, results/benches.tgz (the {combine,dispatch,expand}-*
+# .json and .md), console.log, logs.tgz.
 source scripts/gpu/common.sh
 [ -z "${PRIOR:-}" ] || cp "$PRIOR" "$OUT/results/" || exit 1
 BASE=${BASE_TREE:-tmp_device/base/afdep/csrc}
@@ -27,10 +27,12 @@ ISO=/tmp/kernels-iso/csrc
 TREES=(--tree "$BASE" --tree "$ISO")
 [ "$BASE" != none ] || { BASE=afdep/csrc; TREES=(--tree "$ISO"); }
 rm -rf "$ISO" && mkdir -p "$(dirname "$ISO")" && cp -r "$BASE" "$ISO"
-for bench in combine dispatch; do
+BENCHES=/tmp/kernels-benches && rm -rf "$BENCHES" && mkdir -p "$BENCHES"
+for bench in combine dispatch expand; do
   timeout "${BENCH_S:-120}" python3 -m afdep.bench.$bench "${TREES[@]}" --tree afdep/csrc \
-    --results-dir "$OUT/results" >> "$LOG" 2>&1
+    --results-dir "$BENCHES" >> "$LOG" 2>&1
   echo "bench.$bench rc=$?" | tee -a "$LOG"
 done
+tar czf "$OUT/results/benches.tgz" -C "$BENCHES" .  # six reports in one file (eight come back)
 pack_logs /tmp/validate-kernels
 exit 0

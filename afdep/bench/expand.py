@@ -1,0 +1,244 @@
+"""ffn_expand alone, on one GPU in the one-GPU logical mode (1A:1F, payload-first).
+
+    python -m afdep.bench.expand [--tree DIR]... [--tokens N...] [--ctas N]...
+                                 [--iters 50] [--warmup 10] [--reps 20]
+                                 [--results-dir results]
+
+Per kernel tree, token count and grid (AFDEP_EXPAND_SMS): one step gives
+ffn_expand its slots and the FFN rank's dispatch output is checked bitwise
+against the reference (afdep/testing/reference.py); then a CUDA graph of
+`--reps` ffn_expand launches at that step's epoch (each finds every row
+landed and writes the same output again) is replayed, `--warmup` times
+untimed, `--iters` times between CUDA events, and the median per launch is
+reported; the output is checked again after the timed launches. Beside each
+time: the bytes it reads (a routed token's slot row and metadata) and writes
+(a row per routed (token, expert)) and their time at HBM bandwidth. Writes
+`expand-<machine>.json` and `.md` under --results-dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from afdep.bench.combine import (
+    BUFFER_FIELDS,
+    HBM_GBPS,
+    HIDDEN,
+    NUM_SMS,
+    TOP_K,
+    bound_us,
+    gbps,
+    geometry,
+    tree_problem,
+)
+from afdep.bench.timing import graph_launch_us
+from afdep.config import environment_error
+from afdep.jit import CSRC, source_digest
+from afdep.workspace import Geometry, GeometryError
+from hostio import OneLineParser, UsageError, at_least, entry_point, write_json, write_text
+from hostio.usage import writable_dir
+
+DEFAULT_TOKENS = (128, 512, 1024, 2048, 4096)
+PROTOCOL_KNOB = (
+    "AFDEP_COUNT_FIRST_MIN_BUCKET"  # left out: payload-first, whose expansion is ffn_expand
+)
+HBM_NOTE = (
+    f"HBM bound: the read and written bytes at {HBM_GBPS / 1000} TB/s (H200 datasheet, HBM3e); "
+    "logical mode: the slots were written by a rank on this GPU, as NVLink would leave them"
+)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What one ffn_expand moves at 1A:1F: each routed token's slot (row and
+    metadata) read once, one row written per (token, expert) pair."""
+
+    tokens_read: int
+    rows_written: int
+    g: Geometry
+
+    @property
+    def read_bytes(self) -> int:
+        return self.tokens_read * (self.g.row_bytes + self.g.slot_meta_bytes)
+
+    @property
+    def written_bytes(self) -> int:
+        return self.rows_written * self.g.row_bytes
+
+
+def traffic_of(topk_idx, num_tokens: int, g: Geometry) -> Traffic:
+    routed = topk_idx[:num_tokens] >= 0
+    return Traffic(int(routed.any(dim=1).sum()), int(routed.sum()), g)
+
+
+# ---------------------------------------------------------------- arguments
+def argument_parser() -> OneLineParser:
+    parser = OneLineParser(prog="python -m afdep.bench.expand", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--tree",
+        action="append",
+        type=Path,
+        default=None,
+        help="a kernel source tree (an afdep/csrc); repeatable; default: this package's",
+    )
+    parser.add_argument("--tokens", type=at_least(1), nargs="+", default=list(DEFAULT_TOKENS))
+    parser.add_argument(
+        "--ctas",
+        action="append",
+        type=at_least(1),
+        default=None,
+        help="ffn_expand's grid cap (AFDEP_EXPAND_SMS); repeatable; default: "
+        f"{NUM_SMS} and every SM the FFN rank can hold",
+    )
+    parser.add_argument("--iters", type=at_least(1), default=50)
+    parser.add_argument("--warmup", type=at_least(0), default=10)
+    parser.add_argument("--reps", type=at_least(1), default=20, help="launches per graph replay")
+    parser.add_argument("--results-dir", type=Path, default=Path("results"))
+    return parser
+
+
+def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The parsed arguments, or UsageError naming the first bad one."""
+    args = argument_parser().parse_args(argv)
+    problem = environment_error()
+    if problem:
+        raise UsageError(problem)
+    args.tree = [tree.resolve() for tree in args.tree or [CSRC]]
+    for tree in args.tree:
+        problem = tree_problem(tree)
+        if problem:
+            raise UsageError(problem)
+    if len(set(args.tree)) != len(args.tree):
+        raise UsageError("--tree: a tree is named twice")
+    for tokens in args.tokens:
+        try:
+            geometry(tokens)
+        except GeometryError as error:
+            raise UsageError(f"--tokens {tokens}: {error}") from None
+    writable_dir(args.results_dir, "--results-dir")
+    return args
+
+
+# ---------------------------------------------------------------- on the GPU
+def measure(tree: Path, tokens: int, ctas: int | None, args) -> dict:
+    """One row: ffn_expand of `tree` at `tokens` on at most `ctas` CTAs
+    (None: the Buffer's default), checked, timed, checked again."""
+    import torch
+
+    from afdep.bench.worker import bucket_inputs
+    from afdep.logical import logical_ranks
+    from afdep.testing.logical_steps import LogicalStepper
+    from afdep.testing.steps import StepRunner
+
+    g = geometry(tokens)
+    environ = {k: v for k, v in os.environ.items() if k != PROTOCOL_KNOB}
+    if ctas is not None:
+        environ["AFDEP_EXPAND_SMS"] = str(ctas)
+    ranks = logical_ranks(
+        2, environs=[environ] * 2, sources=tree, **{k: getattr(g, k) for k in BUFFER_FIELDS}
+    )
+    attention, ffn = (StepRunner(buffer, graph=False) for buffer in ranks.buffers)
+    sources = [bucket_inputs(0, tokens, g, ranks.buffers[0].device)]
+    LogicalStepper([attention, ffn], ranks.streams, graph=False).step(sources, bucket=tokens)
+    torch.cuda.synchronize()
+    _, before = ffn.check(sources, step=tokens, num_tokens=tokens)
+    expansion = ranks.buffers[1]
+    grid = expansion.expand_ctas[expansion.protocol_for(tokens)]
+    us = graph_launch_us(partial(expansion.expand_again, tokens), ranks.streams[1], args)
+    torch.cuda.synchronize()
+    _, after = ffn.check(sources, step=tokens, num_tokens=tokens)
+    traffic = traffic_of(sources[0].topk_idx, tokens, g)
+    del ranks, attention, ffn, expansion
+    gc.collect()  # the next build's workspace takes this one's memory
+    torch.cuda.empty_cache()
+    mismatches = before + after
+    moved = traffic.read_bytes + traffic.written_bytes
+    return {
+        "tree": str(tree),
+        "tokens": tokens,
+        "ctas": grid,
+        "us": round(us, 2),
+        "read_bytes": traffic.read_bytes,
+        "written_bytes": traffic.written_bytes,
+        "gbps": round(gbps(moved, us), 1),
+        "hbm_bound_us": round(bound_us(moved, HBM_GBPS), 2),
+        "bitwise": not mismatches,
+        "mismatch": mismatches[0] if mismatches else None,
+    }
+
+
+# ---------------------------------------------------------------- report
+def table_lines(document: dict) -> list[str]:
+    """The Markdown report: the trees, one row per measurement, the bound's note."""
+    lines = [f"# ffn_expand, {document['rank_mode']}", ""]
+    lines += [
+        f"- tree `{tree}`: source digest `{digest}`" for tree, digest in document["trees"].items()
+    ]
+    lines += [
+        "",
+        "| tree | tokens | CTAs | µs | read MiB | written MiB | GB/s | HBM bound µs | bitwise |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    names = {tree: f"#{i}" for i, tree in enumerate(document["trees"])}
+    for row in document["rows"]:
+        lines.append(
+            f"| {names[row['tree']]} | {row['tokens']} | {row['ctas']} | {row['us']:.2f} "
+            f"| {row['read_bytes'] / 2**20:.2f} | {row['written_bytes'] / 2**20:.2f} "
+            f"| {row['gbps']:.1f} | {row['hbm_bound_us']:.2f} "
+            f"| {'ok' if row['bitwise'] else 'MISMATCH'} |"
+        )
+    return [*lines, "", f"- {HBM_NOTE}"]
+
+
+def run(args: argparse.Namespace) -> int:
+    from afdep.testing.logical import CONNECTIONS
+
+    for name, value in CONNECTIONS.items():
+        os.environ.setdefault(name, value)  # read when CUDA starts, below
+    import torch
+
+    from afdep.ranks import RankMode, rank_mode_label
+    from hostio import machine_name
+
+    if torch.cuda.device_count() < 1:
+        raise UsageError("needs a GPU, found 0")
+    document = {
+        "machine": machine_name(),
+        "rank_mode": rank_mode_label(RankMode.LOGICAL, 2, torch.cuda.get_device_name()),
+        "geometry": {"shape": "1A:1F", "hidden": HIDDEN, "top_k": TOP_K, "payload": "bf16"},
+        "trees": {str(tree): source_digest(tree) for tree in args.tree},
+        "timing": {"iters": args.iters, "warmup": args.warmup, "reps": args.reps},
+        "bounds": {"hbm_gbps": HBM_GBPS},
+        "notes": [HBM_NOTE],
+        "rows": [],
+    }
+    for tokens in args.tokens:
+        for ctas in args.ctas or [NUM_SMS, None]:
+            for tree in args.tree:
+                row = measure(tree, tokens, ctas, args)
+                document["rows"].append(row)
+                print(f"{tree} tokens={tokens} ctas={row['ctas']}: {row['us']} us", flush=True)
+    stem = args.results_dir / f"expand-{document['machine']}"
+    write_json(stem.with_suffix(".json"), document)
+    write_text(stem.with_suffix(".md"), "\n".join(table_lines(document)) + "\n")
+    print("\n".join(table_lines(document)))
+    return 0 if all(row["bitwise"] for row in document["rows"]) else 1
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return run(checked_arguments(argv))
+    except UsageError as error:
+        print(f"python -m afdep.bench.expand: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
