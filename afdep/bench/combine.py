@@ -25,29 +25,23 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from afdep.bench import micro
+from afdep.bench.micro import (
+    BUFFER_FIELDS,
+    HBM_GBPS,
+    HIDDEN,
+    NUM_SMS,
+    NVLINK_GBPS_PER_DIRECTION,
+    bound_us,
+    gbps,
+    geometry,
+)
 from afdep.bench.timing import graph_launch_us
-from afdep.config import environment_error
-from afdep.jit import CSRC, source_digest
-from afdep.workspace import Geometry, GeometryError
-from hostio import OneLineParser, UsageError, at_least, entry_point, write_json, write_text
-from hostio.usage import writable_dir
+from hostio import OneLineParser, at_least, entry_point
 
-HIDDEN, TOP_K, NUM_EXPERTS, NUM_SMS = 2048, 8, 128, 24  # the bench's geometry (afdep.bench)
+PROG = "python -m afdep.bench.combine"
 DEFAULT_TOKENS = (128, 512, 1024, 2048, 4096)
-BUFFER_FIELDS = (
-    "num_experts",
-    "hidden",
-    "capacity",
-    "top_k",
-    "ffn_ranks",
-    "num_sms",
-)  # Geometry's, as Buffer takes them
 BF16_BYTES = 2
-# H200 datasheet (NVIDIA H200 Tensor Core GPU): HBM3e 4.8 TB/s; NVLink 900 GB/s
-# bidirectional, so 450 GB/s each way.
-HBM_GBPS = 4800
-NVLINK_GBPS_PER_DIRECTION = 450
-HOST_INTERFACE = ("common/params.cuh", "common/layout.cuh")  # what the host side reads
 LOGICAL_NOTE = (
     "logical mode: the partials land in this GPU's HBM, not over NVLink; the NVLink "
     f"write bound is the written bytes at {NVLINK_GBPS_PER_DIRECTION} GB/s per direction "
@@ -74,16 +68,6 @@ class Traffic:
         return self.tokens_written * self.hidden * BF16_BYTES
 
 
-def gbps(num_bytes: int, us: float) -> float:
-    """Bytes per microsecond over 1000: GB/s (10^9 bytes per second)."""
-    return num_bytes / (us * 1e3)
-
-
-def bound_us(num_bytes: int, rate_gbps: float) -> float:
-    """The time `num_bytes` take at `rate_gbps` GB/s, in µs."""
-    return num_bytes / (rate_gbps * 1e3)
-
-
 def traffic_of(topk_idx, num_tokens: int, hidden: int) -> Traffic:
     """The traffic of the combine of one attention rank's routes at 1A:1F
     (every expert on the one FFN rank)."""
@@ -107,15 +91,7 @@ def row_figures(traffic: Traffic, us: float) -> dict:
 
 # ---------------------------------------------------------------- arguments
 def argument_parser() -> OneLineParser:
-    parser = OneLineParser(prog="python -m afdep.bench.combine", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--tree",
-        action="append",
-        type=Path,
-        default=None,
-        help="a kernel source tree (an afdep/csrc); repeatable; default: this package's",
-    )
-    parser.add_argument("--tokens", type=at_least(1), nargs="+", default=list(DEFAULT_TOKENS))
+    parser = micro.argument_parser(PROG, __doc__, DEFAULT_TOKENS, "launches")
     parser.add_argument(
         "--ctas",
         action="append",
@@ -123,57 +99,14 @@ def argument_parser() -> OneLineParser:
         default=None,
         help="ffn_combine's grid (AFDEP_COMBINE_SMS); repeatable; default: 24 and every SM",
     )
-    parser.add_argument("--iters", type=at_least(1), default=50)
-    parser.add_argument("--warmup", type=at_least(0), default=10)
-    parser.add_argument("--reps", type=at_least(1), default=20, help="launches per graph replay")
-    parser.add_argument("--results-dir", type=Path, default=Path("results"))
     return parser
-
-
-def tree_problem(tree: Path) -> str | None:
-    """Why `tree` cannot be built and driven by this package's host side."""
-    if not (tree / "impls").is_dir():
-        return f"--tree {tree}: holds no kernel sources (no impls/ folder)"
-    for interface in HOST_INTERFACE:
-        theirs = tree / interface
-        if not theirs.is_file() or theirs.read_bytes() != (CSRC / interface).read_bytes():
-            return (
-                f"--tree {tree}: {interface} differs from this package's (its host side reads it)"
-            )
-    return None
-
-
-def geometry(tokens: int) -> Geometry:
-    return Geometry(
-        world_size=2,
-        ffn_ranks=1,
-        num_experts=NUM_EXPERTS,
-        capacity=tokens,
-        hidden=HIDDEN,
-        top_k=TOP_K,
-        num_sms=NUM_SMS,
-    )
 
 
 def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The parsed arguments, or UsageError naming the first bad one."""
     args = argument_parser().parse_args(argv)
-    problem = environment_error()
-    if problem:
-        raise UsageError(problem)
-    args.tree = [tree.resolve() for tree in args.tree or [CSRC]]
-    for tree in args.tree:
-        problem = tree_problem(tree)
-        if problem:
-            raise UsageError(problem)
-    if len(set(args.tree)) != len(args.tree):
-        raise UsageError("--tree: a tree is named twice")
-    for tokens in args.tokens:
-        try:
-            geometry(tokens)
-        except GeometryError as error:
-            raise UsageError(f"--tokens {tokens}: {error}") from None
-    writable_dir(args.results_dir, "--results-dir")
+    micro.checked_common(args)
+    micro.checked_token_capacities(args.tokens)
     return args
 
 
@@ -220,17 +153,14 @@ def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
 # ---------------------------------------------------------------- report
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the bounds' notes."""
-    lines = [f"# ffn_combine, {document['rank_mode']}", ""]
-    lines += [
-        f"- tree `{tree}`: source digest `{digest}`" for tree, digest in document["trees"].items()
-    ]
+    trees, names = micro.tree_lines(document)
+    lines = [f"# ffn_combine, {document['rank_mode']}", "", *trees]
     lines += [
         "",
         "| tree | tokens | CTAs | µs | read MiB | written MiB | GB/s | HBM read bound µs "
         "| NVLink write bound µs | bitwise |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    names = {tree: f"#{i}" for i, tree in enumerate(document["trees"])}
     for row in document["rows"]:
         lines.append(
             f"| {names[row['tree']]} | {row['tokens']} | {row['ctas']} | {row['us']:.2f} "
@@ -242,49 +172,21 @@ def table_lines(document: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from afdep.testing.logical import CONNECTIONS
-
-    for name, value in CONNECTIONS.items():
-        os.environ.setdefault(name, value)  # read when CUDA starts, below
+    document = micro.start(
+        args,
+        bounds={"hbm_gbps": HBM_GBPS, "nvlink_gbps_per_direction": NVLINK_GBPS_PER_DIRECTION},
+        notes=[HBM_NOTE, LOGICAL_NOTE],
+    )
     import torch
 
-    from afdep.ranks import RankMode, rank_mode_label
-    from hostio import machine_name
-
-    if torch.cuda.device_count() < 1:
-        raise UsageError("needs a GPU, found 0")
     sm_count = torch.cuda.get_device_properties(0).multi_processor_count
-    grids = args.ctas or sorted({NUM_SMS, sm_count})
-    document = {
-        "machine": machine_name(),
-        "rank_mode": rank_mode_label(RankMode.LOGICAL, 2, torch.cuda.get_device_name()),
-        "geometry": {"shape": "1A:1F", "hidden": HIDDEN, "top_k": TOP_K, "payload": "bf16"},
-        "trees": {str(tree): source_digest(tree) for tree in args.tree},
-        "timing": {"iters": args.iters, "warmup": args.warmup, "reps": args.reps},
-        "bounds": {"hbm_gbps": HBM_GBPS, "nvlink_gbps_per_direction": NVLINK_GBPS_PER_DIRECTION},
-        "notes": [HBM_NOTE, LOGICAL_NOTE],
-        "rows": [],
-    }
-    for tokens in args.tokens:
-        for ctas in grids:
-            for tree in args.tree:
-                row = measure(tree, tokens, ctas, args)
-                document["rows"].append(row)
-                print(f"{tree} tokens={tokens} ctas={ctas}: {row['us']} us", flush=True)
-    stem = args.results_dir / f"combine-{document['machine']}"
-    write_json(stem.with_suffix(".json"), document)
-    write_text(stem.with_suffix(".md"), "\n".join(table_lines(document)) + "\n")
-    print("\n".join(table_lines(document)))
-    return 0 if all(row["bitwise"] for row in document["rows"]) else 1
+    micro.measure_grids(document, args, args.ctas or sorted({NUM_SMS, sm_count}), measure)
+    return micro.finish(document, "combine", args.results_dir, table_lines)
 
 
 @entry_point
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return run(checked_arguments(argv))
-    except UsageError as error:
-        print(f"python -m afdep.bench.combine: error: {error}", file=sys.stderr)
-        return 2
+    return micro.run_main(PROG, checked_arguments, run, argv)
 
 
 if __name__ == "__main__":

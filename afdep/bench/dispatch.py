@@ -26,26 +26,22 @@ import os
 import sys
 from pathlib import Path
 
-from afdep.bench.combine import (
-    HIDDEN,
-    NUM_EXPERTS,
+from afdep.bench import micro
+from afdep.bench.micro import (
+    BUFFER_FIELDS,
     NUM_SMS,
     NVLINK_GBPS_PER_DIRECTION,
-    TOP_K,
+    PROTOCOL_KNOB,
     bound_us,
-    tree_problem,
+    geometry,
 )
 from afdep.bench.timing import graph_launch_us
-from afdep.config import environment_error
-from afdep.jit import CSRC, source_digest
 from afdep.workspace import Geometry, GeometryError
-from hostio import OneLineParser, UsageError, at_least, entry_point, write_json, write_text
-from hostio.usage import writable_dir
+from hostio import OneLineParser, UsageError, at_least, entry_point
 
+PROG = "python -m afdep.bench.dispatch"
 DEFAULT_TOKENS = (1, 128, 512, 2048, 4096)
 DEFAULT_CAPACITY = 4096
-PROTOCOL_KNOB = "AFDEP_COUNT_FIRST_MIN_BUCKET"  # left out: payload-first, which waits on nothing
-BUFFER_FIELDS = ("num_experts", "hidden", "capacity", "top_k", "ffn_ranks", "num_sms")
 TIMING_NOTE = (
     "each dispatch is the epoch's increment and attention_dispatch on "
     f"{NUM_SMS} CTAs; logical mode: the rows land in this GPU's HBM, not over NVLink; "
@@ -55,35 +51,9 @@ TIMING_NOTE = (
 
 
 def argument_parser() -> OneLineParser:
-    parser = OneLineParser(
-        prog="python -m afdep.bench.dispatch", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument(
-        "--tree",
-        action="append",
-        type=Path,
-        default=None,
-        help="a kernel source tree (an afdep/csrc); repeatable; default: this package's",
-    )
-    parser.add_argument("--tokens", type=at_least(1), nargs="+", default=list(DEFAULT_TOKENS))
+    parser = micro.argument_parser(PROG, __doc__, DEFAULT_TOKENS, "dispatches")
     parser.add_argument("--capacity", type=at_least(1), default=DEFAULT_CAPACITY)
-    parser.add_argument("--iters", type=at_least(1), default=50)
-    parser.add_argument("--warmup", type=at_least(0), default=10)
-    parser.add_argument("--reps", type=at_least(1), default=20, help="dispatches per graph replay")
-    parser.add_argument("--results-dir", type=Path, default=Path("results"))
     return parser
-
-
-def geometry(capacity: int) -> Geometry:
-    return Geometry(
-        world_size=2,
-        ffn_ranks=1,
-        num_experts=NUM_EXPERTS,
-        capacity=capacity,
-        hidden=HIDDEN,
-        top_k=TOP_K,
-        num_sms=NUM_SMS,
-    )
 
 
 def written_bytes(topk_idx, num_tokens: int, g: Geometry) -> int:
@@ -96,16 +66,7 @@ def written_bytes(topk_idx, num_tokens: int, g: Geometry) -> int:
 def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The parsed arguments, or UsageError naming the first bad one."""
     args = argument_parser().parse_args(argv)
-    problem = environment_error()
-    if problem:
-        raise UsageError(problem)
-    args.tree = [tree.resolve() for tree in args.tree or [CSRC]]
-    for tree in args.tree:
-        problem = tree_problem(tree)
-        if problem:
-            raise UsageError(problem)
-    if len(set(args.tree)) != len(args.tree):
-        raise UsageError("--tree: a tree is named twice")
+    micro.checked_common(args)
     try:
         geometry(args.capacity)
     except GeometryError as error:
@@ -113,7 +74,6 @@ def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
     for tokens in args.tokens:
         if tokens > args.capacity:
             raise UsageError(f"--tokens {tokens}: more than --capacity {args.capacity}")
-    writable_dir(args.results_dir, "--results-dir")
     return args
 
 
@@ -159,16 +119,13 @@ def measure(tree: Path, tokens: int, args) -> dict:
 # ---------------------------------------------------------------- report
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the note."""
-    lines = [f"# attention_dispatch, {document['rank_mode']}", ""]
-    lines += [
-        f"- tree `{tree}`: source digest `{digest}`" for tree, digest in document["trees"].items()
-    ]
+    trees, names = micro.tree_lines(document)
+    lines = [f"# attention_dispatch, {document['rank_mode']}", "", *trees]
     lines += [
         "",
         "| tree | tokens | capacity | µs | written MiB | NVLink write bound µs | bitwise |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
-    names = {tree: f"#{i}" for i, tree in enumerate(document["trees"])}
     for row in document["rows"]:
         lines.append(
             f"| {names[row['tree']]} | {row['tokens']} | {row['capacity']} | {row['us']:.2f} "
@@ -179,45 +136,18 @@ def table_lines(document: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from afdep.testing.logical import CONNECTIONS
-
-    for name, value in CONNECTIONS.items():
-        os.environ.setdefault(name, value)  # read when CUDA starts, below
-    import torch
-
-    from afdep.ranks import RankMode, rank_mode_label
-    from hostio import machine_name
-
-    if torch.cuda.device_count() < 1:
-        raise UsageError("needs a GPU, found 0")
-    document = {
-        "machine": machine_name(),
-        "rank_mode": rank_mode_label(RankMode.LOGICAL, 2, torch.cuda.get_device_name()),
-        "geometry": {"shape": "1A:1F", "hidden": HIDDEN, "top_k": TOP_K, "payload": "bf16"},
-        "trees": {str(tree): source_digest(tree) for tree in args.tree},
-        "timing": {"iters": args.iters, "warmup": args.warmup, "reps": args.reps},
-        "notes": [TIMING_NOTE],
-        "rows": [],
-    }
+    document = micro.start(args, notes=[TIMING_NOTE])
     for tokens in args.tokens:
         for tree in args.tree:
             row = measure(tree, tokens, args)
             document["rows"].append(row)
             print(f"{tree} tokens={tokens}: {row['us']} us", flush=True)
-    stem = args.results_dir / f"dispatch-{document['machine']}"
-    write_json(stem.with_suffix(".json"), document)
-    write_text(stem.with_suffix(".md"), "\n".join(table_lines(document)) + "\n")
-    print("\n".join(table_lines(document)))
-    return 0 if all(row["bitwise"] for row in document["rows"]) else 1
+    return micro.finish(document, "dispatch", args.results_dir, table_lines)
 
 
 @entry_point
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return run(checked_arguments(argv))
-    except UsageError as error:
-        print(f"python -m afdep.bench.dispatch: error: {error}", file=sys.stderr)
-        return 2
+    return micro.run_main(PROG, checked_arguments, run, argv)
 
 
 if __name__ == "__main__":

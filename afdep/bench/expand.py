@@ -26,28 +26,22 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from afdep.bench.combine import (
+from afdep.bench import micro
+from afdep.bench.micro import (
     BUFFER_FIELDS,
     HBM_GBPS,
-    HIDDEN,
     NUM_SMS,
-    TOP_K,
+    PROTOCOL_KNOB,
     bound_us,
     gbps,
     geometry,
-    tree_problem,
 )
 from afdep.bench.timing import graph_launch_us
-from afdep.config import environment_error
-from afdep.jit import CSRC, source_digest
-from afdep.workspace import Geometry, GeometryError
-from hostio import OneLineParser, UsageError, at_least, entry_point, write_json, write_text
-from hostio.usage import writable_dir
+from afdep.workspace import Geometry
+from hostio import OneLineParser, at_least, entry_point
 
+PROG = "python -m afdep.bench.expand"
 DEFAULT_TOKENS = (128, 512, 1024, 2048, 4096)
-PROTOCOL_KNOB = (
-    "AFDEP_COUNT_FIRST_MIN_BUCKET"  # left out: payload-first, whose expansion is ffn_expand
-)
 HBM_NOTE = (
     f"HBM bound: the read and written bytes at {HBM_GBPS / 1000} TB/s (H200 datasheet, HBM3e); "
     "logical mode: the slots were written by a rank on this GPU, as NVLink would leave them"
@@ -79,15 +73,7 @@ def traffic_of(topk_idx, num_tokens: int, g: Geometry) -> Traffic:
 
 # ---------------------------------------------------------------- arguments
 def argument_parser() -> OneLineParser:
-    parser = OneLineParser(prog="python -m afdep.bench.expand", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--tree",
-        action="append",
-        type=Path,
-        default=None,
-        help="a kernel source tree (an afdep/csrc); repeatable; default: this package's",
-    )
-    parser.add_argument("--tokens", type=at_least(1), nargs="+", default=list(DEFAULT_TOKENS))
+    parser = micro.argument_parser(PROG, __doc__, DEFAULT_TOKENS, "launches")
     parser.add_argument(
         "--ctas",
         action="append",
@@ -96,32 +82,14 @@ def argument_parser() -> OneLineParser:
         help="ffn_expand's grid cap (AFDEP_EXPAND_SMS); repeatable; default: "
         f"{NUM_SMS} and every SM the FFN rank can hold",
     )
-    parser.add_argument("--iters", type=at_least(1), default=50)
-    parser.add_argument("--warmup", type=at_least(0), default=10)
-    parser.add_argument("--reps", type=at_least(1), default=20, help="launches per graph replay")
-    parser.add_argument("--results-dir", type=Path, default=Path("results"))
     return parser
 
 
 def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The parsed arguments, or UsageError naming the first bad one."""
     args = argument_parser().parse_args(argv)
-    problem = environment_error()
-    if problem:
-        raise UsageError(problem)
-    args.tree = [tree.resolve() for tree in args.tree or [CSRC]]
-    for tree in args.tree:
-        problem = tree_problem(tree)
-        if problem:
-            raise UsageError(problem)
-    if len(set(args.tree)) != len(args.tree):
-        raise UsageError("--tree: a tree is named twice")
-    for tokens in args.tokens:
-        try:
-            geometry(tokens)
-        except GeometryError as error:
-            raise UsageError(f"--tokens {tokens}: {error}") from None
-    writable_dir(args.results_dir, "--results-dir")
+    micro.checked_common(args)
+    micro.checked_token_capacities(args.tokens)
     return args
 
 
@@ -176,16 +144,13 @@ def measure(tree: Path, tokens: int, ctas: int | None, args) -> dict:
 # ---------------------------------------------------------------- report
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the bound's note."""
-    lines = [f"# ffn_expand, {document['rank_mode']}", ""]
-    lines += [
-        f"- tree `{tree}`: source digest `{digest}`" for tree, digest in document["trees"].items()
-    ]
+    trees, names = micro.tree_lines(document)
+    lines = [f"# ffn_expand, {document['rank_mode']}", "", *trees]
     lines += [
         "",
         "| tree | tokens | CTAs | µs | read MiB | written MiB | GB/s | HBM bound µs | bitwise |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    names = {tree: f"#{i}" for i, tree in enumerate(document["trees"])}
     for row in document["rows"]:
         lines.append(
             f"| {names[row['tree']]} | {row['tokens']} | {row['ctas']} | {row['us']:.2f} "
@@ -197,47 +162,14 @@ def table_lines(document: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from afdep.testing.logical import CONNECTIONS
-
-    for name, value in CONNECTIONS.items():
-        os.environ.setdefault(name, value)  # read when CUDA starts, below
-    import torch
-
-    from afdep.ranks import RankMode, rank_mode_label
-    from hostio import machine_name
-
-    if torch.cuda.device_count() < 1:
-        raise UsageError("needs a GPU, found 0")
-    document = {
-        "machine": machine_name(),
-        "rank_mode": rank_mode_label(RankMode.LOGICAL, 2, torch.cuda.get_device_name()),
-        "geometry": {"shape": "1A:1F", "hidden": HIDDEN, "top_k": TOP_K, "payload": "bf16"},
-        "trees": {str(tree): source_digest(tree) for tree in args.tree},
-        "timing": {"iters": args.iters, "warmup": args.warmup, "reps": args.reps},
-        "bounds": {"hbm_gbps": HBM_GBPS},
-        "notes": [HBM_NOTE],
-        "rows": [],
-    }
-    for tokens in args.tokens:
-        for ctas in args.ctas or [NUM_SMS, None]:
-            for tree in args.tree:
-                row = measure(tree, tokens, ctas, args)
-                document["rows"].append(row)
-                print(f"{tree} tokens={tokens} ctas={row['ctas']}: {row['us']} us", flush=True)
-    stem = args.results_dir / f"expand-{document['machine']}"
-    write_json(stem.with_suffix(".json"), document)
-    write_text(stem.with_suffix(".md"), "\n".join(table_lines(document)) + "\n")
-    print("\n".join(table_lines(document)))
-    return 0 if all(row["bitwise"] for row in document["rows"]) else 1
+    document = micro.start(args, bounds={"hbm_gbps": HBM_GBPS}, notes=[HBM_NOTE])
+    micro.measure_grids(document, args, args.ctas or [NUM_SMS, None], measure)
+    return micro.finish(document, "expand", args.results_dir, table_lines)
 
 
 @entry_point
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return run(checked_arguments(argv))
-    except UsageError as error:
-        print(f"python -m afdep.bench.expand: error: {error}", file=sys.stderr)
-        return 2
+    return micro.run_main(PROG, checked_arguments, run, argv)
 
 
 if __name__ == "__main__":
