@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from statistics import median_high
 
+from afdep.bench.micro import HOST_INTERFACE
 from afdep.bench.overlap import overlap_rows
 from afdep.bench.report import write_report
 from afdep.config import COUNT_FIRST_EVERY_BUCKET as CF
@@ -89,9 +90,6 @@ def iso_arm(control: dict[str, str], where: Path) -> dict[str, str]:
     return {**control, TREE: str(where)}
 
 
-# The files of a kernel tree whose layout the host side of this package reads
-# (the Params fields in order, the workspace layout): a tree arm must keep them.
-HOST_INTERFACE = ("common/params.cuh", "common/layout.cuh")
 RESULT_KEYS = ("nccl", "nccl_pipeline", "peer_copy", "overlap")  # not arm names
 
 

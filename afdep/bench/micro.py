@@ -1,7 +1,8 @@
 """What the one-GPU micro-benches (`combine`, `dispatch`, `expand`) share:
+their 1A:1F geometry and the datasheet bounds, their arguments and checks,
 the kernel trees they take, CUDA started for logical ranks, the report's
-head, its writing and its tree lines. Each bench keeps its own sizes, rows
-and table; the timing loop is `timing.graph_launch_us`."""
+head, rows, tree lines and writing. Each bench keeps its own sizes, rows and
+table; the timing loop is `timing.graph_launch_us`."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ BUFFER_FIELDS = (
 # bidirectional, so 450 GB/s each way.
 HBM_GBPS = 4800
 NVLINK_GBPS_PER_DIRECTION = 450
-HOST_INTERFACE = ("common/params.cuh", "common/layout.cuh")  # what the host side reads
+# The files of a kernel tree whose layout the host side of this package reads
+# (the Params fields in order, the workspace layout): a tree must keep them.
+HOST_INTERFACE = ("common/params.cuh", "common/layout.cuh")
 # Left out of the ranks' environment: payload-first, whose attention_dispatch
 # waits on nothing and whose expansion is ffn_expand.
 PROTOCOL_KNOB = "AFDEP_COUNT_FIRST_MIN_BUCKET"
