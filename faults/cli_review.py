@@ -14,7 +14,7 @@ from hostio import UsageError, at_least_one, gpu_count, machine_name, writable_d
 def review_command(args: argparse.Namespace) -> int:
     from faults.report.sarif import write_sarif
     from faults.review import check_refs, markdown, review, run_review
-    from faults.review.diff import top_prefix
+    from faults.review.diff import in_repo, top_prefix
     from faults.review.findings import RULES, TOOL, findings
 
     plain = load_catalog(args.catalog)
@@ -51,10 +51,8 @@ def review_command(args: argparse.Namespace) -> int:
         write_text(args.report, text)
     if args.sarif:
         prefix = top_prefix(args.root)
-        try:
-            harness = prefix / Path(args.catalog).resolve().relative_to(args.root)
-        except ValueError:  # a catalog outside the tree: its findings name no file
-            harness = None
+        inside = in_repo(args.catalog, args.root)  # outside: its findings name no file
+        harness = prefix / inside if inside else None
         touched = {"sitesTouched": [cover.site.name for cover in result.touched]}
         write_sarif(args.sarif, TOOL, RULES, findings(result, prefix, harness), touched)
     print(text)

@@ -21,7 +21,7 @@ from faults.catalog import Catalog, load_catalog
 from faults.catalog_types import RankMode
 from faults.generate import with_generated
 from faults.review.coverage import Coverage, coverage
-from faults.review.diff import ReviewError, changed_lines, check_refs
+from faults.review.diff import ReviewError, changed_lines, check_refs, in_repo
 from faults.review.markdown import markdown
 from faults.review.model import Review, ReviewVerdict
 from faults.review.runs import RunReport, run_review
@@ -47,11 +47,8 @@ def change_catalog(repo_root: Path, tree: Path, catalog_path: Path) -> Path:
     """The catalog as the change's tree has it, for a catalog inside the
     repository: a change that renames a site renames it in its catalog too,
     whatever is checked out. A catalog outside it is taken as given."""
-    try:
-        inside = Path(catalog_path).resolve().relative_to(Path(repo_root).resolve())
-    except ValueError:
-        return Path(catalog_path)
-    return tree / inside if (tree / inside).is_file() else Path(catalog_path)
+    inside = in_repo(catalog_path, repo_root)
+    return tree / inside if inside and (tree / inside).is_file() else Path(catalog_path)
 
 
 def review(

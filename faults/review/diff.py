@@ -42,6 +42,14 @@ def check_refs(root: Path, base: str, change: str | None) -> None:
         raise ReviewError(f"BASE {base} and CHANGE {change} are one commit: nothing to review")
 
 
+def in_repo(path: Path, root: Path) -> Path | None:
+    """`path` from the repository's root, or None for a file outside it."""
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve())
+    except ValueError:
+        return None
+
+
 def top_prefix(root: Path) -> Path:
     """`root` relative to its repository's top ("." when it is the top): git
     and code-review tools name paths from the top."""
