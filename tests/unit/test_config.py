@@ -42,6 +42,15 @@ def test_combine_sms_is_a_per_rank_grid_whose_default_is_the_device():
     assert str(caught.value) == "AFDEP_COMBINE_SMS='0': expected a positive integer"
 
 
+def test_expand_sms_is_a_per_rank_cap_not_part_of_the_protocol():
+    assert Config.from_env({}).expand_sms is None  # ffn_expand takes every SM it can hold
+    assert Config.from_env({"AFDEP_EXPAND_SMS": "7"}).expand_sms == 7
+    assert Config(expand_sms=7).protocol() == Config().protocol()
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({"AFDEP_EXPAND_SMS": "x"})
+    assert str(caught.value) == "AFDEP_EXPAND_SMS='x': expected a positive integer"
+
+
 def test_count_first_knobs_and_protocol_choice():
     config = Config.from_env(
         {
