@@ -30,6 +30,8 @@ GUARD_GRACE_S = 30.0
 # How long an interrupted command waits for its children's trees to end.
 STOP_WAIT_S = 10.0
 CLI_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# A stop signal that lands inside an import is sent again this much later.
+IMPORT_RETRY_S = 0.05
 
 
 @dataclass
@@ -202,17 +204,38 @@ def entry_point(main: Callable[..., int]) -> Callable[..., int]:
             return main(*args, **kwargs)  # signal handlers belong to the main thread
         previous = {signum: signal.signal(signum, _on_stop_signal) for signum in CLI_STOP_SIGNALS}
         try:
-            return main(*args, **kwargs)
+            exit_code = main(*args, **kwargs)
         except KeyboardInterrupt:
             return _interrupted(*stop_children())
         finally:
+            deferred = _cancel_deferred()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+        if deferred is not None and not _received:  # it came in an import; main ended first
+            _received.append(deferred)
+            return _interrupted(*stop_children())
+        return exit_code
 
     return run
 
 
+# A stop signal that came inside an import, and the timer sending it again.
+_deferred: list[tuple[int, threading.Timer]] = []
+
+
 def _on_stop_signal(signum: int, frame) -> None:
+    if not _received and _importing(frame):
+        # A KeyboardInterrupt raised inside an import can be swallowed by the
+        # module being imported (torch's import does): the module is left half
+        # made and the process runs on. The signal is sent again until it
+        # lands outside any import.
+        _cancel_deferred()
+        timer = threading.Timer(IMPORT_RETRY_S, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        _deferred.append((signum, timer))
+        timer.start()
+        return
+    _cancel_deferred()
     _received.append(signum)
     _signal_children()
     if len(_received) == 1:
@@ -220,6 +243,25 @@ def _on_stop_signal(signum: int, frame) -> None:
     if not _reported:  # a second signal while it unwinds: leave now
         _interrupted(len(_signalled), None)
     os._exit(128 + _received[0])
+
+
+def _importing(frame) -> bool:
+    """Whether the interrupted frame runs inside an import (the import
+    machinery's frozen modules are among its callers)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _cancel_deferred() -> int | None:
+    """The deferred stop signal, if any, its timer cancelled."""
+    if not _deferred:
+        return None
+    signum, timer = _deferred.pop()
+    timer.cancel()
+    return signum
 
 
 def _interrupted(stopped: int, still_ending: int | None) -> int:

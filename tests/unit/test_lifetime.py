@@ -227,3 +227,53 @@ def test_a_pool_worker_ends_with_its_killed_parent(tmp_path, token):
     parent.kill()
     parent.wait()
     wait_for(lambda: not marked(token), 10, "no worker left after SIGKILL of the parent")
+
+
+SWALLOWING_MODULE = """\
+import pathlib, time
+pathlib.Path(__file__).with_suffix(".started").touch()
+try:
+    time.sleep(1.0)
+except BaseException:  # as some libraries' imports treat every error
+    pass
+"""
+IMPORTING_COMMAND = """\
+import sys, time
+from hostio import entry_point
+
+@entry_point
+def main():
+    import swallowing
+    time.sleep(float(sys.argv[1]))
+    return 0
+
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("work_after_s", [10.0, 0.0], ids=["work-follows", "main-ends"])
+def test_a_stop_signal_inside_an_import_is_not_lost(tmp_path, work_after_s):
+    """SIGTERM while a module that swallows every error is being imported
+    (torch's import is one): before, the KeyboardInterrupt died in the import
+    and the command ran on to exit 0; now it comes once the import is done, or
+    as main returns."""
+    (tmp_path / "swallowing.py").write_text(SWALLOWING_MODULE)
+    command = subprocess.Popen(
+        [sys.executable, "-c", IMPORTING_COMMAND, str(work_after_s)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), PYTHONPATH])},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for((tmp_path / "swallowing.started").exists, 30, "the import starts")
+        command.send_signal(signal.SIGTERM)
+        out, err = command.communicate(timeout=30)
+    finally:
+        command.kill()
+    assert (command.returncode, out, err) == (
+        143,
+        "",
+        "interrupted by SIGTERM: no child was running\n",
+    )
