@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 from afdep.jit import CSRC, source_digest
+from afdep.ranks import RankFailure, RankFailures
 from afdep.workspace import Geometry, GeometryError
 from hostio import OneLineParser, UsageError, at_least, write_json, write_text
 from hostio.usage import writable_dir
@@ -180,9 +182,21 @@ def finish(
 
 def run_main(prog: str, checked_arguments, run, argv: list[str] | None) -> int:
     """A micro-bench's main: its arguments checked, then `run`; a usage error
-    is one line naming `prog`, exit 2, before any work."""
+    is one line naming `prog`, exit 2, before any work; logical ranks that
+    raised are one line each (error and where), exit 1."""
     try:
         return run(checked_arguments(argv))
     except UsageError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
+    except RankFailures as failed:
+        for failure in failed.failures:
+            print(f"{prog}: {rank_failure_line(failure)}", file=sys.stderr)
+        return 1
+
+
+def rank_failure_line(failure: RankFailure) -> str:
+    """`logical rank R: Kind: message (at file:line)`, at the innermost frame."""
+    frames = traceback.extract_tb(failure.error.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"logical rank {failure.rank}: {type(failure.error).__name__}: {failure.error}{where}"

@@ -72,3 +72,30 @@ def test_the_report_names_trees_by_index_with_the_grid_used():
     assert lines[2] == "- tree `/a`: source digest `ab12`"
     assert lines[6] == "| #0 | 2048 | 108 | 20.00 | 8.00 | 64.00 | 3774.9 | 15.73 | ok |"
     assert lines[-1].startswith("- HBM bound: the read and written bytes at 4.8 TB/s")
+
+
+def test_a_rank_that_raised_is_one_line_per_rank_not_a_traceback(tmp_path, capsys):
+    """A logical rank's error (here rank 0's; rank 1 finds the barrier broken)
+    ends a micro-bench in one line per rank naming the error and where."""
+    from afdep.bench import micro
+    from afdep.ranks import LocalWorld
+
+    def body(group):
+        if group.rank == 0:
+            raise RecursionError("maximum recursion depth exceeded")
+        group.barrier()
+
+    def run(args):
+        return LocalWorld(2).run(body)
+
+    assert (
+        micro.run_main(PROG, expand.checked_arguments, run, ["--results-dir", str(tmp_path)]) == 1
+    )
+    err = capsys.readouterr().err.splitlines()
+    raised_at = body.__code__.co_firstlineno + 2
+    assert err[0] == (
+        f"{PROG}: logical rank 0: RecursionError: maximum recursion depth exceeded"
+        f" (at test_bench_expand.py:{raised_at})"
+    )
+    assert err[1].startswith(f"{PROG}: logical rank 1: BrokenBarrierError: ")
+    assert len(err) == 2
