@@ -8,11 +8,16 @@
 # and carry ["tmp_device", ".whl"]. BASE_TREE=none benches this tree and its
 # A/A copy only (a base whose kernel names differ cannot run here). JOBS
 # validation runs at a time (default 4).
-# PRIOR=a validate document of this tree (e.g. the branch's committed one) is
-# copied into results first, so its runs stay and ONLY=REGEX runs just the rest
-# (validate accumulates the runs of one digest).
+# PRIOR=a validate document of this tree (e.g. the branch's committed one),
+# named as validate writes it (validate-<machine>[-<mode>].json), is copied into
+# results first, so its runs stay and ONLY=REGEX runs just the rest (validate
+# accumulates the runs of one digest in the file of its name). BENCH_S=0: no bench.
 # Back: results/validate-*.json, results/benches.tgz (the {combine,dispatch,expand}-*
 # .json and .md), console.log, logs.tgz.
+case "$(basename "${PRIOR:-validate-.json}")" in
+  validate-*.json) ;;
+  *) echo "PRIOR=$PRIOR: validate reads only a validate-*.json of its own name"; exit 2 ;;
+esac
 source scripts/gpu/common.sh
 [ -z "${PRIOR:-}" ] || cp "$PRIOR" "$OUT/results/" || exit 1
 BASE=${BASE_TREE:-tmp_device/base/afdep/csrc}
@@ -23,6 +28,7 @@ SELECT=()
 timeout "${VALIDATE_S:-300}" python3 -m afdep.validate --rank-mode logical "${SELECT[@]}" \
   --jobs "${JOBS:-4}" --results-dir "$OUT/results" --logs-dir /tmp/validate-kernels >> "$LOG" 2>&1
 echo "validate rc=$?" | tee -a "$LOG"
+[ "${BENCH_S:-120}" != 0 ] || { pack_logs /tmp/validate-kernels; exit 0; }
 ISO=/tmp/kernels-iso/csrc
 TREES=(--tree "$BASE" --tree "$ISO")
 [ "$BASE" != none ] || { BASE=afdep/csrc; TREES=(--tree "$ISO"); }
