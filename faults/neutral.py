@@ -6,8 +6,9 @@ where a bug must be caught and an ordering-neutral change must be approved.
 REV_RANGE is git rev-list's (`A..B`, or a ref alone for its whole history).
 Every commit of it with a parent that changes a file under the catalog's
 sources is reviewed statically against its first parent, by the corpus's
-review (faults/corpus.py) on a clone of HEAD: HEAD's catalog judges each
-commit's tree, with its own PTX cache empty (a target's compiler may keep a
+review (faults/corpus.py) on a clone of HEAD: HEAD's review judges each
+commit's tree (by the tree's own catalog where it has one, as `review` reads
+it, else by HEAD's), with its own PTX cache empty (a target's compiler may keep a
 cache of its own: the environment decides that one), its wall and CPU seconds
 said with the machine's load.
 A commit is expected to be approved unless FILE lists it:
