@@ -30,8 +30,10 @@ GUARD_GRACE_S = 30.0
 # How long an interrupted command waits for its children's trees to end.
 STOP_WAIT_S = 10.0
 CLI_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-# A stop signal that lands inside an import is sent again this much later.
+# A stop signal that lands inside an import is sent again this much later,
+# for at most this long (an import that hangs must not make it lost).
 IMPORT_RETRY_S = 0.05
+IMPORT_WAIT_MAX_S = 5.0
 
 
 @dataclass
@@ -219,12 +221,14 @@ def entry_point(main: Callable[..., int]) -> Callable[..., int]:
     return run
 
 
-# A stop signal that came inside an import, and the timer sending it again.
+# A stop signal that came inside an import, and the timer sending it again;
+# when the first such signal came.
 _deferred: list[tuple[int, threading.Timer]] = []
+_deferred_since: list[float] = []
 
 
 def _on_stop_signal(signum: int, frame) -> None:
-    if not _received and _importing(frame):
+    if not _received and _importing(frame) and _may_defer():
         # A KeyboardInterrupt raised inside an import can be swallowed by the
         # module being imported (torch's import does): the module is left half
         # made and the process runs on. The signal is sent again until it
@@ -253,6 +257,13 @@ def _importing(frame) -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _may_defer() -> bool:
+    """Whether a signal may still wait for an import to end."""
+    if not _deferred_since:
+        _deferred_since.append(time.monotonic())
+    return time.monotonic() - _deferred_since[0] < IMPORT_WAIT_MAX_S
 
 
 def _cancel_deferred() -> int | None:

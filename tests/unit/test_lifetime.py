@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from hostio import GUARD_SCRIPT, run_logged
+from hostio.children import IMPORT_WAIT_MAX_S
 
 REPO = Path(__file__).parents[2]
 PYTHONPATH = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])  # this tree first
@@ -272,6 +273,41 @@ def test_a_stop_signal_inside_an_import_is_not_lost(tmp_path, work_after_s):
         out, err = command.communicate(timeout=30)
     finally:
         command.kill()
+    assert (command.returncode, out, err) == (
+        143,
+        "",
+        "interrupted by SIGTERM: no child was running\n",
+    )
+
+
+def test_a_stop_signal_waits_for_a_hung_import_only_so_long(tmp_path):
+    """An import that never ends: the signal is acted on after
+    IMPORT_WAIT_MAX_S (the module swallows that KeyboardInterrupt too), and a
+    second signal leaves at once, with the one line."""
+    hung = "import pathlib, time\npathlib.Path(__file__).with_suffix('.started').touch()\n"
+    hung += (
+        "while True:\n    try:\n        time.sleep(600)\n    except BaseException:\n        pass\n"
+    )
+    (tmp_path / "swallowing.py").write_text(hung)
+    command = subprocess.Popen(
+        [sys.executable, "-c", IMPORTING_COMMAND, "0"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), PYTHONPATH])},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for((tmp_path / "swallowing.started").exists, 30, "the import starts")
+        started = time.monotonic()
+        command.send_signal(signal.SIGTERM)
+        time.sleep(IMPORT_WAIT_MAX_S + 1)
+        assert command.poll() is None  # the swallowed KeyboardInterrupt: it runs on
+        command.send_signal(signal.SIGTERM)
+        out, err = command.communicate(timeout=30)
+    finally:
+        command.kill()
+    assert time.monotonic() - started < IMPORT_WAIT_MAX_S + 10
     assert (command.returncode, out, err) == (
         143,
         "",
