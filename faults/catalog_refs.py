@@ -5,6 +5,7 @@ item 1)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from faults.catalog_types import Catalog, catalog_error
@@ -65,3 +66,42 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
                         f"{where} patch #{index}",
                         f"{key}: unknown site {name!r} in {sources}",
                     )
+
+
+def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, list[str]]:
+    """`catalog` made to judge an older tree at `sources`: what it names that
+    the tree lacks is left out (a `[generate]` entry naming a missing site, a
+    fault whose patch names one, and the faults including such a fault), and
+    said. A control patch naming a missing site cannot be left out."""
+    known = {site.name for site in parse_tree(sources)[0]}
+
+    def names_known(key: str) -> bool:  # a site, or a generated fault of one
+        return key in known or any(f".{site}." in f"{key}." for site in known)
+
+    settings = catalog.generate
+    left_out = [key for key, _ in settings.survivor_ok if not names_known(key)]
+    left_out += [
+        prefix
+        for prefix, _ in settings.site_configs
+        if not any(name.startswith(prefix) for name in known)
+    ]
+    generate = replace(
+        settings,
+        survivor_ok=tuple((k, why) for k, why in settings.survivor_ok if k not in left_out),
+        site_configs=tuple((p, c) for p, c in settings.site_configs if p not in left_out),
+    )
+    for index, patch in enumerate(catalog.control):
+        for name in (patch.site, patch.marker_site):
+            if name is not None and name not in known:
+                raise catalog_error(
+                    catalog.path, f"control patch #{index}", f"unknown site {name!r} in {sources}"
+                )
+    dropped = {
+        f.id
+        for f in catalog.faults.values()
+        if any(n is not None and n not in known for p in f.patches for n in (p.site, p.marker_site))
+    }
+    while extra := {f.id for f in catalog.faults.values() if set(f.includes) & dropped} - dropped:
+        dropped |= extra
+    faults = {i: f for i, f in catalog.faults.items() if i not in dropped}
+    return replace(catalog, generate=generate, faults=faults), left_out + sorted(dropped)

@@ -34,6 +34,7 @@ def review_command(args: argparse.Namespace) -> int:
             generated=not args.no_generated,
             workdir=work.path,
             rank_mode=mode,
+            older_trees=args.older_trees,
         )
         if args.run:
             result.runs = run_review(
@@ -192,6 +193,12 @@ def add_review_commands(commands) -> None:
     review.add_argument("--slots", type=at_least_one, default=1, help=SLOTS_HELP)
     review.add_argument("--sarif", type=Path, default=None, help="write the findings as SARIF")
     review.add_argument("--no-exposure", action="store_true", help=NO_EXPOSURE_HELP)
+    review.add_argument(
+        "--older-trees",
+        action="store_true",
+        help="judge a tree whose own catalog this review cannot take by --catalog, "
+        "what it names that the tree lacks left out (the history's commits)",
+    )
     review.set_defaults(handler=review_command)
     corpus = commands.add_parser(
         "corpus", help="review every bug commit of a corpus, or every real commit of a range"

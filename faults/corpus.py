@@ -202,12 +202,15 @@ def review_words(
     rank_mode: str,
     slots: int,
     exposure: bool = True,
+    older_trees: bool = False,
 ) -> list[str]:
     """The review command one bug gets: static, or --run with `slots` (and
-    the exposure twins unless `exposure` is false)."""
+    the exposure twins unless `exposure` is false; `older_trees`: a commit of
+    the history, review --older-trees)."""
     mode = "run" if run else "static"
     command = [sys.executable, "-m", "faults", "--root", str(clone), "--workdir", str(work / mode)]
     command += ["--rank-mode", rank_mode, "review", base, head, "--sarif", str(sarif)]
+    command += ["--older-trees"] if older_trees else []
     if not run:
         return command
     return command + ["--run", "--slots", str(slots)] + ([] if exposure else ["--no-exposure"])
@@ -225,12 +228,22 @@ def review_bug(
     slots: int = 1,
     exposure: bool = True,
     cache: Path | None = None,
+    older_trees: bool = False,
 ) -> ReviewOutcome:
     """One review of base..head in `clone`, its files under `work`; `cache`:
     the review's own cache folder (its PTX compiled afresh), else the user's."""
     sarif = review_sarif(work, run=run)
     command = review_words(
-        clone, base, head, work, sarif, run=run, rank_mode=rank_mode, slots=slots, exposure=exposure
+        clone,
+        base,
+        head,
+        work,
+        sarif,
+        run=run,
+        rank_mode=rank_mode,
+        slots=slots,
+        exposure=exposure,
+        older_trees=older_trees,
     )
     log = sarif.with_suffix(".log")
     started = time.perf_counter()

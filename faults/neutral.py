@@ -7,8 +7,8 @@ REV_RANGE is git rev-list's (`A..B`, or a ref alone for its whole history).
 Every commit of it with a parent that changes a file under the catalog's
 sources is reviewed statically against its first parent, by the corpus's
 review (faults/corpus.py) on a clone of HEAD: HEAD's review judges each
-commit's tree (by the tree's own catalog where it has one, as `review` reads
-it, else by HEAD's), with its own PTX cache empty (a target's compiler may keep a
+commit's tree (by the tree's own catalog where it can take it, else by
+HEAD's, `review --older-trees`), with its own PTX cache empty (a target's compiler may keep a
 cache of its own: the environment decides that one), its wall and CPU seconds
 said with the machine's load.
 A commit is expected to be approved unless FILE lists it:
@@ -37,6 +37,7 @@ from pathlib import Path
 import tomllib
 
 from faults.corpus import STATIC_TIMEOUT_S, fresh_clone, review_bug, review_sarif
+from faults.review.model import OLDER_TREE_OPENING
 from hostio import UsageError
 
 EXPECTATION_KEYS = ("sha", "expect", "why")
@@ -96,6 +97,7 @@ class CommitResult:
     sites_touched: list[str] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # `rule: message`, from the SARIF
     reason: str = ""  # not judged: the review's last line
+    older: str = ""  # judged by HEAD's catalog, not its own: the review's line saying so
 
     @property
     def false_positive(self) -> bool:
@@ -209,13 +211,29 @@ def last_line(log: Path) -> str:
     return lines[-1].strip() if lines else "the review printed nothing"
 
 
+def older_tree_line(log: Path) -> str:
+    """The review's line saying a catalog not the tree's own judged it, or ""."""
+    try:
+        lines = Path(log).read_text().splitlines()
+    except OSError:
+        return ""
+    return next((line for line in lines if line.startswith(OLDER_TREE_OPENING)), "")
+
+
 def review_commit(clone: Path, commit: Commit, work: Path, expected: Expectation) -> CommitResult:
     """The static review of parent..commit in `clone`, its files under `work`."""
     # Other work on the machine stretches a review's wall time, not its CPU time.
     load = round(os.getloadavg()[0], 2)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     outcome = review_bug(
-        clone, commit.parent, commit.sha, work, run=False, known_sites=set(), cache=work / "cache"
+        clone,
+        commit.parent,
+        commit.sha,
+        work,
+        run=False,
+        known_sites=set(),
+        cache=work / "cache",
+        older_trees=True,
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -224,6 +242,7 @@ def review_commit(clone: Path, commit: Commit, work: Path, expected: Expectation
     result = CommitResult(commit, verdict, expected.expect, expected.why, outcome.seconds)
     result.cpu_seconds, result.load = round(cpu, 2), load
     result.sites_touched, result.findings = touched, found
+    result.older = older_tree_line(outcome.log)
     if verdict is Outcome.NOT_JUDGED:
         timed_out = outcome.exit_code is None
         result.reason = (

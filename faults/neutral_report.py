@@ -35,6 +35,7 @@ def commit_row(result: CommitResult) -> dict:
         "cpu_seconds": result.cpu_seconds,
         "load_1min": result.load,
         "reason": result.reason,
+        "older": result.older,
     }
 
 
@@ -157,6 +158,7 @@ def notes(rows: list[dict]) -> list[str]:
     for row in rows:
         said = [f"expected {row['expected']}: {row['why']}"] if row["why"] else []
         said += [f"not judged: {row['reason']}"] if row["reason"] else []
+        said += [row["older"]] if row.get("older") else []
         said += [f"finding: {finding}" for finding in row["findings"]]
         if said:
             lines += [f"- `{row['sha'][:8]}`", *(f"  - {cut(s, 200)}" for s in said)]
@@ -171,7 +173,8 @@ def markdown(doc: dict) -> str:
         "",
         f"Source digest `{doc['native_source_sha256']}` (`{doc['sources']}` at HEAD); ranges "
         f"{ranges}; expectations {expectations}. Each commit reviewed statically against "
-        "its first parent, by HEAD's review and catalog, its own PTX cache empty (a "
+        "its first parent by HEAD's review, with the tree's own catalog where that review "
+        "takes it, else HEAD's (the notes say which), its own PTX cache empty (a "
         "target's compiler cache as the environment gave it); s: its wall time, CPU s: "
         "its processes' user + system time, load: the 1-minute load average of this "
         f"{doc['cpus']}-CPU machine as it began.",

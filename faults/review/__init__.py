@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from faults.catalog import Catalog, load_catalog
+from faults.catalog import Catalog, CatalogError, load_catalog
+from faults.catalog_refs import without_missing_sites
 from faults.catalog_types import RankMode
 from faults.generate import with_generated
 from faults.review.coverage import Coverage, coverage
 from faults.review.diff import ReviewError, changed_lines, check_refs, in_repo
 from faults.review.markdown import markdown
-from faults.review.model import Review, ReviewVerdict
+from faults.review.model import OlderTree, Review, ReviewVerdict
 from faults.review.runs import RunReport, run_review
 from faults.review.static import Located, check_contract
 from faults.scratch import make_scratch
@@ -31,6 +32,7 @@ from faults.sites import parse_tree
 
 __all__ = [
     "Coverage",
+    "OlderTree",
     "Review",
     "ReviewError",
     "ReviewVerdict",
@@ -51,6 +53,35 @@ def change_catalog(repo_root: Path, tree: Path, catalog_path: Path) -> Path:
     return tree / inside if inside and (tree / inside).is_file() else Path(catalog_path)
 
 
+def review_catalog(
+    repo_root: Path,
+    tree: Path,
+    catalog_path: Path,
+    rank_mode: RankMode,
+    *,
+    generated: bool,
+    older_trees: bool,
+) -> tuple[Catalog, OlderTree | None]:
+    """The catalog that judges `tree`: its own. With `older_trees`, a tree
+    whose own catalog this review cannot take (one older than its present
+    form, or one that names sites the tree renamed since) is judged by the
+    given catalog, what it names that the tree lacks left out, and said."""
+
+    def prepared(catalog: Catalog) -> Catalog:
+        catalog = catalog.in_rank_mode(rank_mode)
+        return with_generated(catalog, tree) if generated else catalog
+
+    try:
+        own = load_catalog(change_catalog(repo_root, tree, catalog_path), tree_root=tree)
+        return prepared(own), None
+    except CatalogError as refused:
+        if not older_trees:
+            raise
+        given = load_catalog(catalog_path)
+        catalog, left_out = without_missing_sites(given, tree / given.target.sources)
+        return prepared(catalog), OlderTree(str(catalog_path), str(refused), left_out)
+
+
 def review(
     repo_root: Path,
     base: str,
@@ -60,15 +91,15 @@ def review(
     generated: bool = True,
     workdir: Path,
     rank_mode: RankMode = RankMode.PER_GPU,
+    older_trees: bool = False,
 ) -> tuple[Review, Catalog]:
     """The static review of BASE..CHANGE: no GPU, no run (`rank_mode`: how
     the catalog returned places the ranks of the runs --run makes)."""
     check_refs(repo_root, base, change)
     tree = make_scratch(repo_root, workdir / "change", ref=change) if change else Path(repo_root)
-    catalog = load_catalog(change_catalog(repo_root, tree, catalog_path), tree_root=tree)
-    catalog = catalog.in_rank_mode(rank_mode)
-    if generated:
-        catalog = with_generated(catalog, tree)
+    catalog, older = review_catalog(
+        repo_root, tree, catalog_path, rank_mode, generated=generated, older_trees=older_trees
+    )
     sources = tree / catalog.target.sources
     sites, violations = parse_tree(sources)
     changed = changed_lines(repo_root, base, change, catalog.target.sources)
@@ -92,5 +123,6 @@ def review(
         touched,
         unsited,
         check_contract(tree, catalog.target),
+        older=older,
     )
     return result, catalog

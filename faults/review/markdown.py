@@ -76,6 +76,8 @@ def markdown(result: Review) -> str:
     lines = [f"# Ordering review: {result.base}..{result.change}", ""]
     files = ", ".join(f"`{name}`" for name in sorted(result.changed)) or "none"
     lines += [f"Files changed under the sources: {files}", ""]
+    if result.older is not None:
+        lines += [str(result.older), ""]
     lines += own_run(result.runs) + contract_summary(result.contract)
     if result.unsited:
         lines += ["## Ordering primitives added outside any site", ""]

@@ -23,6 +23,25 @@ class ReviewVerdict(str, Enum):
         return self.value
 
 
+OLDER_TREE_OPENING = "Judged by `"  # how the review's line on an older tree opens
+
+
+@dataclass
+class OlderTree:
+    """An older tree judged by a catalog not its own (review --older-trees)."""
+
+    catalog: str  # the catalog that judged it
+    refused: str  # why the tree's own catalog could not
+    left_out: list[str]  # what that catalog names and the tree lacks
+
+    def __str__(self) -> str:
+        left = ", ".join(f"`{name}`" for name in self.left_out) or "nothing"
+        return (
+            f"{OLDER_TREE_OPENING}{self.catalog}`, the tree's own catalog refused "
+            f"({self.refused}); left out as naming sites the tree lacks: {left}."
+        )
+
+
 @dataclass
 class Review:
     base: str
@@ -34,6 +53,7 @@ class Review:
     unsited: list[Located]  # ordering primitives the change adds outside any site
     contract: ContractCheck
     runs: RunReport | None = None  # with --run
+    older: OlderTree | None = None  # judged by a catalog not its own (--older-trees)
 
     def site_path(self, cover: Coverage) -> str:
         return cover.site.path.relative_to(self.tree).as_posix()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -415,3 +416,41 @@ def test_every_caller_imports_the_catalog_from_one_module():
     ]
     assert all(getattr(catalog, name) is getattr(types, name) for name in catalog.__all__[:9])
     assert catalog.check_sites_exist is refs.check_sites_exist
+
+
+def test_an_older_tree_leaves_out_what_names_a_site_it_lacks(tmp_path):
+    """without_missing_sites (review --older-trees): the [generate] entries
+    and faults naming a site the tree lacks go, with the faults including
+    them; a control naming one cannot go."""
+    from dataclasses import replace
+
+    from faults.catalog_refs import without_missing_sites
+    from faults.catalog_types import Patch
+
+    sources = tmp_path / "src"
+    shutil.copytree(FIXTURE.parent, sources)
+    main_cpp = sources / "main.cpp"
+    main_cpp.write_text(
+        main_cpp.read_text().replace("fx.producer.payload_store", "fx.producer.payload_put")
+    )
+    catalog = load_catalog(FIXTURE)
+    settings = replace(
+        catalog.generate,
+        survivor_ok=(("fx.consumer.flag_wait", "x"), ("gen.skip.fx.producer.payload_store", "y")),
+        site_configs=(("fx.producer.payload_store", ("c",)), ("fx.consumer.", ("c",))),
+    )
+    older, left_out = without_missing_sites(replace(catalog, generate=settings), sources)
+    assert left_out == [
+        "gen.skip.fx.producer.payload_store",
+        "fx.producer.payload_store",
+        "D1",
+        "S1",
+    ]
+    assert set(older.faults) == set(catalog.faults) - {"D1", "S1"}  # S1 includes D1
+    assert older.generate.survivor_ok == (("fx.consumer.flag_wait", "x"),)
+    assert older.generate.site_configs == (("fx.consumer.", ("c",)),)
+    control = (Patch(owner="control", site="fx.producer.payload_store", action="delay", ns=1),)
+    with pytest.raises(
+        CatalogError, match=r"control patch #0: unknown site 'fx\.producer\.payload_store'"
+    ):
+        without_missing_sites(replace(catalog, control=control), sources)

@@ -360,3 +360,29 @@ def test_a_change_reviewed_from_another_checkout_brings_its_own_catalog(repo, ca
     out = capsys.readouterr().out
     assert status == 0, out
     assert "- `fx.consumer.flag_poll` (wait, tests/fixtures/flag_payload/main.cpp:48-" in out
+
+
+def test_an_older_tree_its_own_catalog_refuses_is_judged_by_the_given_one(repo, capsys):
+    """A tree whose own catalog names a site it lacks (as a commit before a
+    rename does under today's catalog) is not judged; with --older-trees the
+    given catalog judges it, what names the missing site left out and said."""
+    base = git(repo, "rev-parse", "HEAD")
+    path = repo / SRC / "main.cpp"
+    path.write_text(path.read_text().replace("fx.consumer.flag_wait", "fx.consumer.flag_poll"))
+    git(repo, "commit", "-qam", "rename the wait site in the source alone")
+    catalog = repo / SRC / "catalog.toml"
+    assert main([base, "HEAD", "--root", str(repo), "--no-generated"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "fault S1 patch #0: site: unknown site 'fx.consumer.flag_wait' in "
+        f"{repo.parent / 'work' / 'change' / SRC}\n"
+    )
+    words = [base, "HEAD", "--root", str(repo), "--no-generated", "--older-trees"]
+    assert main(words, workdir="work2") == 1  # judged: the renamed site has no fault left
+    out = capsys.readouterr().out.splitlines()
+    change = repo.parent / "work2" / "change" / SRC
+    assert out[4] == (
+        f"Judged by `{catalog}`, the tree's own catalog refused ({change / 'catalog.toml'}: "
+        f"fault S1 patch #0: site: unknown site 'fx.consumer.flag_wait' in {change}); "
+        "left out as naming sites the tree lacks: `S1`, `S2`."
+    )
+    assert out[-2:] == ["Verdict: CHANGES NEEDED", ""]
