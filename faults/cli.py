@@ -32,7 +32,7 @@ from faults.amplify.cli import add_amplify_command
 from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.catalog_types import RankMode
 from faults.cli_review import add_review_commands
-from faults.cli_science import add_science_commands, sweep_seeds
+from faults.cli_science import add_science_commands, rest_of, sweep_seeds
 from faults.cli_shrink import add_shrink_command
 from faults.cli_steps import load, workdir
 from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
@@ -235,6 +235,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     from faults.report.markdown import markdown
     from faults.sweep import Sweep, SweepOptions
 
+    rest_of(args)
     catalog = load(args)
     options = SweepOptions(
         args.only, args.config, args.repeat, args.slots, args.results_dir, args.history

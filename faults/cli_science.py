@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 from pathlib import Path
 
 from faults.catalog import Catalog
 from faults.cli_steps import load, workdir
+from faults.report import catalog_sha256
 from faults.seeds import RunId, describe, parse_run_id, with_seed
 from hostio import (
     UsageError,
@@ -40,6 +42,31 @@ def read_sweep(path: Path, named: str = "replay: --from") -> dict:
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         raise UsageError(f"{named} {path}: not a sweep report (no results list)")
     return document
+
+
+def rest_of(args: argparse.Namespace) -> None:
+    """--rest-of REPORT: the faults an earlier shard's budget left (its
+    `unrun`) become --only and, with no --config, its configs become the
+    configs; refused before any work for a report that is not a sweep's, of
+    another catalog, or that left nothing, or beside --only."""
+    if args.rest_of is None:
+        return
+    named = f"sweep: --rest-of {args.rest_of}"
+    if args.only:
+        raise UsageError(f"{named}: --only chooses the faults too; give one of them")
+    document = read_sweep(args.rest_of, "sweep: --rest-of")
+    ours = catalog_sha256(args.catalog)
+    theirs = str(document.get("catalog_sha256"))
+    if theirs != ours:
+        raise UsageError(
+            f"{named}: a sweep of another catalog (sha256 {theirs[:12]}, {args.catalog} is "
+            f"{ours[:12]})"
+        )
+    if not document.get("unrun"):
+        raise UsageError(f"{named}: its budget left no fault unrun")
+    args.only = [re.escape(fault) for fault in document["unrun"]]
+    if args.config is None:
+        args.config = list(document.get("gpus_needed") or {}) or None
 
 
 def recorded_id(result: dict) -> str:
@@ -219,6 +246,14 @@ def add_science_commands(commands) -> None:
     )
     sweep.add_argument(
         "--seed-base", type=at_least(0), default=0, help="the first seed of --seeds (default 0)"
+    )
+    sweep.add_argument(
+        "--rest-of",
+        type=Path,
+        default=None,
+        metavar="REPORT",
+        help="the faults an earlier shard's budget left (its JSON report), under its configs "
+        "unless --config",
     )
     replay = commands.add_parser(
         "replay", help="run one run of a sweep report again, its schedule applied as recorded"

@@ -3,6 +3,7 @@ trees from the working tree and from git refs, and the user-tree guard."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -93,6 +94,52 @@ def test_a_spent_budget_starts_no_fault_and_names_those_not_run(tmp_path, capsys
         "the 0.001 s budget is spent: 4 faults not run; the next shard: --only 'D1|S1|S2|N1'" in out
     )
     assert "- **not run**, the 0.001 s budget spent: 4 faults (D1, S1, S2, N1)" in out
+
+
+def test_the_rest_of_a_shard_runs_what_its_budget_left(tmp_path, capsys):
+    """--rest-of REPORT: the next shard runs the faults the first left, under
+    its configs, with no --only on a command line that could not hold them."""
+    top = ["--catalog", str(CATALOG), "--root", str(REPO), "--no-generated"]
+    first = tmp_path / "first"
+    main(
+        [*top, "--workdir", str(tmp_path / "w1"), "sweep", "--budget-s", "0.001"]
+        + ["--results-dir", str(first)]
+    )
+    [report] = first.glob("sweep-*.json")
+    head = json.loads(report.read_text())
+    second = tmp_path / "second"
+    words = ["sweep", "--rest-of", str(report), "--results-dir", str(second)]
+    assert main([*top, "--workdir", str(tmp_path / "w2"), *words]) == 1  # N1 never fires
+    [rest] = second.glob("sweep-*.json")
+    document = json.loads(rest.read_text())
+    assert sorted(r["fault"] for r in document["results"]) == ["D1", "N1", "S1", "S2"]
+    assert document["gpus_needed"] == head["gpus_needed"] and document["unrun"] == []
+
+
+def test_the_rest_of_a_shard_is_refused_before_any_work(tmp_path, capsys):
+    top = ["--catalog", str(CATALOG), "--root", str(REPO), "--no-generated"]
+    report = tmp_path / "shard.json"
+    sha = hashlib.sha256(CATALOG.read_bytes()).hexdigest()
+    cases = [
+        (
+            {"results": [], "catalog_sha256": "ab" * 32, "unrun": ["S1"]},
+            [],
+            f"a sweep of another catalog (sha256 abababababab, {CATALOG} is {sha[:12]})",
+        ),
+        ({"results": [], "catalog_sha256": sha, "unrun": []}, [], "its budget left no fault unrun"),
+        (
+            {"results": [], "catalog_sha256": sha, "unrun": ["S1"]},
+            ["--only", "S2"],
+            "--only chooses the faults too; give one of them",
+        ),
+    ]
+    for document, extra, message in cases:
+        report.write_text(json.dumps(document))
+        words = ["sweep", "--rest-of", str(report), *extra]
+        assert main([*top, "--workdir", str(tmp_path / "w"), *words]) == 2
+        err = capsys.readouterr().err
+        assert err == f"python -m faults: error: sweep: --rest-of {report}: {message}\n"
+        assert not any((tmp_path / "w").glob("*"))  # no tree made, no report written
 
 
 def test_a_broken_control_stops_the_sweep(tmp_path, capsys):
