@@ -1,21 +1,24 @@
 """attention_dispatch alone, on one GPU in the one-GPU logical mode (1A:1F).
 
     python -m afdep.bench.dispatch [--tree DIR]... [--tokens N...] [--capacity C]
-                                   [--iters 50] [--warmup 10] [--reps 20]
-                                   [--results-dir results]
+                                   [--protocol P]... [--iters 50] [--warmup 10]
+                                   [--reps 20] [--results-dir results]
 
-Per kernel tree and token count, at one capacity: one payload-first step
-(dispatch, expert function, combine) runs and the FFN rank's dispatch output
-is checked bitwise against the reference (afdep/testing/reference.py); then a
-CUDA graph of `--reps` attention dispatches (the epoch's increment and
-attention_dispatch, which waits on nothing) is replayed, `--warmup` times
-untimed, `--iters` times between CUDA events, and the median per dispatch is
-reported. Few tokens at a large capacity time the set-up every CTA pays (the
-route check of every row, the bitmaps, their prefix sums) before a row
-moves. Beside each time: the bytes the dispatch writes to the FFN rank (a
-row and its slot metadata per routed token) and the time they take over
-NVLink, what a rank per GPU adds, with a kernel launch as the floor below
-any size. Writes `dispatch-<machine>.json` and `.md` under --results-dir.
+Per kernel tree, token count and protocol (default payload-first; count-first
+publishes each slot with its own release, the counts with one more), at one
+capacity: one step (dispatch, expert function, combine) runs and the FFN
+rank's dispatch output is checked bitwise against the reference
+(afdep/testing/reference.py); then a CUDA graph of `--reps` attention
+dispatches (the epoch's increment and attention_dispatch, which waits on
+nothing in either protocol) is replayed, `--warmup` times untimed, `--iters`
+times between CUDA events, and the median per dispatch is reported. Few
+tokens at a large capacity time the set-up every CTA pays (the route check
+of every row, the bitmaps, their prefix sums) before a row moves. Beside
+each time: the bytes the dispatch writes to the FFN rank (a row and its slot
+metadata per routed token, and count-first's flag per slot) and the time
+they take over NVLink, what a rank per GPU adds, with a kernel launch as the
+floor below any size. Writes `dispatch-<machine>.json` and `.md` under
+--results-dir.
 """
 
 from __future__ import annotations
@@ -36,10 +39,13 @@ from afdep.bench.micro import (
     geometry,
 )
 from afdep.bench.timing import graph_launch_us
+from afdep.config import COUNT_FIRST_EVERY_BUCKET
+from afdep.vocab import Protocol
 from afdep.workspace import Geometry, GeometryError
 from hostio import OneLineParser, UsageError, at_least, entry_point
 
 PROG = "python -m afdep.bench.dispatch"
+SLOT_FLAG_BYTES = 8  # a u64 epoch per slot (common/layout.cuh)
 DEFAULT_TOKENS = (1, 128, 512, 2048, 4096)
 DEFAULT_CAPACITY = 4096
 TIMING_NOTE = (
@@ -50,23 +56,41 @@ TIMING_NOTE = (
 )
 
 
+def protocol_word(text: str) -> Protocol:
+    try:
+        return Protocol(text)
+    except ValueError:
+        words = ", ".join(str(p) for p in Protocol)
+        raise argparse.ArgumentTypeError(f"one of {words}, got {text!r}") from None
+
+
 def argument_parser() -> OneLineParser:
     parser = micro.argument_parser(PROG, __doc__, DEFAULT_TOKENS, "dispatches")
     parser.add_argument("--capacity", type=at_least(1), default=DEFAULT_CAPACITY)
+    parser.add_argument(
+        "--protocol",
+        type=protocol_word,
+        action="append",
+        default=None,
+        help="payload-first (default) and/or count-first",
+    )
     return parser
 
 
-def written_bytes(topk_idx, num_tokens: int, g: Geometry) -> int:
-    """What one payload-first dispatch writes to the one FFN rank: a row and
-    its slot metadata per token routed anywhere (counts and flags aside)."""
+def written_bytes(topk_idx, num_tokens: int, g: Geometry, protocol: Protocol) -> int:
+    """What one dispatch writes to the one FFN rank: a row and its slot
+    metadata per token routed anywhere, and count-first's 8-byte flag per slot
+    (the counts and the done counter aside)."""
     routed = int((topk_idx[:num_tokens] >= 0).any(dim=1).sum())
-    return routed * (g.row_bytes + g.slot_meta_bytes)
+    flag = SLOT_FLAG_BYTES if protocol is Protocol.COUNT_FIRST else 0
+    return routed * (g.row_bytes + g.slot_meta_bytes + flag)
 
 
 def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The parsed arguments, or UsageError naming the first bad one."""
     args = argument_parser().parse_args(argv)
     micro.checked_common(args)
+    args.protocol = list(dict.fromkeys(args.protocol or [Protocol.PAYLOAD_FIRST]))
     try:
         geometry(args.capacity)
     except GeometryError as error:
@@ -78,8 +102,16 @@ def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 # ---------------------------------------------------------------- on the GPU
-def measure(tree: Path, tokens: int, args) -> dict:
-    """One row: attention_dispatch of `tree` at `tokens`, checked, then timed."""
+def protocol_environ(protocol: Protocol) -> dict[str, str]:
+    """The ranks' environment: payload-first with the protocol knob left out,
+    count-first at every bucket."""
+    environ = {k: v for k, v in os.environ.items() if k != PROTOCOL_KNOB}
+    return environ | (COUNT_FIRST_EVERY_BUCKET if protocol is Protocol.COUNT_FIRST else {})
+
+
+def measure(tree: Path, tokens: int, protocol: Protocol, args) -> dict:
+    """One row: attention_dispatch of `tree` at `tokens` in `protocol`,
+    checked, then timed."""
     import torch
 
     from afdep.bench.worker import bucket_inputs
@@ -90,7 +122,7 @@ def measure(tree: Path, tokens: int, args) -> dict:
     g = geometry(args.capacity)
     ranks = logical_ranks(
         2,
-        environs=[{k: v for k, v in os.environ.items() if k != PROTOCOL_KNOB}] * 2,
+        environs=[protocol_environ(protocol)] * 2,
         sources=tree,
         **{k: getattr(g, k) for k in BUFFER_FIELDS},
     )
@@ -100,13 +132,14 @@ def measure(tree: Path, tokens: int, args) -> dict:
     torch.cuda.synchronize()
     _, mismatches = ffn.check(sources, step=tokens, num_tokens=tokens)
     us = graph_launch_us(attention._dispatch, ranks.streams[0], args)
-    written = written_bytes(sources[0].topk_idx, tokens, g)
+    written = written_bytes(sources[0].topk_idx, tokens, g, protocol)
     del ranks, attention, ffn
     gc.collect()  # the next build's workspace takes this one's memory
     torch.cuda.empty_cache()
     return {
         "tree": str(tree),
         "tokens": tokens,
+        "protocol": str(protocol),
         "capacity": args.capacity,
         "us": round(us, 2),
         "written_bytes": written,
@@ -123,12 +156,14 @@ def table_lines(document: dict) -> list[str]:
     lines = [f"# attention_dispatch, {document['rank_mode']}", "", *trees]
     lines += [
         "",
-        "| tree | tokens | capacity | µs | written MiB | NVLink write bound µs | bitwise |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "| tree | protocol | tokens | capacity | µs | written MiB | NVLink write bound µs "
+        "| bitwise |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for row in document["rows"]:
         lines.append(
-            f"| {names[row['tree']]} | {row['tokens']} | {row['capacity']} | {row['us']:.2f} "
+            f"| {names[row['tree']]} | {row.get('protocol', Protocol.PAYLOAD_FIRST)} "
+            f"| {row['tokens']} | {row['capacity']} | {row['us']:.2f} "
             f"| {row['written_bytes'] / 2**20:.2f} | {row['nvlink_write_bound_us']:.2f} "
             f"| {'ok' if row['bitwise'] else 'MISMATCH'} |"
         )
@@ -138,10 +173,11 @@ def table_lines(document: dict) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     document = micro.start(args, notes=[TIMING_NOTE])
     for tokens in args.tokens:
-        for tree in args.tree:
-            row = measure(tree, tokens, args)
-            document["rows"].append(row)
-            print(f"{tree} tokens={tokens}: {row['us']} us", flush=True)
+        for protocol in args.protocol:
+            for tree in args.tree:
+                row = measure(tree, tokens, protocol, args)
+                document["rows"].append(row)
+                print(f"{tree} {protocol} tokens={tokens}: {row['us']} us", flush=True)
     return micro.finish(document, "dispatch", args.results_dir, table_lines)
 
 

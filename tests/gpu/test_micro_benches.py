@@ -50,6 +50,9 @@ def test_ffn_expand_runs_on_24_ctas_and_on_every_sm_its_ffn_rank_holds(tmp_path)
 
 def test_ffn_combine_and_attention_dispatch_run_bitwise_right(tmp_path):
     assert [row["ctas"] for row in bench("combine", tmp_path, "--ctas", "7")["rows"]] == [7]
-    assert [row["tokens"] for row in bench("dispatch", tmp_path, "--capacity", "512")["rows"]] == [
-        256
+    words = ["--capacity", "512", "--protocol", "payload-first", "--protocol", "count-first"]
+    rows = bench("dispatch", tmp_path, *words)["rows"]
+    assert [(row["tokens"], row["protocol"]) for row in rows] == [
+        (256, "payload-first"),
+        (256, "count-first"),
     ]

@@ -8,6 +8,7 @@ import torch
 
 from afdep.bench import dispatch
 from afdep.jit import CSRC, KernelSpec, compile_kernel
+from afdep.vocab import Protocol
 from hostio import UsageError
 
 PROG = "python -m afdep.bench.dispatch"
@@ -17,6 +18,15 @@ def test_defaults_are_the_package_tree_five_sizes_and_a_4096_capacity(tmp_path):
     args = dispatch.checked_arguments(["--results-dir", str(tmp_path)])
     assert (args.tree, args.tokens, args.capacity) == ([CSRC], [1, 128, 512, 2048, 4096], 4096)
     assert (args.iters, args.warmup, args.reps) == (50, 10, 20)
+    assert args.protocol == [Protocol.PAYLOAD_FIRST]
+
+
+def test_both_protocols_are_measured_each_once_in_the_order_given(tmp_path):
+    argv = ["--protocol", "count-first", "--protocol", "payload-first", "--protocol", "count-first"]
+    args = dispatch.checked_arguments(argv)
+    assert args.protocol == [Protocol.COUNT_FIRST, Protocol.PAYLOAD_FIRST]
+    assert dispatch.protocol_environ(Protocol.COUNT_FIRST)["AFDEP_COUNT_FIRST_MIN_BUCKET"] == "1"
+    assert "AFDEP_COUNT_FIRST_MIN_BUCKET" not in dispatch.protocol_environ(Protocol.PAYLOAD_FIRST)
 
 
 @pytest.mark.parametrize(
@@ -25,6 +35,10 @@ def test_defaults_are_the_package_tree_five_sizes_and_a_4096_capacity(tmp_path):
         (["--tokens", "0"], f"{PROG}: error: argument --tokens: at least 1, got 0\n"),
         (["--capacity", "x"], f"{PROG}: error: argument --capacity: an integer, got 'x'\n"),
         (["--reps", "0"], f"{PROG}: error: argument --reps: at least 1, got 0\n"),
+        (
+            ["--protocol", "cf"],
+            f"{PROG}: error: argument --protocol: one of payload-first, count-first, got 'cf'\n",
+        ),
     ],
 )
 def test_a_bad_number_is_one_line_naming_its_argument(argv, message, capsys):
@@ -54,13 +68,14 @@ def test_without_a_gpu_main_says_so_in_one_line(monkeypatch, capsys, tmp_path):
 
 
 def test_the_report_names_trees_by_index():
-    row = {"tree": "/a", "tokens": 128, "capacity": 4096, "us": 7.5, "bitwise": False}
+    row = {"tree": "/a", "tokens": 128, "protocol": "count-first", "capacity": 4096}
+    row |= {"us": 7.5, "bitwise": False}
     row |= {"written_bytes": 3 * 2**19, "nvlink_write_bound_us": 3.5}
     document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": [row]}
     lines = dispatch.table_lines(document)
     assert lines[0] == "# attention_dispatch, 1xH200, 2 logical ranks"
     assert lines[2] == "- tree `/a`: source digest `ab12`"
-    assert lines[6] == "| #0 | 128 | 4096 | 7.50 | 1.50 | 3.50 | MISMATCH |"
+    assert lines[6] == "| #0 | count-first | 128 | 4096 | 7.50 | 1.50 | 3.50 | MISMATCH |"
     assert lines[-1].startswith(
         "- each dispatch is the epoch's increment and attention_dispatch on"
     )
@@ -68,14 +83,16 @@ def test_the_report_names_trees_by_index():
 
 def test_the_written_bytes_are_a_row_and_its_metadata_per_routed_token():
     """Padding rows and a token routed nowhere send nothing; a token routed to
-    several experts of the one FFN rank sends one row."""
+    several experts of the one FFN rank sends one row; count-first adds its
+    slot's flag."""
     g = dispatch.geometry(8)
     routes = torch.full((8, 8), -1, dtype=torch.int64)
     routes[0, :3] = torch.tensor([4, 9, 70])
     routes[2, 0] = 5
     routes[6, 0] = 1  # past num_tokens: padding, never sent
     assert (g.row_bytes, g.slot_meta_bytes) == (4096, 112)
-    assert dispatch.written_bytes(routes, 4, g) == 2 * (4096 + 112)
+    assert dispatch.written_bytes(routes, 4, g, Protocol.PAYLOAD_FIRST) == 2 * (4096 + 112)
+    assert dispatch.written_bytes(routes, 4, g, Protocol.COUNT_FIRST) == 2 * (4096 + 112 + 8)
 
 
 @pytest.mark.parametrize("top_k", [1, 3, 8, 12, 32])
