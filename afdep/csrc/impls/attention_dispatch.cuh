@@ -30,6 +30,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   static_assert(kCountFirst || !kArmAttention, "ARM=attention is a count-first variant");
   static_assert(kTopK <= 32, "one lane per top-k slot");
   constexpr int kNumWarps = kNumThreads / 32;
+  constexpr int kFlagBatch = 4;  // count-first: tokens a warp writes before it publishes their slots
   extern __shared__ u32 smem[];
 
   const Params& p = *params;
@@ -119,64 +120,83 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     __syncthreads();
   }
 
+  // A warp takes tokens warp, warp + total_warps, ... as before, a batch of
+  // them at a time: count-first publishes a batch's slots with one release
+  // each, in one instruction across the lanes (lane i: the batch's i-th slot),
+  // so the warp waits for its writes to land once per batch, not per token.
   const int total_warps = static_cast<int>(gridDim.x) * kNumWarps;
-  for (int token_idx = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
-       token_idx < num_tokens; token_idx += total_warps) {
-    const int slot_idx = lane_idx;
-    const i64 expert = slot_idx < kTopK ? topk_idx[token_idx * kTopK + slot_idx] : -1;
-    const float weight = slot_idx < kTopK ? topk_weights[token_idx * kTopK + slot_idx] : 0.0f;
-    const int expert_ffn = expert >= 0 ? static_cast<int>(expert) / experts_per_ffn : -1;
-    const u32 ffn_mask = __reduce_or_sync(kFullMask, expert >= 0 ? 1u << expert_ffn : 0u);
-    if (lane_idx == 0) local_ptr<u32>(p.token_ffn_mask)[token_idx] = ffn_mask;
+  const int batch = min(kFlagBatch, 32 / max(num_ffn, 1));  // a lane per slot of the batch
+  for (int first = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx; first < num_tokens;
+       first += batch * total_warps) {
+    int num_pending = 0;   // slots written in this batch
+    int pending_rank = 0;  // lane i: the FFN rank of the batch's i-th slot
+    u64 pending_slot = 0;  // lane i: that slot
+    for (int b = 0; b < batch; ++b) {
+      const int token_idx = first + b * total_warps;
+      if (token_idx >= num_tokens) break;  // warp-uniform
+      const int slot_idx = lane_idx;
+      const i64 expert = slot_idx < kTopK ? topk_idx[token_idx * kTopK + slot_idx] : -1;
+      const float weight = slot_idx < kTopK ? topk_weights[token_idx * kTopK + slot_idx] : 0.0f;
+      const int expert_ffn = expert >= 0 ? static_cast<int>(expert) / experts_per_ffn : -1;
+      const u32 ffn_mask = __reduce_or_sync(kFullMask, expert >= 0 ? 1u << expert_ffn : 0u);
+      if (lane_idx == 0) local_ptr<u32>(p.token_ffn_mask)[token_idx] = ffn_mask;
 
-    for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1) {
-      const int ffn = __ffs(pending) - 1;
-      const int ffn_rank = num_attention + ffn;
-      const int e = static_cast<int>(expert);
-      const bool here = expert_ffn == ffn;
-      const int local_expert = here ? e % experts_per_ffn : -1;
-      const int pos = here ? bitmap_rank(bits + e * words, prefix + e * words, token_idx) : -1;
-      const int map = num_experts + ffn;
-      const int collect_pos = bitmap_rank(bits + map * words, prefix + map * words, token_idx);
-      // Count-first slots are compact (the FFN knows how many from the counts);
-      // payload-first slots are indexed by token.
-      const int slot_id = kCountFirst ? collect_pos : token_idx;
-      const u64 slot = static_cast<u64>(rank_idx) * capacity + slot_id;
-      auto* meta = reinterpret_cast<SlotMeta<kTopK>*>(
-          peer_ptr<u8>(p, ffn_rank, p.off_slot_meta) + slot * p.slot_meta_bytes);
-      u8* row = peer_ptr<u8>(p, ffn_rank, p.off_slot_rows) + slot * p.row_bytes;
-      if constexpr (kCountFirst) {
-        // @site cf.attention_dispatch.row_store kind=store
-        write_slot_meta<kTopK>(meta, lane_idx, token_idx, collect_pos, local_expert, weight, pos,
-                               epoch);
-        if constexpr (kArmAttention) {
-          const i32* bases = direct_bases + ffn * (experts_per_ffn + 1);
-          constexpr int kDestinations = 1 + kTopK;  // the collect row, then each slot's row
-          int destinations[kDestinations];
-          destinations[0] = p.collect_view ? bases[experts_per_ffn] + collect_pos : -1;
-          const int mine = local_expert >= 0 && !p.collect_view ? bases[local_expert] + pos : -1;
+      for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1) {
+        const int ffn = __ffs(pending) - 1;
+        const int ffn_rank = num_attention + ffn;
+        const int e = static_cast<int>(expert);
+        const bool here = expert_ffn == ffn;
+        const int local_expert = here ? e % experts_per_ffn : -1;
+        const int pos = here ? bitmap_rank(bits + e * words, prefix + e * words, token_idx) : -1;
+        const int map = num_experts + ffn;
+        const int collect_pos = bitmap_rank(bits + map * words, prefix + map * words, token_idx);
+        // Count-first slots are compact (the FFN knows how many from the counts);
+        // payload-first slots are indexed by token.
+        const int slot_id = kCountFirst ? collect_pos : token_idx;
+        const u64 slot = static_cast<u64>(rank_idx) * capacity + slot_id;
+        auto* meta = reinterpret_cast<SlotMeta<kTopK>*>(
+            peer_ptr<u8>(p, ffn_rank, p.off_slot_meta) + slot * p.slot_meta_bytes);
+        u8* row = peer_ptr<u8>(p, ffn_rank, p.off_slot_rows) + slot * p.row_bytes;
+        if constexpr (kCountFirst) {
+          // @site cf.attention_dispatch.row_store kind=store
+          write_slot_meta<kTopK>(meta, lane_idx, token_idx, collect_pos, local_expert, weight,
+                                 pos, epoch);
+          if constexpr (kArmAttention) {
+            const i32* bases = direct_bases + ffn * (experts_per_ffn + 1);
+            constexpr int kDestinations = 1 + kTopK;  // the collect row, then each slot's row
+            int destinations[kDestinations];
+            destinations[0] = p.collect_view ? bases[experts_per_ffn] + collect_pos : -1;
+            const int mine =
+                local_expert >= 0 && !p.collect_view ? bases[local_expert] + pos : -1;
 #pragma unroll
-          for (int k = 0; k < kTopK; ++k) destinations[1 + k] = __shfl_sync(kFullMask, mine, k);
-          write_direct_rows<kHidden, kFp8, kDestinations>(
-              peer_ptr<u8>(p, ffn_rank, p.off_direct_x),
-              peer_ptr<float>(p, ffn_rank, p.off_direct_scales), x, x_scales, token_idx,
-              destinations, lane_idx);
+            for (int k = 0; k < kTopK; ++k) destinations[1 + k] = __shfl_sync(kFullMask, mine, k);
+            write_direct_rows<kHidden, kFp8, kDestinations>(
+                peer_ptr<u8>(p, ffn_rank, p.off_direct_x),
+                peer_ptr<float>(p, ffn_rank, p.off_direct_scales), x, x_scales, token_idx,
+                destinations, lane_idx);
+          } else {
+            write_slot_row<kHidden, kFp8>(row, x, x_scales, token_idx, lane_idx);
+          }
+          // @end cf.attention_dispatch.row_store
+          if (lane_idx == num_pending) pending_rank = ffn_rank, pending_slot = slot;
+          ++num_pending;
         } else {
+          // @site pf.attention_dispatch.row_store kind=store
+          write_slot_meta<kTopK>(meta, lane_idx, token_idx, collect_pos, local_expert, weight,
+                                 pos, epoch);
           write_slot_row<kHidden, kFp8>(row, x, x_scales, token_idx, lane_idx);
+          // @end pf.attention_dispatch.row_store
         }
-        // @end cf.attention_dispatch.row_store
-        // @site cf.attention_dispatch.row_release kind=release producers=warp scope=sys guards=cf.attention_dispatch.row_store
-        __syncwarp();
-        if (lane_idx == 0)
-          ptx::st_release_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags) + slot, epoch);
-        // @end cf.attention_dispatch.row_release
-      } else {
-        // @site pf.attention_dispatch.row_store kind=store
-        write_slot_meta<kTopK>(meta, lane_idx, token_idx, collect_pos, local_expert, weight, pos,
-                               epoch);
-        write_slot_row<kHidden, kFp8>(row, x, x_scales, token_idx, lane_idx);
-        // @end pf.attention_dispatch.row_store
       }
+    }
+    if constexpr (kCountFirst) {
+      const int ffn_rank = pending_rank;
+      const u64 slot = pending_slot;
+      // @site cf.attention_dispatch.row_release kind=release producers=warp scope=sys guards=cf.attention_dispatch.row_store
+      __syncwarp();
+      if (lane_idx < num_pending)
+        ptx::st_release_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags) + slot, epoch);
+      // @end cf.attention_dispatch.row_release
     }
   }
 
