@@ -129,8 +129,8 @@ def test_no_syncwarp_before_a_lane_publishes(tmp_path, ptx_cache):
     csrc = mutated(
         tmp_path,
         "impls/attention_dispatch.cuh",
-        "        __syncwarp();\n        if (lane_idx == 0)\n          ptx::st_release_sys(",
-        "        if (lane_idx == 0)\n          ptx::st_release_sys(",
+        "      __syncwarp();\n      if (lane_idx < num_pending)\n        ptx::st_release_sys(",
+        "      if (lane_idx < num_pending)\n        ptx::st_release_sys(",
     )
     path = csrc / "impls/attention_dispatch.cuh"
     where = f"{path}:{line_of(path, ROW_FLAG)}: cf.attention_dispatch.row_release"
