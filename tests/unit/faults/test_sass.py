@@ -119,8 +119,8 @@ FEW_VARIANTS = (
     "--csrc", "{sources}", "--cubin", "{out}",
 )  # fmt: skip
 RELEASE = (
-    "        if (lane_idx == 0)\n"
-    "          ptx::st_release_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags)"
+    "      if (lane_idx < num_pending)\n"
+    "        ptx::st_release_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags)"
 )
 
 
@@ -138,7 +138,7 @@ ERASABLE = {
         "E.guard",
         "impls/attention_dispatch.cuh",
         RELEASE,
-        RELEASE.replace("lane_idx == 0)", "lane_idx == 0 && lane_idx < 32)"),
+        RELEASE.replace("lane_idx < num_pending)", "lane_idx < num_pending && lane_idx < 32)"),
     ),
 }
 
