@@ -9,8 +9,9 @@
 //
 // Payload-first: counts and rows go out, then each CTA adds one to `done` on
 // every FFN rank. Count-first: counts go out and are released first; each
-// slot's flag follows its row, so the FFN's epilogue can stream rows as they
-// land; `done` still follows every row (the payload gate). With kArmAttention the
+// slot's flag follows its row (a warp releases a batch of its tokens' slots at
+// once), so the FFN's epilogue can stream rows as they land; `done` still
+// follows every row (the payload gate). With kArmAttention the
 // source waits for each FFN's placement and stores every expert row itself.
 #pragma once
 #include "common/comm.cuh"
