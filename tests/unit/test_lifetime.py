@@ -252,13 +252,10 @@ sys.exit(main())
 """
 
 
-@pytest.mark.parametrize("work_after_s", [10.0, 0.0], ids=["work-follows", "main-ends"])
-def test_a_stop_signal_inside_an_import_is_not_lost(tmp_path, work_after_s):
-    """SIGTERM while a module that swallows every error is being imported
-    (torch's import is one): before, the KeyboardInterrupt died in the import
-    and the command ran on to exit 0; now it comes once the import is done, or
-    as main returns."""
-    (tmp_path / "swallowing.py").write_text(SWALLOWING_MODULE)
+def start_importing(tmp_path: Path, module: str, work_after_s: float) -> subprocess.Popen:
+    """IMPORTING_COMMAND with `module` as `swallowing`, returned once its
+    import has begun."""
+    (tmp_path / "swallowing.py").write_text(module)
     command = subprocess.Popen(
         [sys.executable, "-c", IMPORTING_COMMAND, str(work_after_s)],
         cwd=tmp_path,
@@ -269,6 +266,20 @@ def test_a_stop_signal_inside_an_import_is_not_lost(tmp_path, work_after_s):
     )
     try:
         wait_for((tmp_path / "swallowing.started").exists, 30, "the import starts")
+    except BaseException:
+        command.kill()  # a hung import must not outlive the test
+        raise
+    return command
+
+
+@pytest.mark.parametrize("work_after_s", [10.0, 0.0], ids=["work-follows", "main-ends"])
+def test_a_stop_signal_inside_an_import_is_not_lost(tmp_path, work_after_s):
+    """SIGTERM while a module that swallows every error is being imported
+    (torch's import is one): before, the KeyboardInterrupt died in the import
+    and the command ran on to exit 0; now it comes once the import is done, or
+    as main returns."""
+    command = start_importing(tmp_path, SWALLOWING_MODULE, work_after_s)
+    try:
         command.send_signal(signal.SIGTERM)
         out, err = command.communicate(timeout=30)
     finally:
@@ -288,17 +299,8 @@ def test_a_stop_signal_waits_for_a_hung_import_only_so_long(tmp_path):
     hung += (
         "while True:\n    try:\n        time.sleep(600)\n    except BaseException:\n        pass\n"
     )
-    (tmp_path / "swallowing.py").write_text(hung)
-    command = subprocess.Popen(
-        [sys.executable, "-c", IMPORTING_COMMAND, "0"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), PYTHONPATH])},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    command = start_importing(tmp_path, hung, 0)
     try:
-        wait_for((tmp_path / "swallowing.started").exists, 30, "the import starts")
         started = time.monotonic()
         command.send_signal(signal.SIGTERM)
         time.sleep(IMPORT_WAIT_MAX_S + 1)
