@@ -56,16 +56,25 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
             raise catalog_error(
                 catalog.path, "generate", f"site_configs: no site in {sources} starts {prefix!r}"
             )
-    groups = [(f"fault {f.id}", f.patches) for f in catalog.faults.values()]
-    for where, patches in [*groups, ("control", catalog.control)]:
+    for owner, index, key, name in patch_sites(catalog):
+        if name not in known:
+            where = f"fault {owner}" if owner else "control"
+            raise catalog_error(
+                catalog.path,
+                f"{where} patch #{index}",
+                f"{key}: unknown site {name!r} in {sources}",
+            )
+
+
+def patch_sites(catalog: Catalog):
+    """(fault id, or None for the control; patch index; key; site name) for
+    every site a patch names."""
+    groups = [(f.id, f.patches) for f in catalog.faults.values()]
+    for owner, patches in [*groups, (None, catalog.control)]:
         for index, patch in enumerate(patches):
             for key, name in (("site", patch.site), ("marker_site", patch.marker_site)):
-                if name is not None and name not in known:
-                    raise catalog_error(
-                        catalog.path,
-                        f"{where} patch #{index}",
-                        f"{key}: unknown site {name!r} in {sources}",
-                    )
+                if name is not None:
+                    yield owner, index, key, name
 
 
 def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, list[str]]:
@@ -90,17 +99,13 @@ def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, lis
         survivor_ok=tuple((k, why) for k, why in settings.survivor_ok if k not in left_out),
         site_configs=tuple((p, c) for p, c in settings.site_configs if p not in left_out),
     )
-    for index, patch in enumerate(catalog.control):
-        for name in (patch.site, patch.marker_site):
-            if name is not None and name not in known:
-                raise catalog_error(
-                    catalog.path, f"control patch #{index}", f"unknown site {name!r} in {sources}"
-                )
-    dropped = {
-        f.id
-        for f in catalog.faults.values()
-        if any(n is not None and n not in known for p in f.patches for n in (p.site, p.marker_site))
-    }
+    missing = [(o, i, name) for o, i, _, name in patch_sites(catalog) if name not in known]
+    for owner, index, name in missing:
+        if owner is None:
+            raise catalog_error(
+                catalog.path, f"control patch #{index}", f"unknown site {name!r} in {sources}"
+            )
+    dropped = {owner for owner, _, _ in missing}
     while extra := {f.id for f in catalog.faults.values() if set(f.includes) & dropped} - dropped:
         dropped |= extra
     faults = {i: f for i, f in catalog.faults.items() if i not in dropped}

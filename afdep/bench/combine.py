@@ -19,15 +19,13 @@ NVLink write bound beside each row is what a rank per GPU would add. Writes
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from afdep.bench import micro
+from afdep.bench import micro, micro_step
 from afdep.bench.micro import (
-    BUFFER_FIELDS,
     HBM_GBPS,
     HIDDEN,
     NUM_SMS,
@@ -115,21 +113,9 @@ def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
     """One row: ffn_combine of `tree` at `tokens` on `ctas` CTAs, timed and checked."""
     import torch
 
-    from afdep.bench.worker import bucket_inputs
-    from afdep.logical import logical_ranks
-    from afdep.testing.logical_steps import LogicalStepper
-    from afdep.testing.steps import StepRunner
-
     g = geometry(tokens)
     environ = {**os.environ, "AFDEP_COMBINE_SMS": str(ctas)}
-    ranks = logical_ranks(
-        2, environs=[environ] * 2, sources=tree, **{k: getattr(g, k) for k in BUFFER_FIELDS}
-    )
-    attention, ffn = (StepRunner(buffer, graph=False) for buffer in ranks.buffers)
-    device = ranks.buffers[0].device
-    sources = [bucket_inputs(0, tokens, g, device)]
-    LogicalStepper([attention, ffn], ranks.streams, graph=False).step(sources, bucket=tokens)
-    torch.cuda.synchronize()
+    ranks, attention, ffn, sources = micro_step.stepped(tree, tokens, g, environ)
     us = graph_launch_us(ffn._combine, ranks.streams[1], args)
     with torch.cuda.stream(ranks.streams[0]):
         attention._combine()  # over the last timed launch's partials
@@ -137,17 +123,9 @@ def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
     _, mismatches = attention.check(sources, step=tokens, num_tokens=tokens)
     traffic = traffic_of(sources[0].topk_idx, tokens, HIDDEN)
     del ranks, attention, ffn
-    gc.collect()  # the next build's workspace takes this one's memory
-    torch.cuda.empty_cache()
-    return {
-        "tree": str(tree),
-        "tokens": tokens,
-        "ctas": ctas,
-        "us": round(us, 2),
-        **row_figures(traffic, us),
-        "bitwise": not mismatches,
-        "mismatch": mismatches[0] if mismatches else None,
-    }
+    return micro_step.finished_row(
+        tree, tokens, mismatches, ctas=ctas, us=round(us, 2), **row_figures(traffic, us)
+    )
 
 
 # ---------------------------------------------------------------- report

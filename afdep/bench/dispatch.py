@@ -24,14 +24,12 @@ floor below any size. Writes `dispatch-<machine>.json` and `.md` under
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from pathlib import Path
 
-from afdep.bench import micro
+from afdep.bench import micro, micro_step
 from afdep.bench.micro import (
-    BUFFER_FIELDS,
     NUM_SMS,
     NVLINK_GBPS_PER_DIRECTION,
     PROTOCOL_KNOB,
@@ -112,41 +110,22 @@ def protocol_environ(protocol: Protocol) -> dict[str, str]:
 def measure(tree: Path, tokens: int, protocol: Protocol, args) -> dict:
     """One row: attention_dispatch of `tree` at `tokens` in `protocol`,
     checked, then timed."""
-    import torch
-
-    from afdep.bench.worker import bucket_inputs
-    from afdep.logical import logical_ranks
-    from afdep.testing.logical_steps import LogicalStepper
-    from afdep.testing.steps import StepRunner
-
     g = geometry(args.capacity)
-    ranks = logical_ranks(
-        2,
-        environs=[protocol_environ(protocol)] * 2,
-        sources=tree,
-        **{k: getattr(g, k) for k in BUFFER_FIELDS},
-    )
-    attention, ffn = (StepRunner(buffer, graph=False) for buffer in ranks.buffers)
-    sources = [bucket_inputs(0, tokens, g, ranks.buffers[0].device)]
-    LogicalStepper([attention, ffn], ranks.streams, graph=False).step(sources, bucket=tokens)
-    torch.cuda.synchronize()
+    ranks, attention, ffn, sources = micro_step.stepped(tree, tokens, g, protocol_environ(protocol))
     _, mismatches = ffn.check(sources, step=tokens, num_tokens=tokens)
     us = graph_launch_us(attention._dispatch, ranks.streams[0], args)
     written = written_bytes(sources[0].topk_idx, tokens, g, protocol)
     del ranks, attention, ffn
-    gc.collect()  # the next build's workspace takes this one's memory
-    torch.cuda.empty_cache()
-    return {
-        "tree": str(tree),
-        "tokens": tokens,
-        "protocol": str(protocol),
-        "capacity": args.capacity,
-        "us": round(us, 2),
-        "written_bytes": written,
-        "nvlink_write_bound_us": round(bound_us(written, NVLINK_GBPS_PER_DIRECTION), 2),
-        "bitwise": not mismatches,
-        "mismatch": mismatches[0] if mismatches else None,
-    }
+    return micro_step.finished_row(
+        tree,
+        tokens,
+        mismatches,
+        protocol=str(protocol),
+        capacity=args.capacity,
+        us=round(us, 2),
+        written_bytes=written,
+        nvlink_write_bound_us=round(bound_us(written, NVLINK_GBPS_PER_DIRECTION), 2),
+    )
 
 
 # ---------------------------------------------------------------- report

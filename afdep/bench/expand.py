@@ -19,16 +19,14 @@ time: the bytes it reads (a routed token's slot row and metadata) and writes
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from afdep.bench import micro
+from afdep.bench import micro, micro_step
 from afdep.bench.micro import (
-    BUFFER_FIELDS,
     HBM_GBPS,
     NUM_SMS,
     PROTOCOL_KNOB,
@@ -99,22 +97,11 @@ def measure(tree: Path, tokens: int, ctas: int | None, args) -> dict:
     (None: the Buffer's default), checked, timed, checked again."""
     import torch
 
-    from afdep.bench.worker import bucket_inputs
-    from afdep.logical import logical_ranks
-    from afdep.testing.logical_steps import LogicalStepper
-    from afdep.testing.steps import StepRunner
-
     g = geometry(tokens)
     environ = {k: v for k, v in os.environ.items() if k != PROTOCOL_KNOB}
     if ctas is not None:
         environ["AFDEP_EXPAND_SMS"] = str(ctas)
-    ranks = logical_ranks(
-        2, environs=[environ] * 2, sources=tree, **{k: getattr(g, k) for k in BUFFER_FIELDS}
-    )
-    attention, ffn = (StepRunner(buffer, graph=False) for buffer in ranks.buffers)
-    sources = [bucket_inputs(0, tokens, g, ranks.buffers[0].device)]
-    LogicalStepper([attention, ffn], ranks.streams, graph=False).step(sources, bucket=tokens)
-    torch.cuda.synchronize()
+    ranks, attention, ffn, sources = micro_step.stepped(tree, tokens, g, environ)
     _, before = ffn.check(sources, step=tokens, num_tokens=tokens)
     expansion = ranks.buffers[1]
     grid = expansion.expand_ctas[expansion.protocol_for(tokens)]
@@ -123,22 +110,18 @@ def measure(tree: Path, tokens: int, ctas: int | None, args) -> dict:
     _, after = ffn.check(sources, step=tokens, num_tokens=tokens)
     traffic = traffic_of(sources[0].topk_idx, tokens, g)
     del ranks, attention, ffn, expansion
-    gc.collect()  # the next build's workspace takes this one's memory
-    torch.cuda.empty_cache()
-    mismatches = before + after
     moved = traffic.read_bytes + traffic.written_bytes
-    return {
-        "tree": str(tree),
-        "tokens": tokens,
-        "ctas": grid,
-        "us": round(us, 2),
-        "read_bytes": traffic.read_bytes,
-        "written_bytes": traffic.written_bytes,
-        "gbps": round(gbps(moved, us), 1),
-        "hbm_bound_us": round(bound_us(moved, HBM_GBPS), 2),
-        "bitwise": not mismatches,
-        "mismatch": mismatches[0] if mismatches else None,
-    }
+    return micro_step.finished_row(
+        tree,
+        tokens,
+        before + after,
+        ctas=grid,
+        us=round(us, 2),
+        read_bytes=traffic.read_bytes,
+        written_bytes=traffic.written_bytes,
+        gbps=round(gbps(moved, us), 1),
+        hbm_bound_us=round(bound_us(moved, HBM_GBPS), 2),
+    )
 
 
 # ---------------------------------------------------------------- report

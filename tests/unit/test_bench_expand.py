@@ -99,3 +99,18 @@ def test_a_rank_that_raised_is_one_line_per_rank_not_a_traceback(tmp_path, capsy
     )
     assert err[1].startswith(f"{PROG}: logical rank 1: BrokenBarrierError: ")
     assert len(err) == 2
+
+
+def test_a_row_is_its_tree_and_tokens_then_its_figures_then_the_check():
+    from afdep.bench.micro_step import finished_row
+
+    row = finished_row(CSRC, 128, [], ctas=24, us=1.5)
+    assert list(row.items()) == [
+        ("tree", str(CSRC)),
+        ("tokens", 128),
+        ("ctas", 24),
+        ("us", 1.5),
+        ("bitwise", True),
+        ("mismatch", None),
+    ]
+    assert finished_row(CSRC, 1, ["slot 3"], us=2.0)["mismatch"] == "slot 3"
