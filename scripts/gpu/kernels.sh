@@ -19,10 +19,12 @@ case "$(basename "${PRIOR:-validate-.json}")" in
   validate-*.json) ;;
   *) echo "PRIOR=$PRIOR: validate reads only a validate-*.json of its own name"; exit 2 ;;
 esac
+[ -z "${PRIOR:-}" ] || [ -f "$PRIOR" ] || { echo "PRIOR=$PRIOR: no such file"; exit 2; }
+BASE=${BASE_TREE:-tmp_device/base/afdep/csrc}
+[ "${BENCH_S:-120}" = 0 ] || [ "$BASE" = none ] || [ -d "$BASE/impls" ] \
+  || { echo "no base tree at $BASE (see the header; BASE_TREE=none, or BENCH_S=0 for no bench)"; exit 2; }
 source scripts/gpu/common.sh
 [ -z "${PRIOR:-}" ] || cp "$PRIOR" "$OUT/results/" || exit 1
-BASE=${BASE_TREE:-tmp_device/base/afdep/csrc}
-[ "$BASE" = none ] || [ -d "$BASE/impls" ] || { echo "no base tree at $BASE (see the header)"; exit 1; }
 SELECT=()
 [ "${1:-correctness}" = all ] || SELECT=(--select "${1:-correctness}")
 [ -z "${ONLY:-}" ] || SELECT+=(--only "$ONLY")
