@@ -2,7 +2,7 @@
 
     python -m afdep.build [--hidden 2048 7168] [--top-k 8] [--payload bf16 fp8]
                           [--protocol payload-first count-first] [--view expanded collect]
-                          [--arm ffn source] [--csrc DIR] [--ptx DIR | --cubin DIR]
+                          [--arm ffn attention] [--csrc DIR] [--ptx DIR | --cubin DIR]
 
 CI runs it; on a GPU machine it warms the cubin cache before the ranks start.
 `--ptx DIR` writes each kernel's PTX with line info instead (`<variant>.ptx`
