@@ -1,0 +1,115 @@
+"""The device scripts (scripts/gpu/*.sh, scripts/four_gpus.sh) name only
+options and subcommands their tools have: a stale one costs a device call
+that fails in seconds (docs/architecture.md, "Device scripts")."""
+
+import re
+import shlex
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = sorted((REPO / "scripts" / "gpu").glob("*.sh")) + [REPO / "scripts" / "four_gpus.sh"]
+NOT_TOOLS = {"pytest", "pip"}  # their options are their own
+OTHER_COMMANDS = re.compile(r"python3 -m (pytest|pip)|\bgit (init|add|commit)\b")
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def code_lines(script: Path) -> list[str]:
+    """The script's lines without comments, continuation lines joined."""
+    text = script.read_text().replace("\\\n", " ")
+    return [line.split(" #")[0] for line in text.splitlines() if not line.lstrip().startswith("#")]
+
+
+def loop_words(lines: list[str], name: str) -> list[str]:
+    """The words of `for NAME in WORDS; do` (a module named through a loop)."""
+    for line in lines:
+        if found := re.search(rf"for {name} in ([^;]+);", line):
+            return found[1].split()
+    raise AssertionError(f"no loop over ${name}")
+
+
+def invocations(script: Path) -> list[tuple[str, list[str]]]:
+    """Each `python3 -m MODULE ARGS` the script runs: (module, its words)."""
+    lines = code_lines(script)
+    calls = []
+    for line in lines:
+        for found in re.finditer(r"python3 -m (\S+)(.*)", line):
+            module, rest = found[1], shlex.split(found[2].split(">")[0], posix=True)
+            if loop := re.search(r"\$\{?(\w+)\}?", module):
+                calls += [(module.replace(loop[0], w), rest) for w in loop_words(lines, loop[1])]
+            else:
+                calls.append((module, rest))
+    return [(m, words) for m, words in calls if m not in NOT_TOOLS]
+
+
+@cache
+def help_text(*command: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", *command, "--help"], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"{' '.join(command)} --help: {done.stderr.strip()}"
+    return done.stdout
+
+
+def subcommands(module: str) -> set[str]:
+    """The choices of the module's first positional argument, if it has subcommands."""
+    found = re.search(r"positional arguments:\n  \{([\w,-]+)\}", help_text(module))
+    return set(found[1].split(",")) if found else set()
+
+
+def accepted(script: Path) -> str:
+    """Every help text of the tools (and their subcommands) the script runs."""
+    texts = []
+    for module, words in invocations(script):
+        texts.append(help_text(module))
+        texts += [help_text(module, w) for w in words if w in subcommands(module)]
+    return "\n".join(texts)
+
+
+def unknown_flags(script: Path, helps: str) -> list[str]:
+    """The script's --options (but pip's, pytest's and git's) no help text names."""
+    lines = [line for line in code_lines(script) if not OTHER_COMMANDS.search(line)]
+    flags = {f for line in lines for f in FLAG.findall(line)}
+    return sorted(f for f in flags if not re.search(rf"(?<![\w-]){f}(?![\w-])", helps))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda s: s.name)
+def test_every_option_a_device_script_passes_is_one_its_tools_take(script):
+    if not invocations(script):
+        pytest.skip(f"{script.name} runs no python tool")
+    helps = accepted(script)
+    assert unknown_flags(script, helps) == [], script.name
+
+
+def test_the_scripts_tools_are_all_found():
+    modules = {m for s in SCRIPTS for m, _ in invocations(s)}
+    assert modules == {
+        "afdep.bench",
+        "afdep.bench.combine",
+        "afdep.bench.dispatch",
+        "afdep.bench.expand",
+        "afdep.bench.screen",
+        "afdep.build",
+        "afdep.sanitize",
+        "afdep.validate",
+        "faults",
+    }
+
+
+def test_the_faults_subcommands_the_scripts_run_exist():
+    run = {w for s in SCRIPTS for m, words in invocations(s) if m == "faults" for w in words}
+    named = run & {"sweep", "review", "corpus", "replay", "amplify", "shrink", "compare"}
+    assert named <= subcommands("faults")
+    assert {"sweep", "corpus", "replay", "amplify"} <= named  # the scripts' own, found
+
+
+def test_an_unknown_option_is_found(tmp_path):
+    script = tmp_path / "stale.sh"
+    script.write_text(
+        'timeout 9 python3 -m afdep.validate --rank-mode logical \\\n  --no-such-knob "$X"\n'
+    )
+    assert unknown_flags(script, accepted(script)) == ["--no-such-knob"]
