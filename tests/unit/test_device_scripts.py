@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((REPO / "scripts" / "gpu").glob("*.sh")) + [REPO / "scripts" / "four_gpus.sh"]
 NOT_TOOLS = {"pytest", "pip"}  # their options are their own
-OTHER_COMMANDS = re.compile(r"python3 -m (pytest|pip)|\bgit (init|add|commit)\b")
+OTHER_COMMANDS = re.compile(r"python3 -m (pytest|pip)|\bgit (init|add|commit)\b|\$NCU\b")
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
 
@@ -25,11 +25,13 @@ def code_lines(script: Path) -> list[str]:
 
 
 def loop_words(lines: list[str], name: str) -> list[str]:
-    """The words of `for NAME in WORDS; do` (a module named through a loop)."""
+    """The words NAME takes: `for NAME in WORDS;`, or a case's `A | B) NAME=$1`."""
     for line in lines:
         if found := re.search(rf"for {name} in ([^;]+);", line):
             return found[1].split()
-    raise AssertionError(f"no loop over ${name}")
+        if found := re.search(rf"([\w |]+)\)\s*{name}=\$1", line):
+            return found[1].replace("|", " ").split()
+    raise AssertionError(f"no loop or case gives ${name}")
 
 
 def invocations(script: Path) -> list[tuple[str, list[str]]]:
@@ -71,8 +73,14 @@ def accepted(script: Path) -> str:
 
 
 def unknown_flags(script: Path, helps: str) -> list[str]:
-    """The script's --options (but pip's, pytest's and git's) no help text names."""
-    lines = [line for line in code_lines(script) if not OTHER_COMMANDS.search(line)]
+    """The script's --options (but pip's, pytest's, git's and ncu's) no help
+    text names; a line that runs a tool is read from the tool on (what a
+    wrapper such as timeout or ncu takes before it is not the tool's)."""
+    lines = [
+        line[line.index("python3 -m") :] if "python3 -m" in line else line
+        for line in code_lines(script)
+    ]
+    lines = [line for line in lines if not OTHER_COMMANDS.search(line)]
     flags = {f for line in lines for f in FLAG.findall(line)}
     return sorted(f for f in flags if not re.search(rf"(?<![\w-]){f}(?![\w-])", helps))
 
