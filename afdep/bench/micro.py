@@ -138,12 +138,15 @@ def start(args: argparse.Namespace, **head) -> dict:
 
     if torch.cuda.device_count() < 1:
         raise UsageError("needs a GPU, found 0")
+    from afdep.bench.timing import node_floor_us
+
     return {
         "machine": machine_name(),
         "rank_mode": rank_mode_label(RankMode.LOGICAL, 2, torch.cuda.get_device_name()),
         "geometry": {"shape": "1A:1F", "hidden": HIDDEN, "top_k": TOP_K, "payload": "bf16"},
         "trees": {str(tree): source_digest(tree) for tree in args.tree},
         "timing": {"iters": args.iters, "warmup": args.warmup, "reps": args.reps},
+        "node_floor_us": round(node_floor_us(args), 2),
         **head,
         "rows": [],
     }
@@ -161,10 +164,16 @@ def measure_grids(document: dict, args: argparse.Namespace, grids, measure) -> N
 
 
 def tree_lines(document: dict) -> tuple[list[str], dict[str, str]]:
-    """The report's tree lines, and each tree's short name (#0, #1, ...)."""
+    """The report's tree lines (and the graph node floor, once measured), and
+    each tree's short name (#0, #1, ...)."""
     lines = [
         f"- tree `{tree}`: source digest `{digest}`" for tree, digest in document["trees"].items()
     ]
+    if "node_floor_us" in document:
+        lines.append(
+            f"- a kernel that does nothing costs {document['node_floor_us']:.2f} µs a launch "
+            "in the same graph (a one-element add_): the floor under every row"
+        )
     return lines, {tree: f"#{i}" for i, tree in enumerate(document["trees"])}
 
 

@@ -49,3 +49,13 @@ def graph_launch_us(launch: Callable[[], None], stream, args) -> float:
             end.synchronize()
             samples.append(start.elapsed_time(end) * 1e3 / args.reps)
     return statistics.median(samples)
+
+
+def node_floor_us(args) -> float:
+    """What one launch of a kernel that does nothing costs inside the same
+    graph of `args.reps` (a one-element add_ on its own stream): the floor under
+    every micro-bench row."""
+    import torch
+
+    one = torch.zeros(1, device="cuda")
+    return graph_launch_us(lambda: one.add_(1), torch.cuda.Stream(), args)

@@ -107,6 +107,16 @@ def test_the_report_names_trees_by_index_and_states_both_bounds():
     assert lines[-1].startswith("- logical mode: the partials land in this GPU's HBM, not over")
 
 
+def test_the_graph_node_floor_follows_the_trees_once_measured():
+    document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": []}
+    document["node_floor_us"] = 2.5
+    lines = combine.table_lines(document)
+    assert lines[3] == (
+        "- a kernel that does nothing costs 2.50 µs a launch in the same graph "
+        "(a one-element add_): the floor under every row"
+    )
+
+
 @pytest.mark.parametrize("hidden", [128, 2048, 7168])
 @pytest.mark.parametrize("top_k", [1, 4, 8, 12, 16, 24, 32])
 def test_every_ffn_combine_variant_compiles(hidden, top_k):
