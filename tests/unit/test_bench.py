@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import afdep.bench
-from afdep.bench import geomean_change, paired_change, parse_arm, rotated, summarize, targets
+from afdep.bench import parse_arm, rotated
+from afdep.bench.summary import geomean_change, paired_change, summarize, targets
 from afdep.config import COUNT_FIRST_EVERY_BUCKET
 from afdep.testing.launch import torchrun_command
 from hostio import ProcessOutcome
