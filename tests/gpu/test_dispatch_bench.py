@@ -35,3 +35,6 @@ def test_the_dispatch_is_bitwise_the_reference_at_three_sizes(tmp_path):
     assert document["trees"] == {str(CSRC): source_digest(CSRC)}
     rows = [(r["tokens"], r["capacity"], r["bitwise"], r["mismatch"]) for r in document["rows"]]
     assert rows == [(t, 1000, True, None) for t in (1, 77, 1000)]
+    # the floors: a kernel that does nothing, and the launch without attention_dispatch
+    assert document["node_floor_us"] > 0
+    assert all(0 < row["floor_us"] < row["us"] for row in document["rows"]), document["rows"]
