@@ -22,7 +22,7 @@ NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*
 [ -n "$NCU" ] || { echo "profile.sh: no ncu here (PATH, /usr/local/cuda*/bin, /opt/nvidia/nsight-compute)"; exit 3; }
 source scripts/gpu/common.sh
 REPORT="$OUT/results/$bench${TAG:+-$TAG}"
-timeout "${LIMIT_S:-300}" "$NCU" --set full --import-source yes --kernel-name "regex:^${kernel}_impl$" \
+timeout "${LIMIT_S:-300}" "$NCU" --set full --import-source yes --kernel-name "regex:${kernel}_impl" \
   --launch-count 1 -f -o "$REPORT" \
   python3 -m afdep.bench.$bench --iters 1 --warmup 0 --reps 1 --results-dir /tmp/profile "$@" \
   >> "$LOG" 2>&1
