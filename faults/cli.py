@@ -12,6 +12,7 @@ corpus --neutral R    review every real commit of range R that must be approved 
 compare --left .. --right ..  sweep reports side by side (shards of a side merged)
 amplify               the order-weakening mutants as litmus tests under stress
 rejudge REPORT...     sweep reports' runs judged again by today's rules (no GPU)
+merge SHARD... --results-dir DIR   a sweep's shards made one report
 
 A bad argument, path, ref or catalog is refused with one line naming it
 (exit 2) before any tree is built. Scratch trees and logs go to a temporary

@@ -1,6 +1,7 @@
 """The `afdep-faults` commands of fault science: `sweep --seeds K` (each
 scheduled fault once per seed) and `replay RUN_ID` (docs/architecture.md,
-"Seeded schedules and replay")."""
+"Seeded schedules and replay"), `rejudge` and `merge` (a sweep's shards made
+one report)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from faults.catalog import Catalog
+from faults.catalog_types import RankMode
 from faults.cli_steps import load, workdir
 from faults.report import catalog_sha256
 from faults.seeds import RunId, describe, parse_run_id, with_seed
@@ -235,6 +237,37 @@ def rejudge_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def merge_command(args: argparse.Namespace) -> int:
+    """The shards made one report (faults/merge.py); refused, naming the
+    shard, before anything is written. Exit 0 when every fault met its
+    expectation and none is left unrun, else 1."""
+    from faults.merge import MergeError, merged
+    from faults.sweep import report_stem, write_report
+
+    if len({path.resolve() for path in args.reports}) != len(args.reports):
+        raise UsageError("merge: a shard is named twice")
+    shards = [(path, read_sweep(path, "merge:")) for path in args.reports]
+    writable_dir(args.results_dir, "merge: --results-dir")
+    first = shards[0][1]
+    stem = report_stem(args.results_dir, first)
+    for path in args.reports:
+        if path.resolve() == stem.with_suffix(".json").resolve():
+            raise UsageError(f"merge: --results-dir {args.results_dir}: would overwrite {path}")
+    if args.rank_mode == "auto" and first.get("rank_mode") in {str(m) for m in RankMode}:
+        args.rank_mode = first["rank_mode"]  # the shards' faults, as their mode made them
+    try:
+        document = merged(shards, load(args))
+    except MergeError as error:
+        raise UsageError(f"merge: {error}") from None
+    write_report(args.results_dir, document)
+    print(
+        f"{len(shards)} shards merged: {len(document['faults'])} faults judged, "
+        f"{len(document['unrun'])} not run, mutation score {document['mutation_score']}; "
+        f"reports: {stem}.json .md .xml"
+    )
+    return 0 if document["ok"] else 1
+
+
 def add_science_commands(commands) -> None:
     """`replay`, and `--seeds` / `--seed-base` on `sweep`."""
     sweep = commands.choices["sweep"]
@@ -272,3 +305,7 @@ def add_science_commands(commands) -> None:
     )
     again.add_argument("reports", metavar="REPORT", type=Path, nargs="+", help="sweep JSON reports")
     again.set_defaults(handler=rejudge_command)
+    merge = commands.add_parser("merge", help="a sweep's shards made one report")
+    merge.add_argument("reports", metavar="SHARD", type=Path, nargs="+", help="sweep JSON reports")
+    merge.add_argument("--results-dir", type=Path, required=True)
+    merge.set_defaults(handler=merge_command)

@@ -356,17 +356,28 @@ class Sweep:
         return {"seeds": list(self.options.seeds), "runs": rows, **kill_rates(rows)}
 
     def write(self, document: dict) -> Path:
-        mode = "-logical" if self.catalog.rank_mode is RankMode.LOGICAL else ""
-        stem = self.results_dir / f"sweep-{self.machine}{mode}"  # never mixed with per-GPU
-        write_json(stem.with_suffix(".json"), document)
-        write_text(stem.with_suffix(".md"), markdown(document))
-        write_text(stem.with_suffix(".xml"), junit(document))
-        return stem
+        return write_report(self.results_dir, document)
 
     def ok(self, document: dict) -> bool:
         if self.runnable:
             return document["ok"]
         return bool(self.built) and all(b["ok"] for b in self.built)
+
+
+def report_stem(results_dir: Path, document: dict) -> Path:
+    """`sweep-<machine>[-logical]` under `results_dir`: a one-GPU report never
+    takes a per-GPU one's name."""
+    mode = "-logical" if document["rank_mode"] == str(RankMode.LOGICAL) else ""
+    return results_dir / f"sweep-{document['machine']}{mode}"
+
+
+def write_report(results_dir: Path, document: dict) -> Path:
+    """The sweep's JSON, Markdown and JUnit reports; their stem."""
+    stem = report_stem(results_dir, document)
+    write_json(stem.with_suffix(".json"), document)
+    write_text(stem.with_suffix(".md"), markdown(document))
+    write_text(stem.with_suffix(".xml"), junit(document))
+    return stem
 
 
 def built_row(fault_id: str, prepared) -> dict:

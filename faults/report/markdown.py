@@ -84,21 +84,36 @@ def _header(document: dict) -> list[str]:
         f"- mutation score {_score(document['mutation_score'])} "
         f"(killed / must-fail that fired), firing rate {_score(document['firing_rate'])}",
         _controls_line(document["controls"]),
+        *_shards(document.get("shards")),
         *_unrun(document),
         *_rejudged(document.get("rejudged")),
         "",
     ]
 
 
+def _shards(shards: list[dict] | None) -> list[str]:
+    """A merged report's shards (`afdep-faults merge`): each file, when it was
+    written, how many faults it judged and in how long."""
+    if not shards:
+        return []
+    said = "; ".join(
+        f"`{s['report']}` ({s['written']}, {s['faults']} faults, {s['wall_s']:g} s)" for s in shards
+    )
+    return [f"- merged from {len(shards)} shards: {said}"]
+
+
 def _unrun(document: dict) -> list[str]:
-    """The faults a spent --budget-s left out: this report is a partial shard."""
+    """The faults a spent --budget-s left out: this report is a partial shard
+    (or, merged, what no shard ran)."""
     unrun = document.get("unrun") or []
     if not unrun:
         return []
-    return [
-        f"- **not run**, the {document['budget_s']:g} s budget spent: {len(unrun)} faults "
-        f"({', '.join(unrun)})"
-    ]
+    why = (
+        "by any shard"
+        if document.get("budget_s") is None
+        else f"the {document['budget_s']:g} s budget spent"
+    )
+    return [f"- **not run**, {why}: {len(unrun)} faults ({', '.join(unrun)})"]
 
 
 def _rejudged(passes: list[dict] | None) -> list[str]:

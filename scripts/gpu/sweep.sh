@@ -5,7 +5,7 @@
 # SHARD names the shard's folder when one call runs several. No fault starts
 # after BUDGET_S (default LIMIT_S - 120: a run's 90 s outer timeout and the
 # report), and the report names those left for the next shard.
-# Shards of one tree merge with `afdep-faults compare`, or by their JSON.
+# Shards of one tree merge into one report with `afdep-faults merge` (no GPU).
 # REST_OF=REPORT (no REGEX, no CONFIG): the faults that shard's budget left,
 # under its configs (sweep --rest-of; a report under docs/results/ travels with the tree).
 # Back: results/[SHARD/]sweep-*.{json,md,xml}, console.log, logs[-SHARD].tgz.

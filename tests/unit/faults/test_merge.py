@@ -1,0 +1,117 @@
+"""`afdep-faults merge` (faults/merge.py) on the CPU fixture: two shards of a
+sweep made one report with the verdicts, scores and reports one sweep of both
+gives; shards that are not one sweep's, a run in two shards, a seeded shard
+or a merge that would overwrite a shard refused in one line, nothing
+written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from faults.cli import main
+
+from .test_rejudge import FIXTURE, REPO, edit
+from .test_replay import scheduled_catalog
+
+COMMON = ["--catalog", str(FIXTURE), "--root", str(REPO), "--no-generated"]
+
+
+def shard(tmp_path: Path, name: str, only: str, catalog: Path = FIXTURE, *words: str) -> Path:
+    common = ["--catalog", str(catalog), "--root", str(REPO), "--no-generated"]
+    out = tmp_path / name
+    sweep = [*common, "--workdir", str(tmp_path / f"work-{name}"), "sweep", "--only", only]
+    assert main([*sweep, *words, "--results-dir", str(out)]) == 0
+    [report] = out.glob("sweep-*.json")
+    return report
+
+
+def merge(tmp_path: Path, *reports: Path, out: Path | None = None) -> int:
+    out = out or tmp_path / "merged"
+    return main([*COMMON, "merge", *map(str, reports), "--results-dir", str(out)])
+
+
+def judged(document: dict) -> list[tuple]:
+    return [(f["fault"], f["verdict"], f["ok"], f["runs"]) for f in document["faults"]]
+
+
+def test_two_shards_make_the_report_one_sweep_of_both_makes(tmp_path, capsys):
+    first, second = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S2")
+    whole = json.loads(shard(tmp_path, "whole", "S1|S2").read_text())
+    capsys.readouterr()
+    assert merge(tmp_path, first, second) == 0
+    stem = tmp_path / "merged" / first.stem
+    assert capsys.readouterr().out == (
+        "2 shards merged: 2 faults judged, 0 not run, mutation score 0.5; "
+        f"reports: {stem}.json .md .xml\n"
+    )
+    document = json.loads(stem.with_suffix(".json").read_text())
+    assert judged(document) == judged(whole)
+    for key in ("mutation_score", "mutation_score_by_family", "firing_rate", "ok"):
+        assert document[key] == whole[key], key
+    assert [r["fault"] for r in document["results"]] == ["S1", "S2"]
+    assert [s["report"] for s in document["shards"]] == [str(first), str(second)]
+    markdown = stem.with_suffix(".md").read_text()
+    assert f"- merged from 2 shards: `{first}` (" in markdown
+    assert "| S1 | fail | KILLED | yes |" in markdown
+    assert "| S2 | fail | SURVIVED | yes |" in markdown
+    assert '<testsuite name="faults:' in stem.with_suffix(".xml").read_text()
+
+
+def test_what_a_shard_left_and_no_shard_ran_is_said_not_run(tmp_path, capsys):
+    first = shard(tmp_path, "a", "S1")
+    edit(first, lambda document: document.update(unrun=["S2", "N1"], budget_s=60.0))
+    second = shard(tmp_path, "b", "S2")
+    capsys.readouterr()
+    assert merge(tmp_path, first, second) == 1  # N1 is owed
+    document = json.loads((tmp_path / "merged" / first.name).read_text())
+    assert (document["unrun"], document["ok"]) == (["N1"], False)
+    markdown = (tmp_path / "merged" / first.name).with_suffix(".md").read_text()
+    assert "- **not run**, by any shard: 1 faults (N1)" in markdown
+
+
+def refused(tmp_path, capsys, *reports: Path, out: Path | None = None) -> str:
+    capsys.readouterr()
+    assert merge(tmp_path, *reports, out=out) == 2
+    assert not (tmp_path / "merged").exists() or not any((tmp_path / "merged").iterdir())
+    return capsys.readouterr().err.removeprefix("python -m faults: error: merge: ")
+
+
+def test_a_run_in_two_shards_is_refused_naming_both(tmp_path, capsys):
+    first, again = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S1")
+    assert refused(tmp_path, capsys, first, again) == (
+        f"{again}: S1 under default (repeat 0) is in {first} too: its verdict would be ambiguous\n"
+    )
+
+
+def test_shards_of_another_tree_or_catalog_are_refused(tmp_path, capsys):
+    first, second = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S2")
+    edit(second, lambda document: document.update(native_source_sha256="f" * 64))
+    assert refused(tmp_path, capsys, first, second).startswith(
+        f"{second}: its native_source_sha256 is 'fff"
+    )
+    edit(second, lambda d: d.update(native_source_sha256=json.loads(first.read_text())[
+        "native_source_sha256"], catalog_sha256="0" * 64))  # fmt: skip
+    edit(first, lambda document: document.update(catalog_sha256="0" * 64))
+    assert refused(tmp_path, capsys, first, second).startswith(
+        f"{first}: judged by a catalog of sha256 000000000000, not {FIXTURE} ("
+    )
+
+
+def test_a_seeded_shard_a_broken_harness_and_an_overwrite_are_refused(tmp_path, capsys):
+    catalog = scheduled_catalog(tmp_path)
+    seeded = shard(tmp_path, "s", "SU", catalog, "--seeds", "2", "--seed-base", "5")
+    first = shard(tmp_path, "a", "S1")
+    edit(seeded, lambda d: d.update(catalog_sha256=json.loads(first.read_text())["catalog_sha256"]))
+    assert refused(tmp_path, capsys, first, seeded).endswith(
+        "a shard over seeds (sweep --seeds): merge takes none\n"
+    )
+    second = shard(tmp_path, "b", "S2")
+    edit(second, lambda document: document.update(harness_ok=False))
+    assert refused(tmp_path, capsys, first, second) == (
+        f"{second}: its harness was broken or it ran nothing: no fault judged\n"
+    )
+    assert refused(tmp_path, capsys, first, first) == "a shard is named twice\n"
+    assert refused(tmp_path, capsys, first, out=first.parent) == (
+        f"--results-dir {first.parent}: would overwrite {first}\n"
+    )
