@@ -1,7 +1,10 @@
 """The device scripts (scripts/gpu/*.sh, scripts/four_gpus.sh) name only
 options and subcommands their tools have: a stale one costs a device call
-that fails in seconds (docs/architecture.md, "Device scripts")."""
+that fails in seconds (docs/architecture.md, "Device scripts"). And they
+refuse bad input in one line, exit 2, before any work (no wheel installed,
+no kernel built)."""
 
+import glob
 import re
 import shlex
 import subprocess
@@ -121,3 +124,70 @@ def test_an_unknown_option_is_found(tmp_path):
         'timeout 9 python3 -m afdep.validate --rank-mode logical \\\n  --no-such-knob "$X"\n'
     )
     assert unknown_flags(script, accepted(script)) == ["--no-such-knob"]
+
+
+def refusal(script: str, *words: str, **env: str) -> tuple[int, str]:
+    """A device script run here (no GPU) with `env`: its exit and its output."""
+    done = subprocess.run(
+        ["bash", f"scripts/gpu/{script}", *words],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "OUT": "/nonexistent/out", **env},
+        timeout=30,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("script", "words", "env", "said"),
+    [
+        (
+            "profile.sh",
+            ["nope"],
+            {},
+            "profile.sh: BENCH is combine, dispatch or expand, got 'nope'",
+        ),
+        ("profile.sh", [], {}, "profile.sh: BENCH is combine, dispatch or expand, got ''"),
+        (
+            "kernels.sh",
+            [],
+            {"PRIOR": "docs/results/bench-2xH200.json"},
+            "PRIOR=docs/results/bench-2xH200.json: validate reads only a validate-*.json "
+            "of its own name",
+        ),
+        (
+            "kernels.sh",
+            [],
+            {"PRIOR": "no/validate-x.json"},
+            "PRIOR=no/validate-x.json: no such file",
+        ),
+        (
+            "kernels.sh",
+            [],
+            {"BASE_TREE": "no/tree"},
+            "no base tree at no/tree (see the header; BASE_TREE=none, or BENCH_S=0 for no bench)",
+        ),
+        ("sweep.sh", [], {}, "sweep.sh: REGEX [CONFIG...], or REST_OF=REPORT"),
+        (
+            "sweep.sh",
+            ["P1"],
+            {"REST_OF": "r.json"},
+            "sweep.sh: REST_OF=r.json chooses faults and configs; no REGEX or CONFIG",
+        ),
+    ],
+)
+def test_a_device_script_refuses_bad_input_in_one_line_before_any_work(script, words, env, said):
+    code, output = refusal(script, *words, **env)
+    assert (code, output) == (2, said + "\n")
+
+
+def test_profile_on_a_machine_without_ncu_says_so_before_any_work():
+    places = ["/usr/local/cuda*/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu"]
+    if any(glob.glob(place) for place in places):
+        pytest.skip("this machine has ncu")
+    code, output = refusal("profile.sh", "dispatch", "--tokens", "2048")
+    assert (code, output) == (
+        3,
+        "profile.sh: no ncu here (PATH, /usr/local/cuda*/bin, /opt/nvidia/nsight-compute)\n",
+    )
