@@ -4,6 +4,13 @@
 # with logical ranks unless RANK_MODE=per-gpu. Usage: corpus.sh REGEX...
 # (whole bug names, e.g. 'b15.*'; the bugs run in the order of the REGEXes).
 # Back: results/review-corpus-*.{json,md}, console.log, logs.tgz.
+[ $# -ge 1 ] || { echo "corpus.sh: REGEX... (whole bug names, e.g. 'b15.*')"; exit 2; }
+for pattern in "$@"; do  # each names a bug, before any work
+  found=0; for patch in corpus/afdep/*.patch; do
+    [[ $(basename "$patch" .patch) =~ ^($pattern)$ ]] && found=1
+  done
+  [ $found = 1 ] || { echo "corpus.sh: REGEX '$pattern' names no bug of corpus/afdep"; exit 2; }
+done
 source scripts/gpu/common.sh
 # The committed documents, so that what comes back is merged into them.
 cp docs/results/review-corpus-*xH200*.json "$OUT/results/" 2>/dev/null

@@ -5,6 +5,7 @@
 # is copied in first, so runs of the same tree accumulate in one document.
 # Times on 1xH200 (logical): correctness 90 s, failures 120 s, count-first
 # ~200 s, four-gpu ~230 s. Back: results/validate-*.json, console.log, logs.tgz.
+[ $# -ge 1 ] || { echo "validate.sh: GROUP... (correctness failures count-first four-gpu split-knobs)"; exit 2; }
 source scripts/gpu/common.sh
 [ -n "${PREV:-}" ] && cp "$PREV"/validate-*.json "$OUT/results/" 2>/dev/null
 for group in "$@"; do

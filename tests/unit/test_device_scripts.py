@@ -170,6 +170,14 @@ def refusal(script: str, *words: str, **env: str) -> tuple[int, str]:
         ),
         ("sweep.sh", [], {}, "sweep.sh: REGEX [CONFIG...], or REST_OF=REPORT"),
         (
+            "validate.sh",
+            [],
+            {},
+            "validate.sh: GROUP... (correctness failures count-first four-gpu split-knobs)",
+        ),
+        ("corpus.sh", [], {}, "corpus.sh: REGEX... (whole bug names, e.g. 'b15.*')"),
+        ("corpus.sh", ["b15.*", "b99"], {}, "corpus.sh: REGEX 'b99' names no bug of corpus/afdep"),
+        (
             "sweep.sh",
             ["P1"],
             {"REST_OF": "r.json"},
