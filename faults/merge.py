@@ -3,9 +3,10 @@ sweeps"). A sweep longer than one device command runs as shards (`sweep
 --only`, then `--rest-of` the last shard); `afdep-faults merge SHARD.json ...
 --results-dir DIR` writes the report one sweep of them all would have:
 
-- the shards must be one sweep's: the same catalog (by its sha256, which must
-  be the catalog given here), kernel digest, machine and rank mode, each with
-  its harness whole (its controls right), none over seeds;
+- the shards must be one sweep's: judged by the same catalog (by its sha256,
+  which must be the catalog given here; a shard `rejudge`d is judged by the
+  catalog of its last pass), of the same kernel digest, machine and rank
+  mode, each with its harness whole (its controls right), none over seeds;
 - a run (fault, config, repeat) in two shards is an error: its verdict would
   be ambiguous;
 - each fault is judged again over the runs of every shard it is in, by the
@@ -27,7 +28,7 @@ from faults.report import catalog_sha256, engine_share
 from faults.scores import family_scores, scores
 from faults.verdict import summarize_fault
 
-SAME = ("catalog_sha256", "native_source_sha256", "machine", "rank_mode")  # one sweep's shards
+SAME = ("native_source_sha256", "machine", "rank_mode")  # one sweep's shards
 
 
 class MergeError(Exception):
@@ -56,6 +57,7 @@ def merged(shards: list[tuple[Path, dict]], catalog: Catalog) -> dict:
     return {
         "tool": "faults.merge",
         "catalog": str(catalog.path),
+        "catalog_sha256": judged_by(first),
         **{key: first[key] for key in SAME},
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "gpus_needed": {k: v for _, d in shards for k, v in d["gpus_needed"].items()},
@@ -95,15 +97,22 @@ def check_shards(shards: list[tuple[Path, dict]], catalog: Catalog) -> None:
                     f"{path}: its {key} is {document.get(key)!r}, "
                     f"{first_path}'s is {first.get(key)!r}: not one sweep's shards"
                 )
-        if document["catalog_sha256"] != ours:
+        if judged_by(document) != ours:
             raise MergeError(
-                f"{path}: judged by a catalog of sha256 {document['catalog_sha256'][:12]}, "
-                f"not {catalog.path} ({ours[:12]}): give that catalog"
+                f"{path}: judged by a catalog of sha256 {judged_by(document)[:12]}, "
+                f"not {catalog.path} ({ours[:12]}): give that catalog, or rejudge it by this one"
             )
         if not (document.get("runnable") and document.get("harness_ok")):
             raise MergeError(f"{path}: its harness was broken or it ran nothing: no fault judged")
         if document.get("schedules"):
             raise MergeError(f"{path}: a shard over seeds (sweep --seeds): merge takes none")
+
+
+def judged_by(document: dict) -> str:
+    """The sha256 of the catalog whose rules gave the shard's verdicts: its
+    last `rejudge` pass's, else the sweep's."""
+    passes = document.get("rejudged") or []
+    return passes[-1]["catalog_sha256"] if passes else document["catalog_sha256"]
 
 
 def unique_runs(

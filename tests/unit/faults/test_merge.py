@@ -90,12 +90,20 @@ def test_shards_of_another_tree_or_catalog_are_refused(tmp_path, capsys):
     assert refused(tmp_path, capsys, first, second).startswith(
         f"{second}: its native_source_sha256 is 'fff"
     )
+    ours = json.loads(first.read_text())["catalog_sha256"]
     edit(second, lambda d: d.update(native_source_sha256=json.loads(first.read_text())[
         "native_source_sha256"], catalog_sha256="0" * 64))  # fmt: skip
     edit(first, lambda document: document.update(catalog_sha256="0" * 64))
-    assert refused(tmp_path, capsys, first, second).startswith(
-        f"{first}: judged by a catalog of sha256 000000000000, not {FIXTURE} ("
+    assert refused(tmp_path, capsys, first, second) == (
+        f"{first}: judged by a catalog of sha256 000000000000, not {FIXTURE} "
+        f"({ours[:12]}): give that catalog, or rejudge it by this one\n"
     )
+    # judged again by this catalog (afdep-faults rejudge), both shards may merge
+    for report in (first, second):
+        edit(report, lambda d: d.update(rejudged=[{"catalog_sha256": ours, "changes": []}]))
+    capsys.readouterr()
+    assert merge(tmp_path, first, second) == 0
+    assert json.loads((tmp_path / "merged" / first.name).read_text())["catalog_sha256"] == ours
 
 
 def test_a_seeded_shard_a_broken_harness_and_an_overwrite_are_refused(tmp_path, capsys):
