@@ -256,7 +256,7 @@ def merge_command(args: argparse.Namespace) -> int:
     if args.rank_mode == "auto" and first.get("rank_mode") in {str(m) for m in RankMode}:
         args.rank_mode = first["rank_mode"]  # the shards' faults, as their mode made them
     try:
-        document = merged(shards, load(args))
+        document = merged(shards, load(args), rerun_wins=args.rerun_wins)
     except MergeError as error:
         raise UsageError(f"merge: {error}") from None
     write_report(args.results_dir, document)
@@ -308,4 +308,9 @@ def add_science_commands(commands) -> None:
     merge = commands.add_parser("merge", help="a sweep's shards made one report")
     merge.add_argument("reports", metavar="SHARD", type=Path, nargs="+", help="sweep JSON reports")
     merge.add_argument("--results-dir", type=Path, required=True)
+    merge.add_argument(
+        "--rerun-wins",
+        action="store_true",
+        help="a run in two shards is the later shard's (a re-run), each replaced one listed",
+    )
     merge.set_defaults(handler=merge_command)

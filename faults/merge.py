@@ -8,7 +8,8 @@ sweeps"). A sweep longer than one device command runs as shards (`sweep
   catalog of its last pass), of the same kernel digest, machine and rank
   mode, each with its harness whole (its controls right), none over seeds;
 - a run (fault, config, repeat) in two shards is an error: its verdict would
-  be ambiguous;
+  be ambiguous; with `--rerun-wins` the run of the shard written last is kept
+  (a fault re-run after a harness fix) and each run it replaced is listed;
 - each fault is judged again over the runs of every shard it is in, by the
   catalog, as a sweep judges a fault over its configs and repeats; the
   mutation score, its families and the firing rate follow;
@@ -29,17 +30,30 @@ from faults.scores import family_scores, scores
 from faults.verdict import summarize_fault
 
 SAME = ("native_source_sha256", "machine", "rank_mode")  # one sweep's shards
+# What a shard must hold; older reports may lack the rest (sites, trees built,
+# stage seconds, ...), which the merged report then lacks too.
+NEEDED = (
+    *SAME,
+    "catalog_sha256",
+    "written",
+    "runnable",
+    "harness_ok",
+    "controls",
+    "results",
+    "faults",
+)
 
 
 class MergeError(Exception):
     """Shards that cannot be one report: one line naming the shard and why."""
 
 
-def merged(shards: list[tuple[Path, dict]], catalog: Catalog) -> dict:
-    """The one report of `shards` (each its path and JSON document)."""
+def merged(shards: list[tuple[Path, dict]], catalog: Catalog, rerun_wins: bool = False) -> dict:
+    """The one report of `shards` (each its path and JSON document); with
+    `rerun_wins`, a run in two shards is the later shard's."""
     check_shards(shards, catalog)
-    controls = unique_runs(shards, "controls", duplicates_allowed=True)
-    results = unique_runs(shards, "results", duplicates_allowed=False)
+    controls, _ = unique_runs(shards, "controls", "first")
+    results, superseded = unique_runs(shards, "results", "later" if rerun_wins else "refuse")
     faults = list(dict.fromkeys(s["fault"] for _, d in shards for s in d["faults"]))
     try:
         summaries = [
@@ -51,8 +65,8 @@ def merged(shards: list[tuple[Path, dict]], catalog: Catalog) -> dict:
     mutation, firing = scores(summaries)
     first = shards[0][1]
     stages = {
-        stage: round(sum(d["stage_seconds"].get(stage, 0.0) for _, d in shards), 3)
-        for stage in first["stage_seconds"]
+        stage: round(sum(d.get("stage_seconds", {}).get(stage, 0.0) for _, d in shards), 3)
+        for stage in ("apply", "build", "run", "judge")
     }
     return {
         "tool": "faults.merge",
@@ -60,28 +74,33 @@ def merged(shards: list[tuple[Path, dict]], catalog: Catalog) -> dict:
         "catalog_sha256": judged_by(first),
         **{key: first[key] for key in SAME},
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "gpus_needed": {k: v for _, d in shards for k, v in d["gpus_needed"].items()},
-        "logical_ranks": first["logical_ranks"],
+        "gpus_needed": {k: v for _, d in shards for k, v in d.get("gpus_needed", {}).items()},
+        "logical_ranks": first.get("logical_ranks", first["rank_mode"] == "logical"),
         "runnable": True,
         "harness_ok": True,
         "ok": not unrun and all(s.ok for s in summaries),
         "mutation_score": mutation,
         "mutation_score_by_family": family_scores(summaries),
         "firing_rate": firing,
-        "wall_s": round(sum(d["wall_s"] for _, d in shards), 2),
+        "wall_s": round(sum(d.get("wall_s", 0.0) for _, d in shards), 2),
         "stage_seconds": stages,
         "engine_share": engine_share(stages),
-        "sites": first["sites"],
+        "sites": first.get("sites", []),
         "controls": [r.to_dict() for r in controls],
         "results": [r.to_dict() for r in results],
         "faults": [vars(s) for s in summaries],
         "budget_s": None,
         "unrun": list(dict.fromkeys(unrun)),
         "schedules": None,
-        "built": list({row["fault"]: row for _, d in shards for row in d["built"]}.values()),
-        "configs_not_run": {k: v for _, d in shards for k, v in d["configs_not_run"].items()},
+        "built": list(
+            {row["fault"]: row for _, d in shards for row in d.get("built", [])}.values()
+        ),
+        "configs_not_run": {
+            k: v for _, d in shards for k, v in d.get("configs_not_run", {}).items()
+        },
         "gpu_runs_needed": [],
         "shards": [shard_line(path, d) for path, d in shards],
+        "superseded": superseded,
     }
 
 
@@ -89,6 +108,10 @@ def check_shards(shards: list[tuple[Path, dict]], catalog: Catalog) -> None:
     """MergeError naming the first shard that is not of the first's sweep, or
     not one this catalog judged, or whose harness was broken, or seeded."""
     ours = catalog_sha256(catalog.path)
+    for path, document in shards:
+        missing = next((key for key in NEEDED if key not in document), None)
+        if missing is not None:
+            raise MergeError(f"{path}: not a sweep report merge can read (no {missing})")
     first_path, first = shards[0]
     for path, document in shards:
         for key in SAME:
@@ -116,25 +139,43 @@ def judged_by(document: dict) -> str:
 
 
 def unique_runs(
-    shards: list[tuple[Path, dict]], key: str, duplicates_allowed: bool
-) -> list[RunResult]:
-    """The shards' runs under `key`, in shard order: a run in two shards kept
-    once (controls) or refused, naming both shards (faults' runs)."""
-    seen: dict[tuple, Path] = {}
-    runs = []
+    shards: list[tuple[Path, dict]], key: str, twice: str
+) -> tuple[list[RunResult], list[dict]]:
+    """The shards' runs under `key`, in shard order, and the runs dropped: a
+    run in two shards is kept once, the first (`twice="first"`: controls),
+    the one of the shard written last (`"later"`: a fault re-run after a
+    harness fix, with --rerun-wins), or refused naming both (`"refuse"`)."""
+    kept: dict[tuple, tuple[Path, dict]] = {}  # in first-seen order
+    dropped = []
     for path, document in shards:
         for run in document[key]:
             name = (run["fault"], run["config"], run["repeat"])
-            if name in seen:
-                if duplicates_allowed:
-                    continue
+            if name not in kept:
+                kept[name] = (path, document)
+                continue
+            if twice == "refuse":
                 raise MergeError(
                     f"{path}: {run['fault']} under {run['config']} (repeat {run['repeat']}) "
-                    f"is in {seen[name]} too: its verdict would be ambiguous"
+                    f"is in {kept[name][0]} too: its verdict would be ambiguous "
+                    "(--rerun-wins keeps the later shard's)"
                 )
-            seen[name] = path
-            runs.append(RunResult(**run))
-    return runs
+            earlier = kept[name]
+            later = twice == "later" and document["written"] > earlier[1]["written"]
+            if later:
+                kept[name] = (path, document)
+            if twice == "later":
+                dropped.append(
+                    {
+                        "run": f"{run['fault']}@{run['config']}#{run['repeat']}",
+                        "kept": str(kept[name][0]),
+                        "dropped": str(earlier[0] if later else path),
+                    }
+                )
+    runs = []
+    for name, (_, document) in kept.items():
+        run = next(r for r in document[key] if (r["fault"], r["config"], r["repeat"]) == name)
+        runs.append(RunResult(**run))
+    return runs, dropped
 
 
 def shard_line(path: Path, document: dict) -> dict:
@@ -142,5 +183,5 @@ def shard_line(path: Path, document: dict) -> dict:
         "report": str(path),
         "written": document["written"],
         "faults": len(document["faults"]),
-        "wall_s": document["wall_s"],
+        "wall_s": document.get("wall_s", 0.0),
     }

@@ -85,6 +85,7 @@ def _header(document: dict) -> list[str]:
         f"(killed / must-fail that fired), firing rate {_score(document['firing_rate'])}",
         _controls_line(document["controls"]),
         *_shards(document.get("shards")),
+        *_superseded(document.get("superseded")),
         *_unrun(document),
         *_rejudged(document.get("rejudged")),
         "",
@@ -100,6 +101,14 @@ def _shards(shards: list[dict] | None) -> list[str]:
         f"`{s['report']}` ({s['written']}, {s['faults']} faults, {s['wall_s']:g} s)" for s in shards
     )
     return [f"- merged from {len(shards)} shards: {said}"]
+
+
+def _superseded(runs: list[dict] | None) -> list[str]:
+    """The runs a later shard ran again (`merge --rerun-wins`): which was kept."""
+    if not runs:
+        return []
+    said = "; ".join(f"{r['run']} (kept from `{r['kept']}`)" for r in runs)
+    return [f"- {len(runs)} runs re-run in a later shard, the later kept: {said}"]
 
 
 def _unrun(document: dict) -> list[str]:

@@ -77,10 +77,25 @@ def refused(tmp_path, capsys, *reports: Path, out: Path | None = None) -> str:
     return capsys.readouterr().err.removeprefix("python -m faults: error: merge: ")
 
 
-def test_a_run_in_two_shards_is_refused_naming_both(tmp_path, capsys):
+def test_a_run_in_two_shards_is_refused_naming_both_unless_the_rerun_wins(tmp_path, capsys):
     first, again = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S1")
     assert refused(tmp_path, capsys, first, again) == (
-        f"{again}: S1 under default (repeat 0) is in {first} too: its verdict would be ambiguous\n"
+        f"{again}: S1 under default (repeat 0) is in {first} too: its verdict would be "
+        "ambiguous (--rerun-wins keeps the later shard's)\n"
+    )
+    edit(first, lambda document: document["results"][0].update(verdict="SURVIVED", ok=False))
+    out = tmp_path / "merged"
+    words = [*COMMON, "merge", str(again), str(first), "--rerun-wins", "--results-dir", str(out)]
+    assert main(words) == 0  # the earlier shard's SURVIVED is replaced, given in either order
+    document = json.loads((out / first.name).read_text())
+    assert [(r["fault"], r["verdict"]) for r in document["results"]] == [("S1", "KILLED")]
+    assert document["superseded"] == [
+        {"run": "S1@default#0", "kept": str(again), "dropped": str(first)}
+    ]
+    markdown = (out / first.name).with_suffix(".md").read_text()
+    assert (
+        f"- 1 runs re-run in a later shard, the later kept: S1@default#0 (kept from `{again}`)"
+        in markdown
     )
 
 
@@ -122,4 +137,16 @@ def test_a_seeded_shard_a_broken_harness_and_an_overwrite_are_refused(tmp_path, 
     assert refused(tmp_path, capsys, first, first) == "a shard is named twice\n"
     assert refused(tmp_path, capsys, first, out=first.parent) == (
         f"--results-dir {first.parent}: would overwrite {first}\n"
+    )
+
+
+def test_an_older_shard_merges_without_what_it_lacks_but_not_without_its_runs(tmp_path, capsys):
+    first, second = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S2")
+    for gone in ("logical_ranks", "sites", "built", "stage_seconds", "gpus_needed"):
+        edit(first, lambda document, gone=gone: document.pop(gone))
+    capsys.readouterr()
+    assert merge(tmp_path, first, second, out=tmp_path / "older") == 0
+    edit(second, lambda document: document.pop("written"))
+    assert refused(tmp_path, capsys, first, second) == (
+        f"{second}: not a sweep report merge can read (no written)\n"
     )
