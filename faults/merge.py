@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from faults.catalog import Catalog, CatalogError
+from faults.catalog import Catalog
 from faults.engine import RunResult
 from faults.report import catalog_sha256, engine_share
 from faults.scores import family_scores, scores
@@ -55,12 +55,15 @@ def merged(shards: list[tuple[Path, dict]], catalog: Catalog, rerun_wins: bool =
     controls, _ = unique_runs(shards, "controls", "first")
     results, superseded = unique_runs(shards, "results", "later" if rerun_wins else "refuse")
     faults = list(dict.fromkeys(s["fault"] for _, d in shards for s in d["faults"]))
-    try:
-        summaries = [
-            summarize_fault(catalog.fault(f), [r for r in results if r.fault == f]) for f in faults
-        ]
-    except CatalogError as error:
-        raise MergeError(f"the catalog given lacks a fault the shards judged: {error}") from None
+    for path, document in shards:
+        unknown = next(
+            (s["fault"] for s in document["faults"] if s["fault"] not in catalog.faults), None
+        )
+        if unknown is not None:
+            raise MergeError(f"{path}: fault {unknown} is not in {catalog.path}")
+    summaries = [
+        summarize_fault(catalog.fault(f), [r for r in results if r.fault == f]) for f in faults
+    ]
     unrun = [f for _, d in shards for f in d.get("unrun") or [] if f not in faults]
     mutation, firing = scores(summaries)
     first = shards[0][1]

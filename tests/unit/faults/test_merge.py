@@ -150,3 +150,9 @@ def test_an_older_shard_merges_without_what_it_lacks_but_not_without_its_runs(tm
     assert refused(tmp_path, capsys, first, second) == (
         f"{second}: not a sweep report merge can read (no written)\n"
     )
+
+
+def test_a_fault_the_catalog_lacks_is_refused_naming_it(tmp_path, capsys):
+    first, second = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S2")
+    edit(second, lambda document: document["faults"][0].update(fault="S9"))
+    assert refused(tmp_path, capsys, first, second) == f"{second}: fault S9 is not in {FIXTURE}\n"
