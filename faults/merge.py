@@ -26,7 +26,9 @@ from pathlib import Path
 from faults.catalog import Catalog
 from faults.engine import RunResult
 from faults.report import catalog_sha256, engine_share
+from faults.report.compare import run_key
 from faults.scores import family_scores, scores
+from faults.seeds import run_id
 from faults.verdict import summarize_fault
 
 SAME = ("native_source_sha256", "machine", "rank_mode")  # one sweep's shards
@@ -148,13 +150,13 @@ def unique_runs(
     run in two shards is kept once, the first (`twice="first"`: controls),
     the one of the shard written last (`"later"`: a fault re-run after a
     harness fix, with --rerun-wins), or refused naming both (`"refuse"`)."""
-    kept: dict[tuple, tuple[Path, dict]] = {}  # in first-seen order
+    kept: dict[tuple, tuple[Path, dict, dict]] = {}  # in first-seen order
     dropped = []
     for path, document in shards:
         for run in document[key]:
-            name = (run["fault"], run["config"], run["repeat"])
+            name = run_key(run)
             if name not in kept:
-                kept[name] = (path, document)
+                kept[name] = (path, document, run)
                 continue
             if twice == "refuse":
                 raise MergeError(
@@ -162,23 +164,19 @@ def unique_runs(
                     f"is in {kept[name][0]} too: its verdict would be ambiguous "
                     "(--rerun-wins keeps the later shard's)"
                 )
-            earlier = kept[name]
-            later = twice == "later" and document["written"] > earlier[1]["written"]
-            if later:
-                kept[name] = (path, document)
             if twice == "later":
+                earlier = kept[name]
+                later = document["written"] > earlier[1]["written"]
+                if later:
+                    kept[name] = (path, document, run)
                 dropped.append(
                     {
-                        "run": f"{run['fault']}@{run['config']}#{run['repeat']}",
+                        "run": run_id(RunResult(**run)),
                         "kept": str(kept[name][0]),
                         "dropped": str(earlier[0] if later else path),
                     }
                 )
-    runs = []
-    for name, (_, document) in kept.items():
-        run = next(r for r in document[key] if (r["fault"], r["config"], r["repeat"]) == name)
-        runs.append(RunResult(**run))
-    return runs, dropped
+    return [RunResult(**run) for _, _, run in kept.values()], dropped
 
 
 def shard_line(path: Path, document: dict) -> dict:

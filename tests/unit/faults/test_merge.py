@@ -11,19 +11,14 @@ from pathlib import Path
 
 from faults.cli import main
 
-from .test_rejudge import FIXTURE, REPO, edit
+from .test_rejudge import FIXTURE, REPO, edit, swept
 from .test_replay import scheduled_catalog
 
 COMMON = ["--catalog", str(FIXTURE), "--root", str(REPO), "--no-generated"]
 
 
 def shard(tmp_path: Path, name: str, only: str, catalog: Path = FIXTURE, *words: str) -> Path:
-    common = ["--catalog", str(catalog), "--root", str(REPO), "--no-generated"]
-    out = tmp_path / name
-    sweep = [*common, "--workdir", str(tmp_path / f"work-{name}"), "sweep", "--only", only]
-    assert main([*sweep, *words, "--results-dir", str(out)]) == 0
-    [report] = out.glob("sweep-*.json")
-    return report
+    return swept(tmp_path, catalog, "--only", only, *words, out=name)
 
 
 def merge(tmp_path: Path, *reports: Path, out: Path | None = None) -> int:

@@ -17,11 +17,12 @@ REPO = Path(__file__).parents[3]
 FIXTURE = REPO / "tests/fixtures/flag_payload/catalog.toml"
 
 
-def swept(tmp_path: Path, catalog: Path, *words: str) -> Path:
+def swept(tmp_path: Path, catalog: Path, *words: str, out: str = "out") -> Path:
+    """The report of a sweep of `catalog` on the fixture, written under `out`."""
     common = ["--catalog", str(catalog), "--root", str(REPO), "--no-generated"]
-    sweep = [*common, "--workdir", str(tmp_path / "sweep"), "sweep", *words]
-    assert main([*sweep, "--results-dir", str(tmp_path / "out")]) == 0
-    [report] = (tmp_path / "out").glob("sweep-*.json")
+    sweep = [*common, "--workdir", str(tmp_path / f"sweep-{out}"), "sweep", *words]
+    assert main([*sweep, "--results-dir", str(tmp_path / out)]) == 0
+    [report] = (tmp_path / out).glob("sweep-*.json")
     return report
 
 
