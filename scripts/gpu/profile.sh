@@ -10,7 +10,8 @@
 # payload-first or plain count-first dispatch. Back: results/BENCH.ncu-rep
 # (Nsight Compute opens it), results/BENCH-details.txt (speed of light,
 # memory, warp states, launch), results/BENCH-source.csv (samples and stall
-# reasons per SASS instruction), console.log; TAG=WORD names them BENCH-WORD
+# reasons per SASS instruction), console.log. The clocks are left as they
+# are (--clock-control none), as the benches see them. TAG=WORD names them BENCH-WORD
 # instead, so one call can profile several sizes. No ncu: it says so and stops.
 case "${1:-}" in
   combine | dispatch | expand) bench=$1; shift ;;
@@ -22,7 +23,7 @@ NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*
 [ -n "$NCU" ] || { echo "profile.sh: no ncu here (PATH, /usr/local/cuda*/bin, /opt/nvidia/nsight-compute)"; exit 3; }
 source scripts/gpu/common.sh
 REPORT="$OUT/results/$bench${TAG:+-$TAG}"
-timeout "${LIMIT_S:-300}" "$NCU" --set full --import-source yes --kernel-name "regex:${kernel}_impl" \
+timeout "${LIMIT_S:-300}" "$NCU" --clock-control none --set full --import-source yes --kernel-name "regex:${kernel}_impl" \
   --launch-count 1 -f -o "$REPORT" \
   python3 -m afdep.bench.$bench --iters 1 --warmup 0 --reps 1 --results-dir /tmp/profile "$@" \
   >> "$LOG" 2>&1
