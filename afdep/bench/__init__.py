@@ -24,7 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from afdep.bench.micro import HOST_INTERFACE
+from afdep.bench.micro import host_interface_differs
 from afdep.bench.overlap import overlap_rows
 from afdep.bench.report import write_report
 from afdep.bench.summary import CONTROL, print_table, summarize, targets
@@ -95,13 +95,12 @@ def tree_problem(name: str, tree: str) -> str | None:
     """Why a tree arm cannot run on this package's host side, if it cannot."""
     if not (Path(tree) / "impls").is_dir():
         return f"--arm {name}: tree {tree} holds no kernel sources (no impls/ folder)"
-    for interface in HOST_INTERFACE:
-        theirs = Path(tree) / interface
-        if not theirs.is_file() or theirs.read_bytes() != (CSRC / interface).read_bytes():
-            return (
-                f"--arm {name}: tree {tree}: {interface} differs from this package's "
-                "(its host side reads that layout)"
-            )
+    interface = host_interface_differs(Path(tree))
+    if interface is not None:
+        return (
+            f"--arm {name}: tree {tree}: {interface} differs from this package's "
+            "(its host side reads that layout)"
+        )
     return None
 
 

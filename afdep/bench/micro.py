@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -32,9 +33,34 @@ BUFFER_FIELDS = (
 # bidirectional, so 450 GB/s each way.
 HBM_GBPS = 4800
 NVLINK_GBPS_PER_DIRECTION = 450
-# The files of a kernel tree whose layout the host side of this package reads
-# (the Params fields in order, the workspace layout): a tree must keep them.
+# What of a kernel tree the host side of this package reads, a tree must keep:
+# `struct Params` (its fields in order; the device helpers beside it may
+# change) and the whole workspace layout.
 HOST_INTERFACE = ("common/params.cuh", "common/layout.cuh")
+PARAMS_STRUCT = re.compile(r"^struct Params \{.*?^\};", re.MULTILINE | re.DOTALL)
+
+
+def host_interface(tree: Path, interface: str) -> str | None:
+    """The part of `interface` in `tree` that the host side reads (None: none)."""
+    path = tree / interface
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if interface != "common/params.cuh":
+        return text
+    found = PARAMS_STRUCT.search(text)
+    return found.group(0) if found else None
+
+
+def host_interface_differs(tree: Path) -> str | None:
+    """The first of HOST_INTERFACE whose read part differs from this package's."""
+    for interface in HOST_INTERFACE:
+        theirs = host_interface(tree, interface)
+        if theirs is None or theirs != host_interface(CSRC, interface):
+            return interface
+    return None
+
+
 # Left out of the ranks' environment: payload-first, whose attention_dispatch
 # waits on nothing and whose expansion is ffn_expand.
 PROTOCOL_KNOB = "AFDEP_COUNT_FIRST_MIN_BUCKET"
@@ -67,12 +93,9 @@ def tree_problem(tree: Path) -> str | None:
     """Why `tree` cannot be built and driven by this package's host side."""
     if not (tree / "impls").is_dir():
         return f"--tree {tree}: holds no kernel sources (no impls/ folder)"
-    for interface in HOST_INTERFACE:
-        theirs = tree / interface
-        if not theirs.is_file() or theirs.read_bytes() != (CSRC / interface).read_bytes():
-            return (
-                f"--tree {tree}: {interface} differs from this package's (its host side reads it)"
-            )
+    interface = host_interface_differs(tree)
+    if interface is not None:
+        return f"--tree {tree}: {interface} differs from this package's (its host side reads it)"
     return None
 
 

@@ -74,6 +74,25 @@ def test_a_tree_whose_host_interface_differs_is_refused(tmp_path):
     )
 
 
+def test_a_tree_may_change_the_helpers_beside_params_but_not_its_fields(tmp_path):
+    tree = tmp_path / "csrc"
+    shutil.copytree(CSRC, tree)
+    params = tree / "common/params.cuh"
+    text = params.read_text()
+    params.write_text(
+        text.replace("namespace afdep {", "namespace afdep {\n// a helper's comment", 1)
+    )
+    assert combine.checked_arguments(["--tree", str(tree)]).tree == [tree]
+    params.write_text(
+        text.replace("u64 off_done;\n  u64 off_counts;", "u64 off_counts;\n  u64 off_done;")
+    )
+    with pytest.raises(UsageError) as caught:
+        combine.checked_arguments(["--tree", str(tree)])
+    assert str(caught.value) == (
+        f"--tree {tree}: common/params.cuh differs from this package's (its host side reads it)"
+    )
+
+
 def test_a_tree_named_twice_is_refused():
     with pytest.raises(UsageError) as caught:
         combine.checked_arguments(["--tree", str(CSRC), "--tree", str(CSRC)])
