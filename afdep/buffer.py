@@ -113,6 +113,7 @@ class Buffer:
         self._num_tokens_in = zeros(1, dtype=torch.int32)
         self._protocol_log = zeros(1, dtype=torch.int32)
         self._token_ffn_mask = zeros(c, dtype=torch.int32)
+        self._route_maps = zeros(g.route_map_words, dtype=torch.int32)  # attention_route's
         self._slot_epoch = zeros(a * c, dtype=torch.int64)
         self._slot_rows = zeros(a * c * k, dtype=torch.int32)
         self._slot_weights = zeros(a * c * k, dtype=torch.float32)
@@ -298,16 +299,21 @@ class Buffer:
         else:
             count.fill_(num_tokens)
         bucket = step_bucket(bucket, num_tokens, g.capacity)
-        self._epoch.add_(1)
-        if not skip_send:
-            (kernel,) = self._dispatch_kernels[self.protocol_for(bucket)]
-            kernel(
+        if skip_send:
+            self._epoch.add_(1)
+        else:
+            route, send = self._dispatch_kernels[self.protocol_for(bucket)]
+            maps = self._route_maps.data_ptr()
+            # attention_route advances the epoch, then checks and lays out the routes.
+            route(self._params.data_ptr(), topk_idx.data_ptr(), count.data_ptr(), maps)
+            send(
                 self._params.data_ptr(),
                 x.data_ptr(),
                 0 if x_scales is None else x_scales.data_ptr(),
                 topk_idx.data_ptr(),
                 topk_weights.data_ptr(),
                 count.data_ptr(),
+                maps,
             )
         return None
 
