@@ -30,6 +30,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const int thread_idx = static_cast<int>(threadIdx.x);
   const int lane_idx = thread_idx % 32;
   const int warp_idx = thread_idx / 32;
+  const int rank_idx = static_cast<int>(p.rank);  // also what a fault's marker prints
   const int capacity = static_cast<int>(p.capacity);
   const int num_maps = static_cast<int>(p.num_experts + p.num_ffn);
   const int words = bitmap_words(capacity);
@@ -37,7 +38,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const int num_tokens = *num_tokens_ptr;
   if (num_tokens < 0 || num_tokens > capacity) {
     if (blockIdx.x == 0 && thread_idx == 0)
-      AFDEP_ASSERT(false, "num_tokens=%d outside [0, %d]", num_tokens, capacity);
+      AFDEP_ASSERT(false, "rank %d: num_tokens=%d outside [0, %d]", rank_idx, num_tokens,
+                   capacity);
     return;
   }
   const int word = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
