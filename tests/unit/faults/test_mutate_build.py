@@ -89,6 +89,35 @@ def test_every_afdep_mutant_builds(tmp_path, monkeypatch):
         shutil.rmtree(tree)
 
 
+def marked_per_site() -> list[Fault]:
+    """Per site, its first generated fault of one patch that is no rewrite (a
+    delay, a skip): each prints the catalog's rank expression in its marker."""
+    chosen: dict[str, Fault] = {}
+    for fault in CATALOG.faults.values():
+        rewrite = fault.family in REWRITE_FAMILIES or fault.family is Family.PUBLISH_EARLY
+        if fault.id.startswith("gen.") and not rewrite and len(fault.patches) == 1:
+            chosen.setdefault(fault.patches[0].site, fault)
+    return list(chosen.values())
+
+
+def test_every_kernel_with_a_site_builds_with_a_fault_marker(tmp_path, monkeypatch):
+    """A marker prints `target.rank` (rank_idx), so a kernel that holds a site
+    must define it: a delay or skip at every site that has one, in one tree,
+    covering every kernel header that holds a site, builds."""
+    monkeypatch.setenv("AFDEP_JIT_CACHE", str(tmp_path / "jit"))
+    faults = marked_per_site()
+    sites, _ = parse_tree(REPO / CATALOG.target.sources)
+    file_of = {site.name: site.path.name for site in sites}
+    assert {file_of[f.patches[0].site] for f in faults} == set(file_of.values())
+    tree = make_scratch(REPO, tmp_path / "tree")
+    apply_patches(tree, CATALOG, [f.patches[0] for f in faults])
+    digest = tree_digest(tree / CATALOG.target.sources)
+    try:
+        build_tree(CATALOG.target, tree, tmp_path / "out", digest, gpus=2)
+    except BuildError as error:
+        pytest.fail(f"the tree of {[f.id for f in faults]} does not build: {error}")
+
+
 @pytest.mark.parametrize("twin", ["wait_until_relaxed", "wait_until_gpu"])
 def test_the_weaker_waits_are_defined_and_called_by_no_kernel(twin):
     comm = (REPO / "afdep/csrc/common/comm.cuh").read_text()
