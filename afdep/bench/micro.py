@@ -33,11 +33,13 @@ BUFFER_FIELDS = (
 # bidirectional, so 450 GB/s each way.
 HBM_GBPS = 4800
 NVLINK_GBPS_PER_DIRECTION = 450
-# What of a kernel tree the host side of this package reads, a tree must keep:
-# `struct Params` (its fields in order; the device helpers beside it may
-# change) and the whole workspace layout.
-HOST_INTERFACE = ("common/params.cuh", "common/layout.cuh")
-PARAMS_STRUCT = re.compile(r"^struct Params \{.*?^\};", re.MULTILINE | re.DOTALL)
+# What of a kernel tree the host side of this package reads, a tree must keep,
+# per file: the part a pattern finds (`struct Params`, its fields in order; the
+# device helpers beside it may change), or the whole file (None).
+HOST_INTERFACE: dict[str, re.Pattern[str] | None] = {
+    "common/params.cuh": re.compile(r"^struct Params \{.*?^\};", re.MULTILINE | re.DOTALL),
+    "common/layout.cuh": None,
+}
 
 
 def host_interface(tree: Path, interface: str) -> str | None:
@@ -46,9 +48,10 @@ def host_interface(tree: Path, interface: str) -> str | None:
     if not path.is_file():
         return None
     text = path.read_text(encoding="utf-8", errors="replace")
-    if interface != "common/params.cuh":
+    pattern = HOST_INTERFACE[interface]
+    if pattern is None:
         return text
-    found = PARAMS_STRUCT.search(text)
+    found = pattern.search(text)
     return found.group(0) if found else None
 
 
