@@ -113,11 +113,13 @@ class Buffer:
         self._num_tokens_in = zeros(1, dtype=torch.int32)
         self._protocol_log = zeros(1, dtype=torch.int32)
         self._token_ffn_mask = zeros(c, dtype=torch.int32)
-        self._route_maps = zeros(g.route_map_words, dtype=torch.int32)  # attention_route's
         self._slot_epoch = zeros(a * c, dtype=torch.int64)
         self._slot_rows = zeros(a * c * k, dtype=torch.int32)
         self._slot_weights = zeros(a * c * k, dtype=torch.float32)
         self._out = zeros(c, h, dtype=torch.bfloat16) if self.role == Role.ATTENTION else None
+        # attention_route's maps, which attention_dispatch reads (attention ranks only)
+        attention = self.role == Role.ATTENTION
+        self._route_maps = zeros(g.route_map_words, dtype=torch.int32) if attention else None
         self.batch = self._allocate_ffn_outputs(zeros) if self.role == Role.FFN else None
 
         values = {name: layout[name] for name in layout if name.startswith("off_")}

@@ -34,14 +34,13 @@ __device__ __forceinline__ int bitmap_total(const u32* bits, const u32* prefix, 
 }
 
 // One token's routes (`row`), checked in slot order, into bit token % 32 of
-// word `word` of its experts' maps and its FFN ranks' maps (map m at
-// bits[m * words + word]). A padding token (past num_tokens) must hold -1
-// only. An invalid entry ends the kernel in route_fail, naming its kind, token
-// and slot, before this slot's bit is set.
+// the warp's word of its experts' maps and its FFN ranks' maps (`own[map]`).
+// A padding token (past num_tokens) must hold -1 only. An invalid entry ends
+// the kernel in route_fail, naming its kind, token and slot, before this
+// slot's bit is set.
 template <int kTopK>
 __device__ __forceinline__ void mark_token(const Params& p, const i64 (&row)[kTopK],
-                                           int num_tokens, u32* bits, int words, int word,
-                                           int token_idx) {
+                                           int num_tokens, u32* own, int token_idx) {
   const int num_experts = static_cast<int>(p.num_experts);
   const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
   const u32 bit = 1u << (token_idx & 31);
@@ -57,11 +56,11 @@ __device__ __forceinline__ void mark_token(const Params& p, const i64 (&row)[kTo
     for (int earlier = 0; earlier < slot_idx; ++earlier)
       if (row[earlier] == expert) route_fail(p, kRouteDuplicate, token_idx, slot_idx);
     const int e = static_cast<int>(expert);
-    atomicOr(&bits[e * words + word], bit);
+    atomicOr(&own[e], bit);
     ffn_mask |= 1u << (e / experts_per_ffn);
   }
   for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1)
-    atomicOr(&bits[(num_experts + __ffs(pending) - 1) * words + word], bit);
+    atomicOr(&own[num_experts + __ffs(pending) - 1], bit);
 }
 
 // The used words of every map, as attention_route wrote them (`maps`, the

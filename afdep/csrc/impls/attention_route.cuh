@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     i64 row[kTopK];
 #pragma unroll
     for (int k = 0; k < kTopK; ++k) row[k] = __ldg(topk_idx + token_idx * kTopK + k);
-    mark_token<kTopK>(p, row, num_tokens, own, 1, 0, token_idx);
+    mark_token<kTopK>(p, row, num_tokens, own, token_idx);
   }
   __syncwarp();
   for (int map = lane_idx; map < num_maps; map += 32) maps[map * words + word] = own[map];
