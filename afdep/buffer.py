@@ -117,6 +117,9 @@ class Buffer:
         self._slot_rows = zeros(a * c * k, dtype=torch.int32)
         self._slot_weights = zeros(a * c * k, dtype=torch.float32)
         self._out = zeros(c, h, dtype=torch.bfloat16) if self.role == Role.ATTENTION else None
+        # attention_route's maps, which attention_dispatch reads (attention ranks only)
+        attention = self.role == Role.ATTENTION
+        self._route_maps = zeros(g.route_map_words, dtype=torch.int32) if attention else None
         self.batch = self._allocate_ffn_outputs(zeros) if self.role == Role.FFN else None
 
         values = {name: layout[name] for name in layout if name.startswith("off_")}
@@ -298,16 +301,21 @@ class Buffer:
         else:
             count.fill_(num_tokens)
         bucket = step_bucket(bucket, num_tokens, g.capacity)
-        self._epoch.add_(1)
-        if not skip_send:
-            (kernel,) = self._dispatch_kernels[self.protocol_for(bucket)]
-            kernel(
+        if skip_send:
+            self._epoch.add_(1)
+        else:
+            route, send = self._dispatch_kernels[self.protocol_for(bucket)]
+            maps = self._route_maps.data_ptr()
+            # attention_route advances the epoch, then checks and lays out the routes.
+            route(self._params.data_ptr(), topk_idx.data_ptr(), count.data_ptr(), maps)
+            send(
                 self._params.data_ptr(),
                 x.data_ptr(),
                 0 if x_scales is None else x_scales.data_ptr(),
                 topk_idx.data_ptr(),
                 topk_weights.data_ptr(),
                 count.data_ptr(),
+                maps,
             )
         return None
 

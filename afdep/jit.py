@@ -27,6 +27,7 @@ ARCH = "sm_90a"
 
 # Template parameters of each kernel, in declaration order.
 KERNEL_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "attention_route": ("kTopK", "kNumThreads"),
     "attention_dispatch": (
         "kHidden",
         "kTopK",

@@ -27,14 +27,17 @@ class Launch:
 def dispatch_launches(
     g: Geometry, role: Role, protocol: Protocol, expand_ctas: int | None = None
 ) -> list[Launch]:
-    """The kernels of one dispatch, in launch order, for `role` and `protocol`;
-    the FFN's expansion kernel (ffn_expand, ffn_stream_expand) on `expand_ctas`
-    CTAs (afdep/residency.py expansion_ctas), else num_sms."""
+    """The kernels of one dispatch, in launch order, for `role` and `protocol`
+    (the attention side: attention_route, then attention_dispatch); the FFN's
+    expansion kernel (ffn_expand, ffn_stream_expand) on `expand_ctas` CTAs
+    (afdep/residency.py expansion_ctas), else num_sms."""
     count_first = protocol == Protocol.COUNT_FIRST
     # The row shape every dispatch kernel is specialized on.
     row = {"kHidden": g.hidden, "kTopK": g.top_k, "kFp8": g.payload == "fp8"}
     if role == Role.ATTENTION:
+        route = KernelSpec.make("attention_route", kTopK=g.top_k, kNumThreads=NUM_THREADS)
         return [
+            Launch(route, g.route_ctas, g.route_smem_bytes, waits=False),
             Launch(
                 KernelSpec.make(
                     "attention_dispatch",
@@ -45,7 +48,7 @@ def dispatch_launches(
                 ),
                 g.num_sms,
                 g.dispatch_smem_bytes,
-            )
+            ),
         ]
     if not count_first:
         return [

@@ -1,6 +1,6 @@
 """Host-side route validation (docs/architecture.md, "Route validity").
 
-The device kernel (attention_dispatch) applies the same rules and kind names; with
+The device kernel (attention_route) applies the same rules and kind names; with
 one invalid entry it reports that entry, so the host check is the oracle the
 invalid-route runs compare the device log against.
 """

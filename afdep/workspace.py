@@ -213,11 +213,26 @@ class Geometry:
         return a + (a + 1) + (e + 1) + e * a  # common/dispatch.cuh placement_ints
 
     @property
+    def route_map_words(self) -> int:
+        """The route maps attention_route writes: a map per expert and per FFN
+        rank, of bitmap_words(capacity) u32 words (odd: common/dispatch.cuh)."""
+        return (self.num_experts + self.ffn_ranks) * (-(-self.capacity // 32) | 1)
+
+    @property
+    def route_ctas(self) -> int:
+        """attention_route's grid: a warp per word of tokens (32 tokens)."""
+        words = -(-self.capacity // 32)
+        return -(-words // (NUM_THREADS // 32))
+
+    @property
+    def route_smem_bytes(self) -> int:
+        """Each warp's own word of every map."""
+        return NUM_THREADS // 32 * (self.num_experts + self.ffn_ranks) * 4
+
+    @property
     def dispatch_smem_bytes(self) -> int:
         """Route bitmaps and their prefix sums, then ARM=attention's remote bases."""
-        words = -(-self.capacity // 32) | 1  # odd: common/dispatch.cuh bitmap_words
-        maps = self.num_experts + self.ffn_ranks
-        return 2 * maps * words * 4 + 4 * (self.num_experts + self.ffn_ranks)
+        return 2 * self.route_map_words * 4 + 4 * (self.num_experts + self.ffn_ranks)
 
     @property
     def epilogue_smem_bytes(self) -> int:

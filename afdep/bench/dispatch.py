@@ -1,4 +1,5 @@
-"""attention_dispatch alone, on one GPU in the one-GPU logical mode (1A:1F).
+"""The attention rank's dispatch alone (attention_route, attention_dispatch),
+on one GPU in the one-GPU logical mode (1A:1F).
 
     python -m afdep.bench.dispatch [--tree DIR]... [--tokens N...] [--capacity C]
                                    [--protocol P]... [--iters 50] [--warmup 10]
@@ -9,11 +10,12 @@ publishes each slot with its own release, the counts with one more), at one
 capacity: one step (dispatch, expert function, combine) runs and the FFN
 rank's dispatch output is checked bitwise against the reference
 (afdep/testing/reference.py); then a CUDA graph of `--reps` attention
-dispatches (the epoch's increment and attention_dispatch, which waits on
-nothing in either protocol) is replayed, `--warmup` times untimed, `--iters`
-times between CUDA events, and the median per dispatch is reported. Few
-tokens at a large capacity time the set-up every CTA pays (the route check
-of every row, the bitmaps, their prefix sums) before a row moves. Beside
+dispatches (attention_route, which advances the epoch and checks and lays
+out the routes, and attention_dispatch, which waits on nothing in either
+protocol) is replayed, `--warmup` times untimed, `--iters` times between CUDA
+events, and the median per dispatch is reported. Few tokens at a large
+capacity time the set-up (the route check of every row, the bitmaps, their
+prefix sums) before a row moves. Beside
 each time: the bytes the dispatch writes to the FFN rank (a row and its slot
 metadata per routed token, and count-first's flag per slot) and the time
 they take over NVLink, what a rank per GPU adds, with a kernel launch as the
@@ -48,8 +50,9 @@ SLOT_FLAG_BYTES = 8  # a u64 epoch per slot (common/layout.cuh)
 DEFAULT_TOKENS = (1, 128, 512, 2048, 4096)
 DEFAULT_CAPACITY = 4096
 TIMING_NOTE = (
-    "each dispatch is the epoch's increment and attention_dispatch on "
-    f"{NUM_SMS} CTAs; 'without the kernel': the same launch, the epoch's increment alone "
+    "each dispatch is attention_route (the epoch's increment, the routes' check and maps) "
+    f"and attention_dispatch on {NUM_SMS} CTAs; 'without the kernel': the same launch, "
+    "the epoch's increment alone "
     "(skip_send); logical mode: the rows land in this GPU's HBM, not over NVLink; "
     f"the NVLink write bound is the written bytes at {NVLINK_GBPS_PER_DIRECTION} GB/s "
     "per direction (H200 datasheet: 900 GB/s bidirectional)"
@@ -136,7 +139,7 @@ def measure(tree: Path, tokens: int, protocol: Protocol, args) -> dict:
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the note."""
     trees, names = micro.tree_lines(document)
-    lines = [f"# attention_dispatch, {document['rank_mode']}", "", *trees]
+    lines = [f"# attention_route + attention_dispatch, {document['rank_mode']}", "", *trees]
     lines += [
         "",
         "| tree | protocol | tokens | capacity | µs | without the kernel µs | written MiB "

@@ -73,11 +73,12 @@ def test_the_report_names_trees_by_index():
     row |= {"written_bytes": 3 * 2**19, "nvlink_write_bound_us": 3.5}
     document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": [row]}
     lines = dispatch.table_lines(document)
-    assert lines[0] == "# attention_dispatch, 1xH200, 2 logical ranks"
+    assert lines[0] == "# attention_route + attention_dispatch, 1xH200, 2 logical ranks"
     assert lines[2] == "- tree `/a`: source digest `ab12`"
     assert lines[6] == "| #0 | count-first | 128 | 4096 | 7.50 | 2.25 | 1.50 | 3.50 | MISMATCH |"
     assert lines[-1].startswith(
-        "- each dispatch is the epoch's increment and attention_dispatch on"
+        "- each dispatch is attention_route (the epoch's increment, the routes' check and maps) "
+        "and attention_dispatch on 24 CTAs;"
     )
 
 

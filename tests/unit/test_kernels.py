@@ -17,8 +17,10 @@ def names(launches):
 
 
 def test_payload_first_launches():
+    # attention_route: a warp per 32 tokens, 16 warps a CTA (2048 / 32 / 16 = 4)
     assert names(dispatch_launches(G, ATTENTION, PAYLOAD_FIRST)) == [
-        ("attention_dispatch", 24, False)
+        ("attention_route", 4, False),
+        ("attention_dispatch", 24, False),
     ]
     assert names(dispatch_launches(G, FFN, PAYLOAD_FIRST)) == [("ffn_expand", 24, False)]
     # the Buffer's expansion grid (afdep/residency.py expansion_ctas), else num_sms
@@ -26,7 +28,7 @@ def test_payload_first_launches():
         ("ffn_expand", 132, False)
     ]
     assert (
-        dict(dispatch_launches(G, ATTENTION, PAYLOAD_FIRST)[0].spec.template)["kCountFirst"]
+        dict(dispatch_launches(G, ATTENTION, PAYLOAD_FIRST)[1].spec.template)["kCountFirst"]
         is False
     )
 
@@ -37,9 +39,9 @@ def test_count_first_launches_the_epilogue_programmatically():
         ("ffn_stream_expand", 48, True),
     ]
     source = Geometry(**{**G.__dict__, "arm_attention": True})
-    spec = dispatch_launches(source, ATTENTION, COUNT_FIRST)[0].spec
+    spec = dispatch_launches(source, ATTENTION, COUNT_FIRST)[1].spec
     assert dict(spec.template)["kArmAttention"] is True and dict(spec.template)["kCountFirst"]
-    assert dispatch_launches(source, ATTENTION, PAYLOAD_FIRST)[0].spec.template[4] == (
+    assert dispatch_launches(source, ATTENTION, PAYLOAD_FIRST)[1].spec.template[4] == (
         "kArmAttention",
         False,
     )
@@ -55,3 +57,17 @@ def test_combine_launches():
     ]
     assert [combine_launch(G, r).waits for r in (FFN, ATTENTION)] == [False, True]
     assert combine_launch(G, FFN).grid == 24
+
+
+def test_the_route_kernel_waits_on_nothing_and_holds_a_word_of_every_map_a_warp():
+    route = dispatch_launches(G, ATTENTION, COUNT_FIRST)[0]
+    assert (route.spec.name, route.waits, route.smem_bytes) == (
+        "attention_route",
+        False,
+        16 * 129 * 4,
+    )
+    assert dict(route.spec.template) == {"kTopK": 8, "kNumThreads": 512}
+    # the maps it writes: 128 experts and 1 FFN rank, 2048 / 32 = 64 words made odd
+    assert G.route_map_words == 129 * 65
+    assert Geometry(**{**G.__dict__, "capacity": 4096}).route_ctas == 8
+    assert Geometry(**{**G.__dict__, "capacity": 33}).route_ctas == 1

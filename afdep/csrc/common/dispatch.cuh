@@ -10,11 +10,12 @@
 namespace afdep {
 
 // ------------------------------------------------------------------ sources
-// Route bitmaps in shared memory: one per expert, then one per FFN rank, of
+// Route maps: one per expert, then one per FFN rank, of
 // bitmap_words(capacity) words each (bit t % 32 of word t / 32: token t routes
-// there); `prefix` holds each word's exclusive count. Only the first
-// ceil(num_tokens / 32) words of a map (`used` below) are cleared, set, scanned
-// and read: a later word holds padding tokens only, which route nowhere.
+// there); `prefix` holds each word's exclusive count. attention_route writes
+// every word to global memory; attention_dispatch copies, scans and reads the
+// first ceil(num_tokens / 32) words of a map (`used` below) in shared memory:
+// a later word holds padding tokens only, which route nowhere.
 // A map's words are odd in number (one spare word when ceil(capacity / 32) is
 // even), so word w of 32 consecutive maps lies in 32 different banks (the
 // scan); afdep/workspace.py sizes the shared memory the same way.
@@ -32,27 +33,16 @@ __device__ __forceinline__ int bitmap_total(const u32* bits, const u32* prefix, 
   return used == 0 ? 0 : static_cast<int>(prefix[used - 1]) + __popc(bits[used - 1]);
 }
 
-// Zero the used words of every bitmap, one warp per bitmap (consecutive words:
-// no bank conflict).
-template <int kNumWarps>
-__device__ __forceinline__ void clear_bitmaps(u32* bits, int maps, int words, int used,
-                                              int warp_idx, int lane_idx) {
-  for (int map = warp_idx; map < maps; map += kNumWarps)
-    for (int word = lane_idx; word < used; word += 32) bits[map * words + word] = 0;
-}
-
-// One token's routes, checked in slot order, into its (expert, token) and
-// (FFN, token) bits. An invalid entry ends the kernel in route_fail before
-// this slot's bits are set.
+// One token's routes (`row`), checked in slot order, into bit token % 32 of
+// the warp's word of its experts' maps and its FFN ranks' maps (`own[map]`).
+// A padding token (past num_tokens) must hold -1 only. An invalid entry ends
+// the kernel in route_fail, naming its kind, token and slot, before this
+// slot's bit is set.
 template <int kTopK>
-__device__ __forceinline__ void mark_token(const Params& p, const i64* topk_idx, int num_tokens,
-                                           u32* bits, int words, int token_idx) {
+__device__ __forceinline__ void mark_token(const Params& p, const i64 (&row)[kTopK],
+                                           int num_tokens, u32* own, int token_idx) {
   const int num_experts = static_cast<int>(p.num_experts);
   const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
-  i64 row[kTopK];
-#pragma unroll
-  for (int k = 0; k < kTopK; ++k) row[k] = topk_idx[token_idx * kTopK + k];
-  const int word = token_idx >> 5;
   const u32 bit = 1u << (token_idx & 31);
   u32 ffn_mask = 0;
 #pragma unroll
@@ -66,78 +56,22 @@ __device__ __forceinline__ void mark_token(const Params& p, const i64* topk_idx,
     for (int earlier = 0; earlier < slot_idx; ++earlier)
       if (row[earlier] == expert) route_fail(p, kRouteDuplicate, token_idx, slot_idx);
     const int e = static_cast<int>(expert);
-    atomicOr(&bits[e * words + word], bit);
+    atomicOr(&own[e], bit);
     ffn_mask |= 1u << (e / experts_per_ffn);
   }
   for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1)
-    atomicOr(&bits[(num_experts + __ffs(pending) - 1) * words + word], bit);
+    atomicOr(&own[num_experts + __ffs(pending) - 1], bit);
 }
 
-// A padding token holds an entry other than -1: fail its first in slot order
-// with that entry's kind (mark_token's order for a token past num_tokens).
-// Out of line, so the padding check's unrolled loop keeps one call site.
-template <int kTopK>
-__device__ __noinline__ void padding_fail(const Params& p, const i64* topk_idx, int token_idx) {
-  const i64 num_experts = static_cast<i64>(p.num_experts);
-  for (int slot_idx = 0; slot_idx < kTopK; ++slot_idx) {
-    const i64 expert = topk_idx[token_idx * kTopK + slot_idx];
-    if (expert < -1) route_fail(p, kRouteNegative, token_idx, slot_idx);
-    if (expert >= num_experts) route_fail(p, kRouteWide, token_idx, slot_idx);
-    if (expert >= 0) route_fail(p, kRouteDummy, token_idx, slot_idx);
-  }
-}
-
-// The padding tokens' entries, [num_tokens, capacity) x kTopK, must all be -1.
-// The block reads them in order, 16 bytes a thread and kUnroll loads in
-// flight (each load instruction one contiguous run): they are most of the
-// step's routes when few tokens come, and every CTA reads them all. A thread
-// that saw another entry fails its token (padding_fail); thread 0 reads an
-// unpaired entry at either end.
-template <int kTopK, int kNumThreads>
-__device__ __forceinline__ void check_padding(const Params& p, const i64* topk_idx,
-                                              int num_tokens, int thread_idx) {
-  constexpr int kUnroll = 8;
-  const int begin = num_tokens * kTopK, end = static_cast<int>(p.capacity) * kTopK;
-  const bool odd_start = (reinterpret_cast<u64>(topk_idx + begin) & 15u) != 0;
-  const int first = min(begin + (odd_start ? 1 : 0), end);
-  const int pairs = (end - first) / 2;
-  const auto* vectors = reinterpret_cast<const int4*>(topk_idx + first);
-  int bad = -1;  // an entry that is not -1
-  for (int base = thread_idx; base < pairs; base += kNumThreads * kUnroll) {
-    int4 v[kUnroll];
-#pragma unroll
-    for (int i = 0; i < kUnroll; ++i) {
-      const int pair = base + i * kNumThreads;
-      v[i] = ptx::ld_nc_v4_if(pair < pairs, vectors + pair);
-    }
-#pragma unroll
-    for (int i = 0; i < kUnroll; ++i) {
-      const int pair = base + i * kNumThreads;
-      if (pair < pairs && (v[i].x & v[i].y) != -1) bad = first + 2 * pair;
-      if (pair < pairs && (v[i].z & v[i].w) != -1) bad = first + 2 * pair + 1;
-    }
-  }
-  if (thread_idx == 0 && odd_start && begin < end && topk_idx[begin] != -1) bad = begin;
-  if (thread_idx == 0 && first + 2 * pairs < end && topk_idx[end - 1] != -1) bad = end - 1;
-  if (bad >= 0) padding_fail<kTopK>(p, topk_idx, bad / kTopK);
-}
-
-// Check every route of the step and mark its bits; the used words must be
-// zero. The padding tokens go to check_padding; of the real ones, lane l of
-// pass q marks token q % 32 of word 32 * (q / 32) + l, so the 32 atomics of
-// one instruction go to 32 different words, not to one word 32 times over; a
-// word's 32 tokens are split over passes, so warps may share a word (hence
-// the atomic), the lanes of one instruction never do.
-template <int kTopK, int kNumWarps, int kNumThreads>
-__device__ __forceinline__ void mark_routes(const Params& p, const i64* topk_idx, int num_tokens,
-                                            u32* bits, int words, int used, int warp_idx,
-                                            int lane_idx) {
-  check_padding<kTopK, kNumThreads>(p, topk_idx, num_tokens, warp_idx * 32 + lane_idx);
-  const int passes = ceil_div(used, 32) * 32;
-  for (int pass = warp_idx; pass < passes; pass += kNumWarps) {
-    const int token_idx = ((pass / 32) * 32 + lane_idx) * 32 + pass % 32;
-    if (token_idx < num_tokens)
-      mark_token<kTopK>(p, topk_idx, num_tokens, bits, words, token_idx);
+// The used words of every map, as attention_route wrote them (`maps`, the
+// same layout), into shared memory (block-wide; consecutive threads,
+// consecutive words).
+template <int kNumThreads>
+__device__ __forceinline__ void load_maps(const u32* maps, u32* bits, int num_maps, int words,
+                                          int used, int thread_idx) {
+  for (int i = thread_idx; i < num_maps * used; i += kNumThreads) {
+    const int map = i / used, word = i % used;
+    bits[map * words + word] = maps[map * words + word];
   }
 }
 

@@ -1,11 +1,11 @@
 // attention_dispatch: the attention (source) side of dispatch, both protocols.
 //
-// Every CTA first checks the whole step's routes and builds, in shared memory,
-// one token bitmap per expert and per FFN rank with their word prefix sums, so
-// no CTA sends anything from an invalid step and every token knows its rank
-// within each expert (the FFN places rows without sorting). Each CTA builds
-// them all: its tokens are spread over the step and name any expert, and
-// sharing the work would need a grid-wide wait.
+// attention_route, launched just before on the same stream, has checked the
+// whole step's routes (an invalid one trapped there: nothing of it is sent)
+// and written one token bitmap per expert and per FFN rank. Every CTA copies
+// their used words into shared memory and takes their word prefix sums, so
+// every token knows its rank within each expert (the FFN places rows without
+// sorting): its tokens are spread over the step and name any expert.
 //
 // Payload-first: counts and rows go out, then each CTA adds one to `done` on
 // every FFN rank. Count-first: counts go out and are released first; each
@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     attention_dispatch_impl(const Params* __restrict__ params, const void* __restrict__ x,
                          const float* __restrict__ x_scales, const i64* __restrict__ topk_idx,
                          const float* __restrict__ topk_weights,
-                         const i32* __restrict__ num_tokens_ptr) {
+                         const i32* __restrict__ num_tokens_ptr, const u32* __restrict__ maps) {
   static_assert(kCountFirst || !kArmAttention, "ARM=attention is a count-first variant");
   static_assert(kTopK <= 32, "one lane per top-k slot");
   constexpr int kNumWarps = kNumThreads / 32;
@@ -62,13 +62,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     AFDEP_ASSERT(sizeof(SlotMeta<kTopK>) <= p.slot_meta_bytes, "slot metadata %d > %llu bytes",
                  static_cast<int>(sizeof(SlotMeta<kTopK>)), p.slot_meta_bytes);
   }
-  clear_bitmaps<kNumWarps>(bits, num_maps, words, used_words, warp_idx, lane_idx);
-  __syncthreads();
-
-  // @site dispatch.attention_dispatch.route_layout kind=compute
-  mark_routes<kTopK, kNumWarps, kNumThreads>(p, topk_idx, num_tokens, bits, words, used_words,
-                                             warp_idx, lane_idx);
-  // @end dispatch.attention_dispatch.route_layout
+  load_maps<kNumThreads>(maps, bits, num_maps, words, used_words, thread_idx);
   __syncthreads();
   scan_bitmaps<kNumThreads>(bits, prefix, num_maps, words, used_words, thread_idx);
   __syncthreads();

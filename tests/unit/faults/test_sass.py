@@ -111,8 +111,8 @@ def test_a_missing_disassembler_is_one_line_naming_it_and_its_wheel(tmp_path, mo
 
 
 # ------------------------------------------------------- real afdep builds
-# The count-first, FFN-armed bf16 variants only (5 of the catalog's 15): the
-# sites below all compile into them.
+# The count-first, FFN-armed bf16 variants only (6 of the catalog's 16, the
+# route kernel among them): the sites below all compile into them.
 FEW_VARIANTS = (
     "{python}", "-m", "afdep.build", "--hidden", "2048", "--payload", "bf16",
     "--protocol", "count-first", "--arm", "ffn", "--view", "expanded",
@@ -163,7 +163,7 @@ def test_a_change_the_compiler_erases_is_erased(check, fault_id, tmp_path):
     assert judgement is not None
     assert (judgement.verdict, judgement.ok) == (Verdict.ERASED, True)
     assert judgement.reason == (
-        "every kernel's SASS (5 variants) is the clean tree's, addresses and register "
+        "every kernel's SASS (6 variants) is the clean tree's, addresses and register "
         "numbers aside: the compiler erased the change; not run"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["unmarked-cubins.log"]
@@ -176,7 +176,7 @@ def test_a_delay_is_not_erased_and_the_first_difference_is_named(check, tmp_path
     make_scratch(REPO, tree)
     apply_patches(tree, check.catalog, check.catalog.all_patches("P1"), bare=True)
     found, variants = check.difference(tree, tmp_path / "cubins")
-    assert variants == 5
+    assert variants == 6
     assert found.startswith(
         "attention_dispatch<kHidden=2048, kTopK=8, kFp8=false, kCountFirst=true, "
         "kArmAttention=false, kNumThreads=512>: _ZN5afdep23attention_dispatch_impl"
