@@ -325,8 +325,11 @@ def sweep(
     slots: int = 1,
     deadline: float | None = None,
 ) -> tuple[list[RunResult], list[RunResult]]:
-    """Controls first (on the first engine); if either is wrong the harness is
-    broken and no fault runs. Then the faults, `slots` at a time on each
+    """Controls first (on the first engine), under each config some selected
+    fault runs under (every selected config when none runs): a config no fault
+    of this sweep runs under carries none of its verdicts, and a shard of a
+    few sites need not pay the controls of every config. If either control is
+    wrong the harness is broken and no fault runs. Then the faults, `slots` at a time on each
     engine's GPU group: a correct protocol passes under any interleaving, and
     a skipped release can only time out, so a neighbour's time-slicing only
     stresses them. Last, one at a time per group, the must-fail faults whose
@@ -339,16 +342,14 @@ def sweep(
     if slots < 1:
         raise ValueError(f"slots: at least 1 run per GPU group, got {slots}")
     catalog = engines[0].catalog
-    controls = engines[0].controls(
-        [c for c in catalog.configs if config_names is None or c.name in config_names], slots
-    )
+    fault_ids = [f for f in fault_ids if catalog.configs_for(f, config_names)]  # else nothing runs
+    controls = engines[0].controls(control_configs(catalog, fault_ids, config_names), slots)
     on_results(controls)
     if not all(r.ok for r in controls):
         return controls, []
     results: list[RunResult] = []
     lock = threading.Lock()
     stop = threading.Event()  # set when the sweep is interrupted or stops on an error
-    fault_ids = [f for f in fault_ids if catalog.configs_for(f, config_names)]  # else nothing runs
     alone = [f for f in fault_ids if needs_quiet_gpus(catalog, f)]
     shared = [f for f in fault_ids if f not in alone]
     phases = []
@@ -387,6 +388,17 @@ def sweep(
         _run_phase(alone_phase, work, stop)
     order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
     return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
+
+
+def control_configs(
+    catalog: Catalog, fault_ids: list[str], config_names: list[str] | None
+) -> list[Config]:
+    """The configs a sweep of `fault_ids` checks its harness under, in the
+    catalog's order: those the faults run under, or, when none runs, every
+    config `config_names` selects."""
+    selected = [c for c in catalog.configs if config_names is None or c.name in config_names]
+    used = {c.name for f in fault_ids for c in catalog.configs_for(f, config_names)}
+    return [c for c in selected if c.name in used] or selected
 
 
 def _run_phase(phase: list[tuple[Engine, list[str]]], work, stop: threading.Event) -> None:

@@ -142,6 +142,31 @@ def test_the_rest_of_a_shard_is_refused_before_any_work(tmp_path, capsys):
         assert not any((tmp_path / "w").glob("*"))  # no tree made, no report written
 
 
+def test_the_controls_run_under_the_configs_the_selected_faults_run_under(tmp_path, capsys):
+    """A shard of faults that run under one config checks the harness under
+    that config only; a fault of every config brings every config's controls."""
+    text = CATALOG.read_text().replace(
+        '[[config]]\nname = "default"\n',
+        '[[config]]\nname = "default"\n\n[[config]]\nname = "other"\n',
+    )
+    text = text.replace('id = "S2"\n', 'id = "S2"\nconfigs = ["other"]\n')
+    two = tmp_path / "catalog.toml"
+    two.write_text(text)
+    top = ["--catalog", str(two), "--root", str(REPO), "--no-generated"]
+    for only, configs in (("S2", {"other"}), ("S1", {"default", "other"})):
+        out = tmp_path / only
+        words = ["sweep", "--only", only, "--results-dir", str(out)]
+        main([*top, "--workdir", str(tmp_path / f"w-{only}"), *words])
+        [report] = out.glob("sweep-*.json")
+        document = json.loads(report.read_text())
+        assert document["harness_ok"]
+        controls = sorted((r["fault"], r["config"]) for r in document["controls"])
+        assert controls == sorted(
+            (label, c) for label in ("control.clean", "control.forced_fail") for c in configs
+        )
+        assert {r["config"] for r in document["results"]} == configs
+
+
 def test_a_broken_control_stops_the_sweep(tmp_path, capsys):
     text = CATALOG.read_text().replace("+ (word_idx == 3);", ";")
     broken = tmp_path / "catalog.toml"
