@@ -43,21 +43,23 @@ __global__ void __launch_bounds__(kNumThreads, 1)
 
   for (int slot_id = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
        slot_id < num_attention * capacity; slot_id += total_warps) {
-    if (local_ptr<const u64>(p.slot_epoch)[slot_id] != epoch) continue;
+    // The slot's epoch, rows and weights are addressed by the slot alone, so
+    // all three loads are in flight together: one latency before the rows'
+    // loads, not two. A stale slot's rows and weights are read and dropped.
+    const bool slot_lane = lane_idx < kTopK;
+    const u64 entry = static_cast<u64>(slot_id) * kTopK + lane_idx;
+    const u64 seen = local_ptr<const u64>(p.slot_epoch)[slot_id];
+    const int mine = slot_lane ? local_ptr<const i32>(p.slot_rows)[entry] : -1;
+    const float w = slot_lane ? local_ptr<const float>(p.slot_weights)[entry] : 0.0f;
+    if (seen != epoch) continue;
     const int source = slot_id / capacity;
     const int token_idx = slot_id % capacity;
     int rows[kTopK];
     float weights[kTopK];
-    {
-      const bool slot_lane = lane_idx < kTopK;
-      const u64 entry = static_cast<u64>(slot_id) * kTopK + lane_idx;
-      const int mine = slot_lane ? local_ptr<const i32>(p.slot_rows)[entry] : -1;
-      const float w = slot_lane ? local_ptr<const float>(p.slot_weights)[entry] : 0.0f;
 #pragma unroll
-      for (int k = 0; k < kTopK; ++k) {
-        rows[k] = __shfl_sync(kFullMask, mine, k);
-        weights[k] = __shfl_sync(kFullMask, w, k);
-      }
+    for (int k = 0; k < kTopK; ++k) {
+      rows[k] = __shfl_sync(kFullMask, mine, k);
+      weights[k] = __shfl_sync(kFullMask, w, k);
     }
     if (lane_idx == 0)
       for (int k = 0; k < kTopK; ++k)

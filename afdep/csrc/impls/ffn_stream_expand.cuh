@@ -94,7 +94,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
               peer_ptr<const u8>(p, rank_idx, p.off_slot_meta) + slot * p.slot_meta_bytes);
           const u8* row = peer_ptr<const u8>(p, rank_idx, p.off_slot_rows) + slot * p.row_bytes;
           receive_slot<kHidden, kTopK, kFp8, kCollectView, !kArmAttention>(
-              p, placement, source, meta, row, epoch, lane_idx, /*record=*/pass == 0, expand);
+              p, placement, source, load_slot_fields(meta, lane_idx), row, epoch, lane_idx,
+              /*record=*/pass == 0, expand);
           // @end cf.ffn_stream_expand.expand
         }
       }
