@@ -207,9 +207,12 @@ __device__ __forceinline__ Placement placement_at(i32* base, int num_attention,
   return t;
 }
 
-// Build the placement table from this rank's count table (block-wide; every
-// source's row must be complete). `totals` is E_f ints of scratch. Checks each
-// source dispatched with `protocol`.
+// Build the placement table from this rank's count table (block-wide, one
+// block per table; every source's row must be complete). `totals` is E_f ints
+// of scratch. Checks each source dispatched with `protocol`. Each count is
+// read once: it waits in the table's own entry (`bases`, `collect_bases`)
+// until the prefix over it replaces it, so no phase reads the count table
+// again after a barrier.
 template <int kNumThreads>
 __device__ __forceinline__ void compute_placement(const Params& p, const Placement& out,
                                                   i32* totals, int protocol, int thread_idx) {
@@ -219,8 +222,11 @@ __device__ __forceinline__ void compute_placement(const Params& p, const Placeme
   const i32* counts = peer_ptr<const i32>(p, static_cast<int>(p.rank), p.off_counts);
   for (int j = thread_idx; j < experts_per_ffn; j += kNumThreads) {
     int total = 0;
-    for (int source = 0; source < num_attention; ++source)
-      total += ptx::ld_cg_s32(counts + source * stride + kCountHeader + j);
+    for (int source = 0; source < num_attention; ++source) {
+      const int count = ptx::ld_cg_s32(counts + source * stride + kCountHeader + j);
+      out.bases[j * num_attention + source] = count;
+      total += count;
+    }
     totals[j] = total;
   }
   if (thread_idx < num_attention) {
@@ -229,23 +235,22 @@ __device__ __forceinline__ void compute_placement(const Params& p, const Placeme
                  "expects %d (ranks disagree on the bucket or the configuration)",
                  static_cast<int>(p.rank), thread_idx, seen, protocol);
     out.tokens[thread_idx] = ptx::ld_cg_s32(counts + thread_idx * stride + kCountTokens);
+    out.collect_bases[thread_idx + 1] = ptx::ld_cg_s32(counts + thread_idx * stride + kCountRouted);
   }
   __syncthreads();
   if (thread_idx < 32) warp_exclusive_scan(totals, out.offsets, experts_per_ffn, thread_idx);
   if (thread_idx == 32) {
-    int running = 0;
-    for (int source = 0; source < num_attention; ++source) {
-      out.collect_bases[source] = running;
-      running += ptx::ld_cg_s32(counts + source * stride + kCountRouted);
-    }
-    out.collect_bases[num_attention] = running;
+    out.collect_bases[0] = 0;
+    for (int source = 0; source < num_attention; ++source)
+      out.collect_bases[source + 1] += out.collect_bases[source];
   }
   __syncthreads();
   for (int j = thread_idx; j < experts_per_ffn; j += kNumThreads) {
     int running = out.offsets[j];
     for (int source = 0; source < num_attention; ++source) {
+      const int count = out.bases[j * num_attention + source];
       out.bases[j * num_attention + source] = running;
-      running += ptx::ld_cg_s32(counts + source * stride + kCountHeader + j);
+      running += count;
     }
   }
   __syncthreads();
