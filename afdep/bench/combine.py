@@ -1,4 +1,4 @@
-"""ffn_combine alone, on one GPU in the one-GPU logical mode (1A:1F).
+"""ffn_combine, then attention_combine, on one GPU in the logical mode (1A:1F).
 
     python -m afdep.bench.combine [--tree DIR]... [--tokens N...] [--ctas N]...
                                   [--iters 50] [--warmup 10] [--reps 20]
@@ -8,8 +8,10 @@ Per kernel tree, token count and grid: one step (dispatch, expert function,
 combine) gives ffn_combine its inputs; then a CUDA graph of `--reps`
 ffn_combine launches is replayed, `--warmup` times untimed, `--iters` times
 between CUDA events, and the median per launch is reported. The attention
-rank's combine then runs once more over the last timed launch's partials and
-its output is checked bitwise against the reference (afdep/testing/reference.py).
+rank's combine (attention_combine) is then timed the same way over the last
+timed launch's partials (their flags are this step's, so each launch passes
+its waits at once and writes the same output), and that output is checked
+bitwise against the reference (afdep/testing/reference.py).
 
 In logical mode the partials land in this GPU's HBM, not over NVLink: the
 NVLink write bound beside each row is what a rank per GPU would add. Writes
@@ -46,6 +48,11 @@ LOGICAL_NOTE = (
     "(H200 datasheet: 900 GB/s bidirectional), what a rank per GPU adds"
 )
 HBM_NOTE = f"HBM read bound: the read bytes at {HBM_GBPS / 1000} TB/s (H200 datasheet, HBM3e)"
+ATTENTION_NOTE = (
+    "attention_combine: the partials read (one per routed token at 1A:1F) and the rows "
+    f"written (one per token), at {HBM_GBPS / 1000} TB/s: in both rank modes the partials "
+    "sit in the attention rank's own HBM"
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,7 @@ class Traffic:
     rows_read: int
     tokens_written: int
     hidden: int
+    num_tokens: int = 0  # the attention rank's rows, each written by attention_combine
 
     @property
     def read_bytes(self) -> int:
@@ -65,12 +73,17 @@ class Traffic:
     def written_bytes(self) -> int:
         return self.tokens_written * self.hidden * BF16_BYTES
 
+    @property
+    def attention_bytes(self) -> int:
+        """What attention_combine moves: every partial read, every row written."""
+        return self.written_bytes + self.num_tokens * self.hidden * BF16_BYTES
+
 
 def traffic_of(topk_idx, num_tokens: int, hidden: int) -> Traffic:
     """The traffic of the combine of one attention rank's routes at 1A:1F
     (every expert on the one FFN rank)."""
     routed = topk_idx[:num_tokens] >= 0
-    return Traffic(int(routed.sum()), int(routed.any(dim=1).sum()), hidden)
+    return Traffic(int(routed.sum()), int(routed.any(dim=1).sum()), hidden, num_tokens)
 
 
 def row_figures(traffic: Traffic, us: float) -> dict:
@@ -84,6 +97,14 @@ def row_figures(traffic: Traffic, us: float) -> dict:
         "nvlink_write_bound_us": round(
             bound_us(traffic.written_bytes, NVLINK_GBPS_PER_DIRECTION), 2
         ),
+    }
+
+
+def attention_figures(traffic: Traffic, attention_us: float) -> dict:
+    """attention_combine's time beside its HBM bound, rounded as reported."""
+    return {
+        "attention_us": round(attention_us, 2),
+        "attention_hbm_bound_us": round(bound_us(traffic.attention_bytes, HBM_GBPS), 2),
     }
 
 
@@ -117,14 +138,19 @@ def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
     environ = {**os.environ, "AFDEP_COMBINE_SMS": str(ctas)}
     ranks, attention, ffn, sources = micro_step.stepped(tree, tokens, g, environ)
     us = graph_launch_us(ffn._combine, ranks.streams[1], args)
-    with torch.cuda.stream(ranks.streams[0]):
-        attention._combine()  # over the last timed launch's partials
+    attention_us = graph_launch_us(attention._combine, ranks.streams[0], args)
     torch.cuda.synchronize()
     _, mismatches = attention.check(sources, step=tokens, num_tokens=tokens)
     traffic = traffic_of(sources[0].topk_idx, tokens, HIDDEN)
     del ranks, attention, ffn
     return micro_step.finished_row(
-        tree, tokens, mismatches, ctas=ctas, us=round(us, 2), **row_figures(traffic, us)
+        tree,
+        tokens,
+        mismatches,
+        ctas=ctas,
+        us=round(us, 2),
+        **row_figures(traffic, us),
+        **attention_figures(traffic, attention_us),
     )
 
 
@@ -132,21 +158,23 @@ def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the bounds' notes."""
     trees, names = micro.tree_lines(document)
-    lines = [f"# ffn_combine, {document['rank_mode']}", "", *trees]
+    lines = [f"# ffn_combine, then attention_combine, {document['rank_mode']}", "", *trees]
     lines += [
         "",
         "| tree | tokens | CTAs | µs | read MiB | written MiB | GB/s | HBM read bound µs "
-        "| NVLink write bound µs | bitwise |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| NVLink write bound µs | attention_combine µs | its HBM bound µs | bitwise |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in document["rows"]:
         lines.append(
             f"| {names[row['tree']]} | {row['tokens']} | {row['ctas']} | {row['us']:.2f} "
             f"| {row['read_bytes'] / 2**20:.2f} | {row['written_bytes'] / 2**20:.2f} "
             f"| {row['gbps']:.1f} | {row['hbm_read_bound_us']:.2f} "
-            f"| {row['nvlink_write_bound_us']:.2f} | {'ok' if row['bitwise'] else 'MISMATCH'} |"
+            f"| {row['nvlink_write_bound_us']:.2f} | {row['attention_us']:.2f} "
+            f"| {row['attention_hbm_bound_us']:.2f} "
+            f"| {'ok' if row['bitwise'] else 'MISMATCH'} |"
         )
-    return [*lines, "", f"- {HBM_NOTE}", f"- {LOGICAL_NOTE}"]
+    return [*lines, "", f"- {HBM_NOTE}", f"- {LOGICAL_NOTE}", f"- {ATTENTION_NOTE}"]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,14 @@ import pytest
 import torch
 
 from afdep.bench import combine
-from afdep.bench.combine import Traffic, bound_us, gbps, row_figures, traffic_of
+from afdep.bench.combine import (
+    Traffic,
+    attention_figures,
+    bound_us,
+    gbps,
+    row_figures,
+    traffic_of,
+)
 from afdep.jit import CSRC, KernelSpec, compile_kernel
 from hostio import UsageError
 
@@ -33,8 +40,21 @@ def test_the_2048_token_top8_combine_moves_64_mib_in_and_8_mib_out():
 
 def test_traffic_counts_unmasked_slots_and_routed_tokens_below_num_tokens():
     topk = torch.tensor([[3, -1, 5], [-1, -1, -1], [0, 1, 2], [7, 8, 9]])
-    assert traffic_of(topk, 3, 128) == Traffic(rows_read=5, tokens_written=2, hidden=128)
+    assert traffic_of(topk, 3, 128) == Traffic(
+        rows_read=5, tokens_written=2, hidden=128, num_tokens=3
+    )
     assert traffic_of(topk, 3, 128).read_bytes == 5 * 128 * 2
+
+
+def test_attention_combine_reads_every_partial_and_writes_every_row():
+    """A token routed nowhere is written too (+0), so 3 rows out for 2 partials in."""
+    traffic = Traffic(rows_read=5, tokens_written=2, hidden=128, num_tokens=3)
+    assert traffic.attention_bytes == (2 + 3) * 128 * 2
+    at_2048 = Traffic(rows_read=2048 * 8, tokens_written=2048, hidden=2048, num_tokens=2048)
+    assert attention_figures(at_2048, 7.004) == {
+        "attention_us": 7.0,
+        "attention_hbm_bound_us": 3.5,  # 16 MiB at 4.8 TB/s
+    }
 
 
 def test_defaults_are_the_package_tree_and_five_sizes(tmp_path):
@@ -117,13 +137,18 @@ def test_without_a_gpu_main_says_so_in_one_line(monkeypatch, capsys, tmp_path):
 
 def test_the_report_names_trees_by_index_and_states_both_bounds():
     row = {"tree": "/a", "tokens": 2048, "ctas": 132, "us": 30.0, "bitwise": True}
-    row.update(row_figures(Traffic(16384, 2048, 2048), 30.0))
+    traffic = Traffic(16384, 2048, 2048, 2048)
+    row.update(row_figures(traffic, 30.0), **attention_figures(traffic, 7.5))
     document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": [row]}
     lines = combine.table_lines(document)
+    assert lines[0] == "# ffn_combine, then attention_combine, 1xH200, 2 logical ranks"
     assert lines[2] == "- tree `/a`: source digest `ab12`"
-    assert lines[6] == ("| #0 | 2048 | 132 | 30.00 | 64.00 | 8.00 | 2516.6 | 13.98 | 18.64 | ok |")
-    assert lines[-2] == "- HBM read bound: the read bytes at 4.8 TB/s (H200 datasheet, HBM3e)"
-    assert lines[-1].startswith("- logical mode: the partials land in this GPU's HBM, not over")
+    assert lines[6] == (
+        "| #0 | 2048 | 132 | 30.00 | 64.00 | 8.00 | 2516.6 | 13.98 | 18.64 | 7.50 | 3.50 | ok |"
+    )
+    assert lines[-3] == "- HBM read bound: the read bytes at 4.8 TB/s (H200 datasheet, HBM3e)"
+    assert lines[-2].startswith("- logical mode: the partials land in this GPU's HBM, not over")
+    assert lines[-1].startswith("- attention_combine: the partials read (one per routed token")
 
 
 def test_the_graph_node_floor_follows_the_trees_once_measured():
