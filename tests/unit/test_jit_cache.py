@@ -122,13 +122,18 @@ def test_a_hit_refreshes_its_place_and_a_write_evicts_the_stalest(tmp_path, monk
 
 
 def test_without_the_hit_the_older_entry_would_go(tmp_path, monkeypatch):
-    monkeypatch.setenv("AFDEP_JIT_CACHE", str(tmp_path))
+    """B goes over the bound by less than A's size, so evicting A, the older
+    entry, is enough: the stale entry stays."""
     monkeypatch.setenv("AFDEP_JIT_CACHE_MAX_MB", "1")
+    monkeypatch.setenv("AFDEP_JIT_CACHE", str(tmp_path / "sizes"))
+    sizes = [compile_kernel(spec).path.stat().st_size for spec in (SPEC_A, SPEC_B)]
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("AFDEP_JIT_CACHE", str(cache))
     first = compile_kernel(SPEC_A)
-    stale = entry(tmp_path, "stale", MiB - first.path.stat().st_size - 1000, used_s=2000)
+    stale = entry(cache, "stale", MiB - max(sizes) - 1000, used_s=2000)
     os.utime(first.path, ns=(1000 * 10**9, 1000 * 10**9))
     second = compile_kernel(SPEC_B)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([stale.name, second.path.name])
+    assert sorted(p.name for p in cache.iterdir()) == sorted([stale.name, second.path.name])
 
 
 def test_the_knob_defaults_to_2048_mib_and_is_no_protocol_knob():
