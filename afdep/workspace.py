@@ -213,16 +213,20 @@ class Geometry:
         return a + (a + 1) + (e + 1) + e * a  # common/dispatch.cuh placement_ints
 
     @property
+    def token_words(self) -> int:
+        """Words of 32 tokens that hold the capacity: one bit per token."""
+        return -(-self.capacity // 32)
+
+    @property
     def route_map_words(self) -> int:
         """The route maps attention_route writes: a map per expert and per FFN
         rank, of bitmap_words(capacity) u32 words (odd: common/dispatch.cuh)."""
-        return (self.num_experts + self.ffn_ranks) * (-(-self.capacity // 32) | 1)
+        return (self.num_experts + self.ffn_ranks) * (self.token_words | 1)
 
     @property
     def route_ctas(self) -> int:
         """attention_route's grid: a warp per word of tokens (32 tokens)."""
-        words = -(-self.capacity // 32)
-        return -(-words // (NUM_THREADS // 32))
+        return -(-self.token_words // (NUM_THREADS // 32))
 
     @property
     def route_smem_bytes(self) -> int:
