@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
 
   const int num_slots = num_attention * capacity;
   const u64* slot_epochs = local_ptr<const u64>(p.slot_epoch);
-  int slot_id = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
+  int slot_id = grid_warp_idx(warp_idx);
   u64 seen = slot_id < num_slots ? slot_epochs[slot_id] : 0;
   for (; slot_id < num_slots; slot_id += total_warps) {
     // The slot's epoch (loaded one slot ahead: the warp's last, usually stale,

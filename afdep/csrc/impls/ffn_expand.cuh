@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   // @site pf.ffn_expand.copy kind=store
   const int total_warps = static_cast<int>(gridDim.x) * kNumWarps;
   for (int source = 0; source < num_attention; ++source) {
-    for (int token_idx = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
+    for (int token_idx = grid_warp_idx(warp_idx);
          token_idx < placement.tokens[source]; token_idx += total_warps) {
       const u64 slot = static_cast<u64>(source) * capacity + token_idx;
       const auto* meta = reinterpret_cast<const SlotMeta<kTopK>*>(

@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   for (int source = 0; source < num_attention; ++source) any_gated = any_gated || gated(source);
 
   const int total_warps = static_cast<int>(gridDim.x) * warps;
-  const int first_warp = static_cast<int>(blockIdx.x) * warps + warp_idx;
+  const int first_warp = grid_warp_idx(warp_idx);
   const u64* flags = peer_ptr<const u64>(p, rank_idx, p.off_slot_flags);
   for (int pass = 0; pass < (any_gated ? 2 : 1); ++pass) {
     if (pass == 1) {
