@@ -35,9 +35,16 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const auto* partials = peer_ptr<const int4>(p, rank_idx, p.off_combine_rows);
   auto* out_vecs = reinterpret_cast<int4*>(out);
 
-  for (int token_idx = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
-       token_idx < num_tokens; token_idx += total_warps) {
-    const u32 ffn_mask = local_ptr<const u32>(p.token_ffn_mask)[token_idx];
+  // A token's FFN mask (this rank's own, written by its dispatch) is loaded one
+  // token ahead, so a token costs the latency of its flags and of its partials,
+  // not of its mask first.
+  const u32* token_ffn_masks = local_ptr<const u32>(p.token_ffn_mask);
+  int token_idx = grid_warp_idx(warp_idx);
+  u32 next_mask = token_idx < num_tokens ? token_ffn_masks[token_idx] : 0;
+  for (; token_idx < num_tokens; token_idx += total_warps) {
+    const u32 ffn_mask = next_mask;
+    const int next_idx = token_idx + total_warps;
+    next_mask = next_idx < num_tokens ? token_ffn_masks[next_idx] : 0;
 
     // @site cb.attention_combine.row_wait kind=wait consumers=warp scope=sys guards=cb.ffn_combine.row_store
     if (lane_idx == 0)
