@@ -240,7 +240,8 @@ def rejudge_command(args: argparse.Namespace) -> int:
 def merge_command(args: argparse.Namespace) -> int:
     """The shards made one report (faults/merge.py); refused, naming the
     shard, before anything is written. Exit 0 when every fault met its
-    expectation and none is left unrun, else 1."""
+    expectation and none is left unrun, else 1 (the catalog's faults in no
+    shard are said, not judged: merging --only shards is a sweep of those)."""
     from faults.merge import MergeError, merged
     from faults.sweep import report_stem, write_report
 
@@ -262,7 +263,8 @@ def merge_command(args: argparse.Namespace) -> int:
     write_report(args.results_dir, document)
     print(
         f"{len(shards)} shards merged: {len(document['faults'])} faults judged, "
-        f"{len(document['unrun'])} not run, mutation score {document['mutation_score']}; "
+        f"{len(document['unrun'])} not run, {len(document['not_selected'])} in no shard, "
+        f"mutation score {document['mutation_score']}; "
         f"reports: {stem}.json .md .xml"
     )
     return 0 if document["ok"] else 1

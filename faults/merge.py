@@ -13,7 +13,8 @@ sweeps"). A sweep longer than one device command runs as shards (`sweep
 - each fault is judged again over the runs of every shard it is in, by the
   catalog, as a sweep judges a fault over its configs and repeats; the
   mutation score, its families and the firing rate follow;
-- not run: what a shard's budget left and no shard judged;
+- not run: what a shard's budget left and no shard judged; in no shard: the
+  catalog's faults no shard selected (a sweep still owed them, not a verdict);
 - the controls of every shard (the first of each run), the trees each built,
   the seconds summed, and each shard said in the report's head.
 """
@@ -67,6 +68,8 @@ def merged(shards: list[tuple[Path, dict]], catalog: Catalog, rerun_wins: bool =
         summarize_fault(catalog.fault(f), [r for r in results if r.fault == f]) for f in faults
     ]
     unrun = [f for _, d in shards for f in d.get("unrun") or [] if f not in faults]
+    selected = {*faults, *unrun}
+    not_selected = [f for f in catalog.faults if f not in selected]
     mutation, firing = scores(summaries)
     first = shards[0][1]
     stages = {
@@ -96,6 +99,7 @@ def merged(shards: list[tuple[Path, dict]], catalog: Catalog, rerun_wins: bool =
         "faults": [vars(s) for s in summaries],
         "budget_s": None,
         "unrun": list(dict.fromkeys(unrun)),
+        "not_selected": not_selected,
         "schedules": None,
         "built": list(
             {row["fault"]: row for _, d in shards for row in d.get("built", [])}.values()

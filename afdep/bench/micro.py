@@ -35,10 +35,11 @@ HBM_GBPS = 4800
 NVLINK_GBPS_PER_DIRECTION = 450
 # What of a kernel tree the host side of this package reads, a tree must keep,
 # per file: the part a pattern finds (`struct Params`, its fields in order; the
-# device helpers beside it may change), or the whole file (None).
+# layout's constants, slot metadata and row shape, which afdep/workspace.py
+# mirrors), or the whole file (None). The device helpers beside them may change.
 HOST_INTERFACE: dict[str, re.Pattern[str] | None] = {
     "common/params.cuh": re.compile(r"^struct Params \{.*?^\};", re.MULTILINE | re.DOTALL),
-    "common/layout.cuh": None,
+    "common/layout.cuh": re.compile(r"\A.*?^struct RowShape \{.*?^\};", re.MULTILINE | re.DOTALL),
 }
 
 

@@ -87,6 +87,7 @@ def _header(document: dict) -> list[str]:
         *_shards(document.get("shards")),
         *_superseded(document.get("superseded")),
         *_unrun(document),
+        *_not_selected(document.get("not_selected")),
         *_rejudged(document.get("rejudged")),
         "",
     ]
@@ -123,6 +124,13 @@ def _unrun(document: dict) -> list[str]:
         else f"the {document['budget_s']:g} s budget spent"
     )
     return [f"- **not run**, {why}: {len(unrun)} faults ({', '.join(unrun)})"]
+
+
+def _not_selected(faults: list[str] | None) -> list[str]:
+    """The catalog's faults no merged shard selected: the sweep is not whole."""
+    if not faults:
+        return []
+    return [f"- **in no shard**: {len(faults)} faults of the catalog ({', '.join(faults)})"]
 
 
 def _rejudged(passes: list[dict] | None) -> list[str]:

@@ -113,6 +113,25 @@ def test_a_tree_may_change_the_helpers_beside_params_but_not_its_fields(tmp_path
     )
 
 
+def test_a_tree_may_change_the_warp_helpers_but_not_the_slot_layout(tmp_path):
+    tree = tmp_path / "csrc"
+    shutil.copytree(CSRC, tree)
+    layout = tree / "common/layout.cuh"
+    text = layout.read_text()
+    helper = "__device__ __forceinline__ int warp_inclusive_sum("
+    assert helper in text
+    layout.write_text(text.replace(helper, "// a helper's comment\n" + helper, 1))
+    assert combine.checked_arguments(["--tree", str(tree)]).tree == [tree]
+    field = "  i32 collect_pos;"
+    assert field in text
+    layout.write_text(text.replace(field, "  i32 padding;\n" + field, 1))
+    with pytest.raises(UsageError) as caught:
+        combine.checked_arguments(["--tree", str(tree)])
+    assert str(caught.value) == (
+        f"--tree {tree}: common/layout.cuh differs from this package's (its host side reads it)"
+    )
+
+
 def test_a_tree_named_twice_is_refused():
     with pytest.raises(UsageError) as caught:
         combine.checked_arguments(["--tree", str(CSRC), "--tree", str(CSRC)])

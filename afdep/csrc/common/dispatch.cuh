@@ -207,9 +207,12 @@ __device__ __forceinline__ Placement placement_at(i32* base, int num_attention,
   return t;
 }
 
-// Build the placement table from this rank's count table (block-wide; every
-// source's row must be complete). `totals` is E_f ints of scratch. Checks each
-// source dispatched with `protocol`.
+// Build the placement table from this rank's count table (block-wide, one
+// block per table; every source's row must be complete). `totals` is E_f ints
+// of scratch. Checks each source dispatched with `protocol`. Each count is
+// read once: it waits in the table's own entry (`bases`, `collect_bases`)
+// until the prefix over it replaces it, so no phase reads the count table
+// again after a barrier.
 template <int kNumThreads>
 __device__ __forceinline__ void compute_placement(const Params& p, const Placement& out,
                                                   i32* totals, int protocol, int thread_idx) {
@@ -219,8 +222,11 @@ __device__ __forceinline__ void compute_placement(const Params& p, const Placeme
   const i32* counts = peer_ptr<const i32>(p, static_cast<int>(p.rank), p.off_counts);
   for (int j = thread_idx; j < experts_per_ffn; j += kNumThreads) {
     int total = 0;
-    for (int source = 0; source < num_attention; ++source)
-      total += ptx::ld_cg_s32(counts + source * stride + kCountHeader + j);
+    for (int source = 0; source < num_attention; ++source) {
+      const int count = ptx::ld_cg_s32(counts + source * stride + kCountHeader + j);
+      out.bases[j * num_attention + source] = count;
+      total += count;
+    }
     totals[j] = total;
   }
   if (thread_idx < num_attention) {
@@ -229,57 +235,75 @@ __device__ __forceinline__ void compute_placement(const Params& p, const Placeme
                  "expects %d (ranks disagree on the bucket or the configuration)",
                  static_cast<int>(p.rank), thread_idx, seen, protocol);
     out.tokens[thread_idx] = ptx::ld_cg_s32(counts + thread_idx * stride + kCountTokens);
+    out.collect_bases[thread_idx + 1] = ptx::ld_cg_s32(counts + thread_idx * stride + kCountRouted);
   }
   __syncthreads();
   if (thread_idx < 32) warp_exclusive_scan(totals, out.offsets, experts_per_ffn, thread_idx);
   if (thread_idx == 32) {
-    int running = 0;
-    for (int source = 0; source < num_attention; ++source) {
-      out.collect_bases[source] = running;
-      running += ptx::ld_cg_s32(counts + source * stride + kCountRouted);
-    }
-    out.collect_bases[num_attention] = running;
+    out.collect_bases[0] = 0;
+    for (int source = 0; source < num_attention; ++source)
+      out.collect_bases[source + 1] += out.collect_bases[source];
   }
   __syncthreads();
   for (int j = thread_idx; j < experts_per_ffn; j += kNumThreads) {
     int running = out.offsets[j];
     for (int source = 0; source < num_attention; ++source) {
+      const int count = out.bases[j * num_attention + source];
       out.bases[j * num_attention + source] = running;
-      running += ptx::ld_cg_s32(counts + source * stride + kCountHeader + j);
+      running += count;
     }
   }
   __syncthreads();
 }
 
-// Read one received slot back (warp-wide): with `record`, its metadata into
-// the outputs and into the per-slot arrays combine uses; with `copy` (and
-// kCopyRows), its row into every expert row it names, or once into the collect
-// view. A slot whose metadata is not this step's was read before it landed.
+// One received slot's metadata as a lane holds it: lane k < kTopK its top-k
+// entry k. Every field is loaded in one batch, so a slot costs one load
+// latency before its rows, not one per field that decides the next.
+struct SlotFields {
+  u64 epoch;
+  int token;
+  int collect_pos;
+  int local_expert;  // -1: lane k's route is not to this FFN (or lane k >= kTopK)
+  float weight;
+  int pos;
+};
+
+template <int kTopK>
+__device__ __forceinline__ SlotFields load_slot_fields(const SlotMeta<kTopK>* meta, int lane_idx) {
+  SlotFields fields{ptx::ld_cg_u64(&meta->epoch), ptx::ld_cg_s32(&meta->token),
+                    ptx::ld_cg_s32(&meta->collect_pos), -1, 0.0f, 0};
+  if (lane_idx < kTopK) {
+    fields.local_expert = ptx::ld_cg_s32(&meta->local_expert[lane_idx]);
+    fields.weight = ptx::ld_cg_f32(&meta->weight[lane_idx]);
+    fields.pos = ptx::ld_cg_s32(&meta->pos[lane_idx]);  // read whether or not it is used
+  }
+  return fields;
+}
+
+// Read one received slot back (warp-wide) from its fields: with `record`, its
+// metadata into the outputs and into the per-slot arrays combine uses; with
+// `copy` (and kCopyRows), its row into every expert row it names, or once into
+// the collect view. A slot whose metadata is not this step's was read before
+// it landed.
 template <int kHidden, int kTopK, bool kFp8, bool kCollectView, bool kCopyRows>
 __device__ __forceinline__ void receive_slot(const Params& p, const Placement& placement,
-                                             int source, const SlotMeta<kTopK>* meta,
+                                             int source, const SlotFields& fields,
                                              const u8* row, u64 epoch, int lane_idx,
                                              bool record = true, bool copy = true) {
   using Shape = RowShape<kHidden, kFp8>;
   const int num_attention = static_cast<int>(p.num_attention);
-  if (lane_idx == 0) {
-    const u64 seen = ptx::ld_cg_u64(&meta->epoch);
-    AFDEP_ASSERT(seen == epoch, "rank %d: a slot of source %d holds step %llu's metadata, not "
-                 "step %llu's (read before it landed)", static_cast<int>(p.rank), source,
-                 static_cast<unsigned long long>(seen), static_cast<unsigned long long>(epoch));
-  }
-  const int token_idx = ptx::ld_cg_s32(&meta->token);
+  if (lane_idx == 0)
+    AFDEP_ASSERT(fields.epoch == epoch, "rank %d: a slot of source %d holds step %llu's metadata, "
+                 "not step %llu's (read before it landed)", static_cast<int>(p.rank), source,
+                 static_cast<unsigned long long>(fields.epoch),
+                 static_cast<unsigned long long>(epoch));
+  const int token_idx = fields.token;
   const int slot_idx = lane_idx;
-  int local_expert = -1, expert_row = -1;
-  float weight = 0.0f;
-  if (slot_idx < kTopK) {
-    local_expert = ptx::ld_cg_s32(&meta->local_expert[slot_idx]);
-    weight = ptx::ld_cg_f32(&meta->weight[slot_idx]);
-    if (local_expert >= 0)
-      expert_row = placement.bases[local_expert * num_attention + source] +
-                   ptx::ld_cg_s32(&meta->pos[slot_idx]);
-  }
-  const int collect_row = placement.collect_bases[source] + ptx::ld_cg_s32(&meta->collect_pos);
+  const int local_expert = fields.local_expert;
+  const float weight = fields.weight;
+  const int expert_row =
+      local_expert >= 0 ? placement.bases[local_expert * num_attention + source] + fields.pos : -1;
+  const int collect_row = placement.collect_bases[source] + fields.collect_pos;
   const u64 slot = static_cast<u64>(source) * p.capacity + token_idx;
   if (record && slot_idx < kTopK) {
     local_ptr<i32>(p.slot_rows)[slot * kTopK + slot_idx] = expert_row;

@@ -64,6 +64,14 @@ __device__ __forceinline__ void warp_exclusive_scan(const int* values, int* out,
   if (lane_idx == 0) out[n] = running;
 }
 
+// This warp's index in the grid, CTAs first: warp w of CTA b is w * gridDim.x + b.
+// A warp-per-token loop over a short step (128 tokens on 132 CTAs of 16 warps)
+// then gives one token to each SM, not 16 to each of the first 8: one SM's
+// load bandwidth, not its latency, bounded a token's rows when they shared it.
+__device__ __forceinline__ int grid_warp_idx(int warp_idx) {
+  return warp_idx * static_cast<int>(gridDim.x) + static_cast<int>(blockIdx.x);
+}
+
 // A warp copies one row: each lane issues a batch of 16-byte loads before any
 // of their stores, so loads overlap instead of waiting one by one. `kCoherent`
 // reads bypass L1 (buffers a peer writes); otherwise the read-only path.

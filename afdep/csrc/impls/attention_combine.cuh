@@ -1,6 +1,10 @@
 // attention_combine: the attention side of combine. Per token, lane 0 waits for
 // the flag of every FFN rank the token was sent to; the warp then adds their
 // bf16 partials in FFN-rank order in fp32 and rounds once to bf16.
+//
+// Like ffn_combine it is bound by the latency of its loads: per FFN rank a
+// lane issues all kBatch of its vectors of the partial before it adds them,
+// so one latency per FFN rank and batch, not one per vector.
 #pragma once
 #include "common/comm.cuh"
 #include "common/layout.cuh"
@@ -14,6 +18,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     attention_combine_impl(const Params* __restrict__ params, bf16* __restrict__ out) {
   constexpr int kNumWarps = kNumThreads / 32;
   constexpr int kVecs = kHidden / 8;
+  constexpr int kPerLane = (kVecs + 31) / 32;
+  constexpr int kBatch = kPerLane < 8 ? kPerLane : 8;  // 8 vectors: 96 of the 128 registers
   static_assert(kHidden % 8 == 0, "rows are moved as 16-byte vectors");
 
   const Params& p = *params;
@@ -29,9 +35,16 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const auto* partials = peer_ptr<const int4>(p, rank_idx, p.off_combine_rows);
   auto* out_vecs = reinterpret_cast<int4*>(out);
 
-  for (int token_idx = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
-       token_idx < num_tokens; token_idx += total_warps) {
-    const u32 ffn_mask = local_ptr<const u32>(p.token_ffn_mask)[token_idx];
+  // A token's FFN mask (this rank's own, written by its dispatch) is loaded one
+  // token ahead, so a token costs the latency of its flags and of its partials,
+  // not of its mask first.
+  const u32* token_ffn_masks = local_ptr<const u32>(p.token_ffn_mask);
+  int token_idx = grid_warp_idx(warp_idx);
+  u32 next_mask = token_idx < num_tokens ? token_ffn_masks[token_idx] : 0;
+  for (; token_idx < num_tokens; token_idx += total_warps) {
+    const u32 ffn_mask = next_mask;
+    const int next_idx = token_idx + total_warps;
+    next_mask = next_idx < num_tokens ? token_ffn_masks[next_idx] : 0;
 
     // @site cb.attention_combine.row_wait kind=wait consumers=warp scope=sys guards=cb.ffn_combine.row_store
     if (lane_idx == 0)
@@ -42,19 +55,34 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     // @end cb.attention_combine.row_wait
 
     // @site cb.attention_combine.reduce kind=compute
-#pragma unroll 2
-    for (int v = lane_idx; v < kVecs; v += 32) {
-      float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-      for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1) {
-        const int ffn = __ffs(pending) - 1;
-        float values[8];
-        unpack_bf16x8(
-            ptx::ld_cg_v4(partials + (static_cast<u64>(ffn) * capacity + token_idx) * kVecs + v),
-            values);
+    for (int base = 0; base < kPerLane; base += kBatch) {
+      float acc[kBatch][8];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] = __fadd_rn(acc[i], values[i]);
+      for (int i = 0; i < kBatch; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+      for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1) {
+        const int4* partial =
+            partials + (static_cast<u64>(__ffs(pending) - 1) * capacity + token_idx) * kVecs;
+        int4 raw[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {  // loads first, so they overlap
+          const int v = (base + i) * 32 + lane_idx;
+          raw[i] = v < kVecs ? ptx::ld_cg_v4(partial + v) : make_int4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          float values[8];
+          unpack_bf16x8(raw[i], values);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[i][j] = __fadd_rn(acc[i][j], values[j]);
+        }
       }
-      out_vecs[static_cast<u64>(token_idx) * kVecs + v] = pack_bf16x8(acc);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const int v = (base + i) * 32 + lane_idx;
+        if (v < kVecs) out_vecs[static_cast<u64>(token_idx) * kVecs + v] = pack_bf16x8(acc[i]);
+      }
     }
     // @end cb.attention_combine.reduce
   }

@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   // so the warp waits for its writes to land once per batch, not per token.
   const int total_warps = static_cast<int>(gridDim.x) * kNumWarps;
   const int batch = min(kFlagBatch, 32 / max(num_ffn, 1));  // a lane per slot of the batch
-  for (int first = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx; first < num_tokens;
+  for (int first = grid_warp_idx(warp_idx); first < num_tokens;
        first += batch * total_warps) {
     int num_pending = 0;   // slots written in this batch
     int pending_rank = 0;  // lane i: the FFN rank of the batch's i-th slot

@@ -41,23 +41,32 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const int total_warps = static_cast<int>(gridDim.x) * kNumWarps;
   const auto* y_vecs = reinterpret_cast<const int4*>(y);
 
-  for (int slot_id = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
-       slot_id < num_attention * capacity; slot_id += total_warps) {
-    if (local_ptr<const u64>(p.slot_epoch)[slot_id] != epoch) continue;
+  const int num_slots = num_attention * capacity;
+  const u64* slot_epochs = local_ptr<const u64>(p.slot_epoch);
+  int slot_id = grid_warp_idx(warp_idx);
+  u64 seen = slot_id < num_slots ? slot_epochs[slot_id] : 0;
+  for (; slot_id < num_slots; slot_id += total_warps) {
+    // The slot's epoch (loaded one slot ahead: the warp's last, usually stale,
+    // slot costs no latency at its end), rows and weights are addressed by the
+    // slot alone, so they are in flight together: one latency before the rows'
+    // loads, not two. A stale slot's rows and weights are read and dropped.
+    const int next_id = slot_id + total_warps;
+    const u64 next_seen = next_id < num_slots ? slot_epochs[next_id] : 0;
+    const bool slot_lane = lane_idx < kTopK;
+    const u64 entry = static_cast<u64>(slot_id) * kTopK + lane_idx;
+    const int mine = slot_lane ? local_ptr<const i32>(p.slot_rows)[entry] : -1;
+    const float w = slot_lane ? local_ptr<const float>(p.slot_weights)[entry] : 0.0f;
+    const bool live = seen == epoch;
+    seen = next_seen;
+    if (!live) continue;
     const int source = slot_id / capacity;
     const int token_idx = slot_id % capacity;
     int rows[kTopK];
     float weights[kTopK];
-    {
-      const bool slot_lane = lane_idx < kTopK;
-      const u64 entry = static_cast<u64>(slot_id) * kTopK + lane_idx;
-      const int mine = slot_lane ? local_ptr<const i32>(p.slot_rows)[entry] : -1;
-      const float w = slot_lane ? local_ptr<const float>(p.slot_weights)[entry] : 0.0f;
 #pragma unroll
-      for (int k = 0; k < kTopK; ++k) {
-        rows[k] = __shfl_sync(kFullMask, mine, k);
-        weights[k] = __shfl_sync(kFullMask, w, k);
-      }
+    for (int k = 0; k < kTopK; ++k) {
+      rows[k] = __shfl_sync(kFullMask, mine, k);
+      weights[k] = __shfl_sync(kFullMask, w, k);
     }
     if (lane_idx == 0)
       for (int k = 0; k < kTopK; ++k)

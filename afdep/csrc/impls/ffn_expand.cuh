@@ -55,14 +55,15 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   // @site pf.ffn_expand.copy kind=store
   const int total_warps = static_cast<int>(gridDim.x) * kNumWarps;
   for (int source = 0; source < num_attention; ++source) {
-    for (int token_idx = static_cast<int>(blockIdx.x) * kNumWarps + warp_idx;
+    for (int token_idx = grid_warp_idx(warp_idx);
          token_idx < placement.tokens[source]; token_idx += total_warps) {
       const u64 slot = static_cast<u64>(source) * capacity + token_idx;
       const auto* meta = reinterpret_cast<const SlotMeta<kTopK>*>(
           peer_ptr<const u8>(p, rank_idx, p.off_slot_meta) + slot * p.slot_meta_bytes);
-      if (ptx::ld_cg_u64(&meta->epoch) != epoch) continue;  // not routed here this step
+      const SlotFields fields = load_slot_fields(meta, lane_idx);
+      if (fields.epoch != epoch) continue;  // not routed here this step
       const u8* row = peer_ptr<const u8>(p, rank_idx, p.off_slot_rows) + slot * p.row_bytes;
-      receive_slot<kHidden, kTopK, kFp8, kCollectView, true>(p, placement, source, meta, row,
+      receive_slot<kHidden, kTopK, kFp8, kCollectView, true>(p, placement, source, fields, row,
                                                              epoch, lane_idx);
     }
   }

@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   for (int source = 0; source < num_attention; ++source) any_gated = any_gated || gated(source);
 
   const int total_warps = static_cast<int>(gridDim.x) * warps;
-  const int first_warp = static_cast<int>(blockIdx.x) * warps + warp_idx;
+  const int first_warp = grid_warp_idx(warp_idx);
   const u64* flags = peer_ptr<const u64>(p, rank_idx, p.off_slot_flags);
   for (int pass = 0; pass < (any_gated ? 2 : 1); ++pass) {
     if (pass == 1) {
@@ -94,7 +94,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
               peer_ptr<const u8>(p, rank_idx, p.off_slot_meta) + slot * p.slot_meta_bytes);
           const u8* row = peer_ptr<const u8>(p, rank_idx, p.off_slot_rows) + slot * p.row_bytes;
           receive_slot<kHidden, kTopK, kFp8, kCollectView, !kArmAttention>(
-              p, placement, source, meta, row, epoch, lane_idx, /*record=*/pass == 0, expand);
+              p, placement, source, load_slot_fields(meta, lane_idx), row, epoch, lane_idx,
+              /*record=*/pass == 0, expand);
           // @end cf.ffn_stream_expand.expand
         }
       }

@@ -37,7 +37,7 @@ def test_two_shards_make_the_report_one_sweep_of_both_makes(tmp_path, capsys):
     assert merge(tmp_path, first, second) == 0
     stem = tmp_path / "merged" / first.stem
     assert capsys.readouterr().out == (
-        "2 shards merged: 2 faults judged, 0 not run, mutation score 0.5; "
+        "2 shards merged: 2 faults judged, 0 not run, 2 in no shard, mutation score 0.5; "
         f"reports: {stem}.json .md .xml\n"
     )
     document = json.loads(stem.with_suffix(".json").read_text())
@@ -51,6 +51,8 @@ def test_two_shards_make_the_report_one_sweep_of_both_makes(tmp_path, capsys):
     assert "| S1 | fail | KILLED | yes |" in markdown
     assert "| S2 | fail | SURVIVED | yes |" in markdown
     assert '<testsuite name="faults:' in stem.with_suffix(".xml").read_text()
+    assert document["not_selected"] == ["D1", "N1"]
+    assert "- **in no shard**: 2 faults of the catalog (D1, N1)" in markdown
 
 
 def test_what_a_shard_left_and_no_shard_ran_is_said_not_run(tmp_path, capsys):
@@ -61,6 +63,7 @@ def test_what_a_shard_left_and_no_shard_ran_is_said_not_run(tmp_path, capsys):
     assert merge(tmp_path, first, second) == 1  # N1 is owed
     document = json.loads((tmp_path / "merged" / first.name).read_text())
     assert (document["unrun"], document["ok"]) == (["N1"], False)
+    assert document["not_selected"] == ["D1"]  # N1 was selected: a budget left it
     markdown = (tmp_path / "merged" / first.name).with_suffix(".md").read_text()
     assert "- **not run**, by any shard: 1 faults (N1)" in markdown
 
