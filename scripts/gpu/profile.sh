@@ -13,13 +13,20 @@
 # states, launch), results/BENCH-source.csv (samples and stall
 # reasons per SASS instruction), console.log. The clocks are left as they
 # are (--clock-control none), as the benches see them. TAG=WORD names them BENCH-WORD
-# instead, so one call can profile several sizes. No ncu: it says so and stops.
+# instead, so one call can profile several sizes. KERNEL=NAME profiles another
+# kernel the bench launches (combine: attention_combine; dispatch:
+# attention_route) instead of its first. No ncu: it says so and stops.
 case "${1:-}" in
   combine | dispatch | expand) bench=$1; shift ;;
   *) echo "profile.sh: BENCH is combine, dispatch or expand, got '${1:-}'"; exit 2 ;;
 esac
-kernel=$(case $bench in combine) echo ffn_combine ;; dispatch) echo attention_dispatch ;;
-  expand) echo ffn_expand ;; esac)
+kernels=$(case $bench in combine) echo ffn_combine attention_combine ;;
+  dispatch) echo attention_dispatch attention_route ;; expand) echo ffn_expand ;; esac)
+kernel=${KERNEL:-${kernels%% *}}
+case " $kernels " in
+  *" $kernel "*) ;;
+  *) echo "profile.sh: KERNEL=$kernel is not a kernel of the $bench bench ($kernels)"; exit 2 ;;
+esac
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "profile.sh: no ncu here (PATH, /usr/local/cuda*/bin, /opt/nvidia/nsight-compute)"; exit 3; }
 source scripts/gpu/common.sh

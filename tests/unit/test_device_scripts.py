@@ -150,6 +150,12 @@ def refusal(script: str, *words: str, **env: str) -> tuple[int, str]:
         ),
         ("profile.sh", [], {}, "profile.sh: BENCH is combine, dispatch or expand, got ''"),
         (
+            "profile.sh",
+            ["expand"],
+            {"KERNEL": "ffn_combine"},
+            "profile.sh: KERNEL=ffn_combine is not a kernel of the expand bench (ffn_expand)",
+        ),
+        (
             "kernels.sh",
             [],
             {"PRIOR": "docs/results/bench-2xH200.json"},
