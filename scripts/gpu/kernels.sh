@@ -6,8 +6,10 @@
 # ignored: before the call,
 #   mkdir -p tmp_device/base && git archive main afdep/csrc | tar -x -C tmp_device/base
 # and carry ["tmp_device", ".whl"]. BASE_TREE=none benches this tree and its
-# A/A copy only (a base whose kernel names differ cannot run here). JOBS
-# validation runs at a time (default 4).
+# A/A copy only (a base whose kernel names differ cannot run here).
+# VARIANTS="DIR..." benches those kernel trees too, after the base, its copy
+# and this one, in the same run (other branches' csrc, archived the same way
+# under tmp_device/). JOBS validation runs at a time (default 4).
 # PRIOR=a validate document of this tree (e.g. the branch's committed one),
 # named as validate writes it (validate-<machine>[-<mode>].json), is copied into
 # results first, so its runs stay and ONLY=REGEX runs just the rest (validate
@@ -23,6 +25,11 @@ esac
 BASE=${BASE_TREE:-tmp_device/base/afdep/csrc}
 [ "${BENCH_S:-120}" = 0 ] || [ "$BASE" = none ] || [ -d "$BASE/impls" ] \
   || { echo "no base tree at $BASE (see the header; BASE_TREE=none, or BENCH_S=0 for no bench)"; exit 2; }
+VARIANT_TREES=()
+for variant in ${VARIANTS:-}; do
+  [ -d "$variant/impls" ] || { echo "VARIANTS: no kernel tree at $variant (no impls/ folder)"; exit 2; }
+  VARIANT_TREES+=(--tree "$variant")
+done
 source scripts/gpu/common.sh
 [ -z "${PRIOR:-}" ] || cp "$PRIOR" "$OUT/results/" || exit 1
 SELECT=()
@@ -42,7 +49,7 @@ BENCHES=/tmp/kernels-benches && rm -rf "$BENCHES" && mkdir -p "$BENCHES"
 for bench in combine dispatch expand; do
   extra=(); [ $bench != dispatch ] || extra=(--protocol payload-first --protocol count-first)
   timeout "${BENCH_S:-120}" python3 -m afdep.bench.$bench "${TREES[@]}" --tree afdep/csrc \
-    "${extra[@]}" --results-dir "$BENCHES" >> "$LOG" 2>&1
+    "${VARIANT_TREES[@]}" "${extra[@]}" --results-dir "$BENCHES" >> "$LOG" 2>&1
   echo "bench.$bench rc=$?" | tee -a "$LOG"
 done
 tar czf "$OUT/results/benches.tgz" -C "$BENCHES" .  # six reports in one file (eight come back)

@@ -174,6 +174,12 @@ def refusal(script: str, *words: str, **env: str) -> tuple[int, str]:
             {"BASE_TREE": "no/tree"},
             "no base tree at no/tree (see the header; BASE_TREE=none, or BENCH_S=0 for no bench)",
         ),
+        (
+            "kernels.sh",
+            [],
+            {"BASE_TREE": "afdep/csrc", "VARIANTS": "afdep/csrc no/variant"},
+            "VARIANTS: no kernel tree at no/variant (no impls/ folder)",
+        ),
         ("sweep.sh", [], {}, "sweep.sh: REGEX [CONFIG...], or REST_OF=REPORT"),
         (
             "validate.sh",
