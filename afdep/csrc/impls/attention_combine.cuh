@@ -1,5 +1,5 @@
 // attention_combine: the attention side of combine. For a chunk of a warp's
-// tokens, lane i waits for the flag of every FFN rank the chunk's i-th token
+// consecutive tokens, lane i waits for the flag of every FFN rank the chunk's i-th token
 // was sent to; the warp then adds each token's bf16 partials in FFN-rank
 // order in fp32 and rounds once to bf16.
 //
@@ -38,23 +38,28 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const auto* partials = peer_ptr<const int4>(p, rank_idx, p.off_combine_rows);
   auto* out_vecs = reinterpret_cast<int4*>(out);
 
-  // A warp takes its tokens (grid_warp_idx, then every total_warps-th) in
-  // chunks of kWaitLanes: lane i waits for the flags of the chunk's i-th token,
-  // so a chunk's flags cost one latency together, not one per token before its
-  // partials. The masks (this rank's own, written by its dispatch) of the next
-  // chunk are loaded while this one is reduced.
+  // A warp takes chunks of `run` consecutive tokens (chunk grid_warp_idx, then
+  // every total_warps-th): lane i < run waits for the flags of the chunk's i-th
+  // token, so a chunk's flags cost one latency together, not one per token
+  // before its partials. `run` splits the step's tokens per warp into the
+  // fewest chunks of at most kWaitLanes: a short step keeps one token per warp,
+  // and a chunk's tokens are neighbours, which ffn_combine finishes together.
+  // The masks (this rank's own, written by its dispatch) of the next chunk
+  // are loaded while this one is reduced.
   const u32* token_ffn_masks = local_ptr<const u32>(p.token_ffn_mask);
-  const int chunk_stride = kWaitLanes * total_warps;
-  auto chunk_mask = [&](int chunk) {
-    const int token = chunk + lane_idx * total_warps;
-    return lane_idx < kWaitLanes && token < num_tokens ? token_ffn_masks[token] : 0u;
+  const int per_warp = max(1, ceil_div(num_tokens, total_warps));
+  const int run = ceil_div(per_warp, ceil_div(per_warp, kWaitLanes));
+  auto lane_token_of = [&](int chunk) { return chunk * run + lane_idx; };
+  auto lane_mask_of = [&](int chunk) {
+    const int token = lane_token_of(chunk);
+    return lane_idx < run && token < num_tokens ? token_ffn_masks[token] : 0u;
   };
   int chunk = grid_warp_idx(warp_idx);
-  u32 next_mask = chunk_mask(chunk);
-  for (; chunk < num_tokens; chunk += chunk_stride) {
-    const u32 lane_mask = next_mask;  // lane i < kWaitLanes: the chunk's i-th token's
-    const int lane_token = chunk + lane_idx * total_warps;
-    next_mask = chunk_mask(chunk + chunk_stride);
+  u32 next_mask = lane_mask_of(chunk);
+  for (; chunk * run < num_tokens; chunk += total_warps) {
+    const u32 lane_mask = next_mask;  // lane i < run: the chunk's i-th token's
+    const int lane_token = lane_token_of(chunk);
+    next_mask = lane_mask_of(chunk + total_warps);
 
     // @site cb.attention_combine.row_wait kind=wait consumers=warp scope=sys guards=cb.ffn_combine.row_store
     for (u32 pending = lane_mask; pending != 0; pending &= pending - 1)
@@ -63,8 +68,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     __syncwarp();
     // @end cb.attention_combine.row_wait
 
-    for (int b = 0; b < kWaitLanes; ++b) {
-      const int token_idx = chunk + b * total_warps;
+    for (int b = 0; b < run; ++b) {
+      const int token_idx = chunk * run + b;
       if (token_idx >= num_tokens) break;  // warp-uniform
       const u32 ffn_mask = __shfl_sync(kFullMask, lane_mask, b);
 
