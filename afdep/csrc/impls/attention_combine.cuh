@@ -45,7 +45,13 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   // fewest chunks of at most kWaitLanes: a short step keeps one token per warp,
   // and a chunk's tokens are neighbours, which ffn_combine finishes together.
   // The masks (this rank's own, written by its dispatch) of the next chunk
-  // are loaded while this one is reduced.
+  // are loaded while this one is reduced. The warp reads a chunk's masks from
+  // shared memory, which the wait's __syncwarp orders, not by a shuffle: a
+  // collective right after the wait would sync the warp on its own and hide a
+  // wait without its __syncwarp. Two buffers: a chunk's masks are written
+  // once every lane has passed the previous chunk's wait, so past its reduce
+  // two chunks back.
+  __shared__ u32 chunk_masks[2][kNumWarps][kWaitLanes];
   const u32* token_ffn_masks = local_ptr<const u32>(p.token_ffn_mask);
   const int per_warp = max(1, ceil_div(num_tokens, total_warps));
   const int run = ceil_div(per_warp, ceil_div(per_warp, kWaitLanes));
@@ -56,10 +62,12 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   };
   int chunk = grid_warp_idx(warp_idx);
   u32 next_mask = lane_mask_of(chunk);
-  for (; chunk * run < num_tokens; chunk += total_warps) {
+  for (int parity = 0; chunk * run < num_tokens; chunk += total_warps, parity ^= 1) {
     const u32 lane_mask = next_mask;  // lane i < run: the chunk's i-th token's
     const int lane_token = lane_token_of(chunk);
     next_mask = lane_mask_of(chunk + total_warps);
+    u32* masks = chunk_masks[parity][warp_idx];
+    if (lane_idx < run) masks[lane_idx] = lane_mask;
 
     // @site cb.attention_combine.row_wait kind=wait consumers=warp scope=sys guards=cb.ffn_combine.row_store
     for (u32 pending = lane_mask; pending != 0; pending &= pending - 1)
@@ -71,7 +79,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     for (int b = 0; b < run; ++b) {
       const int token_idx = chunk * run + b;
       if (token_idx >= num_tokens) break;  // warp-uniform
-      const u32 ffn_mask = __shfl_sync(kFullMask, lane_mask, b);
+      const u32 ffn_mask = masks[b];
 
       // @site cb.attention_combine.reduce kind=compute
       for (int base = 0; base < kPerLane; base += kBatch) {
