@@ -91,6 +91,10 @@ class MutationRule:
     kind: str  # the site kind it rewrites (faults.sites.KINDS)
     pattern: re.Pattern[str]
     replacement: str
+    # Which producers the mutant's own exposing delay holds back at the store
+    # its release publishes: a condition, with the pattern's groups (None: no
+    # delay; docs/architecture.md, "Delays that expose").
+    expose: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,10 @@ class GenerateSettings:
     # wait site -> why skipping it cannot open a race (another wait covers it);
     # or one generated fault's id (`gen.` ...) -> why it survives, that fault only
     survivor_ok: tuple[tuple[str, str], ...] = ()
+
+    def narrowed(self, condition: str) -> str:
+        """`condition`, and `when` unless that is "true"."""
+        return condition if self.when.strip() == "true" else f"({condition}) && ({self.when})"
 
     def survivor_for(self, fault_id: str, site: str | None) -> str | None:
         """Why `fault_id` may survive: its own entry, else its site's (None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from faults.catalog import Catalog, CatalogError, Fault, GenerateSettings, Patch
 from faults.catalog_types import Family, Holding, Publisher
-from faults.sites import Site
+from faults.sites import Site, published_store
+
+__all__ = ["covering_faults", "expose_faults", "is_exposing", "published_store"]
 
 UNEVEN_PREFIX = "gen.uneven-delay."
 FORCED_PREFIX = "gen.forced-order."
-# Kinds whose sites make what a release publishes; a store is preferred.
-MAKERS = ("store", "compute")
 
 
 def producers_of(site: Site) -> str | None:
@@ -31,28 +31,6 @@ def producers_of(site: Site) -> str | None:
     site declares none (a str-valued enum or a plain string both read here)."""
     group = getattr(site, "producers", None)
     return getattr(group, "value", group)
-
-
-def published_store(release: Site, sites: list[Site]) -> Site | None:
-    """The site whose data `release` publishes: its `guards=`, else the
-    nearest store site above it in its file (a compute site when there is no
-    store), one of the release's own stage (`cf.attention_dispatch.`) first."""
-    by_name = {site.name: site for site in sites}
-    if release.guards:
-        return by_name.get(release.guards)
-    stage = release.name.rsplit(".", 1)[0] + "."
-    above = [
-        site
-        for site in sites
-        if site.path == release.path and site.end < release.start and site.kind in MAKERS
-    ]
-    if not above:
-        return None
-    return max(above, key=lambda s: (s.name.startswith(stage), s.kind == MAKERS[0], s.start))
-
-
-def _both(condition: str, when: str) -> str:
-    return condition if when.strip() == "true" else f"({condition}) && ({when})"
 
 
 def _uneven_delay(
@@ -64,7 +42,7 @@ def _uneven_delay(
         site=store.name,
         action="delay",
         ns=settings.ns,
-        when=_both(holding.held, settings.when),
+        when=settings.narrowed(holding.held),
         marker=holding.marker,
     )
     return Fault(
@@ -94,7 +72,7 @@ def _forced_order(
             site=store.name,
             action="hold",
             ns=publisher.hold_ns,
-            when=_both(holding.held, settings.when),
+            when=settings.narrowed(holding.held),
             marker=holding.marker,
             cell=cell,
         ),

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from faults.catalog_types import (
     ORDER_FAMILIES,
+    CatalogError,
     REWRITE_FAMILIES,
     Family,
     Fault,
@@ -22,12 +24,13 @@ from faults.catalog_types import (
     Patch,
     catalog_error,
 )
-from faults.sites import KINDS, Site
+from faults.sites import KINDS, Site, published_store
 
 __all__ = ["REWRITE_FAMILIES", "Family", "family_hint", "mutants", "mutation_rules"]
 
 PREFIX = "gen."
 RULE_KEYS = ("family", "kind", "pattern", "replacement")
+OPTIONAL_RULE_KEYS = ("expose",)
 GROUP_REFERENCE = re.compile(r"\\(\d+)|\\g<([^>]*)>")
 
 # Why a must-fail mutant of each family can run clean, and what opens its
@@ -72,7 +75,7 @@ def mutation_rules(path: Path, raw) -> tuple[MutationRule, ...]:
 
 def _rule(path: Path, index: int, entry: dict) -> MutationRule:
     where = f"target.mutation #{index}"
-    unknown = sorted(set(entry) - set(RULE_KEYS))
+    unknown = sorted(set(entry) - set(RULE_KEYS) - set(OPTIONAL_RULE_KEYS))
     if unknown:
         raise catalog_error(path, where, f"unknown keys {unknown}")
     for key in RULE_KEYS:
@@ -96,16 +99,33 @@ def _rule(path: Path, index: int, entry: dict) -> MutationRule:
         ) from None
     if pattern.search(""):
         raise catalog_error(path, where, f"pattern: {entry['pattern']!r} matches empty text")
-    for number, name in GROUP_REFERENCE.findall(entry["replacement"]):
+    _check_groups(path, where, pattern, "replacement", entry["replacement"])
+    expose = entry.get("expose")
+    if expose is not None:
+        if not isinstance(expose, str) or not expose.strip():
+            raise catalog_error(path, where, f"expose: a condition string, got {expose!r}")
+        if entry["kind"] != "release":
+            raise catalog_error(
+                path,
+                where,
+                f"expose: only a release rule holds producers back, this one is kind="
+                f"{entry['kind']}",
+            )
+        _check_groups(path, where, pattern, "expose", expose)
+    return MutationRule(
+        Family(entry["family"]), entry["kind"], pattern, entry["replacement"], expose
+    )
+
+
+def _check_groups(path: Path, where: str, pattern: re.Pattern[str], key: str, text: str) -> None:
+    for number, name in GROUP_REFERENCE.findall(text):
         known = int(number) <= pattern.groups if number else _group_exists(pattern, name)
         if not known:
             raise catalog_error(
                 path,
                 where,
-                f"replacement: {entry['replacement']!r} refers to group "
-                f"{number or name} that the pattern does not have",
+                f"{key}: {text!r} refers to group {number or name} that the pattern does not have",
             )
-    return MutationRule(Family(entry["family"]), entry["kind"], pattern, entry["replacement"])
 
 
 def _group_exists(pattern: re.Pattern[str], name: str) -> bool:
@@ -113,6 +133,18 @@ def _group_exists(pattern: re.Pattern[str], name: str) -> bool:
 
 
 # ---------------------------------------------------------------- generation
+@dataclass(frozen=True)
+class Edit:
+    """One rewrite (or move) of one site: its text before and after, and the
+    condition of its exposing delay (None: the mutant holds no one back)."""
+
+    site: Site
+    title: str
+    old: str
+    new: str
+    exposing: str | None = None
+
+
 def mutants(
     sites: list[Site], rules: tuple[MutationRule, ...], settings: GenerateSettings, sources: Path
 ) -> dict[str, Fault]:
@@ -120,28 +152,20 @@ def mutants(
     publish-early fault per release site whose guarded store it can be moved
     above. Ids: `gen.<family>.<site>`, with `.<n>` (from 1) when a family
     mutates one site more than once."""
-    found: dict[tuple[Family, str], list[tuple[Site, str, str, str]]] = {}
-    for family, site, title, old, new in _rewrites(sites, rules, sources):
-        edits = found.setdefault((family, site.name), [])
-        if all(edit[3] != new for edit in edits):  # two entries, one rewrite: one mutant
-            edits.append((site, title, old, new))
+    found: dict[tuple[Family, str], list[Edit]] = {}
+    for family, edit in _rewrites(sites, rules, sources):
+        edits = found.setdefault((family, edit.site.name), [])
+        if all(other.new != edit.new for other in edits):  # two entries, one rewrite: one mutant
+            edits.append(edit)
     faults = {}
     for (family, name), edits in found.items():
-        for number, (site, title, old, new) in enumerate(edits, start=1):
+        for number, edit in enumerate(edits, start=1):
             fault_id = f"{PREFIX}{family}.{name}" + (f".{number}" if len(edits) > 1 else "")
-            patch = Patch(
-                fault_id,
-                file=site.path.relative_to(sources).as_posix(),
-                old=old,
-                new=new,
-                marker=settings.marker,
-                marker_site=name,  # the marker opens the mutated site
-            )
             faults[fault_id] = Fault(
                 fault_id,
-                title,
+                edit.title,
                 "fail",
-                (patch,),
+                _patches(fault_id, edit, sites, settings, sources),
                 # A wait another wait covers opens no race however early it passes;
                 # an order mutant's survival is the contract's to judge instead.
                 survivor_ok=settings.survivor_for(
@@ -153,12 +177,46 @@ def mutants(
     return faults
 
 
+def _patches(
+    fault_id: str, edit: Edit, sites: list[Site], settings: GenerateSettings, sources: Path
+) -> tuple[Patch, ...]:
+    """The rewrite, its marker opening the mutated site; then, when the rule
+    exposes, a delay of the producers its condition names at the start of the
+    store the release publishes (docs/architecture.md, "Delays that expose"):
+    the mutant's window held open, silent (the rewrite's marker says it fired)."""
+    rewrite = Patch(
+        fault_id,
+        file=edit.site.path.relative_to(sources).as_posix(),
+        old=edit.old,
+        new=edit.new,
+        marker=settings.marker,
+        marker_site=edit.site.name,
+    )
+    if edit.exposing is None:
+        return (rewrite,)
+    store = published_store(edit.site, sites)
+    if store is None:
+        raise CatalogError(
+            f"fault {fault_id}: its rule exposes, but site {edit.site.name} "
+            f"({edit.site.where()}) publishes no store site to delay: name it with guards="
+        )
+    delay = Patch(
+        fault_id,
+        site=store.name,
+        action="delay",
+        ns=settings.ns,
+        when=settings.narrowed(edit.exposing),
+        marker="false",
+    )
+    return (rewrite, delay)
+
+
 def _rewrites(
     sites: list[Site], rules: tuple[MutationRule, ...], sources: Path
-) -> Iterator[tuple[Family, Site, str, str, str]]:
-    """(family, site, title, old, new) for every rewrite and every move. The
-    patch's `old` runs from the line of the match to the site's `@end` line:
-    unique in its file (site names are), and inside the region for its marker."""
+) -> Iterator[tuple[Family, Edit]]:
+    """(family, edit) for every rewrite and every move. The patch's `old`
+    runs from the line of the match to the site's `@end` line: unique in its
+    file (site names are), and inside the region for its marker."""
     by_name = {site.name: site for site in sites}
     for rule in rules:
         for site in sites:
@@ -174,13 +232,16 @@ def _rewrites(
                 line = site.start + 1 + body.count("\n", 0, match.start())
                 where = f"{site.path.name}:{line}"
                 title = f"{rule.family} in {site.name} ({where}): {match[0]!r} -> {rewritten!r}"
+                exposing = match.expand(rule.expose) if rule.expose is not None else None
+                if exposing is not None:
+                    title += f"; producers with {exposing} delayed before the store it publishes"
                 old = body[line_start:] + end
                 new = body[line_start : match.start()] + rewritten + body[match.end() :] + end
-                yield rule.family, site, title, old, new
+                yield rule.family, Edit(site, title, old, new, exposing)
     for site in sites:
         moved = _publish_early(site, by_name)
         if moved is not None:
-            yield Family.PUBLISH_EARLY, site, *moved
+            yield Family.PUBLISH_EARLY, Edit(site, *moved)
 
 
 def _publish_early(release: Site, by_name: dict[str, Site]) -> tuple[str, str, str] | None:

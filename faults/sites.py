@@ -286,3 +286,25 @@ def site_body(site: Site) -> list[str]:
     """The source lines strictly between the site's markers."""
     lines = site.path.read_text().splitlines()
     return lines[site.start : site.end - 1]
+
+
+# Kinds whose sites make what a release publishes; a store is preferred.
+MAKERS = ("store", "compute")
+
+
+def published_store(release: Site, sites: list[Site]) -> Site | None:
+    """The site whose data `release` publishes: its `guards=`, else the
+    nearest store site above it in its file (a compute site when there is no
+    store), one of the release's own stage (`cf.attention_dispatch.`) first."""
+    by_name = {site.name: site for site in sites}
+    if release.guards:
+        return by_name.get(release.guards)
+    stage = release.name.rsplit(".", 1)[0] + "."
+    above = [
+        site
+        for site in sites
+        if site.path == release.path and site.end < release.start and site.kind in MAKERS
+    ]
+    if not above:
+        return None
+    return max(above, key=lambda s: (s.name.startswith(stage), s.kind == MAKERS[0], s.start))

@@ -187,7 +187,7 @@ def _group(group: Group | None) -> Group:
 def mutated_region(site: Site, fault: Fault) -> str:
     """The site's region with the mutant's rewrite in it."""
     body = "\n".join(site.path.read_text().splitlines()[site.start - 1 : site.end]) + "\n"
-    [patch] = fault.patches
+    patch = fault.patches[0]  # the rewrite; an exposing delay follows it
     return body.replace(patch.old or "", patch.new or "", 1) if patch.old in body else body
 
 

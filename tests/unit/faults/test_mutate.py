@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import GenerateSettings, load_catalog
-from faults.catalog_types import Family
+from faults.catalog_types import CatalogError, Family
 from faults.generate import generated_faults, is_generated, with_generated
 from faults.mutate import mutants
 from faults.sites import parse_tree
@@ -64,6 +64,20 @@ def rule(**fields) -> str:
         ),
         (rule(scope="sys"), "target.mutation #0: unknown keys ['scope']"),
         (
+            rule(pattern="(a)", expose="(\\2 & 1) == 0"),
+            "target.mutation #0 (remove-barrier): expose: '(\\\\2 & 1) == 0' refers to group 2 "
+            "that the pattern does not have",
+        ),
+        (
+            rule(kind="wait", expose="true"),
+            "target.mutation #0 (remove-barrier): expose: only a release rule holds producers "
+            "back, this one is kind=wait",
+        ),
+        (
+            rule(expose=" "),
+            "target.mutation #0 (remove-barrier): expose: a condition string, got ' '",
+        ),
+        (
             "[[target.mutation]]\nfamily = 'remove-barrier'\nkind = 'release'\npattern = 'x'\n",
             "target.mutation #0: replacement: required string, got None",
         ),
@@ -112,7 +126,15 @@ def test_the_afdep_catalog_mutants_by_family():
         ("bf16-graph",),
         Family.WRONG_SLOT,
     )
-    [patch] = mutant.patches
+    patch, delay = mutant.patches
+    # Its window held open: even slots' producers delayed before the store it publishes.
+    assert (delay.site, delay.action, delay.ns, delay.when, delay.marker) == (
+        "cf.attention_dispatch.row_store",
+        "delay",
+        20_000,
+        "(slot & 1) == 0",
+        "false",
+    )
     assert (patch.file, patch.marker_site, patch.marker) == (
         "impls/attention_dispatch.cuh",
         "cf.attention_dispatch.row_release",
@@ -127,7 +149,8 @@ def test_the_afdep_catalog_mutants_by_family():
     [line] = [n for n, text in enumerate(source, 1) if "p.off_slot_flags) + slot," in text]
     assert mutant.title == (
         f"wrong-slot in cf.attention_dispatch.row_release (attention_dispatch.cuh:{line}): "
-        "'+ slot,' -> '+ (slot ^ 1),'"
+        "'+ slot,' -> '+ (slot ^ 1),'; producers with (slot & 1) == 0 delayed before the "
+        "store it publishes"
     )
 
 
@@ -208,6 +231,50 @@ def test_each_match_is_one_mutant_and_equal_rewrites_are_one(tmp_path):
     slot = found["gen.wrong-slot.k.late"]
     assert slot.patches[0].new == "    release(flags + (slot ^ 1), epoch);\n    // @end k.late\n"
     assert (slot.configs, slot.family, slot.patches[0].marker) == (("c",), Family.WRONG_SLOT, "m")
+
+
+def test_an_exposing_rule_delays_the_producers_it_names_before_the_published_store(tmp_path):
+    rules = catalog_rules(
+        tmp_path,
+        rule(
+            family="wrong-slot",
+            pattern="\\+ (slot),",
+            replacement="+ (\\1 ^ 1),",
+            expose="(\\1 & 1) == 0",
+        ),
+    )
+    settings = GenerateSettings(marker="m", configs=("c",), ns=7_000, when="w")
+    found = mutants(sites_of(tmp_path / "src"), rules, settings, tmp_path / "src")
+    fault = found["gen.wrong-slot.k.late"]
+    rewrite, delay = fault.patches
+    assert rewrite.new == "    release(flags + (slot ^ 1), epoch);\n    // @end k.late\n"
+    assert (delay.owner, delay.site, delay.action, delay.ns, delay.when, delay.marker) == (
+        "gen.wrong-slot.k.late",
+        "k.store",  # k.late guards it
+        "delay",
+        7_000,
+        "((slot & 1) == 0) && (w)",
+        "false",  # the rewrite's marker says the mutant fired
+    )
+    assert fault.title.endswith(
+        "'+ slot,' -> '+ (slot ^ 1),'; producers with (slot & 1) == 0 delayed before the "
+        "store it publishes"
+    )
+
+
+def test_an_exposing_rule_on_a_release_that_publishes_no_store_is_an_error(tmp_path):
+    text = "// @site k.release kind=release\nrelease(flags + slot, epoch);\n// @end k.release\n"
+    rules = catalog_rules(
+        tmp_path,
+        rule(family="wrong-slot", pattern="\\+ (slot),", replacement="+ (\\1 ^ 1),",
+             expose="true"),
+    )
+    with pytest.raises(CatalogError) as error:
+        mutants(sites_of(tmp_path / "src", text), rules, SETTINGS, tmp_path / "src")
+    assert str(error.value) == (
+        f"fault gen.wrong-slot.k.release: its rule exposes, but site k.release "
+        f"({tmp_path / 'src/k.cuh'}:1) publishes no store site to delay: name it with guards="
+    )
 
 
 def test_publish_early_moves_the_release_above_its_store_in_one_block(tmp_path):

@@ -36,10 +36,11 @@ def test_every_afdep_mutant_applies_with_its_marker_at_its_site(tmp_path):
         tree = tmp_path / fault.id
         shutil.copytree(REPO / sources, tree / sources)
         [changed] = apply_fault(tree, CATALOG, fault.id)
-        [patch] = fault.patches
+        patch, *exposing = fault.patches  # the rewrite, then a wrong-slot's delay
         lines = changed.read_text().splitlines(keepends=True)
         unmarked = "".join(line for line in lines if f"// AFDFAULT {fault.id} " not in line)
-        assert patch.new in unmarked and len(lines) == unmarked.count("\n") + 1, fault.id
+        tagged = 1 + len(exposing)  # a line each, tagged with the fault's id
+        assert patch.new in unmarked and len(lines) == unmarked.count("\n") + tagged, fault.id
         sites, violations = parse_tree(tree / sources)
         assert sorted(s.name for s in sites) == sorted(s.name for s in clean_sites), fault.id
         assert sorted(v.message for v in violations) == sorted(v.message for v in clean_violations)
@@ -49,6 +50,14 @@ def test_every_afdep_mutant_applies_with_its_marker_at_its_site(tmp_path):
             .lstrip()
             .startswith(f'if ({patch.marker}) printf("AFDFAULT {fault.id} ')
         )
+        for delay in exposing:  # at the start of the store the release publishes
+            held = next(s for s in sites if s.name == delay.site)
+            opening = held.path.read_text().splitlines()[held.start]
+            assert (delay.action, opening.lstrip()[: len(delay.when) + 5]) == (
+                "delay",
+                f"if ({delay.when})",
+            ), fault.id
+        assert bool(exposing) == (fault.family is Family.WRONG_SLOT), fault.id
         shutil.rmtree(tree)
 
 
@@ -80,7 +89,7 @@ def test_every_afdep_mutant_builds(tmp_path, monkeypatch):
     assert {f.family for f in MUTANTS} - {Family.PUBLISH_EARLY} == set(REWRITE_FAMILIES)
     for number, faults in enumerate(trees):
         tree = make_scratch(REPO, tmp_path / f"tree{number}")
-        apply_patches(tree, CATALOG, [f.patches[0] for f in faults])
+        apply_patches(tree, CATALOG, [patch for f in faults for patch in f.patches])
         digest = tree_digest(tree / CATALOG.target.sources)
         try:
             build_tree(CATALOG.target, tree, tmp_path / f"out{number}", digest, gpus=2)
