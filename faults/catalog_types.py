@@ -169,6 +169,13 @@ class GenerateSettings:
         """`condition`, and `when` unless that is "true"."""
         return condition if self.when.strip() == "true" else f"({condition}) && ({self.when})"
 
+    def held_back(self, owner: str, site: str, held: str, marker: str) -> Patch:
+        """`owner`'s delay of `ns` at the start of `site`, in the threads `held`
+        names (and `when`): the delays that expose (faults/expose.py, faults/mutate.py)."""
+        return Patch(
+            owner, site=site, action="delay", ns=self.ns, when=self.narrowed(held), marker=marker
+        )
+
     def survivor_for(self, fault_id: str, site: str | None) -> str | None:
         """Why `fault_id` may survive: its own entry, else its site's (None:
         the site's entry does not apply, as for an order mutant)."""

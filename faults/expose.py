@@ -37,14 +37,7 @@ def _uneven_delay(
     release: Site, store: Site, group: str, holding: Holding, settings: GenerateSettings
 ) -> Fault:
     fault_id = UNEVEN_PREFIX + release.name
-    patch = Patch(
-        fault_id,
-        site=store.name,
-        action="delay",
-        ns=settings.ns,
-        when=settings.narrowed(holding.held),
-        marker=holding.marker,
-    )
+    patch = settings.held_back(fault_id, store.name, holding.held, marker=holding.marker)
     return Fault(
         fault_id,
         f"delay {store.name} in the {group}'s producers other than the publisher of "

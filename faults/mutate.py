@@ -15,8 +15,8 @@ from pathlib import Path
 
 from faults.catalog_types import (
     ORDER_FAMILIES,
-    CatalogError,
     REWRITE_FAMILIES,
+    CatalogError,
     Family,
     Fault,
     GenerateSettings,
@@ -200,15 +200,7 @@ def _patches(
             f"fault {fault_id}: its rule exposes, but site {edit.site.name} "
             f"({edit.site.where()}) publishes no store site to delay: name it with guards="
         )
-    delay = Patch(
-        fault_id,
-        site=store.name,
-        action="delay",
-        ns=settings.ns,
-        when=settings.narrowed(edit.exposing),
-        marker="false",
-    )
-    return (rewrite, delay)
+    return (rewrite, settings.held_back(fault_id, store.name, edit.exposing, marker="false"))
 
 
 def _rewrites(

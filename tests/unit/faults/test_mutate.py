@@ -266,8 +266,7 @@ def test_an_exposing_rule_on_a_release_that_publishes_no_store_is_an_error(tmp_p
     text = "// @site k.release kind=release\nrelease(flags + slot, epoch);\n// @end k.release\n"
     rules = catalog_rules(
         tmp_path,
-        rule(family="wrong-slot", pattern="\\+ (slot),", replacement="+ (\\1 ^ 1),",
-             expose="true"),
+        rule(family="wrong-slot", pattern="\\+ (slot),", replacement="+ (\\1 ^ 1),", expose="true"),
     )
     with pytest.raises(CatalogError) as error:
         mutants(sites_of(tmp_path / "src", text), rules, SETTINGS, tmp_path / "src")
