@@ -131,7 +131,10 @@ def text_fault(fault_id: str, file: str, old: str, new: str) -> Fault:
 ERASABLE = {
     # The weaken-acquire mutants' twin, edited: no kernel on main calls it.
     "E.twin": text_fault(
-        "E.twin", "common/comm.cuh", ": ptx::ld_acquire_gpu(flag);", ": ptx::ld_relaxed_sys(flag);"
+        "E.twin",
+        "common/comm.cuh",
+        ": ptx::ld_acquire_gpu(flag);\n    if (static_cast<i64>(seen",  # the spin's load
+        ": ptx::ld_relaxed_sys(flag);\n    if (static_cast<i64>(seen",
     ),
     # A guard the compiler proves true: lane_idx is threadIdx.x % 32.
     "E.guard": text_fault(
