@@ -175,11 +175,18 @@ def _nvrtc_compile(spec: KernelSpec, root: Path, arch: str) -> tuple[str, bytes]
         arch=arch, std="c++17", include_path=[str(root)], name=f"{spec.name}.cu", lineinfo=True
     )
     expression = spec.name_expression()
+    program = Program(spec.jit_source(), "c++", options)
     try:
-        program = Program(spec.jit_source(), "c++", options)
-        code = program.compile("cubin", name_expressions=(expression,))
+        code, failure = program.compile("cubin", name_expressions=(expression,)), None
     except Exception as error:  # cuda.core raises NVRTCError with the log in its text
-        raise CompileError(f"{spec.label()} failed to compile for {arch}:\n{error}") from error
+        code, failure = None, f"{spec.label()} failed to compile for {arch}:\n{error}"
+    # Freed now, while cuda.core is whole: a failed Program that a raised error's
+    # frame keeps until interpreter shutdown prints a traceback from its
+    # __dealloc__ there (cuda.core 1.2).
+    program.close()
+    del program
+    if failure is not None:
+        raise CompileError(failure)
     symbol = code.symbol_mapping[expression]
     return (symbol.decode() if isinstance(symbol, bytes) else symbol), bytes(code.code)
 

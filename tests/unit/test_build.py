@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -109,6 +112,39 @@ def test_compile_error_carries_the_compiler_log(jit_cache, csrc_copy):
     assert "attention_combine<kHidden=256, kNumThreads=512> failed to compile for sm_90a" in message
     assert "attention_combine.cuh" in message and "error" in message
     assert not list(jit_cache.glob("attention_combine-*"))
+
+
+def test_a_tree_that_fails_to_compile_fails_the_build_without_a_traceback(tmp_path, csrc_copy):
+    """Every variant names its failure with the compiler's log, and the failed
+    programs are freed before the interpreter exits: no traceback from
+    cuda.core's clean-up follows them."""
+    header = csrc_copy / "impls" / "attention_combine.cuh"
+    header.write_text(header.read_text().replace("const int lane_idx", "const int lane_idx +"))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "afdep.build",
+            "--csrc",
+            str(csrc_copy),
+            "--hidden",
+            "2048",
+            "--payload",
+            "bf16",
+            "--view",
+            "expanded",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "AFDEP_JIT_CACHE": str(tmp_path / "jit")},
+    )
+    assert done.returncode == 1
+    failed = [line for line in done.stderr.splitlines() if line.startswith("FAILED ")]
+    assert failed == [
+        "FAILED attention_combine<kHidden=2048, kNumThreads=512>",
+    ]
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
 
 
 def test_jit_source_is_an_include_and_one_named_instantiation():
