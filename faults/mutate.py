@@ -4,7 +4,8 @@ rewrites inside a site's region; the target's spellings (its barrier, its
 release store, its wait helper) come from the catalog's `[[target.mutation]]`
 entries. One structural operator, publish-early, moves a release above the
 store site it guards. Every mutant is a must-fail text patch whose marker
-opens the mutated site, tagged with its family."""
+opens the mutated site, tagged with its family; a rule's `expose` adds a
+delay that holds the mutant's window open."""
 
 from __future__ import annotations
 
