@@ -223,7 +223,8 @@ def rejudge_command(args: argparse.Namespace) -> int:
     with workdir(args, "rejudge") as work:
         for i, (path, document) in enumerate(documents):
             try:
-                judged.append((path, *rejudge(document, catalog, args.root, work.path / str(i))))
+                again = rejudge(document, catalog, args.root, work.path / str(i), args.drop_changed)
+                judged.append((path, *again))
             except RejudgeError as error:
                 raise UsageError(f"rejudge: {path}: {error}") from None
     for path, document, changes in judged:
@@ -234,6 +235,8 @@ def rejudge_command(args: argparse.Namespace) -> int:
         print(f"{path}: {len(changes)} verdict(s) changed")
         for change in changes:
             print(f"  {change}")
+        for fault, was in document["rejudged"][-1]["dropped"].items():
+            print(f"  dropped {fault} (was {was['verdict']}): {was['why'].split(': ', 1)[1]}")
     return 0
 
 
@@ -306,6 +309,12 @@ def add_science_commands(commands) -> None:
         "rejudge", help="sweep reports' runs judged again by today's rules, from their outcomes"
     )
     again.add_argument("reports", metavar="REPORT", type=Path, nargs="+", help="sweep JSON reports")
+    again.add_argument(
+        "--drop-changed",
+        action="store_true",
+        help="a fault whose tree changed since it ran leaves the report (to run again), "
+        "instead of refusing it",
+    )
     again.set_defaults(handler=rejudge_command)
     merge = commands.add_parser("merge", help="a sweep's shards made one report")
     merge.add_argument("reports", metavar="SHARD", type=Path, nargs="+", help="sweep JSON reports")

@@ -7,6 +7,9 @@ the static contract change, each run can be judged again from that outcome on
 a freshly applied tree of the same digest, the contract checked there on the
 CPU. A tree whose digest is not the one that ran is refused, naming the
 fault: the fault or the sources changed since, and only a new run can say.
+With `drop_changed` such a fault is dropped from the report instead, said in
+the pass: a shard judged by an older catalog merges with the shards that run
+the changed faults again (docs/architecture.md, "Judging recorded runs again").
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ from faults.verdict import judge, summarize_fault
 
 class RejudgeError(Exception):
     """A report that cannot be judged again here: one line naming why."""
+
+
+class TreeChanged(RejudgeError):
+    """A fault whose tree today is not the tree that ran."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +91,7 @@ def rejudge_runs(
     digest = tree_digest(tree / catalog.target.sources)
     for run in runs:
         if run.tree_digest != digest:
-            raise RejudgeError(
+            raise TreeChanged(
                 f"{label}: its tree is now {digest[:12]}, the run's was {run.tree_digest[:12]}: "
                 "the fault or the sources changed since, run it again"
             )
@@ -115,10 +122,12 @@ def rejudge_runs(
 
 
 def rejudge(
-    document: dict, catalog: Catalog, root: Path, workdir: Path
+    document: dict, catalog: Catalog, root: Path, workdir: Path, drop_changed: bool = False
 ) -> tuple[dict, list[Change]]:
     """The report judged again (a new document) and what changed. Runs with no
-    outcome (not applied, not built, erased, could not start) keep theirs."""
+    outcome (not applied, not built, erased, could not start) keep theirs.
+    `drop_changed`: a fault whose tree changed leaves the report, its reason
+    in the pass's `dropped`, instead of refusing the report."""
     if not document.get("harness_ok"):
         raise RejudgeError("its harness was broken: no fault was judged, nothing to judge again")
     results = [RunResult(**r) for r in document["results"]]
@@ -127,12 +136,20 @@ def rejudge(
     for label in labels:
         if label not in catalog.faults:
             raise RejudgeError(f"fault {label} is not in the catalog")
-    changes = []
+    changes, dropped = [], {}
     for label in labels:
         runs = [r for r in results if r.fault == label and r.outcome is not None]
-        if runs:
-            changes += rejudge_runs(catalog, root, workdir, label, runs)
-    faults = [summary["fault"] for summary in document["faults"]]
+        try:
+            changes += rejudge_runs(catalog, root, workdir, label, runs) if runs else []
+        except TreeChanged as error:
+            if not drop_changed:
+                raise
+            fault = base_id(label)
+            was = next(f for f in document["faults"] if f["fault"] == fault)
+            dropped[fault] = {"why": str(error), "verdict": was["verdict"], "ok": was["ok"]}
+    results = [r for r in results if base_id(r.fault) not in dropped]
+    labels = [label for label in labels if base_id(label) not in dropped]
+    faults = [s["fault"] for s in document["faults"] if s["fault"] not in dropped]
     if any(base_id(label) != label for label in labels):
         summaries = summaries_over_seeds(catalog, labels, results)
     else:
@@ -160,6 +177,7 @@ def rejudge(
                 "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "catalog_sha256": catalog_sha256(catalog.path),
                 "changes": [str(c) for c in changes],
+                "dropped": dropped,
             },
         ],
     }

@@ -143,6 +143,15 @@ def _rejudged(passes: list[dict] | None) -> list[str]:
             f"- judged again from the recorded outcomes by the rules of {again['written']}: "
             f"{len(changes)} verdict(s) changed{said}"
         )
+        dropped = [
+            f"{fault} (was {was['verdict']}, {'ok' if was['ok'] else 'not ok'})"
+            for fault, was in (again.get("dropped") or {}).items()
+        ]
+        if dropped:
+            lines.append(
+                "  - dropped, their trees changed since they ran (to run again): "
+                + ", ".join(dropped)
+            )
     return lines
 
 

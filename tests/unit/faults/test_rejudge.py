@@ -114,3 +114,37 @@ def test_a_report_with_nothing_judged_or_no_report_is_one_line(tmp_path, capsys)
     assert capsys.readouterr().err == (
         f"python -m faults: error: rejudge: {missing}: no such file\n"
     )
+
+
+def test_a_changed_tree_is_dropped_with_drop_changed_and_run_again_in_a_shard(tmp_path, capsys):
+    """A shard whose fault changed since it ran: --drop-changed keeps the
+    others' verdicts and drops that fault, which a new shard runs; the two
+    merge into the report one sweep of both gives."""
+    report = swept(tmp_path, FIXTURE, "--only", "S1|S2")
+    whole = json.loads(report.read_text())["faults"]
+    edit(report, lambda document: document["results"][0].update(tree_digest="0" * 64))
+    capsys.readouterr()
+    common = ["--catalog", str(FIXTURE), "--root", str(REPO), "--no-generated"]
+    again = [*common, "--workdir", str(tmp_path / "again"), "rejudge", "--drop-changed"]
+    assert main([*again, str(report)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [f"{report}: 0 verdict(s) changed", out[1]]
+    assert out[1].startswith("  dropped S1 (was KILLED): its tree is now ")
+    assert out[1].endswith(
+        ", the run's was 000000000000: the fault or the sources changed since, run it again"
+    )
+    document = json.loads(report.read_text())
+    assert [f["fault"] for f in document["faults"]] == ["S2"]
+    assert {r["fault"] for r in document["results"]} == {"S2"}
+    [(fault, was)] = document["rejudged"][-1]["dropped"].items()
+    assert (fault, was["verdict"], was["ok"]) == ("S1", "KILLED", True)
+    assert was["why"].startswith("S1: its tree is now ")
+    markdown = report.with_suffix(".md").read_text()
+    said = "  - dropped, their trees changed since they ran (to run again): S1 (was KILLED, ok)"
+    assert said in markdown
+    rerun = swept(tmp_path, FIXTURE, "--only", "S1", out="rerun")
+    merged_dir = tmp_path / "merged"
+    assert main([*common, "merge", str(report), str(rerun), "--results-dir", str(merged_dir)]) == 0
+    [merged] = merged_dir.glob("sweep-*.json")
+    faults = {f["fault"]: (f["verdict"], f["ok"]) for f in json.loads(merged.read_text())["faults"]}
+    assert faults == {f["fault"]: (f["verdict"], f["ok"]) for f in whole}
