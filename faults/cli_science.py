@@ -236,7 +236,7 @@ def rejudge_command(args: argparse.Namespace) -> int:
         for change in changes:
             print(f"  {change}")
         for fault, was in document["rejudged"][-1]["dropped"].items():
-            print(f"  dropped {fault} (was {was['verdict']}): {was['why'].split(': ', 1)[1]}")
+            print(f"  dropped {fault} (was {was['verdict']}): {was['why']}")
     return 0
 
 

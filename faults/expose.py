@@ -20,8 +20,6 @@ from faults.catalog import Catalog, CatalogError, Fault, GenerateSettings, Patch
 from faults.catalog_types import Family, Holding, Publisher
 from faults.sites import Site, published_store
 
-__all__ = ["covering_faults", "expose_faults", "is_exposing", "published_store"]
-
 UNEVEN_PREFIX = "gen.uneven-delay."
 FORCED_PREFIX = "gen.forced-order."
 

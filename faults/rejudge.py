@@ -44,7 +44,12 @@ class RejudgeError(Exception):
 
 
 class TreeChanged(RejudgeError):
-    """A fault whose tree today is not the tree that ran."""
+    """A fault whose tree today is not the tree that ran; `why` says so
+    without the fault's name, which the error's text leads with."""
+
+    def __init__(self, label: str, why: str) -> None:
+        super().__init__(f"{label}: {why}")
+        self.why = why
 
 
 @dataclass(frozen=True)
@@ -92,8 +97,9 @@ def rejudge_runs(
     for run in runs:
         if run.tree_digest != digest:
             raise TreeChanged(
-                f"{label}: its tree is now {digest[:12]}, the run's was {run.tree_digest[:12]}: "
-                "the fault or the sources changed since, run it again"
+                label,
+                f"its tree is now {digest[:12]}, the run's was {run.tree_digest[:12]}: "
+                "the fault or the sources changed since, run it again",
             )
     guards = {s.name: s.guards for s in parse_tree(tree / catalog.target.sources)[0]}
     check = static_contract(catalog.target)
@@ -146,7 +152,7 @@ def rejudge(
                 raise
             fault = base_id(label)
             was = next(f for f in document["faults"] if f["fault"] == fault)
-            dropped[fault] = {"why": str(error), "verdict": was["verdict"], "ok": was["ok"]}
+            dropped[fault] = {"why": error.why, "verdict": was["verdict"], "ok": was["ok"]}
     results = [r for r in results if base_id(r.fault) not in dropped]
     labels = [label for label in labels if base_id(label) not in dropped]
     faults = [s["fault"] for s in document["faults"] if s["fault"] not in dropped]
