@@ -110,8 +110,7 @@ __device__ __forceinline__ int4 pack_bf16x8(const float (&values)[8]) {
   u32 words[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
-    words[i] = static_cast<u32>(float_to_bf16(values[2 * i])) |
-               (static_cast<u32>(float_to_bf16(values[2 * i + 1])) << 16);
+    words[i] = ptx::cvt_rn_bf16x2(values[2 * i], values[2 * i + 1]);
   return make_int4(static_cast<int>(words[0]), static_cast<int>(words[1]),
                    static_cast<int>(words[2]), static_cast<int>(words[3]));
 }

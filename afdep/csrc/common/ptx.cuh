@@ -53,6 +53,16 @@ __device__ __forceinline__ u64 atom_cas_relaxed_sys(u64* ptr, u64 expected, u64 
   return old;
 }
 
+/// ---------------------------------------------------------------- conversions
+// Two fp32 values to one bf16x2 word, round to nearest even, in one F2FP
+// instruction (a NaN becomes the canonical 0x7fff, as torch's CUDA cast gives).
+// PTX puts its first operand in the upper half: `lo` lands in bits 0..15.
+__device__ __forceinline__ u32 cvt_rn_bf16x2(float lo, float hi) {
+  u32 packed;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+  return packed;
+}
+
 /// ---------------------------------------------------------------- 16-byte loads
 // Read-only inputs of this rank: the non-coherent path is safe, nothing writes them.
 __device__ __forceinline__ int4 ld_nc_v4(const int4* ptr) {

@@ -21,14 +21,6 @@ __device__ __forceinline__ float bf16_to_float(u16 bits) {
   return __uint_as_float(static_cast<u32>(bits) << 16);
 }
 
-// Round to nearest even, as torch's Tensor.to(torch.bfloat16) does.
-__device__ __forceinline__ u16 float_to_bf16(float value) {
-  const u32 bits = __float_as_uint(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN
-  const u32 rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<u16>((bits + rounding) >> 16);
-}
-
 template <typename T>
 __host__ __device__ constexpr T ceil_div(T a, T b) {
   return (a + b - 1) / b;
