@@ -92,8 +92,9 @@ class MutationRule:
     pattern: re.Pattern[str]
     replacement: str
     # Which producers the mutant's own exposing delay holds back at the store
-    # its release publishes: a condition, with the pattern's groups (None: no
-    # delay; docs/architecture.md, "Delays that expose").
+    # its release publishes or its wait guards: a condition, with the
+    # pattern's groups (None: no delay; docs/architecture.md, "Delays that
+    # expose").
     expose: str | None = None
 
 

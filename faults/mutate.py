@@ -32,6 +32,7 @@ __all__ = ["REWRITE_FAMILIES", "Family", "family_hint", "mutants", "mutation_rul
 PREFIX = "gen."
 RULE_KEYS = ("family", "kind", "pattern", "replacement")
 OPTIONAL_RULE_KEYS = ("expose",)
+EXPOSING_KINDS = ("release", "wait")  # the kinds whose data has a store site to delay
 GROUP_REFERENCE = re.compile(r"\\(\d+)|\\g<([^>]*)>")
 
 # Why a must-fail mutant of each family can run clean, and what opens its
@@ -105,11 +106,11 @@ def _rule(path: Path, index: int, entry: dict) -> MutationRule:
     if expose is not None:
         if not isinstance(expose, str) or not expose.strip():
             raise catalog_error(path, where, f"expose: a condition string, got {expose!r}")
-        if entry["kind"] != "release":
+        if entry["kind"] not in EXPOSING_KINDS:
             raise catalog_error(
                 path,
                 where,
-                f"expose: only a release rule holds producers back, this one is kind="
+                f"expose: only a release or wait rule holds producers back, this one is kind="
                 f"{entry['kind']}",
             )
         _check_groups(path, where, pattern, "expose", expose)
@@ -183,8 +184,9 @@ def _patches(
 ) -> tuple[Patch, ...]:
     """The rewrite, its marker opening the mutated site; then, when the rule
     exposes, a delay of the producers its condition names at the start of the
-    store the release publishes (docs/architecture.md, "Delays that expose"):
-    the mutant's window held open, silent (the rewrite's marker says it fired)."""
+    store the release publishes, or the wait guards (docs/architecture.md,
+    "Delays that expose"): the mutant's window held open, silent (the
+    rewrite's marker says it fired)."""
     rewrite = Patch(
         fault_id,
         file=edit.site.path.relative_to(sources).as_posix(),
@@ -195,13 +197,23 @@ def _patches(
     )
     if edit.exposing is None:
         return (rewrite,)
-    store = published_store(edit.site, sites)
+    store = _exposed_store(edit.site, sites)
     if store is None:
+        verb = "guards" if edit.site.kind == "wait" else "publishes"
         raise CatalogError(
             f"fault {fault_id}: its rule exposes, but site {edit.site.name} "
-            f"({edit.site.where()}) publishes no store site to delay: name it with guards="
+            f"({edit.site.where()}) {verb} no store site to delay: name it with guards="
         )
     return (rewrite, settings.held_back(fault_id, store.name, edit.exposing, marker="false"))
+
+
+def _exposed_store(site: Site, sites: list[Site]) -> Site | None:
+    """The store an exposing delay holds back: a release's published store, a
+    wait's `guards=` alone (the data it waits for is made elsewhere, not in
+    the site above it)."""
+    if site.kind != "wait":
+        return published_store(site, sites)
+    return next((other for other in sites if other.name == site.guards), None)
 
 
 def _rewrites(
@@ -227,7 +239,9 @@ def _rewrites(
                 title = f"{rule.family} in {site.name} ({where}): {match[0]!r} -> {rewritten!r}"
                 exposing = match.expand(rule.expose) if rule.expose is not None else None
                 if exposing is not None:
-                    title += f"; producers with {exposing} delayed before the store it publishes"
+                    verb = "guards" if site.kind == "wait" else "publishes"
+                    who = "every producer" if exposing.strip() == "true" else f"producers with {exposing}"
+                    title += f"; {who} delayed before the store it {verb}"
                 old = body[line_start:] + end
                 new = body[line_start : match.start()] + rewritten + body[match.end() :] + end
                 yield rule.family, Edit(site, title, old, new, exposing)

@@ -69,9 +69,9 @@ def rule(**fields) -> str:
             "that the pattern does not have",
         ),
         (
-            rule(kind="wait", expose="true"),
-            "target.mutation #0 (remove-barrier): expose: only a release rule holds producers "
-            "back, this one is kind=wait",
+            rule(kind="store", expose="true"),
+            "target.mutation #0 (remove-barrier): expose: only a release or wait rule holds "
+            "producers back, this one is kind=store",
         ),
         (
             rule(expose=" "),
@@ -168,8 +168,19 @@ def test_a_site_mutated_twice_by_one_family_numbers_its_mutants():
     first, second = (catalog.faults[f].patches[0] for f in scoped)
     assert first.new.startswith("        ptx::fence_acq_rel_gpu();\n")
     assert "ptx::st_release_gpu(peer_ptr<u64>" in second.new
-    counter = catalog.faults["gen.epoch-off-by-one.pf.ffn_expand.done_wait.1"].patches[0]
+    counter, held = catalog.faults["gen.epoch-off-by-one.pf.ffn_expand.done_wait.1"].patches
     assert "wait_until(done + source, epoch * p.source_ctas - 1, " in counter.new
+    # One source CTA held back before the rows the wait guards: one add short
+    # then passes while that CTA's rows are unwritten.
+    assert (held.site, held.action, held.ns, held.when, held.marker) == (
+        "pf.attention_dispatch.row_store",
+        "delay",
+        20_000,
+        "blockIdx.x == 0",
+        "false",
+    )
+    [short] = catalog.faults["gen.epoch-off-by-one.pf.ffn_expand.done_wait.2"].patches
+    assert "epoch * p.source_ctas + 1, " in short.new  # waits forever: nothing to hold open
 
 
 SOURCE = """\
@@ -259,6 +270,56 @@ def test_an_exposing_rule_delays_the_producers_it_names_before_the_published_sto
     assert fault.title.endswith(
         "'+ slot,' -> '+ (slot ^ 1),'; producers with (slot & 1) == 0 delayed before the "
         "store it publishes"
+    )
+
+
+WAITS = """\
+void g(const int* flags, int epoch) {
+  // @site k.fill kind=store
+  data[0] = 1;
+  // @end k.fill
+  // @site k.wait kind=wait guards=k.store
+  wait(flags, epoch, "k.wait");
+  // @end k.wait
+  // @site k.loose kind=wait
+  wait(flags, epoch, "k.loose");
+  // @end k.loose
+}
+"""
+
+
+def test_an_exposing_wait_rule_delays_every_producer_of_the_store_it_guards(tmp_path):
+    rules = catalog_rules(
+        tmp_path,
+        rule(
+            family="epoch-off-by-one",
+            kind="wait",
+            pattern='\\bepoch(?=, ")',
+            replacement="epoch - 1",
+            expose="true",
+        ),
+    )
+    sources = tmp_path / "src"
+    sites = sites_of(sources, SOURCE + WAITS)
+    with pytest.raises(CatalogError) as error:
+        mutants(sites, rules, SETTINGS, sources)
+    # k.loose guards nothing: the store above it (k.fill) is not what it waits for.
+    assert str(error.value) == (
+        f"fault gen.epoch-off-by-one.k.loose: its rule exposes, but site k.loose "
+        f"({sources / 'k.cuh'}:23) guards no store site to delay: name it with guards="
+    )
+    found = mutants([s for s in sites if s.name != "k.loose"], rules, SETTINGS, sources)
+    fault = found["gen.epoch-off-by-one.k.wait"]
+    rewrite, delay = fault.patches
+    assert rewrite.new == '  wait(flags, epoch - 1, "k.wait");\n  // @end k.wait\n'
+    assert (delay.site, delay.action, delay.when, delay.marker) == (
+        "k.store",
+        "delay",
+        "true",
+        "false",
+    )
+    assert fault.title.endswith(
+        "'epoch' -> 'epoch - 1'; every producer delayed before the store it guards"
     )
 
 
