@@ -199,10 +199,10 @@ def _patches(
         return (rewrite,)
     store = _exposed_store(edit.site, sites)
     if store is None:
-        verb = "guards" if edit.site.kind == "wait" else "publishes"
         raise CatalogError(
             f"fault {fault_id}: its rule exposes, but site {edit.site.name} "
-            f"({edit.site.where()}) {verb} no store site to delay: name it with guards="
+            f"({edit.site.where()}) {_store_verb(edit.site)} no store site to delay: "
+            "name it with guards="
         )
     return (rewrite, settings.held_back(fault_id, store.name, edit.exposing, marker="false"))
 
@@ -214,6 +214,17 @@ def _exposed_store(site: Site, sites: list[Site]) -> Site | None:
     if site.kind != "wait":
         return published_store(site, sites)
     return next((other for other in sites if other.name == site.guards), None)
+
+
+def _held_back_words(site: Site, exposing: str) -> str:
+    """What a mutant's title says of its exposing delay."""
+    who = "every producer" if exposing.strip() == "true" else f"producers with {exposing}"
+    return f"; {who} delayed before the store it {_store_verb(site)}"
+
+
+def _store_verb(site: Site) -> str:
+    """How `site` stands to the store its exposing delay holds back."""
+    return "guards" if site.kind == "wait" else "publishes"
 
 
 def _rewrites(
@@ -239,9 +250,7 @@ def _rewrites(
                 title = f"{rule.family} in {site.name} ({where}): {match[0]!r} -> {rewritten!r}"
                 exposing = match.expand(rule.expose) if rule.expose is not None else None
                 if exposing is not None:
-                    verb = "guards" if site.kind == "wait" else "publishes"
-                    who = "every producer" if exposing.strip() == "true" else f"producers with {exposing}"
-                    title += f"; {who} delayed before the store it {verb}"
+                    title += _held_back_words(site, exposing)
                 old = body[line_start:] + end
                 new = body[line_start : match.start()] + rewritten + body[match.end() :] + end
                 yield rule.family, Edit(site, title, old, new, exposing)
