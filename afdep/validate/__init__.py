@@ -2,6 +2,7 @@
 
     afdep validate [--select all|correctness|failures|count-first|four-gpu|split-knobs]
                    [--rank-mode auto|per-gpu|logical] [--results-dir docs/results]
+                   [--only REGEX] [--resume] [--jobs N]
 
 It runs the driver over the matrix, prints one summary line per run and
 writes `validate-<machine>.json` (every run's command, exit, mismatches,
@@ -9,7 +10,9 @@ digest, log sha256). The rank mode (auto: logical on one GPU, per-gpu on two
 or more) puts a run's ranks one per GPU under torchrun, or all in one process
 on one GPU (`validate-1xH200-logical.json`). On a CPU-only machine it compiles
 every kernel, checks the reference on the CPU and lists the runs that need GPUs.
-Exit 0 only when every run met its expectation. The runs' logs go to a
+--resume leaves out the runs the document of this tree already records, so
+a validation cut off by a time limit goes on where it stopped. Exit 0 only
+when every selected run met its expectation (those --resume kept included). The runs' logs go to a
 temporary folder, removed then and otherwise kept (`logs kept (why): PATH`);
 --keep keeps it, and a --logs-dir is always kept.
 """
@@ -114,6 +117,12 @@ def argument_parser() -> OneLineParser:
         help="per-gpu: a rank per GPU under torchrun; logical: every rank of a run in one "
         "process on one GPU; auto: logical on exactly one GPU, per-gpu on two or more",
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip the selected runs this tree's document already records (a validation cut "
+        "off by a time limit goes on where it stopped)",
+    )
     parser.add_argument("--list", action="store_true", help="print the runs and exit")
     return parser
 
@@ -178,6 +187,7 @@ class Validation:
         self.planned = [run.name for run in matrix if mode and holds(run, mode, gpus)]
         self.adapted = adaptations(self.runs, mode) if mode else {}
         self.records: dict[str, dict] = {}
+        self.resumed: list[Run] = []  # --resume: runs the document held already
         self.lock = threading.Lock()
 
     @classmethod
@@ -196,7 +206,15 @@ class Validation:
         machine = mode_machine(mode, machine_name())
         validation = cls(args, matrix, runs, gpus, mode, source_digest(), machine)
         validation.records = previous_records(validation.path, validation.digest)
+        if args.resume:
+            validation.resume()
         return validation
+
+    def resume(self) -> None:
+        """Leave out the runs the document of this tree records already."""
+        self.resumed = [run for run in self.runs if run.name in self.records]
+        self.runs = [run for run in self.runs if run.name not in self.records]
+        self.adapted = {name: c for name, c in self.adapted.items() if name not in self.records}
 
     @property
     def path(self) -> Path:
@@ -211,6 +229,12 @@ class Validation:
             f"rank mode {self.mode}  logs {logs}",
             flush=True,
         )
+        if self.args.resume:
+            print(
+                f"--resume: {len(self.resumed)} recorded already, {len(self.runs)} to run "
+                f"(of the {len(self.resumed) + len(self.runs)} selected)",
+                flush=True,
+            )
         for name, change in self.adapted.items():
             print(f"{name}: {change}", flush=True)
         timed = [r for r in self.runs if is_timed(r, self.mode) or r.expect == Expect.ROUTE]
@@ -254,20 +278,22 @@ class Validation:
     def write(self) -> None:
         """The closing line: the document (written after each run) and what
         it still misses of the planned matrix."""
-        if not self.runs:  # nothing ran: the document, if any, is another invocation's
+        if not self.runs and not self.resumed:  # the document, if any, is another invocation's
             print(f"no selected run fits {self.gpus} GPUs; {self.path} unchanged")
             return
         document = self.document()
         missing = document["missing"]
+        head = f"wrote {self.path}" if self.runs else f"--resume: nothing left to run; {self.path}"
         print(
-            f"wrote {self.path} ({document['rank_mode']}): "
+            f"{head} ({document['rank_mode']}): "
             f"{document['counts']['ok']}/{len(self.records)} runs ok"
             + (f"; {len(missing)} planned runs not yet run: {' '.join(missing)}" if missing else "")
         )
 
     @property
     def every_run_met(self) -> bool:
-        return all(self.records[run.name]["ok"] for run in self.runs)
+        """Every selected run's record is ok, those --resume kept included."""
+        return all(self.records[run.name]["ok"] for run in self.runs + self.resumed)
 
 
 @entry_point

@@ -10,11 +10,13 @@
 # VARIANTS="DIR..." benches those kernel trees too, after the base, its copy
 # and this one, in the same run (other branches' csrc, archived the same way
 # under tmp_device/). JOBS validation runs at a time (default 4).
-# PRIOR=a validate document of this tree (e.g. the branch's committed one),
-# named as validate writes it (validate-<machine>[-<mode>].json), is copied into
-# results first, so its runs stay and ONLY=REGEX runs just the rest (validate
-# accumulates the runs of one digest in the file of its name). BENCH_S=0: no
-# bench; VALIDATE_S=0: no validation (the benches alone).
+# PRIOR=a validate document of this tree (e.g. the branch's committed one, or
+# the one an earlier call brought back), named as validate writes it
+# (validate-<machine>[-<mode>].json), is copied into results first and
+# validate runs with --resume: only the selected runs it lacks (validate
+# accumulates the runs of one digest in the file of its name). ONLY=REGEX
+# narrows the selection. BENCH_S=0: no bench; VALIDATE_S=0: no validation
+# (the benches alone).
 # Back: results/validate-*.json, results/benches.tgz (the {combine,dispatch,expand}-*
 # .json and .md), console.log, logs.tgz.
 case "$(basename "${PRIOR:-validate-.json}")" in
@@ -35,6 +37,7 @@ source scripts/gpu/common.sh
 SELECT=()
 [ "${1:-correctness}" = all ] || SELECT=(--select "${1:-correctness}")
 [ -z "${ONLY:-}" ] || SELECT+=(--only "$ONLY")
+[ -z "${PRIOR:-}" ] || SELECT+=(--resume)
 if [ "${VALIDATE_S:-300}" != 0 ]; then
   timeout "${VALIDATE_S:-300}" python3 -m afdep.validate --rank-mode logical "${SELECT[@]}" \
     --jobs "${JOBS:-4}" --results-dir "$OUT/results" --logs-dir /tmp/validate-kernels >> "$LOG" 2>&1

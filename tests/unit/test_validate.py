@@ -241,6 +241,36 @@ def test_runs_of_the_same_tree_accumulate_across_invocations(two_gpus, tmp_path,
     )
 
 
+def test_resume_runs_only_what_the_document_of_this_tree_lacks(two_gpus, tmp_path, capsys):
+    other = "bf16-graph-h2048-sms24"
+    path = tmp_path / "results" / "validate-2xH200.json"
+    both = ["--only", f"^({ONE_RUN}|{other})$", "--results-dir", str(tmp_path / "results")]
+    assert validate(tmp_path) == 0
+    capsys.readouterr()
+    two_gpus[ONE_RUN] = "interrupt"  # run again, it would raise
+    assert main([*both, "--resume"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "--resume: 1 recorded already, 1 to run (of the 2 selected)"
+    assert out[-1].startswith(f"wrote {path} {NVLINK_2}: 2/2 runs ok; ")
+    assert sorted(json.loads(path.read_text())["runs"]) == [ONE_RUN, other]
+    written = path.read_text()
+    two_gpus[other] = "interrupt"
+    assert main([*both, "--resume"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "--resume: 2 recorded already, 0 to run (of the 2 selected)"
+    assert out[-1].startswith(f"--resume: nothing left to run; {path} {NVLINK_2}: 2/2 runs ok; ")
+    assert path.read_text() == written
+
+
+def test_resume_fails_on_a_recorded_failure_it_does_not_run_again(two_gpus, tmp_path, capsys):
+    two_gpus[ONE_RUN] = 1
+    assert validate(tmp_path) == 1
+    two_gpus[ONE_RUN] = "interrupt"
+    assert validate(tmp_path, "--resume") == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "--resume: 1 recorded already, 0 to run (of the 1 selected)" in out
+
+
 def test_a_document_that_does_not_parse_is_refused_before_any_run(two_gpus, tmp_path, capsys):
     path = tmp_path / "results" / "validate-2xH200.json"
     path.parent.mkdir()
