@@ -12,9 +12,9 @@ on one GPU (`validate-1xH200-logical.json`). On a CPU-only machine it compiles
 every kernel, checks the reference on the CPU and lists the runs that need GPUs.
 --resume leaves out the runs the document of this tree already records, so
 a validation cut off by a time limit goes on where it stopped. Exit 0 only
-when every selected run met its expectation (those --resume kept included). The runs' logs go to a
-temporary folder, removed then and otherwise kept (`logs kept (why): PATH`);
---keep keeps it, and a --logs-dir is always kept.
+when every selected run met its expectation (those --resume kept included).
+The runs' logs go to a temporary folder, removed then and otherwise kept
+(`logs kept (why): PATH`); --keep keeps it, and a --logs-dir is always kept.
 """
 
 from __future__ import annotations
