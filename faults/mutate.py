@@ -208,12 +208,12 @@ def _patches(
 
 
 def _exposed_store(site: Site, sites: list[Site]) -> Site | None:
-    """The store an exposing delay holds back: a release's published store, a
-    wait's `guards=` alone (the data it waits for is made elsewhere, not in
-    the site above it)."""
-    if site.kind != "wait":
-        return published_store(site, sites)
-    return next((other for other in sites if other.name == site.guards), None)
+    """The store an exposing delay holds back: the one `site` publishes, a
+    wait's only by its `guards=` (the data it waits for is made elsewhere,
+    not in the site above it)."""
+    if site.kind == "wait" and not site.guards:
+        return None
+    return published_store(site, sites)
 
 
 def _held_back_words(site: Site, exposing: str) -> str:

@@ -214,7 +214,7 @@ class Validation:
         """Leave out the runs the document of this tree records already."""
         self.resumed = [run for run in self.runs if run.name in self.records]
         self.runs = [run for run in self.runs if run.name not in self.records]
-        self.adapted = {name: c for name, c in self.adapted.items() if name not in self.records}
+        self.adapted = adaptations(self.runs, self.mode)
 
     @property
     def path(self) -> Path:
