@@ -180,6 +180,8 @@ def test_a_site_mutated_twice_by_one_family_numbers_its_mutants():
         "blockIdx.x == 0",
         "false",
     )
+    # Held open it was killed (083bed34, 1xH200): no survivor entry excuses it.
+    assert catalog.faults["gen.epoch-off-by-one.pf.ffn_expand.done_wait.1"].survivor_ok is None
     [short] = catalog.faults["gen.epoch-off-by-one.pf.ffn_expand.done_wait.2"].patches
     assert "epoch * p.source_ctas + 1, " in short.new  # waits forever: nothing to hold open
 
