@@ -9,9 +9,11 @@ CI runs it; on a GPU machine it warms the cubin cache before the ranks start.
 and `index.json`, file name -> kernel label), what the fault engine's publish
 contract reads (docs/architecture.md, "The publish contract"); `--csrc DIR`
 compiles the kernel sources under DIR instead of this package's. `--cubin
-DIR` builds as usual (through the cache) and also writes each cubin there
+DIR` builds through the cache and also writes each cubin there
 (`<variant>.cubin` and `index.json`), what the fault engine disassembles to
-find a fault the compiler erased (docs/architecture.md, "Erased faults").
+find a fault the compiler erased (docs/architecture.md, "Erased faults");
+those cubins are cached by the files each kernel includes, as PTX is, so a
+fault in one kernel recompiles only that kernel's variants.
 """
 
 from __future__ import annotations
@@ -65,10 +67,11 @@ def all_specs(
     return list(specs)
 
 
-def timed_compile(spec, root=CSRC):
+def timed_compile(spec, root=CSRC, by_includes=False):
     started = time.perf_counter()
     try:
-        return compile_kernel(spec, root=root), time.perf_counter() - started, None
+        compiled = compile_kernel(spec, root=root, by_includes=by_includes)
+        return compiled, time.perf_counter() - started, None
     except CompileError as error:
         return None, time.perf_counter() - started, error
 
@@ -161,8 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.ptx is not None:
         return build_ptx(specs, args.csrc.resolve(), args.ptx)
     # NVRTC releases the GIL: kernels compile side by side, reported in order.
+    # Cubins written for disassembly are keyed by what each kernel includes.
+    by_includes = [args.cubin is not None] * len(specs)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        outcomes = list(pool.map(timed_compile, specs, [args.csrc] * len(specs)))
+        outcomes = list(pool.map(timed_compile, specs, [args.csrc] * len(specs), by_includes))
     failed = 0
     for spec, (compiled, seconds, error) in zip(specs, outcomes, strict=True):
         if error is not None:

@@ -141,11 +141,19 @@ def cache_key(spec: KernelSpec, digest: str, arch: str, nvrtc: str) -> str:
 
 
 def compile_kernel(
-    spec: KernelSpec, *, root: Path | None = None, arch: str = ARCH
+    spec: KernelSpec, *, root: Path | None = None, arch: str = ARCH, by_includes: bool = False
 ) -> CompiledKernel:
-    """The cubin of `spec` for the sources under `root` (default: this package's)."""
+    """The cubin of `spec` for the sources under `root` (default: this package's),
+    cached by the whole tree's digest. `by_includes`: a cubin only to be
+    disassembled, never loaded, keyed like its PTX by the files the kernel
+    includes, so a change to one kernel recompiles only its variants; the
+    tree's path, compiled into `__FILE__` strings, is not in that key and
+    changes data, not instructions."""
     root = CSRC if root is None else Path(root)
-    digest = _tree_digest() if root == CSRC else source_digest(root)
+    if by_includes:
+        digest = f"includes {include_digest(spec, root)}"
+    else:
+        digest = _tree_digest() if root == CSRC else source_digest(root)
     nvrtc = nvrtc_version()
     directory, max_bytes = _cache_settings()
     path = directory / f"{spec.name}-{cache_key(spec, digest, arch, nvrtc)}.cubin"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from faults.catalog import Catalog
 from faults.engine import RunResult
-from faults.report import catalog_sha256, engine_share
+from faults.report import catalog_sha256, engine_share, stage_seconds
 from faults.report.compare import run_key
 from faults.scores import family_scores, scores
 from faults.seeds import run_id
@@ -72,10 +72,13 @@ def merged(shards: list[tuple[Path, dict]], catalog: Catalog, rerun_wins: bool =
     not_selected = [f for f in catalog.faults if f not in selected]
     mutation, firing = scores(summaries)
     first = shards[0][1]
-    stages = {
-        stage: round(sum(d.get("stage_seconds", {}).get(stage, 0.0) for _, d in shards), 3)
-        for stage in ("apply", "build", "run", "judge")
-    }
+    # Each shard's own work, its controls too, from its runs (older shards
+    # stored fewer stages than their runs' seconds hold).
+    per_shard = [
+        stage_seconds([RunResult(**run) for run in (*d["controls"], *d["results"])])
+        for _, d in shards
+    ]
+    stages = {stage: round(sum(s[stage] for s in per_shard), 3) for stage in per_shard[0]}
     return {
         "tool": "faults.merge",
         "catalog": str(catalog.path),

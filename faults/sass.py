@@ -33,7 +33,7 @@ from hostio import UsageError, cuda_tool, cuda_toolkit_bin, run_logged
 TOOL = "nvdisasm"
 WHEEL = "nvidia-cuda-nvdisasm"
 CACHE_ENTRIES = 16  # clean trees' SASS kept per target
-NORMALIZATION = 1  # part of the cache key: a change to normalize() bumps it
+NORMALIZATION = 2  # part of the cache key: a change to normalize() or the entry bumps it
 
 ADDRESS = re.compile(r"/\*[0-9a-fA-F]+\*/")
 REGISTER = re.compile(r"\b(UP|UR|P|R|B)(\d+)\b")
@@ -147,16 +147,17 @@ class ErasedCheck:
     ref: str | None = None
     cache: Path | None = None
     tool: Path = field(default_factory=find_tool)
-    # The clean tree's SASS: cubin file -> function -> normalized text.
-    _clean: dict[str, dict[str, dict[str, str]]] | None = field(default=None, init=False)
+    # The clean tree's code: {"sha256": cubin file -> its bytes' digest,
+    # "sass": cubin file -> function -> normalized text}.
+    _clean: dict[str, dict] | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     @property
     def target(self) -> Target:
         return self.catalog.target
 
-    def clean(self) -> dict[str, dict[str, dict[str, str]]]:
-        """The clean tree's SASS, from the cache or made once."""
+    def clean(self) -> dict[str, dict]:
+        """The clean tree's cubin digests and SASS, from the cache or made once."""
         with self._lock:
             if self._clean is None:
                 tree = self.workdir / "sass-clean"
@@ -166,7 +167,7 @@ class ErasedCheck:
                 shutil.rmtree(tree, ignore_errors=True)
             return self._clean
 
-    def _cached(self, tree: Path) -> dict[str, dict[str, dict[str, str]]]:
+    def _cached(self, tree: Path) -> dict[str, dict]:
         root = Path(self.cache) if self.cache is not None else default_cache(self.target)
         words = "\0".join([str(NORMALIZATION), *self.target.sass]).encode()
         key = hashlib.sha256(words + tree_digest(tree / self.target.sources).encode())
@@ -184,13 +185,14 @@ class ErasedCheck:
             stale.unlink(missing_ok=True)
         return made
 
-    def _variants(self, tree: Path, out: Path) -> dict[str, dict[str, dict[str, str]]]:
+    def _variants(self, tree: Path, out: Path) -> dict[str, dict]:
         shutil.rmtree(out, ignore_errors=True)
         try:
             index = write_cubins(self.target, tree, out)
             with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
                 listings = pool.map(self._disassemble, [out / name for name in index])
-                return dict(zip(index, listings, strict=True))
+                sass = dict(zip(index, listings, strict=True))
+            return {"sha256": {name: _file_sha256(out / name) for name in index}, "sass": sass}
         finally:
             shutil.rmtree(out, ignore_errors=True)
 
@@ -199,18 +201,21 @@ class ErasedCheck:
 
     def difference(self, tree: Path, out: Path) -> tuple[str | None, int]:
         """The first way `tree`'s code differs from the clean tree's (None:
-        none), and the variants compared; the other disassemblies stop there."""
+        none), and the variants compared; the other disassemblies stop there.
+        A cubin byte for byte the clean one's (the target's cache gave both
+        the same compile) is the same code without a disassembly."""
         clean = self.clean()
         shutil.rmtree(out, ignore_errors=True)
         index = write_cubins(self.target, tree, out)
         pool = ThreadPoolExecutor(os.cpu_count() or 1)
         try:
-            if set(index) != set(clean):
-                return f"its variants differ: {sorted(set(index) ^ set(clean))}", len(index)
-            jobs = {pool.submit(self._disassemble, out / name): name for name in index}
+            if set(index) != set(clean["sass"]):
+                return f"its variants differ: {sorted(set(index) ^ set(clean['sass']))}", len(index)
+            other = [name for name in index if _file_sha256(out / name) != clean["sha256"][name]]
+            jobs = {pool.submit(self._disassemble, out / name): name for name in other}
             for job in as_completed(jobs):
                 name = jobs[job]
-                found = _function_difference(clean[name], job.result())
+                found = _function_difference(clean["sass"][name], job.result())
                 if found:
                     return f"{index[name]}: {found}", len(index)
             return None, len(index)
@@ -232,6 +237,10 @@ class ErasedCheck:
         if found is not None:
             return None
         return erased_judgement(self.catalog.fault(fault_id).expect, variants)
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _function_difference(clean: dict[str, str], faulted: dict[str, str]) -> str | None:

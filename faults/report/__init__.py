@@ -37,27 +37,32 @@ def summary_line(result: RunResult) -> str:
     )
 
 
+PER_TREE = ("apply", "build", "sass")  # a tree's, serving all its configs and repeats
+PER_RUN = ("run", "judge")
+ENGINE_STAGES = ("apply", "sass", "judge")  # the engine's own work, not the target's
+
+
 def stage_seconds(results: list[RunResult]) -> dict[str, float]:
-    """Seconds in apply, build, run and judge (parse + verdict). A tree's apply
-    and build serve all its configs and repeats, so they count once per tree."""
+    """Seconds in apply, build, sass (the erasure check), run and judge (parse
+    + verdict). A tree's apply, build and sass serve all its configs and
+    repeats, so they count once per tree."""
     once: dict[str, dict[str, float]] = {}
     for result in results:
         once.setdefault(result.fault, result.seconds)
-    return {
-        "apply": round(sum(s.get("apply", 0.0) for s in once.values()), 3),
-        "build": round(sum(s.get("build", 0.0) for s in once.values()), 3),
-        "run": round(sum(r.seconds.get("run", 0.0) for r in results), 3),
-        "judge": round(sum(r.seconds.get("judge", 0.0) for r in results), 3),
-    }
+    per_tree = {stage: sum(s.get(stage, 0.0) for s in once.values()) for stage in PER_TREE}
+    per_run = {stage: sum(r.seconds.get(stage, 0.0) for r in results) for stage in PER_RUN}
+    return {stage: round(seconds, 3) for stage, seconds in {**per_tree, **per_run}.items()}
 
 
 def engine_share(stages: dict[str, float]) -> float:
     """The engine's own share of a sweep's stage seconds: scratch trees and
-    patches (apply) and reading logs into verdicts (judge), against the
-    target's build and run. Stage seconds, not wall time: with several runs
-    per GPU group the stages overlap."""
+    patches (apply), the erasure check's build and disassembly (sass) and
+    reading logs into verdicts (judge), against the target's build and run.
+    Stage seconds, not wall time: with several runs per GPU group the stages
+    overlap."""
     total = sum(stages.values())
-    return round((stages["apply"] + stages["judge"]) / total, 4) if total else 0.0
+    own = sum(stages.get(stage, 0.0) for stage in ENGINE_STAGES)
+    return round(own / total, 4) if total else 0.0
 
 
 def report_document(

@@ -69,7 +69,7 @@ def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, ca
         assert len(result["outcome"]["log_sha256"]) == 64
     s1 = next(r for r in document["results"] if r["fault"] == "S1")
     assert s1["outcome"]["markers"] == {"D1": 4, "S1": 4}
-    assert set(document["stage_seconds"]) == {"apply", "build", "run", "judge"}
+    assert set(document["stage_seconds"]) == {"apply", "build", "sass", "run", "judge"}
     assert 0 <= document["engine_share"] < 1
     out = capsys.readouterr().out
     assert "S1@default#0 tree=" in out and "markers=4 assert=0 -> KILLED" in out

@@ -46,6 +46,11 @@ def test_two_shards_make_the_report_one_sweep_of_both_makes(tmp_path, capsys):
         assert document[key] == whole[key], key
     assert [r["fault"] for r in document["results"]] == ["S1", "S2"]
     assert [s["report"] for s in document["shards"]] == [str(first), str(second)]
+    shards = [json.loads(path.read_text())["stage_seconds"] for path in (first, second)]
+    assert document["stage_seconds"] == {  # each shard's work, its controls included
+        stage: round(shards[0][stage] + shards[1][stage], 3) for stage in shards[0]
+    }
+    assert set(shards[0]) == {"apply", "build", "sass", "run", "judge"}
     markdown = stem.with_suffix(".md").read_text()
     assert f"- merged from 2 shards: `{first}` (" in markdown
     assert "| S1 | fail | KILLED | yes |" in markdown

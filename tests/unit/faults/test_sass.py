@@ -187,6 +187,32 @@ def test_a_delay_is_not_erased_and_the_first_difference_is_named(check, tmp_path
     assert found.endswith(" of its normalized SASS")
 
 
+def test_only_the_variants_a_fault_touches_are_compiled_and_disassembled(
+    check, tmp_path, monkeypatch
+):
+    """The clean tree's cubins, cached by what each kernel includes, are the
+    faulted tree's byte for byte where the fault changed none of its files:
+    those variants are neither compiled nor disassembled again."""
+    check.clean()
+    tree = tmp_path / "tree"
+    make_scratch(REPO, tree)
+    apply_patches(tree, check.catalog, check.catalog.all_patches("P1"), bare=True)
+    disassembled = []
+    monkeypatch.setattr(check, "_disassemble", lambda cubin: disassembled.append(cubin.name) or {})
+    found, variants = check.difference(tree, tmp_path / "cubins")
+    assert (found is not None, variants) == (True, 6)
+    assert disassembled == [  # P1 edits impls/attention_dispatch.cuh alone
+        "attention_dispatch-Hidden2048-TopK8-Fp8false-CountFirsttrue-ArmAttentionfalse-"
+        "NumThreads512.cubin"
+    ]
+    others = [
+        line.split()[0]
+        for line in (tmp_path / "cubins.log").read_text().splitlines()[1:]
+        if "attention_dispatch<" not in line
+    ]
+    assert others == ["cached"] * 5
+
+
 # ------------------------------------------------------------- the catalog
 def test_the_afdep_sass_command_makes_the_variants_the_build_makes():
     target = load_catalog(REPO / "catalogs/afdep.toml").target
