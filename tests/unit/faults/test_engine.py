@@ -75,6 +75,19 @@ def test_sweep_reaches_every_verdict_and_leaves_the_user_tree_alone(tmp_path, ca
     assert "S1@default#0 tree=" in out and "markers=4 assert=0 -> KILLED" in out
 
 
+def test_a_run_report_says_the_machine_and_rank_mode_it_ran_on(tmp_path, capsys):
+    top = ["--catalog", str(CATALOG), "--root", str(REPO), "--no-generated"]
+    report = tmp_path / "run.json"
+    assert main([*top, "run", "S1", "--repeat", "2", "--report", str(report)]) == 0
+    document = json.loads(report.read_text())
+    assert (document["machine"], document["rank_mode"]) == ("cpu", "per-gpu")
+    assert [(r["fault"], r["repeat"], r["verdict"]) for r in document["results"]] == [
+        ("S1", 0, "KILLED"),
+        ("S1", 1, "KILLED"),
+    ]
+    assert set(document["stage_seconds"]) == {"apply", "build", "sass", "run", "judge"}
+
+
 def test_a_spent_budget_starts_no_fault_and_names_those_not_run(tmp_path, capsys):
     """The controls run whatever the budget; past it no fault starts, and the
     report, a partial shard, says which are left and is not ok."""
