@@ -106,6 +106,7 @@ def test_the_scripts_tools_are_all_found():
         "afdep.bench.screen",
         "afdep.build",
         "afdep.sanitize",
+        "afdep.testing.driver",
         "afdep.validate",
         "faults",
     }
