@@ -18,7 +18,7 @@ from faults.catalog import Catalog, Config
 from faults.contract import TreeContract, static_contract
 from faults.parse import Outcome, parse_outcome
 from faults.run import BuildError, RunError, build_tree, run_config
-from faults.sass import ErasedDecision, decide, erased_check
+from faults.sass import ErasedDecision, decide, erased_check, erasure_baseline
 from faults.scratch import UserTreeGuard, make_scratch, tree_digest
 from faults.seeds import describe
 from faults.sites import parse_tree
@@ -264,6 +264,8 @@ class Engine:
         whose clean run fails gets no forced run: on a tree that fails alone it
         says nothing of the harness, and it may hang where the clean run did."""
         clean = self.prepare(CLEAN, patches=())
+        if not clean.error:
+            clean.sass_s = erasure_baseline(self.erased)
         forced = (
             self.prepare(FORCED, patches=self.catalog.control) if self.catalog.control else None
         )

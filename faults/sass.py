@@ -10,6 +10,7 @@ reuse hints and the offsets of global addresses in constant bank 4.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -278,6 +279,20 @@ def erased_check(
 
 # A fault id and its folder -> ERASED, or None when the compiler kept the change.
 ErasedDecision = Callable[[str, Path], "Judgement | None"]
+
+
+def erasure_baseline(check: ErasedDecision | None) -> float:
+    """Seconds to make `check`'s clean-tree code now, if it keeps one
+    (`clean()`, as ErasedCheck does): made before the faults, it counts once,
+    on the clean control, not in every fault a sweep prepares at once (they
+    would all wait for it). A failure is left to each fault's check to say."""
+    baseline = getattr(check, "clean", None)
+    if baseline is None:
+        return 0.0
+    started = time.perf_counter()
+    with contextlib.suppress(SassError):
+        baseline()
+    return time.perf_counter() - started
 
 
 def decide(

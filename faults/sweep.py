@@ -25,7 +25,7 @@ from faults.generate import is_generated
 from faults.history import History
 from faults.report import catalog_sha256, engine_share, stage_seconds, summary_line
 from faults.report.markdown import junit, markdown
-from faults.sass import ErasedDecision
+from faults.sass import ErasedDecision, erasure_baseline
 from faults.scores import family_scores, scores
 from faults.scratch import UserTreeGuard
 from faults.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
@@ -199,6 +199,8 @@ class Sweep:
             say(f"the unpatched tree does not build: {clean.error.reason.splitlines()[0]}")
             self.built.append(built_row("control.clean", clean))
             return
+        baseline_s = erasure_baseline(engine.erased)  # once, not in the first fault's seconds
+        say(f"control.clean tree={clean.digest[:8]} (erasure check's baseline {baseline_s:.2f} s)")
         for fault_id in self.fault_ids:
             prepared = engine.prepare(fault_id, fault_id)
             row = built_row(fault_id, prepared)

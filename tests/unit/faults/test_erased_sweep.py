@@ -4,6 +4,7 @@ line and the report, outside the mutation score."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import faults.sass
@@ -69,6 +70,27 @@ def test_an_erased_fault_is_not_run_and_its_line_says_so(tmp_path):
         1,
         REASON,
     )
+
+
+class FakeErasureWithBaseline(FakeErasure):
+    """Keeps a clean-tree baseline, as ErasedCheck does: 0.3 s to make."""
+
+    def clean(self):
+        self.asked.append("clean")
+        time.sleep(0.3)
+
+
+def test_the_erasure_baseline_is_made_once_before_any_fault_and_counted_on_the_clean_control(
+    tmp_path,
+):
+    catalog = fixture_catalog(tmp_path)
+    erasure = FakeErasureWithBaseline(catalog)
+    engine = Engine(catalog, REPO, tmp_path / "work", erased=erasure)
+    controls, results = sweep([engine], ["D1", "S1"], None, 2, lambda _: None)
+    assert erasure.asked[0] == "clean" and sorted(erasure.asked[1:]) == ["D1", "S1"]
+    clean = [r.seconds["sass"] for r in controls if r.fault == "control.clean"]
+    assert clean and all(0.3 <= s < 1.0 for s in clean)
+    assert all(r.seconds["sass"] < 0.3 for r in results)  # no fault waited for the baseline
 
 
 def test_a_sweep_without_gpus_decides_erased_and_says_so(tmp_path):
