@@ -212,3 +212,39 @@ def test_profile_on_a_machine_without_ncu_says_so_before_any_work():
         3,
         "profile.sh: no ncu here (PATH, /usr/local/cuda*/bin, /opt/nvidia/nsight-compute)\n",
     )
+
+
+def probe(*words: str) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, "scripts/gpu/count_wait_probe.py", *words],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_count_wait_probe_instruments_a_mutant_tree_once_and_refuses_bad_trees(tmp_path):
+    tree = tmp_path / "tree"
+    from faults.cli import main as faults
+
+    fault = "gen.epoch-off-by-one.cf.ffn_place.count_wait"
+    assert faults(["--root", str(REPO), "apply", fault, "--out", str(tree)]) == 0
+    impls = tree / "afdep/csrc/impls"
+    assert probe(str(tree))[0] == 0
+    probed = {
+        name: (impls / name).read_text() for name in ("ffn_place.cuh", "attention_dispatch.cuh")
+    }
+    assert [text.count("CWPROBE") for text in probed.values()] == [2, 2]
+    assert probe(str(tree)) == (
+        2,
+        f"count_wait_probe.py: error: {impls / 'ffn_place.cuh'}: probed already\n",
+    )
+    assert {name: (impls / name).read_text() for name in probed} == probed  # nothing rewritten
+    assert probe(str(tmp_path / "none")) == (
+        2,
+        f"count_wait_probe.py: error: tree {tmp_path / 'none'}: "
+        "no afdep/csrc/impls/ffn_place.cuh\n",
+    )
+    assert probe()[0] == 2
