@@ -18,6 +18,7 @@ fault in one kernel recompiles only that kernel's variants.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -165,9 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         return build_ptx(specs, args.csrc.resolve(), args.ptx)
     # NVRTC releases the GIL: kernels compile side by side, reported in order.
     # Cubins written for disassembly are keyed by what each kernel includes.
-    by_includes = [args.cubin is not None] * len(specs)
+    compile_one = functools.partial(
+        timed_compile, root=args.csrc, by_includes=args.cubin is not None
+    )
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        outcomes = list(pool.map(timed_compile, specs, [args.csrc] * len(specs), by_includes))
+        outcomes = list(pool.map(compile_one, specs))
     failed = 0
     for spec, (compiled, seconds, error) in zip(specs, outcomes, strict=True):
         if error is not None:
