@@ -20,9 +20,11 @@ A rank's launch skew sleeps on its stream after its inputs' copies, right
 before its dispatch, as under torchrun: the host issues the ranks one after
 another, so a sleep queued before the copies would spend its cycles while the
 host is still issuing, and a rank issued later (the FFN) would hardly lead.
-Even so, on an otherwise idle GPU the FFN's first kernel starts 40-153 µs
-after the attention's dispatch, longer than the skew's longest sleep
-(docs/architecture.md, "Delays that expose")."""
+Even after the copies the FFN's first kernel started 40-153 µs after the
+attention's dispatch, longer than the skew's longest sleep
+(docs/architecture.md, "Delays that expose"), so every rank's stream also
+waits there on a start gate (`start_gate.py`) that opens once the whole step
+is issued: the ranks start together, and the skew is what tells them apart."""
 
 from __future__ import annotations
 
@@ -68,6 +70,11 @@ class TorchCuda:
 
         return torch.cuda.graph(graph)
 
+    def start_gate(self):
+        from afdep.testing.start_gate import StartGate
+
+        return StartGate()
+
 
 class LogicalStepper:
     """Steps the StepRunners of N logical ranks (their `_load`, `_dispatch`,
@@ -80,6 +87,7 @@ class LogicalStepper:
         self.streams = streams
         self.graph = graph
         self.cuda = cuda or TorchCuda()
+        self.gate = self.cuda.start_gate()  # every rank starts a step at once
         # (rank, protocol, skip_send) -> (dispatch graph, combine graph, FFN expert outputs)
         self._graphs: dict[tuple, tuple] = {}
 
@@ -100,16 +108,19 @@ class LogicalStepper:
         producer = self.cuda.current_stream()  # the step's inputs were made here
         for stream in self.streams:
             stream.wait_stream(producer)
-        for role, part in PHASES:
-            for rank, runner in enumerate(self.runners):
-                if runner.buffer.role == role:
-                    delay = delays[rank] if delays else 0
-                    with self.cuda.stream(self.streams[rank]):
-                        self._issue(runner, part, sources, graphs[rank], rank in skip_ranks, delay)
+        with self.gate.step():
+            for role, part in PHASES:
+                for rank, runner in enumerate(self.runners):
+                    if runner.buffer.role == role:
+                        delay = delays[rank] if delays else 0
+                        skip = rank in skip_ranks
+                        with self.cuda.stream(self.streams[rank]):
+                            self._issue(runner, part, sources, graphs[rank], skip, delay)
 
     def _issue(self, runner, part: Part, sources, graphs, skip: bool, delay: int) -> None:
         if part == Part.DISPATCH:
             runner._load(sources)
+            self.gate.hold()  # until every rank is issued: the skew counts from here
             delay_stream(delay)  # the launch skew, outside any graph
             if graphs is None:
                 runner._dispatch(skip)

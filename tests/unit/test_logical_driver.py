@@ -191,6 +191,24 @@ class FakeCuda:
         yield
         self.log.capturing = None
 
+    def start_gate(self):
+        return FakeGate(self.log)
+
+
+class FakeGate:
+    def __init__(self, log):
+        self.log = log
+
+    @contextlib.contextmanager
+    def step(self):
+        try:
+            yield self
+        finally:
+            self.log.append(("open",))
+
+    def hold(self):
+        self.log.append(("hold", self.log.stream))
+
 
 class FakeStream:
     def __init__(self, log, name):
@@ -245,17 +263,22 @@ def test_an_eager_step_issues_producers_first_each_rank_on_its_stream():
     assert log == [
         *waits,
         ("load", 0, "s0"),
+        ("hold", "s0"),
         ("dispatch", 0, "s0"),
         ("load", 1, "s1"),
+        ("hold", "s1"),
         ("dispatch-skip", 1, "s1"),
         ("load", 2, "s2"),
+        ("hold", "s2"),
         ("dispatch", 2, "s2"),
         ("load", 3, "s3"),
+        ("hold", "s3"),
         ("dispatch", 3, "s3"),
         ("combine", 3, "s3"),
         ("combine", 0, "s0"),
         ("combine", 1, "s1"),
         ("combine", 2, "s2"),
+        ("open",),  # every rank issued: they start together
     ]
     assert [runner.bucket for runner in steps.runners] == [8] * 4
 
@@ -271,16 +294,19 @@ def test_a_rank_s_launch_skew_sleeps_after_its_copies_right_before_its_dispatch(
         logical_steps, "delay_stream", lambda cycles: log.append(("sleep", cycles, log.stream))
     )
     steps.step([], bucket=8, delays=[62_676, 0])
-    issued = [entry for entry in log if entry[0] in ("load", "sleep", "replay")]
+    issued = [entry for entry in log if entry[0] in ("load", "hold", "sleep", "replay", "open")]
     assert issued == [
         ("load", 0, "s0"),
+        ("hold", "s0"),
         ("sleep", 62_676, "s0"),
         ("replay", "g1", "s0"),
         ("load", 1, "s1"),
+        ("hold", "s1"),
         ("sleep", 0, "s1"),
         ("replay", "g3", "s1"),
         ("replay", "g4", "s1"),
         ("replay", "g2", "s0"),
+        ("open",),
     ]
 
 
@@ -296,23 +322,40 @@ def test_a_graph_step_captures_every_rank_before_any_replay():
         )
     ]
     replays = [
-        ("load", 0, "s0"),
-        ("replay", "g1", "s0"),
         *[
             entry
-            for rank in (1, 2, 3)
-            for entry in (("load", rank, f"s{rank}"), ("replay", f"g{2 * rank + 1}", f"s{rank}"))
+            for rank in range(4)
+            for entry in (
+                ("load", rank, f"s{rank}"),
+                ("hold", f"s{rank}"),
+                ("replay", f"g{2 * rank + 1}", f"s{rank}"),
+            )
         ],
         *[("replay", f"g{2 * rank + 2}", f"s{rank}") for rank in (1, 2, 3)],
         ("replay", "g2", "s0"),
+        ("open",),
     ]
     waits = [("wait", f"s{rank}", "producer") for rank in range(4)]
     assert log == [*captures, *waits, *replays]
     log.clear()
     steps.step([], bucket=8)  # the same protocol: replayed, not captured again
-    assert not [entry for entry in log if str(entry[2]).startswith("capture")]
+    assert not [entry for entry in log if str(entry[-1]).startswith("capture")]
     steps.step([], bucket=512)  # the other protocol: captured once more
-    assert len([entry for entry in log if str(entry[2]).startswith("capture")]) == 8
+    assert len([entry for entry in log if str(entry[-1]).startswith("capture")]) == 8
+
+
+def test_the_start_gate_opens_when_issuing_a_step_fails():
+    """A rank whose launch raises must not leave the others' streams waiting
+    on the gate: it opens on the way out, and the error still reaches the driver."""
+    log, steps = stepper((1, 1), graph=False)
+
+    def broken(skip_send=False):
+        raise RuntimeError("launch failed")
+
+    steps.runners[1]._dispatch = broken
+    with pytest.raises(RuntimeError, match="launch failed"):
+        steps.step([], bucket=8)
+    assert log[-3:] == [("load", 1, "s1"), ("hold", "s1"), ("open",)]
 
 
 # ------------------------------------------------------------------ failures
