@@ -3,10 +3,12 @@
 // was sent to; the warp then adds each token's bf16 partials in FFN-rank
 // order in fp32 and rounds once to bf16.
 //
-// Like ffn_combine it is bound by the latency of its loads: per FFN rank a
-// lane issues all kBatch of its vectors of the partial before it adds them,
-// so one latency per FFN rank and batch, not one per vector; the chunk's
-// flags cost one latency together.
+// It is bound by the latency of its loads on its 24 SMs: a lane issues all
+// kBatch of its vectors of a partial before it adds them, so one latency per
+// FFN rank and batch, not one per vector; the chunk's flags cost one latency
+// together. Two neighbouring tokens that each have at most one partial (every
+// token at one FFN rank) are read together, so twice the bytes are in flight
+// for one latency.
 #pragma once
 #include "common/comm.cuh"
 #include "common/layout.cuh"
@@ -15,13 +17,94 @@
 
 namespace afdep {
 
+// A partial row's vectors v = (base + i) * 32 + lane_idx, i < kBatch, loaded
+// before any is used (zeros past the row, or for no partial at all).
+template <int kVecs, int kBatch>
+__device__ __forceinline__ void load_partial(int4 (&raw)[kBatch], const int4* partial, int base,
+                                             int lane_idx) {
+#pragma unroll
+  for (int i = 0; i < kBatch; ++i) {
+    const int v = (base + i) * 32 + lane_idx;
+    raw[i] = partial != nullptr && v < kVecs ? ptx::ld_cg_v4(partial + v) : make_int4(0, 0, 0, 0);
+  }
+}
+
+// out = bf16(+0.0f + partial) for each vector of `raw`: the reduction of a
+// token with one partial (or none: +0), rounded as the general path rounds.
+template <int kVecs, int kBatch>
+__device__ __forceinline__ void store_single(int4* out_row, const int4 (&raw)[kBatch], int base,
+                                             int lane_idx) {
+#pragma unroll
+  for (int i = 0; i < kBatch; ++i) {
+    const int v = (base + i) * 32 + lane_idx;
+    float values[8];
+    unpack_bf16x8(raw[i], values);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) values[j] = __fadd_rn(0.f, values[j]);
+    if (v < kVecs) out_row[v] = pack_bf16x8(values);
+  }
+}
+
+// One token: acc = +0.0f, then + each FFN rank's partial in rank order.
+template <int kVecs, int kPerLane, int kBatch>
+__device__ __forceinline__ void reduce_token(int4* out_row, const int4* partials, u32 ffn_mask,
+                                             int capacity, int token_idx, int lane_idx) {
+  for (int base = 0; base < kPerLane; base += kBatch) {
+    float acc[kBatch][8];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+    for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1) {
+      int4 raw[kBatch];
+      load_partial<kVecs>(
+          raw, partials + (static_cast<u64>(__ffs(pending) - 1) * capacity + token_idx) * kVecs,
+          base, lane_idx);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        float values[8];
+        unpack_bf16x8(raw[i], values);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = __fadd_rn(acc[i][j], values[j]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int v = (base + i) * 32 + lane_idx;
+      if (v < kVecs) out_row[v] = pack_bf16x8(acc[i]);
+    }
+  }
+}
+
+// Two tokens with at most one partial each: both loaded, then both stored.
+template <int kVecs, int kPerLane, int kBatch>
+__device__ __forceinline__ void copy_single_pair(int4* out_rows, const int4* partials,
+                                                 const u32 (&ffn_masks)[2], int capacity,
+                                                 int token_idx, int lane_idx) {
+  const int4* partial[2];
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+    partial[t] = ffn_masks[t] == 0 ? nullptr
+                                   : partials + (static_cast<u64>(__ffs(ffn_masks[t]) - 1) *
+                                                     capacity + token_idx + t) * kVecs;
+  for (int base = 0; base < kPerLane; base += kBatch) {
+    int4 raw[2][kBatch];
+#pragma unroll
+    for (int t = 0; t < 2; ++t) load_partial<kVecs>(raw[t], partial[t], base, lane_idx);
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+      store_single<kVecs>(out_rows + static_cast<u64>(token_idx + t) * kVecs, raw[t], base,
+                          lane_idx);
+  }
+}
+
 template <int kHidden, int kNumThreads>
 __global__ void __launch_bounds__(kNumThreads, 1)
     attention_combine_impl(const Params* __restrict__ params, bf16* __restrict__ out) {
   constexpr int kNumWarps = kNumThreads / 32;
   constexpr int kVecs = kHidden / 8;
   constexpr int kPerLane = (kVecs + 31) / 32;
-  constexpr int kBatch = kPerLane < 8 ? kPerLane : 8;  // 8 vectors: 96 of the 128 registers
+  constexpr int kBatch = kPerLane < 8 ? kPerLane : 8;  // a pair's 2 x 8 vectors: 64 registers
   constexpr int kWaitLanes = 8;  // tokens whose flags a warp waits for at once
   static_assert(kHidden % 8 == 0, "rows are moved as 16-byte vectors");
 
@@ -76,41 +159,22 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     __syncwarp();
     // @end cb.attention_combine.row_wait
 
-    for (int b = 0; b < run; ++b) {
+    for (int b = 0; b < run;) {
       const int token_idx = chunk * run + b;
       if (token_idx >= num_tokens) break;  // warp-uniform
-      const u32 ffn_mask = masks[b];
+      const u32 ffn_masks[2] = {masks[b], b + 1 < run ? masks[b + 1] : ~0u};
+      const bool pair = token_idx + 1 < num_tokens && __popc(ffn_masks[0]) <= 1 &&
+                        __popc(ffn_masks[1]) <= 1;
 
       // @site cb.attention_combine.reduce kind=compute
-      for (int base = 0; base < kPerLane; base += kBatch) {
-        float acc[kBatch][8];
-#pragma unroll
-        for (int i = 0; i < kBatch; ++i)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
-        for (u32 pending = ffn_mask; pending != 0; pending &= pending - 1) {
-          const int4* partial =
-              partials + (static_cast<u64>(__ffs(pending) - 1) * capacity + token_idx) * kVecs;
-          int4 raw[kBatch];
-#pragma unroll
-          for (int i = 0; i < kBatch; ++i) {  // loads first, so they overlap
-            const int v = (base + i) * 32 + lane_idx;
-            raw[i] = v < kVecs ? ptx::ld_cg_v4(partial + v) : make_int4(0, 0, 0, 0);
-          }
-#pragma unroll
-          for (int i = 0; i < kBatch; ++i) {
-            float values[8];
-            unpack_bf16x8(raw[i], values);
-#pragma unroll
-            for (int j = 0; j < 8; ++j) acc[i][j] = __fadd_rn(acc[i][j], values[j]);
-          }
-        }
-#pragma unroll
-        for (int i = 0; i < kBatch; ++i) {
-          const int v = (base + i) * 32 + lane_idx;
-          if (v < kVecs) out_vecs[static_cast<u64>(token_idx) * kVecs + v] = pack_bf16x8(acc[i]);
-        }
-      }
+      if (pair)
+        copy_single_pair<kVecs, kPerLane, kBatch>(out_vecs, partials, ffn_masks, capacity,
+                                                  token_idx, lane_idx);
+      else
+        reduce_token<kVecs, kPerLane, kBatch>(out_vecs + static_cast<u64>(token_idx) * kVecs,
+                                              partials, ffn_masks[0], capacity, token_idx,
+                                              lane_idx);
+      b += pair ? 2 : 1;
       // @end cb.attention_combine.reduce
     }
   }
