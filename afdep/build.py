@@ -13,18 +13,19 @@ DIR` builds through the cache and also writes each cubin there
 (`<variant>.cubin` and `index.json`), what the fault engine disassembles to
 find a fault the compiler erased (docs/architecture.md, "Erased faults");
 those cubins are cached by the files each kernel includes, as PTX is, so a
-fault in one kernel recompiles only that kernel's variants.
+fault in one kernel recompiles only that kernel's variants, and each is
+written the moment it is made, so the engine may stop the command at the
+first that differs.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import json
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from afdep.config import environment_error
@@ -32,7 +33,7 @@ from afdep.jit import CSRC, CompileError, KernelSpec, compile_kernel, compile_pt
 from afdep.kernels import all_launches
 from afdep.vocab import Arm, Protocol, Role
 from afdep.workspace import Geometry, GeometryError
-from hostio import OneLineParser, die_with_parent, entry_point
+from hostio import OneLineParser, die_with_parent, entry_point, write_bytes, write_json
 
 # The geometry fields this command's options set; the others are fixed above.
 OPTION_OF_FIELD = {"hidden": "--hidden", "top_k": "--top-k", "payload": "--payload"}
@@ -111,8 +112,7 @@ def build_ptx(specs: list[KernelSpec], root: Path, out: Path) -> int:
         print(f"ptx      {seconds:6.2f}s {size:7d} B  {spec.label()}")
     if failed:
         return 1
-    index = {variant_file_name(spec): spec.label() for spec in specs}
-    (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+    write_json(out / "index.json", {variant_file_name(spec): spec.label() for spec in specs})
     return 0
 
 
@@ -164,37 +164,37 @@ def main(argv: list[str] | None = None) -> int:
     print(f"native_source_sha256 {source_digest(args.csrc)}")
     if args.ptx is not None:
         return build_ptx(specs, args.csrc.resolve(), args.ptx)
-    # NVRTC releases the GIL: kernels compile side by side, reported in order.
-    # Cubins written for disassembly are keyed by what each kernel includes.
-    compile_one = functools.partial(
-        timed_compile, root=args.csrc, by_includes=args.cubin is not None
-    )
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        outcomes = list(pool.map(compile_one, specs))
+    return build_cubins(specs, args.csrc, args.cubin)
+
+
+def build_cubins(specs: list[KernelSpec], root: Path, out: Path | None) -> int:
+    """Every variant through the cubin cache, each reported as it is done.
+    NVRTC releases the GIL: kernels compile side by side. With `out`, each
+    cubin is written there (whole, by a rename) the moment it is made, for
+    a reader that may stop this command at the first cubin it needs (the
+    fault engine's erasure check), and `index.json` (file name -> label)
+    last, once all are; those cubins are keyed by what each kernel includes."""
+    compile_one = functools.partial(timed_compile, root=root, by_includes=out is not None)
     failed = 0
-    for spec, (compiled, seconds, error) in zip(specs, outcomes, strict=True):
-        if error is not None:
-            failed += 1
-            print(f"FAILED {spec.label()}\n{error}", file=sys.stderr)
-            continue
-        how = "cached" if compiled.from_cache else "compiled"
-        print(f"{how:8} {seconds:6.2f}s {len(compiled.cubin):7d} B  {spec.label()}")
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        jobs = {pool.submit(compile_one, spec): spec for spec in specs}
+        for job in as_completed(jobs):
+            spec = jobs[job]
+            compiled, seconds, error = job.result()
+            if error is not None:
+                failed += 1
+                print(f"FAILED {spec.label()}\n{error}", file=sys.stderr, flush=True)
+                continue
+            if out is not None:
+                write_bytes(out / variant_file_name(spec, ".cubin"), compiled.cubin)
+            how = "cached" if compiled.from_cache else "compiled"
+            print(f"{how:8} {seconds:6.2f}s {len(compiled.cubin):7d} B  {spec.label()}", flush=True)
     if failed:
         return 1
-    if args.cubin is not None:
-        write_cubins(outcomes, args.cubin)
+    if out is not None:
+        index = {variant_file_name(spec, ".cubin"): spec.label() for spec in specs}
+        write_json(out / "index.json", index)
     return 0
-
-
-def write_cubins(outcomes: list, out: Path) -> None:
-    """Each compiled variant's cubin into `out`, and `index.json` (file name -> label)."""
-    out.mkdir(parents=True, exist_ok=True)
-    index = {}
-    for compiled, _, _ in outcomes:
-        name = variant_file_name(compiled.spec, ".cubin")
-        (out / name).write_bytes(compiled.cubin)
-        index[name] = compiled.spec.label()
-    (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 its markers left out, compiles to the clean tree's machine code changes
 nothing the hardware executes, so no run of it can show anything. The
 catalog's `[target.sass] cubin` command writes the cubin of every kernel
-variant of a tree (`<file>.cubin` and `index.json`, file -> label); nvdisasm
-disassembles each, and the SASS of each function is compared with the
-compiler's noise taken out: addresses, register and label numbering, operand
-reuse hints and the offsets of global addresses in constant bank 4.
+variant of a tree (`<file>.cubin` and `index.json`, file -> label; a command
+that writes each cubin whole as it is made lets the check stop it at the
+first that differs); nvdisasm disassembles each, and the SASS of each
+function is compared with the compiler's noise taken out: addresses, register
+and label numbering, operand reuse hints and the offsets of global addresses
+in constant bank 4.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +36,8 @@ from hostio import UsageError, cuda_tool, cuda_toolkit_bin, run_logged
 TOOL = "nvdisasm"
 WHEEL = "nvidia-cuda-nvdisasm"
 CACHE_ENTRIES = 16  # clean trees' SASS kept per target
-NORMALIZATION = 2  # part of the cache key: a change to normalize() or the entry bumps it
+POLL_S = 0.02  # how often the check looks for the cubins the command has written
+NORMALIZATION = 3  # part of the cache key: a change to normalize() or the entry bumps it
 
 ADDRESS = re.compile(r"/\*[0-9a-fA-F]+\*/")
 REGISTER = re.compile(r"\b(UP|UR|P|R|B)(\d+)\b")
@@ -110,9 +113,12 @@ def disassemble(cubin: Path, tool: Path, timeout_s: float) -> dict[str, str]:
 
 
 # --------------------------------------------------------------- cubins
-def write_cubins(target: Target, tree_root: Path, out: Path) -> dict[str, str]:
+def write_cubins(
+    target: Target, tree_root: Path, out: Path, stop: threading.Event | None = None
+) -> dict[str, str] | None:
     """Run `[target.sass] cubin` on the tree (it first on PYTHONPATH, as the
-    build runs); returns its index (cubin file -> variant label)."""
+    build runs); returns its index (cubin file -> variant label), or None
+    when `stop` was set first (the command is then ended)."""
     sources = tree_root / target.sources
     values = {"python": sys.executable, "tree": tree_root, "sources": sources, "out": out}
     command = [word.format(**{k: str(v) for k, v in values.items()}) for word in target.sass]
@@ -120,9 +126,13 @@ def write_cubins(target: Target, tree_root: Path, out: Path) -> dict[str, str]:
     out.mkdir(parents=True, exist_ok=True)
     log = out.parent / f"{out.name}.log"
     try:
-        outcome = run_logged(command, log, timeout_s=target.timeout_s, env=env, cwd=tree_root)
+        outcome = run_logged(
+            command, log, timeout_s=target.timeout_s, env=env, cwd=tree_root, stop=stop
+        )
     except OSError as error:
         raise SassError(f"the sass command could not start {command[0]!r}: {error}") from None
+    if stop is not None and stop.is_set():  # ended, or its caller needs it no more
+        return None
     index_path = out / "index.json"
     if outcome.exit_code != 0 or not index_path.is_file():
         what = "wrote no index.json" if outcome.exit_code == 0 else f"exit {outcome.exit_code}"
@@ -149,7 +159,7 @@ class ErasedCheck:
     cache: Path | None = None
     tool: Path = field(default_factory=find_tool)
     # The clean tree's code: {"sha256": cubin file -> its bytes' digest,
-    # "sass": cubin file -> function -> normalized text}.
+    # "sass": cubin file -> function -> normalized text, "labels": cubin file -> variant}.
     _clean: dict[str, dict] | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
@@ -193,7 +203,8 @@ class ErasedCheck:
             with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
                 listings = pool.map(self._disassemble, [out / name for name in index])
                 sass = dict(zip(index, listings, strict=True))
-            return {"sha256": {name: _file_sha256(out / name) for name in index}, "sass": sass}
+            sha256 = {name: _file_sha256(out / name) for name in index}
+            return {"sha256": sha256, "sass": sass, "labels": index}
         finally:
             shutil.rmtree(out, ignore_errors=True)
 
@@ -202,27 +213,53 @@ class ErasedCheck:
 
     def difference(self, tree: Path, out: Path) -> tuple[str | None, int]:
         """The first way `tree`'s code differs from the clean tree's (None:
-        none), and the variants compared; the other disassemblies stop there.
-        A cubin byte for byte the clean one's (the target's cache gave both
-        the same compile) is the same code without a disassembly."""
+        none), and the variants compared. Each cubin is read the moment the
+        command writes it, one at a time: one byte for byte the clean one's
+        (the target's cache gave both the same compile) is the same code
+        without a disassembly, and the first whose SASS differs ends the
+        command, its other variants neither compiled nor disassembled. Only
+        an erased fault's tree is compiled and compared whole."""
         clean = self.clean()
         shutil.rmtree(out, ignore_errors=True)
-        index = write_cubins(self.target, tree, out)
-        pool = ThreadPoolExecutor(os.cpu_count() or 1)
+        stop = threading.Event()
         try:
+            with ThreadPoolExecutor(1) as pool:
+                command = pool.submit(write_cubins, self.target, tree, out, stop)
+                try:
+                    found = self._first_difference(command, out, clean)
+                finally:
+                    stop.set()  # a command still running is ended; the pool waits for it
+            if found is not None:
+                return found, len(clean["sass"])
+            index = command.result()  # the command's own failure, said
             if set(index) != set(clean["sass"]):
                 return f"its variants differ: {sorted(set(index) ^ set(clean['sass']))}", len(index)
-            other = [name for name in index if _file_sha256(out / name) != clean["sha256"][name]]
-            jobs = {pool.submit(self._disassemble, out / name): name for name in other}
-            for job in as_completed(jobs):
-                name = jobs[job]
-                found = _function_difference(clean["sass"][name], job.result())
-                if found:
-                    return f"{index[name]}: {found}", len(index)
             return None, len(index)
         finally:
-            pool.shutdown(cancel_futures=True)
             shutil.rmtree(out, ignore_errors=True)
+
+    def _first_difference(self, command: Future, out: Path, clean: dict[str, dict]) -> str | None:
+        """Each cubin as the command writes it, until one differs (how) or
+        the command has ended with none that does (None)."""
+        seen: set[str] = set()
+        while True:
+            finished = command.done()
+            for name in _new_cubins(out, seen):
+                found = self._compared(name, out / name, clean)
+                if found is not None:
+                    return found
+            if finished:
+                return None
+            time.sleep(POLL_S)
+
+    def _compared(self, name: str, cubin: Path, clean: dict[str, dict]) -> str | None:
+        """How the cubin `name` differs from the clean tree's (None: it does not)."""
+        if name not in clean["sha256"]:
+            return f"its variants differ: {[name]}"
+        if _file_sha256(cubin) == clean["sha256"][name]:
+            return None
+        found = _function_difference(clean["sass"][name], self._disassemble(cubin))
+        return f"{clean['labels'][name]}: {found}" if found else None
 
     def __call__(self, fault_id: str, folder: Path) -> Judgement | None:
         """ERASED when the fault's unmarked tree compiles to the clean SASS;
@@ -238,6 +275,15 @@ class ErasedCheck:
         if found is not None:
             return None
         return erased_judgement(self.catalog.fault(fault_id).expect, variants)
+
+
+def _new_cubins(out: Path, seen: set[str]) -> list[str]:
+    """The cubins written under `out` since the last call (a cubin appears
+    whole, renamed from a temporary name that does not end in .cubin)."""
+    names = sorted(p.name for p in out.glob("*.cubin")) if out.is_dir() else []
+    new = [name for name in names if name not in seen]
+    seen.update(new)
+    return new
 
 
 def _file_sha256(path: Path) -> str:

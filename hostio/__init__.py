@@ -16,7 +16,7 @@ from hostio.children import (
     run_logged,
     stop_children,
 )
-from hostio.files import KeptFolder, write_json, write_text
+from hostio.files import KeptFolder, write_bytes, write_json, write_text
 from hostio.machine import cuda_tool, cuda_toolkit_bin, gpu_count, gpu_group, machine_name
 from hostio.usage import (
     OneLineParser,
@@ -50,6 +50,7 @@ __all__ = [
     "run_logged",
     "stop_children",
     "writable_dir",
+    "write_bytes",
     "write_json",
     "write_text",
 ]

@@ -29,6 +29,8 @@ GUARD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.p
 GUARD_GRACE_S = 30.0
 # How long an interrupted command waits for its children's trees to end.
 STOP_WAIT_S = 10.0
+# How often a command that may be stopped early looks at its stop event.
+STOP_POLL_S = 0.02
 CLI_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # A stop signal that lands inside an import is sent again this much later,
 # for at most this long (an import that hangs must not make it lost).
@@ -58,11 +60,13 @@ def run_logged(
     timeout_s: float,
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
+    stop: threading.Event | None = None,
 ) -> ProcessOutcome:
     """Run `command` with stdout and stderr to `log_path`, through a guard
-    that leads its process group; past `timeout_s`, or on Ctrl-C in this
-    thread, the guard ends the whole tree. The exit code is the command's
-    (-N when a signal N killed it)."""
+    that leads its process group; past `timeout_s`, on Ctrl-C in this
+    thread, or once another thread sets `stop`, the guard ends the whole
+    tree. The exit code is the command's (-N when a signal N killed it;
+    -SIGTERM when `stop` ended it)."""
     if not command:
         raise ValueError("run_logged: an empty command")
     log_path = Path(log_path)
@@ -71,7 +75,7 @@ def run_logged(
     with open(log_path, "wb") as log:
         guard = _start_guarded(list(command), log, env, cwd)
         try:
-            exit_code, outer_timeout = guard.wait(timeout=timeout_s), False
+            exit_code, outer_timeout = _wait(guard, timeout_s, stop), False
         except subprocess.TimeoutExpired:
             _end(guard)
             exit_code, outer_timeout = None, True
@@ -85,6 +89,22 @@ def run_logged(
     wall = round(time.perf_counter() - started, 3)
     digest = hashlib.sha256(log_path.read_bytes()).hexdigest()
     return ProcessOutcome(list(command), exit_code, wall, outer_timeout, str(log_path), digest)
+
+
+def _wait(guard: subprocess.Popen, timeout_s: float, stop: threading.Event | None) -> int:
+    """The guard's exit code, its tree ended first if `stop` is set before it
+    exits (-SIGTERM then). subprocess.TimeoutExpired past `timeout_s`."""
+    if stop is None:
+        return guard.wait(timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while not stop.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(guard.args, timeout_s)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return guard.wait(timeout=min(left, STOP_POLL_S))
+    _end(guard)
+    return guard.returncode
 
 
 def die_with_parent() -> None:

@@ -12,19 +12,25 @@ from pathlib import Path
 from hostio.usage import UsageError
 
 
-def write_text(path: Path, text: str) -> None:
-    """Written to a temporary file and renamed: no reader sees half a report,
-    and a failed write leaves the old report and no temporary file."""
+def write_bytes(path: Path, data: bytes) -> None:
+    """Written to a temporary file (`.<name>.*.tmp`) and renamed: no reader
+    sees half a file, and a failed write leaves the old one and no temporary
+    file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.replace(tmp, path)
     except BaseException:  # nothing half-written stays behind
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_text(path: Path, text: str) -> None:
+    """A report written whole or not at all (write_bytes)."""
+    write_bytes(path, text.encode("utf-8"))
 
 
 def write_json(path: Path, document: dict) -> None:

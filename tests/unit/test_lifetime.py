@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -166,6 +167,36 @@ def test_what_a_command_leaves_running_ends_with_it(tmp_path, token):
     assert (outcome.exit_code, outcome.outer_timeout) == (0, False)
     assert log.read_text() == "left one behind\n"
     assert marked(token) == {}
+
+
+def test_a_stop_set_by_another_thread_ends_the_command_and_what_it_started(tmp_path, token):
+    """The erasure check stops its cubin command at the first cubin that
+    differs: the whole tree ends, promptly, and the outcome says it was stopped."""
+    script = (
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True)\n"
+        "print('working', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    log, stop = tmp_path / "stopped.log", threading.Event()
+    threading.Timer(1.0, stop.set).start()
+    started = time.perf_counter()
+    outcome = run_logged(
+        [sys.executable, "-c", script],
+        log,
+        timeout_s=30,
+        env={**os.environ, MARK: token},
+        stop=stop,
+    )
+    assert (outcome.exit_code, outcome.outer_timeout) == (-signal.SIGTERM, False)
+    assert log.read_text() == "working\n"
+    assert time.perf_counter() - started < 15
+    assert marked(token) == {}
+    finished = run_logged(
+        [sys.executable, "-c", "pass"], tmp_path / "f.log", timeout_s=30, stop=threading.Event()
+    )
+    assert (finished.exit_code, finished.outer_timeout) == (0, False)
 
 
 def test_the_guard_passes_on_the_commands_own_ending(tmp_path):

@@ -4,8 +4,10 @@ the disassembler found or named, and ERASED decided on real afdep builds."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -211,6 +213,80 @@ def test_only_the_variants_a_fault_touches_are_compiled_and_disassembled(
         if "attention_dispatch<" not in line
     ]
     assert others == ["cached"] * 5
+
+
+# ------------------------------------------- cubins read as they are written
+# A cubin command that writes a.cubin (the clean bytes), then b.cubin, then
+# waits WAIT_S before c.cubin and its index: each cubin whole, by a rename.
+STREAMING = """\
+import json, os, sys, time
+from pathlib import Path
+out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
+def write(name, data):
+    (out / f".{name}.tmp").write_bytes(data)
+    os.replace(out / f".{name}.tmp", out / name)
+    print(name, flush=True)
+write("a.cubin", b"clean a")
+write("b.cubin", os.environ["B_BYTES"].encode())
+time.sleep(float(os.environ["WAIT_S"]))
+write("c.cubin", b"clean c")
+(out / "index.json").write_text(json.dumps({n: n[0].upper() for n in os.environ["INDEX"].split()}))
+"""
+CLEAN_SASS = {"a.cubin": {"f": "A\n"}, "b.cubin": {"f": "B\n"}, "c.cubin": {"f": "C\n"}}
+
+
+@pytest.fixture
+def streaming(tmp_path, monkeypatch):
+    """An ErasedCheck over the command above, the clean code given, and the
+    cubins it disassembled."""
+    script = tmp_path / "cubins.py"
+    script.write_text(STREAMING)
+    catalog = load_catalog(REPO / "catalogs/afdep.toml")
+    sass = ("{python}", str(script), "{out}")
+    catalog = dataclasses.replace(catalog, target=dataclasses.replace(catalog.target, sass=sass))
+    check = ErasedCheck(catalog, REPO, tmp_path / "work", tool=Path("unused"))
+    digest = {name: hashlib.sha256(f"clean {name[0]}".encode()).hexdigest() for name in CLEAN_SASS}
+    labels = {name: f"kernel<{name[0]}>" for name in CLEAN_SASS}
+    clean = {"sha256": digest, "sass": CLEAN_SASS, "labels": labels}
+    monkeypatch.setattr(check, "clean", lambda: clean)
+    check.disassembled = []
+
+    def disassemble(cubin: Path) -> dict[str, str]:
+        check.disassembled.append(cubin.name)
+        return {"f": "B\n" if cubin.read_bytes() == b"same code" else "other\n"}
+
+    monkeypatch.setattr(check, "_disassemble", disassemble)
+    monkeypatch.setenv("INDEX", "a.cubin b.cubin c.cubin")
+    return check
+
+
+def test_the_first_cubin_whose_sass_differs_ends_the_command(streaming, tmp_path, monkeypatch):
+    """a.cubin is the clean bytes: not disassembled; b.cubin's SASS differs:
+    the command is ended before it writes c.cubin, a minute later."""
+    monkeypatch.setenv("B_BYTES", "changed code")
+    monkeypatch.setenv("WAIT_S", "60")
+    started = time.perf_counter()
+    found = streaming.difference(tmp_path, tmp_path / "cubins")
+    assert found == ("kernel<b>: f line 1 of its normalized SASS", 3)
+    assert time.perf_counter() - started < 15
+    assert streaming.disassembled == ["b.cubin"]
+    assert (tmp_path / "cubins.log").read_text() == "a.cubin\nb.cubin\n"
+    assert not (tmp_path / "cubins").exists()
+
+
+def test_an_erased_tree_is_compared_whole(streaming, tmp_path, monkeypatch):
+    """b.cubin's bytes differ but its SASS is the clean one's: every cubin
+    is read, to the index."""
+    monkeypatch.setenv("B_BYTES", "same code")
+    monkeypatch.setenv("WAIT_S", "0.2")
+    assert streaming.difference(tmp_path, tmp_path / "cubins") == (None, 3)
+    assert streaming.disassembled == ["b.cubin"]
+    assert (tmp_path / "cubins.log").read_text() == "a.cubin\nb.cubin\nc.cubin\n"
+    monkeypatch.setenv("INDEX", "a.cubin b.cubin c.cubin d.cubin")
+    assert streaming.difference(tmp_path, tmp_path / "cubins") == (
+        "its variants differ: ['d.cubin']",
+        4,
+    )
 
 
 # ------------------------------------------------------------- the catalog
