@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from faults.sites import Group
@@ -29,6 +29,7 @@ SCOPE_RANK = {"cta": 1, "cluster": 2, "gpu": 3, "sys": 4}  # all true: `rank or 
 SEMANTICS = ("weak", "relaxed", "acquire", "release", "acq_rel", "volatile", "sc", "mmio")
 LOCAL_SPACES = ("shared", "shared::cta", "shared::cluster", "local", "param", "const")
 FULL_WARP_MASKS = ("-1", "0xffffffff", "0xFFFFFFFF", "4294967295")
+MODULES_KEPT = 256  # parsed modules kept per process: a target's variants (42 for afdep), some trees'
 
 FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?\binlined_at\s+(\d+)\s+(\d+)\s+\d+)?")
@@ -344,11 +345,19 @@ def _check_locations(name: str, files: dict[int, str], functions: dict[str, Func
 
 
 def read_module(path: Path) -> Module:
+    """The module in `path`, parsed once per process for each text: a fault
+    leaves most variants' PTX byte for byte the clean tree's (the PTX is
+    cached by what each kernel includes), so a sweep parses those once."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as error:
         raise PtxError(f"{path.name}: cannot read it ({error})") from None
-    return parse_module(text, path.name)
+    return _parsed(text, path.name)
+
+
+@lru_cache(maxsize=MODULES_KEPT)
+def _parsed(text: str, name: str) -> Module:
+    return parse_module(text, name)  # read only once made: one module serves every reader
 
 
 def storing_functions(module: Module) -> set[str]:

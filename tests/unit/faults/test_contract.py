@@ -19,7 +19,7 @@ from faults.catalog_types import spelling
 from faults.cli import main
 from faults.contract import ContractViolation, PtxError, check_contracts
 from faults.ptx_check import sources_digest
-from faults.ptx_read import parse_module
+from faults.ptx_read import parse_module, read_module
 from tests.unit.faults.test_catalog import FAULT, load
 
 REPO = Path(__file__).parents[3]
@@ -344,6 +344,22 @@ def test_ptx_the_checker_cannot_read_is_a_named_error(text, message):
     with pytest.raises(PtxError) as error:
         parse_module(text, "k.ptx")
     assert str(error.value) == message
+
+
+def test_a_module_is_parsed_once_per_text_and_an_unreadable_one_every_time(tmp_path):
+    """A fault leaves most variants' PTX the clean tree's, byte for byte: a
+    sweep reads them from each tree's folder and parses them once."""
+    text = '.file 1 "k.cuh"\n' + ENTRY + ".loc 1 2 3\nret;\n}\n"
+    for folder in ("clean", "fault", "other"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "k.ptx").write_text(text if folder != "other" else text + "\n")
+    clean, fault = read_module(tmp_path / "clean/k.ptx"), read_module(tmp_path / "fault/k.ptx")
+    assert fault is clean
+    assert read_module(tmp_path / "other/k.ptx") is not clean
+    (tmp_path / "bad.ptx").write_text(ENTRY + "ret;\n}\n")
+    for _ in range(2):  # a failure is never kept: each reader is told
+        with pytest.raises(PtxError, match="no .loc line"):
+            read_module(tmp_path / "bad.ptx")
 
 
 def test_cached_ptx_without_line_info_fails_the_check(tmp_path):
