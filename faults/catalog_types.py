@@ -12,6 +12,7 @@ from pathlib import Path
 from faults.catalog_configs import Config, Exposure
 from faults.catalog_shrink import ShrinkSpec
 from faults.schedule import Schedule, ScheduleSpelling
+from hostio import known_names
 
 
 class CatalogError(ValueError):
@@ -22,6 +23,9 @@ def catalog_error(path: Path, where: str, message: str) -> CatalogError:
     """The one form of a catalog error: file, where in it, what is wrong."""
     return CatalogError(f"{path}: {where}: {message}")
 
+
+# Where an error naming an unknown fault sends its reader for them all.
+FAULTS_LISTED = "the `list` command names them all"
 
 # The `{name}`s a target's build and run words and a config's args may hold;
 # faults/run.py fills in every one in both stages, so the load checks them all.
@@ -341,7 +345,8 @@ class Catalog:
 
     def fault(self, fault_id: str) -> Fault:
         if fault_id not in self.faults:
-            raise CatalogError(f"{self.path}: no fault {fault_id!r}; known: {sorted(self.faults)}")
+            names = known_names(fault_id, self.faults, FAULTS_LISTED)
+            raise CatalogError(f"{self.path}: no fault {fault_id!r}; {names}")
         return self.faults[fault_id]
 
     def ranks_for(self, config: Config) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, Config
-from faults.catalog_types import RankMode
+from faults.catalog_types import FAULTS_LISTED, RankMode
 from faults.engine import Engine, RunResult, TreeContract, sweep
 from faults.generate import is_generated
 from faults.history import History
@@ -31,7 +31,15 @@ from faults.scratch import UserTreeGuard
 from faults.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
 from faults.sites import parse_tree
 from faults.verdict import FaultSummary, summarize_fault
-from hostio import UsageError, gpu_group, machine_name, writable_dir, write_json, write_text
+from hostio import (
+    UsageError,
+    gpu_group,
+    known_names,
+    machine_name,
+    writable_dir,
+    write_json,
+    write_text,
+)
 
 CPU_RESULTS = Path("build/faults")  # a sweep that judges nothing files its report here
 
@@ -74,7 +82,7 @@ def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
         if not matched:
             raise SweepError(
                 f"--only {pattern!r} matches no fault id (a pattern matches whole ids); "
-                f"known: {', '.join(sorted(catalog.faults))}"
+                f"{known_names(pattern, catalog.faults, FAULTS_LISTED)}"
             )
         chosen |= matched
     return [f for f in catalog.faults if f in chosen]

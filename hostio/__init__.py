@@ -23,6 +23,7 @@ from hostio.usage import (
     UsageError,
     at_least,
     at_least_one,
+    known_names,
     positive_seconds,
     writable_dir,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "cuda_toolkit_bin",
     "gpu_count",
     "gpu_group",
+    "known_names",
     "machine_name",
     "positive_seconds",
     "run_logged",

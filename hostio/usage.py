@@ -4,7 +4,9 @@ error, the parser whose errors are one line, and an argparse type."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -35,6 +37,21 @@ def at_least(minimum: int):
 
 
 at_least_one = at_least(1)  # runs at a time (--slots, --jobs, --repeat)
+
+
+NAMES_LISTED = 12  # more known names than this: the nearest few, not all
+
+
+def known_names(name: str, known: Iterable[str], listing: str) -> str:
+    """The end of a "no such name" error: every known name when they are few,
+    else the nearest three and how many there are (`listing` says where they
+    are all listed), so the line stays one a reader can take in."""
+    known = sorted(known)
+    if len(known) <= NAMES_LISTED:
+        return f"known: {', '.join(known)}"
+    nearest = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    said = f"nearest: {', '.join(nearest)}; " if nearest else ""
+    return f"{said}{len(known)} in all ({listing})"
 
 
 class UsageError(ValueError):

@@ -51,7 +51,18 @@ ROWS = {
     "--slots 0": (fixture("sweep", "--slots", "0"), "argument --slots: at least 1, got 0"),
     "unknown fault id": (
         ["--catalog", AFDEP_CATALOG, "run", "ZZ"],
-        "no fault 'ZZ'",
+        "no fault 'ZZ'; 122 in all (the `list` command names them all)",
+    ),
+    "a fault id one word off": (
+        ["--catalog", AFDEP_CATALOG, "run", "gen.skip.cb.ffn_combine.row_wait"],
+        "no fault 'gen.skip.cb.ffn_combine.row_wait'; nearest: "
+        "gen.skip.cb.ffn_combine.row_release, gen.skip.cb.attention_combine.row_wait, "
+        "gen.delay.cb.ffn_combine.row_store; 122 in all (the `list` command names them all)",
+    ),
+    "--only one letter short of a fault": (
+        ["--catalog", AFDEP_CATALOG, "sweep", "--only", "N2s.unev"],
+        "--only 'N2s.unev' matches no fault id (a pattern matches whole ids); nearest: "
+        "N2s.uneven, N5s.uneven, P5s.uneven; 122 in all",
     ),
     "unknown fault to show": (fixture("show", "ZZ"), "no fault 'ZZ'"),
     "a run that needs GPUs": (

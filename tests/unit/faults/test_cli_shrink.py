@@ -162,7 +162,7 @@ def test_bad_input_is_one_line_naming_it(catalog, tmp_path, capsys, args, messag
 
 def test_an_unknown_fault_is_named(catalog, tmp_path, capsys):
     assert shrink(catalog, tmp_path, "ZZ") == 2
-    known = "['D1', 'N1', 'S1', 'S2']"
+    known = "D1, N1, S1, S2"
     assert (
         capsys.readouterr().err == f"{program()}: error: {catalog}: no fault 'ZZ'; known: {known}\n"
     )
