@@ -124,7 +124,7 @@ def test_a_generated_gpu_test_is_collected_and_skips_on_a_machine_without_gpus(t
         1,
         1,
     )
-    path = tmp_path / "tests/regress/test_shrunk_gen_skip_cf_ffn_count_wait.py"
+    path = tmp_path / "tests/regress/test_shrunk_gen_skip_cf_ffn_place_count_wait.py"
     path.parent.mkdir(parents=True)
     path.write_text(regression_test(context, ["--tokens", "8", "--empty-prob", "0.0"]))
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": ""}

@@ -1,5 +1,5 @@
 """Regression: the fault
-gen.skip.cf.ffn_place.count_wait
+gen.epoch-off-by-one.cb.attention_combine.row_wait
 stays KILLED at the input `shrink` found under bf16-graph
 (logical ranks, on 1xH200)."""
 
@@ -15,7 +15,7 @@ from hostio import gpu_count
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = "catalogs/afdep.toml"
-FAULT = "gen.skip.cf.ffn_place.count_wait"
+FAULT = "gen.epoch-off-by-one.cb.attention_combine.row_wait"
 CONFIG = "bf16-graph"
 RANK_MODE = "logical"
 GPUS = 1
@@ -23,9 +23,9 @@ ARGS = [
     "--tokens",
     "1",
     "--steps",
-    "2",
+    "1",
     "--top-k",
-    "8",
+    "2",
     "--num-experts",
     "128",
     "--hidden-size",
@@ -39,6 +39,6 @@ ARGS = [
 
 @pytest.mark.gpu(GPUS)
 @pytest.mark.skipif(gpu_count() < GPUS, reason=f"needs {GPUS} GPUs (found {gpu_count()})")
-def test_gen_skip_cf_ffn_count_wait_killed_when_shrunk(tmp_path):
+def test_gen_epoch_off_by_one_cb_attention_combine_row_wait_killed_when_shrunk(tmp_path):
     result = run_shrunk(ROOT, ROOT / CATALOG, FAULT, CONFIG, RANK_MODE, ARGS, tmp_path)
     assert result.verdict is Verdict.KILLED, result.reason
