@@ -29,7 +29,8 @@ SCOPE_RANK = {"cta": 1, "cluster": 2, "gpu": 3, "sys": 4}  # all true: `rank or 
 SEMANTICS = ("weak", "relaxed", "acquire", "release", "acq_rel", "volatile", "sc", "mmio")
 LOCAL_SPACES = ("shared", "shared::cta", "shared::cluster", "local", "param", "const")
 FULL_WARP_MASKS = ("-1", "0xffffffff", "0xFFFFFFFF", "4294967295")
-MODULES_KEPT = 256  # parsed modules kept per process: a target's variants (42 for afdep), some trees'
+# Parsed modules kept per process: a target's variants (42 for afdep), some trees'.
+MODULES_KEPT = 256
 
 FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?\binlined_at\s+(\d+)\s+(\d+)\s+\d+)?")
