@@ -20,7 +20,7 @@ from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, Config
 from faults.catalog_types import FAULTS_LISTED, RankMode
-from faults.engine import Engine, RunResult, TreeContract, sweep
+from faults.engine import Engine, RunResult, TreeContract
 from faults.generate import is_generated
 from faults.history import History
 from faults.report import catalog_sha256, engine_share, stage_seconds, summary_line
@@ -30,6 +30,7 @@ from faults.scores import family_scores, scores
 from faults.scratch import UserTreeGuard
 from faults.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
 from faults.sites import parse_tree
+from faults.slots import sweep
 from faults.verdict import FaultSummary, summarize_fault
 from hostio import (
     UsageError,

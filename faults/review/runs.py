@@ -10,8 +10,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from faults.catalog import Catalog, LogPatterns
-from faults.engine import CLEAN, FORCED, Engine, RunResult, sweep
+from faults.engine import CLEAN, FORCED, Engine, RunResult
 from faults.review.coverage import Coverage
+from faults.slots import sweep
 from hostio import gpu_count
 
 

@@ -11,7 +11,8 @@ import faults.sass
 from faults.apply import apply_patches
 from faults.catalog import load_catalog
 from faults.cli import main
-from faults.engine import Engine, RunResult, sweep
+from faults.engine import Engine, RunResult
+from faults.slots import sweep
 from faults.report import summary_line
 from faults.sass import erased_judgement
 from faults.scores import family_scores, scores
