@@ -191,19 +191,16 @@ def test_a_change_failing_with_no_fault_is_at_its_first_changed_line(tmp_path, c
     status = main(words, workdir="w")
     assert status == 1
     log = tmp_path / "w/runs/change/control.clean/control.clean-default.log"
-    assert (
-        results(sarif)
-        == [
-            (
-                "change-fails-driver",
-                "error",
-                f"{SRC}/main.cpp",
-                78,  # the line the change altered
-                "the change fails the driver: exit 2 with no line naming a failure; its last "
-                f"line: fixture rounds=4 failed=0 (config default; log: {log})",
-            )
-        ]
-    )
+    assert results(sarif) == [
+        (
+            "change-fails-driver",
+            "error",
+            f"{SRC}/main.cpp",
+            78,  # the line the change altered
+            "the change fails the driver: exit 2 with no line naming a failure; its last "
+            f"line: fixture rounds=4 failed=0 (config default; log: {log})",
+        )
+    ]
     capsys.readouterr()
 
 
@@ -219,17 +216,14 @@ def test_a_change_failing_with_no_fault_names_the_sites_it_touched(tmp_path, cap
     words = ["HEAD~1", "HEAD", "--root", str(repo), "--run", "--sarif", str(sarif)]
     assert main(words, workdir="w") == 1
     log = tmp_path / "w/runs/change/control.clean/control.clean-default.log"
-    assert (
-        results(sarif)
-        == [
-            (
-                "change-fails-driver",
-                "error",
-                f"{SRC}/main.cpp",
-                36,  # the touched site's first line: the suspect, by name
-                "fx.producer.payload_store: the change fails the driver: Mismatched payload "
-                f"round=0 word=5 expected=6 got=7 (config default; log: {log})",
-            )
-        ]
-    )
+    assert results(sarif) == [
+        (
+            "change-fails-driver",
+            "error",
+            f"{SRC}/main.cpp",
+            36,  # the touched site's first line: the suspect, by name
+            "fx.producer.payload_store: the change fails the driver: Mismatched payload "
+            f"round=0 word=5 expected=6 got=7 (config default; log: {log})",
+        )
+    ]
     capsys.readouterr()

@@ -203,13 +203,10 @@ def test_only_the_variants_a_fault_touches_are_compiled_and_disassembled(
     monkeypatch.setattr(check, "_disassemble", lambda cubin: disassembled.append(cubin.name) or {})
     found, variants = check.difference(tree, tmp_path / "cubins")
     assert (found is not None, variants) == (True, 6)
-    assert (
-        disassembled
-        == [  # P1 edits impls/attention_dispatch.cuh alone
-            "attention_dispatch-Hidden2048-TopK8-Fp8false-CountFirsttrue-ArmAttentionfalse-"
-            "NumThreads512.cubin"
-        ]
-    )
+    assert disassembled == [  # P1 edits impls/attention_dispatch.cuh alone
+        "attention_dispatch-Hidden2048-TopK8-Fp8false-CountFirsttrue-ArmAttentionfalse-"
+        "NumThreads512.cubin"
+    ]
     others = [
         line.split()[0]
         for line in (tmp_path / "cubins.log").read_text().splitlines()[1:]
