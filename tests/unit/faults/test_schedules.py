@@ -90,7 +90,7 @@ def test_a_seeded_twin_owns_its_patches_and_says_its_schedule():
     lengths = draw(patches[0].schedule, 200_000).lengths
     assert seed == 2 and len(lengths) == 16
     assert (
-        text == "cf.attention_dispatch.row_store uneven seed 2: ns by warp "
+        text == "cf.attention_dispatch.row_store uneven seed 2: ns by cta "
         f"[{', '.join(map(str, lengths))}]"
     )
     assert describe(catalog, "N2") == (None, "")
