@@ -66,6 +66,7 @@ def markdown(document: dict) -> str:
         lines += _family_table(document.get("mutation_score_by_family", {}))
         lines += schedule_tables(document.get("schedules"))
         lines += _survivors(document["faults"])
+        lines += _fired_in_part(document.get("results", []))
         lines += _changes(document.get("changes"))
     return "\n".join(lines) + "\n"
 
@@ -246,6 +247,28 @@ def _survivors(faults: list[dict]) -> list[str]:
         f"{'explained' if s['ok'] else 'NOT explained'}: {' '.join(s['reason'].split())}"
         for s in survivors
     ]
+
+
+def _fired_in_part(results: list[dict]) -> list[str]:
+    """A fault whose patched code never ran under one config but ran under
+    another: its verdict stands for the configs it fired under only (a
+    schedule's points, or a site, that no run of the others reaches)."""
+    fired: dict[str, set[str]] = {}
+    quiet: dict[str, set[str]] = {}
+    for r in results:
+        if r["verdict"] == Verdict.NOT_FIRED:
+            quiet.setdefault(r["fault"], set()).add(r["config"])
+        elif (r.get("outcome") or {}).get("markers", {}).get(r["fault"]):
+            fired.setdefault(r["fault"], set()).add(r["config"])
+    said = [
+        f"- {fault}: never fired under {', '.join(sorted(configs - fired[fault]))}; "
+        f"fired under {', '.join(sorted(fired[fault]))}"
+        for fault, configs in quiet.items()
+        if fault in fired and configs - fired[fault]
+    ]
+    if not said:
+        return []
+    return ["", "## Faults that fired under some configs only", ""] + said
 
 
 def _changes(changes: dict | None) -> list[str]:

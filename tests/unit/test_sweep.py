@@ -234,6 +234,11 @@ FULL_DOCUMENT = {
         judged("S2", "fail", "SURVIVED", True, (2, 2), 0.0, None, "hint: h;\n known survivor:  k"),
         judged("N2", "fail", "FLAKY", False, (3, 4), 0.3333, 12, "killed in 1 of 3 runs"),
     ],
+    "results": [  # D1 fired under c alone; S2 under neither (its own table row says so)
+        {"fault": "D1", "config": "c", "verdict": "PASSED", "outcome": {"markers": {"D1": 3}}},
+        {"fault": "D1", "config": "c@2048", "verdict": "NOT FIRED", "outcome": {"markers": {}}},
+        {"fault": "S2", "config": "c", "verdict": "NOT FIRED", "outcome": {"markers": {}}},
+    ],
     "changes": {
         "previous": 1,
         "verdicts": [["S1", "SURVIVED", "KILLED"]],
@@ -262,6 +267,10 @@ FULL_MARKDOWN = """\
 - S2: SURVIVED, explained: hint: h; known survivor: k
 - N2: FLAKY, NOT explained: killed in 1 of 3 runs
 
+## Faults that fired under some configs only
+
+- D1: never fired under c@2048; fired under c
+
 ## Changed since sweep 1
 
 - S1: SURVIVED -> KILLED
@@ -271,7 +280,8 @@ FULL_MARKDOWN = """\
 
 
 def test_a_full_document_renders_exactly():
-    """Header, verdict table, survivors and changes, byte for byte."""
+    """Header, verdict table, survivors, faults fired under some configs
+    only, and changes, byte for byte."""
     from faults.report.markdown import markdown
 
     assert markdown(FULL_DOCUMENT) == FULL_MARKDOWN
@@ -286,6 +296,7 @@ def test_the_other_endings_render_exactly():
     unchanged = {
         **FULL_DOCUMENT,
         "faults": FULL_DOCUMENT["faults"][:2],
+        "results": [],
         "changes": {
             "previous": "p",
             "verdicts": [],
