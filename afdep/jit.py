@@ -14,11 +14,12 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from hostio import write_bytes
 
 _IMPORT_LOCK = threading.Lock()
 
@@ -238,7 +239,7 @@ def compile_ptx(spec: KernelSpec, root: Path | None = None, *, arch: str = ARCH)
     except FileNotFoundError:
         pass
     text = _nvrtc_ptx(spec, root, arch)
-    _write_atomically(path, text.encode())
+    write_bytes(path, text.encode())
     # PTX is small and a review compares a few trees: an eighth of the cubins' bound
     evict(path.parent, max_bytes // 8, keep=path, pattern="*.ptx")
     return text
@@ -287,19 +288,7 @@ def _check_nvrtc(nvrtc, error, spec: KernelSpec, arch: str, log: str) -> None:
 # A cache entry is one file: the mangled symbol, a newline, then the cubin. It
 # is written to a temporary file and renamed, so no reader sees half of it.
 def _write_entry(path: Path, symbol: str, cubin: bytes) -> None:
-    _write_atomically(path, symbol.encode() + b"\n" + cubin)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes(path, symbol.encode() + b"\n" + cubin)
 
 
 def _read_entry(path: Path) -> tuple[str, bytes] | None:

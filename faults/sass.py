@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -31,7 +30,7 @@ from faults.apply import apply_patches
 from faults.catalog import Catalog, Target
 from faults.scratch import make_scratch, tree_digest
 from faults.verdict import Judgement, Verdict
-from hostio import UsageError, cuda_tool, cuda_toolkit_bin, run_logged
+from hostio import UsageError, cuda_tool, cuda_toolkit_bin, run_logged, write_text
 
 TOOL = "nvdisasm"
 WHEEL = "nvidia-cuda-nvdisasm"
@@ -187,11 +186,7 @@ class ErasedCheck:
             os.utime(path)
             return json.loads(path.read_text())
         made = self._variants(tree, tree.parent / "sass-clean-cubins")
-        root.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=root, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(made, handle)
-        os.replace(temporary, path)
+        write_text(path, json.dumps(made))  # whole or not at all: other sweeps read it
         for stale in sorted(root.glob("*.json"), key=lambda p: p.stat().st_mtime)[:-CACHE_ENTRIES]:
             stale.unlink(missing_ok=True)
         return made
