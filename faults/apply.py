@@ -11,7 +11,7 @@ from pathlib import Path
 
 from faults.catalog import Catalog, Patch, Target
 from faults.schedule import draw, scheduled_code, spin
-from faults.sites import Site, parse_file, parse_tree
+from invariants.sync.sites import Site, parse_file, parse_tree
 
 
 class ApplyError(RuntimeError):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from faults.catalog_types import Catalog, catalog_error
 from faults.mutate import PREFIX
-from faults.sites import parse_tree
+from invariants.sync.sites import parse_tree
 
 
 def check_includes(catalog: Catalog) -> None:

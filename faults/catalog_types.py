@@ -13,6 +13,12 @@ from faults.catalog_configs import Config, Exposure
 from faults.catalog_shrink import ShrinkSpec
 from faults.schedule import Schedule, ScheduleSpelling
 from hostio import known_names
+from invariants.sync.spellings import (
+    CONTRACT_PATTERNS,
+    CONTRACT_TABLES,
+    ContractSpellings,
+    call_pattern,
+)
 
 
 class CatalogError(ValueError):
@@ -30,7 +36,7 @@ FAULTS_LISTED = "the `list` command names them all"
 # The `{name}`s a target's build and run words and a config's args may hold;
 # faults/run.py fills in every one in both stages, so the load checks them all.
 PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus", "ranks")
-# The `{name}`s of `[target.contract] ptx`, filled in by faults/contract.py.
+# The `{name}`s of `[target.contract] ptx`, filled in by invariants/sync/contract.py.
 PTX_PLACEHOLDERS = ("tree", "sources", "out", "python")
 
 
@@ -92,7 +98,7 @@ class MutationRule:
     (which may name the pattern's groups, as re.sub's template)."""
 
     family: Family
-    kind: str  # the site kind it rewrites (faults.sites.KINDS)
+    kind: str  # the site kind it rewrites (invariants.sync.sites.KINDS)
     pattern: re.Pattern[str]
     replacement: str
     # Which producers the mutant's own exposing delay holds back at the store
@@ -194,50 +200,12 @@ class GenerateSettings:
         return max(matches)[1] if matches else self.configs
 
 
-@dataclass(frozen=True)
-class ContractSpellings:
-    """[target.contract]: how the target's source spells what the publish
-    contract looks for (docs/architecture.md, "The publish contract"), each a
-    regular expression matching a called name, and the command that writes the
-    PTX of every kernel variant (`<file>.ptx` and `index.json`, file -> label)."""
-
-    ptx: tuple[str, ...] = ()  # empty: the contract is checked on the source only
-    barrier: dict[str, re.Pattern[str]] = field(default_factory=dict)  # group -> call
-    release: dict[str, re.Pattern[str]] = field(default_factory=dict)  # scope -> call
-    acquire: dict[str, re.Pattern[str]] = field(default_factory=dict)  # scope -> call
-    fence: dict[str, re.Pattern[str]] = field(default_factory=dict)  # scope -> call
-    store: re.Pattern[str] | None = None  # a relaxed store a fence before it makes a publish
-    load: re.Pattern[str] | None = None  # a relaxed load a fence after it makes an acquire
-
-
-# [target.contract]'s keys: tables by group or scope, and single patterns.
-CONTRACT_TABLES = {
-    "barrier": ("warp", "block", "grid"),
-    "release": ("sys", "gpu", "cta"),
-    "acquire": ("sys", "gpu", "cta"),
-    "fence": ("sys", "gpu", "cta"),
-}
-CONTRACT_PATTERNS = ("store", "load")
-
-
-def call_pattern(path: Path, key: str, text) -> re.Pattern[str]:
-    """A spelling as the contract searches code for it: the name, then `(`."""
-    if not isinstance(text, str) or not text.strip():
-        raise catalog_error(path, "target.contract", f"{key}: a regular expression, got {text!r}")
+def contract_pattern(path: Path, key: str, text) -> re.Pattern[str]:
+    """A [target.contract] spelling compiled, or the catalog error naming its key."""
     try:
-        pattern = re.compile(rf"\b(?:{text})\s*\(")
-    except re.error as error:
-        raise catalog_error(
-            path, "target.contract", f"{key}: {text!r} is not a regular expression: {error}"
-        ) from None
-    if re.fullmatch(rf"(?:{text})", ""):
-        raise catalog_error(path, "target.contract", f"{key}: {text!r} matches an empty name")
-    return pattern
-
-
-def spelling(pattern: re.Pattern[str]) -> str:
-    """The catalog's text of a call_pattern, as a finding names it."""
-    return pattern.pattern.removeprefix(r"\b(?:").removesuffix(r")\s*\(")
+        return call_pattern(text)
+    except ValueError as error:
+        raise catalog_error(path, "target.contract", f"{key}: {error}") from None
 
 
 def contract_spellings(path: Path, raw, ptx: tuple[str, ...]) -> ContractSpellings:
@@ -259,9 +227,12 @@ def contract_spellings(path: Path, raw, ptx: tuple[str, ...]) -> ContractSpellin
             raise catalog_error(
                 path, "target.contract", f"{key}.{strays[0]}: not one of {', '.join(names)}"
             )
-        tables[key] = {name: call_pattern(path, f"{key}.{name}", v) for name, v in table.items()}
+        tables[key] = {
+            name: contract_pattern(path, f"{key}.{name}", v) for name, v in table.items()
+        }
     singles = {
-        key: call_pattern(path, key, raw[key]) if key in raw else None for key in CONTRACT_PATTERNS
+        key: contract_pattern(path, key, raw[key]) if key in raw else None
+        for key in CONTRACT_PATTERNS
     }
     return ContractSpellings(ptx, **tables, **singles)
 

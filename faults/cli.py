@@ -38,7 +38,6 @@ from faults.cli_shrink import add_shrink_command
 from faults.cli_steps import load, workdir
 from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from faults.scratch import make_scratch
-from faults.sites import parse_tree
 from hostio import (
     OneLineParser,
     UsageError,
@@ -50,6 +49,7 @@ from hostio import (
     writable_dir,
     write_json,
 )
+from invariants.sync.sites import parse_tree
 
 
 def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:
@@ -74,7 +74,7 @@ def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:
 
 # --------------------------------------------------------------------- commands
 def sites_command(args: argparse.Namespace) -> int:
-    from faults.sites import source_files
+    from invariants.sync.sites import source_files
 
     if not Path(args.dir).exists():
         raise UsageError(f"sites: {args.dir}: no such file or directory")
@@ -108,8 +108,8 @@ def contract_check(args: argparse.Namespace) -> int:
     """The publish contract of the sources under DIR (docs/architecture.md, "The
     publish contract"), when their catalog has [target.contract]: on the source,
     and on the PTX unless --no-ptx. Its violations are printed and counted."""
-    from faults.contract import check_contracts
-    from faults.ptx_read import PtxError
+    from invariants.sync.contract import check_contracts
+    from invariants.sync.ptx_read import PtxError
 
     catalog = sources_catalog(args)
     if catalog is None or catalog.target.contract is None or not Path(args.dir).is_dir():

@@ -294,7 +294,7 @@ def run_corpus(
     """Each bug committed on a clone of HEAD, all of them first (a bug naming
     no site of HEAD, or one that does not apply, stops the command before any
     review), then reviewed there one at a time (a review --run holds every GPU)."""
-    from faults.sites import parse_tree
+    from invariants.sync.sites import parse_tree
 
     known_sites = {site.name for site in parse_tree(Path(repo_root) / sources)[0]}
     for bug in bugs:

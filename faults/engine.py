@@ -15,14 +15,14 @@ from pathlib import Path
 
 from faults.apply import ApplyError, apply_fault, apply_patches
 from faults.catalog import Catalog, Config
-from faults.contract import TreeContract, static_contract
 from faults.parse import Outcome, parse_outcome
 from faults.run import BuildError, RunError, build_tree, run_config
 from faults.sass import ErasedDecision, decide, erased_check, erasure_baseline
 from faults.scratch import UserTreeGuard, make_scratch, tree_digest
 from faults.seeds import describe
-from faults.sites import parse_tree
 from faults.verdict import Judgement, Verdict, judge, judge_control
+from invariants.sync.contract import TreeContract, static_contract
+from invariants.sync.sites import parse_tree
 
 CLEAN = "control.clean"
 FORCED = "control.forced_fail"
@@ -89,7 +89,7 @@ class Engine:
         self.ref = ref
         self.env = env or {}  # e.g. this worker's CUDA_VISIBLE_DEVICES
         # A tree's static contract violations (docs/architecture.md, "Mutation
-        # operators"): the injected check, else faults.contract's (when there is one).
+        # operators"): the injected check, else invariants.sync.contract's (when there is one).
         self.contract = contract or static_contract(catalog.target)
         self._prepared: dict[str, Prepared] = {}  # one tree per label, shared by its configs
         # Whether the compiler erased a fault: the injected check, else the catalog's [target.sass].

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from faults.catalog import Catalog, CatalogError, Fault, GenerateSettings, Patch
 from faults.catalog_types import Family, Holding, Publisher
-from faults.sites import Site, published_store
+from invariants.sync.sites import Site, published_store
 
 UNEVEN_PREFIX = "gen.uneven-delay."
 FORCED_PREFIX = "gen.forced-order."

@@ -15,7 +15,7 @@ from faults.catalog import Catalog, Fault, GenerateSettings, Patch
 from faults.catalog_types import Family, catalog_error
 from faults.expose import expose_faults
 from faults.mutate import PREFIX, mutants
-from faults.sites import Site, parse_tree
+from invariants.sync.sites import Site, parse_tree
 
 SKIP_PREFIX = "gen.skip."
 DELAY_PREFIX = "gen.delay."

@@ -25,7 +25,7 @@ from faults.catalog_types import (
     Patch,
     catalog_error,
 )
-from faults.sites import KINDS, Site, published_store
+from invariants.sync.sites import KINDS, Site, published_store
 
 __all__ = ["REWRITE_FAMILIES", "Family", "family_hint", "mutants", "mutation_rules"]
 

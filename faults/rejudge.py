@@ -21,7 +21,6 @@ from pathlib import Path
 
 from faults.apply import ApplyError, apply_fault
 from faults.catalog import Catalog
-from faults.contract import static_contract
 from faults.engine import RunResult
 from faults.parse import Outcome
 from faults.report import catalog_sha256
@@ -35,8 +34,9 @@ from faults.seeds import (
     summaries_over_seeds,
     with_seed,
 )
-from faults.sites import parse_tree
 from faults.verdict import judge, summarize_fault
+from invariants.sync.contract import static_contract
+from invariants.sync.sites import parse_tree
 
 
 class RejudgeError(Exception):

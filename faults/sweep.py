@@ -29,7 +29,6 @@ from faults.sass import ErasedDecision, erasure_baseline
 from faults.scores import family_scores, scores
 from faults.scratch import UserTreeGuard
 from faults.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
-from faults.sites import parse_tree
 from faults.slots import sweep
 from faults.verdict import FaultSummary, summarize_fault
 from hostio import (
@@ -41,6 +40,7 @@ from hostio import (
     write_json,
     write_text,
 )
+from invariants.sync.sites import parse_tree
 
 CPU_RESULTS = Path("build/faults")  # a sweep that judges nothing files its report here
 
@@ -57,7 +57,7 @@ class SweepOptions:
     slots: int = 1
     results_dir: Path | None = None
     history: Path | None = None
-    # A tree's static contract violations, for UNOBSERVABLE (None: faults.contract's).
+    # A tree's static contract violations, for UNOBSERVABLE (None: invariants.sync.contract's).
     contract: TreeContract | None = None
     exposure: bool = True  # each config's real-size twin too ([exposure], when the catalog has it)
     # Whether the compiler erased a fault (None: the catalog's [target.sass] check).

@@ -11,7 +11,7 @@ between CUDA events, and the median per launch is reported. The attention
 rank's combine (attention_combine) is then timed the same way over the last
 timed launch's partials (their flags are this step's, so each launch passes
 its waits at once and writes the same output), and that output is checked
-bitwise against the reference (afdep/testing/reference.py).
+bitwise against the reference (invariants/data/reference.py).
 
 In logical mode the partials land in this GPU's HBM, not over NVLink: the
 NVLink write bound beside each row is what a rank per GPU would add. Writes

@@ -9,7 +9,7 @@ Per kernel tree, token count and protocol (default payload-first; count-first
 publishes each slot with its own release, the counts with one more), at one
 capacity: one step (dispatch, expert function, combine) runs and the FFN
 rank's dispatch output is checked bitwise against the reference
-(afdep/testing/reference.py); then a CUDA graph of `--reps` attention
+(invariants/data/reference.py); then a CUDA graph of `--reps` attention
 dispatches (attention_route, which advances the epoch and checks and lays
 out the routes, and attention_dispatch, which waits on nothing in either
 protocol) is replayed, `--warmup` times untimed, `--iters` times between CUDA

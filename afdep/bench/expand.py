@@ -6,7 +6,7 @@
 
 Per kernel tree, token count and grid (AFDEP_EXPAND_SMS): one step gives
 ffn_expand its slots and the FFN rank's dispatch output is checked bitwise
-against the reference (afdep/testing/reference.py); then a CUDA graph of
+against the reference (invariants/data/reference.py); then a CUDA graph of
 `--reps` ffn_expand launches at that step's epoch (each finds every row
 landed and writes the same output again) is replayed, `--warmup` times
 untimed, `--iters` times between CUDA events, and the median per launch is

@@ -4,7 +4,7 @@ the expansion to expert-major rows in torch, the weighted top-k sum on the FFN
 rank, one bf16 partial per (token, FFN rank) back, and the sum over FFN ranks
 on the source. The sums keep the reference's order (docs/architecture.md,
 "Combine"), so its output is bitwise afdep's; `tests/unit/test_bench_pipeline.py`
-holds it to `afdep.testing.reference` on the CPU. bf16 payloads only.
+holds it to `invariants.data.reference` on the CPU. bf16 payloads only.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from afdep.bench.timing import round_trip_us
-from afdep.testing.reference import reduce_partials, weighted_partial
+from invariants.data.reference import reduce_partials, weighted_partial
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def ffn_expand(rows: torch.Tensor, routes: torch.Tensor, first: int, epf: int) -
 
 def ffn_partials(y: torch.Tensor, expanded: Expanded, weights: torch.Tensor) -> torch.Tensor:
     """[N, H] bf16: per received token, its slots on this rank in k order, the
-    reference's own sum (afdep.testing.reference.weighted_partial)."""
+    reference's own sum (invariants.data.reference.weighted_partial)."""
     return weighted_partial(y, expanded.row_of, expanded.on_rank, weights)
 
 

@@ -29,13 +29,13 @@ from afdep.bench.timing import round_trip_us
 from afdep.bench.traces import ProfilerUnavailable, aligned_lines, record_spans
 from afdep.config import Config
 from afdep.jit import CSRC
-from afdep.testing.inputs import (
+from afdep.vocab import BENCH, Protocol, Role
+from invariants.data.inputs import (
     SourceInputs,
     graph_inputs,
     load_graph_inputs,
     make_source_inputs,
 )
-from afdep.vocab import BENCH, Protocol, Role
 
 
 def parse_args(argv=None) -> argparse.Namespace:

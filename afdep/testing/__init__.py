@@ -1,1 +1,2 @@
-"""Reference dispatch/combine, layout checks and route strategies for afdep tests."""
+"""The correctness driver: dispatch -> per-expert function -> combine checked
+against invariants.data every step, in its two rank modes."""

@@ -1,5 +1,5 @@
 """The correctness driver: dispatch -> per-expert function -> combine, checked
-bitwise against afdep.testing.reference on every step.
+bitwise against invariants.data.reference on every step.
 
     torchrun --standalone --nproc-per-node=2 -m afdep.testing.driver --payload bf16 --graph
     python -m afdep.testing.driver --mode logical --ranks 2 --payload bf16 --graph  (one GPU)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from afdep.testing.inputs import make_source_inputs
 from afdep.vocab import Protocol, Role, result_line
+from invariants.data.inputs import make_source_inputs
 
 INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
 ROLES = [role.value for role in Role]

@@ -14,7 +14,7 @@ import traceback
 import torch
 import torch.multiprocessing as mp
 
-from afdep.testing.inputs import SourceInputs
+from invariants.data.inputs import SourceInputs
 
 REPLY_TIMEOUT_S = 120.0
 

@@ -10,17 +10,17 @@ import torch.distributed as dist
 
 from afdep.buffer import Buffer, FfnBatch
 from afdep.routes import find_invalid
-from afdep.testing.inputs import SourceInputs, graph_inputs, load_graph_inputs
-from afdep.testing.layout import LayoutError, check_expert_layout, first_mismatch
-from afdep.testing.reference import (
+from afdep.testing.skew import delay_stream
+from afdep.vocab import MISMATCH, Protocol, Role, RouteKind
+from invariants.data.inputs import SourceInputs, graph_inputs, load_graph_inputs
+from invariants.data.layout import LayoutError, check_expert_layout, first_mismatch
+from invariants.data.reference import (
     ExpertLayout,
     combine_reference,
     dispatch_reference,
     expert_function,
     take_rows,
 )
-from afdep.testing.skew import delay_stream
-from afdep.vocab import MISMATCH, Protocol, Role, RouteKind
 
 
 def inject_invalid_route(sources: list[SourceInputs], kind: RouteKind, num_experts: int):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from afdep.testing.inputs import make_source_inputs
-from afdep.testing.layout import LayoutError, check_collect_view, check_expert_layout
-from afdep.testing.reference import apply_experts, combine_reference, dispatch_reference
+from invariants.data.inputs import make_source_inputs
+from invariants.data.layout import LayoutError, check_collect_view, check_expert_layout
+from invariants.data.reference import apply_experts, combine_reference, dispatch_reference
 
 # (attention ranks, FFN ranks, experts, payload): the shapes the driver runs, small.
 CASES = (

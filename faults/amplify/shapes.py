@@ -16,7 +16,7 @@ from enum import Enum
 from pathlib import Path
 
 from faults.catalog_types import Catalog, ContractSpellings, Family, Fault
-from faults.sites import Group, Site, parse_tree
+from invariants.sync.sites import Group, Site, parse_tree
 
 NAMESPACE = "litmus"
 KERNEL = f"{NAMESPACE}::mp_litmus"

@@ -5,7 +5,7 @@
 From the git diff BASE..CHANGE (CHANGE omitted: the working tree) under the
 catalog's sources: the sites the change touches; ordering primitives it adds
 outside any site; the publish contract of every site on the changed tree
-(faults.contract, no GPU); and, for each touched site, the faults that cover
+(invariants.sync.contract, no GPU); and, for each touched site, the faults that cover
 it - a must-pass fault that delays it and a must-fail fault that exercises it,
 from the catalog or generated from the sites. With --run (and the hardware
 the target needs) the change's own tree runs first, then the covering faults,
@@ -28,7 +28,7 @@ from faults.review.model import OlderTree, Review, ReviewVerdict
 from faults.review.runs import RunReport, run_review
 from faults.review.static import Located, check_contract
 from faults.scratch import make_scratch
-from faults.sites import parse_tree
+from invariants.sync.sites import parse_tree
 
 __all__ = [
     "Coverage",

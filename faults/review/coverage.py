@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from faults.catalog import Catalog
-from faults.sites import Site
+from invariants.sync.sites import Site
 
 
 @dataclass

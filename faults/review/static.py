@@ -1,5 +1,5 @@
 """The review's static half, with no GPU and no run: the publish contract of
-every release and wait site, checked on the changed tree by faults.contract
+every release and wait site, checked on the changed tree by invariants.sync.contract
 (docs/architecture.md, "The pre-merge review")."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faults.contract import check_contracts, tree_relative
-from faults.ptx_read import PtxError
 from hostio import UsageError
+from invariants.sync.contract import check_contracts, tree_relative
+from invariants.sync.ptx_read import PtxError
 
 
 @dataclass(frozen=True)

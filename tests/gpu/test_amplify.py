@@ -11,7 +11,7 @@ import pytest
 
 from faults.amplify.device import Budget, Stress, device_geometry, run_shape
 from faults.amplify.shapes import Publish, Shape, Wait
-from faults.sites import Group
+from invariants.sync.sites import Group
 
 pytestmark = pytest.mark.gpu(1)
 

@@ -163,8 +163,8 @@ def test_a_geometry_that_cannot_be_resident_is_refused(tmp_path):
 
 @pytest.mark.parametrize("world_size", [2, 4])
 def test_logical_rank_pair_steps_in_process(world_size):
-    from afdep.testing.inputs import make_source_inputs
     from afdep.testing.pair import LogicalRankPair
+    from invariants.data.inputs import make_source_inputs
 
     geometry = {"num_experts": 32, "hidden": 512, "capacity": 256, "top_k": 8}
     pair = LogicalRankPair(world_size, num_sms=7, ffn_ranks=1, **geometry)

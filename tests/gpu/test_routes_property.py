@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from afdep.testing.inputs import make_source_inputs
+from invariants.data.inputs import make_source_inputs
 
 pytestmark = pytest.mark.gpu
 GEOMETRY = {"num_experts": 32, "hidden": 512, "capacity": 256, "top_k": 8}

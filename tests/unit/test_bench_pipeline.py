@@ -15,8 +15,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from afdep.bench.pipeline import ffn_expand, ffn_partials, pipeline_step, source_pack
-from afdep.testing.inputs import make_source_inputs
-from afdep.testing.reference import combine_reference, dispatch_reference
+from invariants.data.inputs import make_source_inputs
+from invariants.data.reference import combine_reference, dispatch_reference
 
 EXPERTS, HIDDEN, TOP_K, CAPACITY = 16, 256, 4, 64
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).parents[2]
-PACKAGES = ("afdep", "faults", "hostio")
+PACKAGES = ("hostio", "afdep", "invariants", "faults", "tools")
 
 
 def module_name(path: Path) -> str:

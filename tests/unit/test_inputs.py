@@ -1,4 +1,4 @@
-"""afdep.testing.inputs: fp8 quantization, random routes, per-step inputs and the
+"""invariants.data.inputs: fp8 quantization, random routes, per-step inputs and the
 graph-static input buffers."""
 
 import inspect
@@ -9,14 +9,14 @@ import torch
 
 from afdep.buffer import Buffer
 from afdep.routes import find_invalid
-from afdep.testing.inputs import (
+from afdep.workspace import Geometry
+from invariants.data.inputs import (
     graph_inputs,
     load_graph_inputs,
     make_source_inputs,
     quantize_fp8,
     random_routes,
 )
-from afdep.workspace import Geometry
 
 FP8_MAX = 448.0
 

@@ -1,19 +1,19 @@
-"""afdep.testing.layout: the checkers accept the reference and reject each corruption."""
+"""invariants.data.layout: the checkers accept the reference and reject each corruption."""
 
 import dataclasses
 
 import pytest
 import torch
 
-from afdep.testing.inputs import make_source_inputs
-from afdep.testing.layout import (
+from invariants.data.inputs import make_source_inputs
+from invariants.data.layout import (
     LayoutError,
     bitwise_equal,
     check_collect_view,
     check_expert_layout,
     first_mismatch,
 )
-from afdep.testing.reference import dispatch_reference
+from invariants.data.reference import dispatch_reference
 
 E, F = 8, 2
 

@@ -1,20 +1,20 @@
-"""afdep.testing.reference: a hand-computed example, the combine rounding rules, and
+"""invariants.data.reference: a hand-computed example, the combine rounding rules, and
 conservation of every routed pair on random inputs."""
 
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from afdep.testing.inputs import SourceInputs, quantize_fp8
-from afdep.testing.layout import bitwise_equal, check_collect_view, check_expert_layout
-from afdep.testing.reference import (
+from invariants.data.inputs import SourceInputs, quantize_fp8
+from invariants.data.layout import bitwise_equal, check_collect_view, check_expert_layout
+from invariants.data.reference import (
     apply_experts,
     combine_reference,
     dispatch_reference,
     expert_function,
     expert_scale,
 )
-from afdep.testing.strategies import valid_routes
+from invariants.data.strategies import valid_routes
 
 H = 128
 BF16 = torch.bfloat16

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from faults.corpus import BugResult, Catch, CaughtBy, bug_commit, load_corpus, review_bug
-from faults.sites import parse_tree
+from invariants.sync.sites import parse_tree
 
 REPO = Path(__file__).parents[2]
 CORPUS = load_corpus(REPO / "corpus/afdep")

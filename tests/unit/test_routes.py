@@ -7,8 +7,8 @@ import torch
 from hypothesis import given, settings
 
 from afdep.routes import InvalidRouteError, find_invalid, validate
-from afdep.testing.strategies import invalid_route_case, valid_routes
 from afdep.vocab import RouteKind
+from invariants.data.strategies import invalid_route_case, valid_routes
 
 
 def routes(rows):

@@ -8,14 +8,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from afdep.testing.inputs import (
+from invariants.data.inputs import (
     PARITY_CHANNELS,
     STEP_BANDS,
     make_source_inputs,
     step_rows,
     step_weights,
 )
-from afdep.testing.reference import (
+from invariants.data.reference import (
     apply_experts,
     combine_partials,
     dispatch_reference,

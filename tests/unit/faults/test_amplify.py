@@ -30,8 +30,8 @@ from faults.catalog_types import Family
 from faults.cli import main, program
 from faults.generate import with_generated
 from faults.scratch import tree_digest
-from faults.sites import Group
 from hostio import UsageError
+from invariants.sync.sites import Group
 
 REPO = Path(__file__).parents[3]
 CATALOG = with_generated(load_catalog(REPO / "catalogs/afdep.toml"), REPO)

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import CatalogError, load_catalog
-from faults.catalog_types import spelling
 from faults.cli import main
-from faults.contract import ContractViolation, PtxError, check_contracts
-from faults.ptx_check import sources_digest
-from faults.ptx_read import parse_module, read_module
+from invariants.sync.contract import ContractViolation, PtxError, check_contracts
+from invariants.sync.ptx_check import sources_digest
+from invariants.sync.ptx_read import parse_module, read_module
+from invariants.sync.spellings import spelling
 from tests.unit.faults.test_catalog import FAULT, load
 
 REPO = Path(__file__).parents[3]

@@ -436,7 +436,7 @@ def test_a_scratch_tree_is_never_made_over_an_earlier_one(tmp_path):
 def test_a_contract_violation_is_said_from_its_trees_root(tmp_path):
     """A survivor's reason outlives its scratch tree: the contract's findings
     name files from the tree's root, as the review does."""
-    from faults.contract import ContractViolation
+    from invariants.sync.contract import ContractViolation
 
     tree = tmp_path / "S1" / "tree"
     found = ContractViolation("k.p", tree / "afdep/csrc/a.cuh", 12, "v1", "no bar.sync")

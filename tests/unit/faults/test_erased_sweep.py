@@ -12,11 +12,11 @@ from faults.apply import apply_patches
 from faults.catalog import load_catalog
 from faults.cli import main
 from faults.engine import Engine, RunResult
-from faults.slots import sweep
 from faults.report import summary_line
 from faults.sass import erased_judgement
 from faults.scores import family_scores, scores
 from faults.scratch import make_scratch
+from faults.slots import sweep
 from faults.sweep import Sweep, SweepOptions
 from faults.verdict import FaultSummary, Verdict, summarize_fault
 

@@ -13,7 +13,7 @@ from faults.catalog import CatalogError, Patch, load_catalog
 from faults.catalog_types import Holding
 from faults.expose import covering_faults, expose_faults, is_exposing
 from faults.generate import with_generated
-from faults.sites import Site, parse_tree, published_store
+from invariants.sync.sites import Site, parse_tree, published_store
 
 REPO = Path(__file__).parents[3]
 AFDEP = REPO / "catalogs/afdep.toml"

@@ -12,7 +12,7 @@ from afdep.jit import CSRC, KernelSpec, compile_kernel
 from faults.apply import apply_patches
 from faults.catalog import load_catalog
 from faults.expose import expose_faults
-from faults.sites import parse_tree
+from invariants.sync.sites import parse_tree
 from tests.unit.faults.test_expose import AFDEP, PRODUCERS, REPO, declared
 
 # Each tree holds one forced order (which defines the cell function alone)

@@ -10,7 +10,7 @@ import pytest
 from faults.catalog import CatalogError, GenerateSettings, load_catalog
 from faults.generate import generated_faults, is_generated, with_generated
 from faults.review import coverage
-from faults.sites import parse_tree
+from invariants.sync.sites import parse_tree
 
 REPO = Path(__file__).parents[3]
 

@@ -15,7 +15,7 @@ from faults.catalog import GenerateSettings, load_catalog
 from faults.catalog_types import CatalogError, Family
 from faults.generate import generated_faults, is_generated, with_generated
 from faults.mutate import mutants
-from faults.sites import parse_tree
+from invariants.sync.sites import parse_tree
 from tests.unit.faults.test_catalog import TARGET, error_of, load
 
 REPO = Path(__file__).parents[3]

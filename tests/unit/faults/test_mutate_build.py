@@ -16,7 +16,7 @@ from faults.catalog_types import REWRITE_FAMILIES, Family
 from faults.generate import with_generated
 from faults.run import BuildError, build_tree
 from faults.scratch import make_scratch, tree_digest
-from faults.sites import parse_tree
+from invariants.sync.sites import parse_tree
 
 REPO = Path(__file__).parents[3]
 CATALOG = with_generated(load_catalog(REPO / "catalogs/afdep.toml"), REPO)

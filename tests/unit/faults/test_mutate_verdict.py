@@ -1,5 +1,5 @@
 """UNOBSERVABLE and the mutation score per family: the verdict with an
-injected static contract (a fake: faults/contract.py is not needed), a
+injected static contract (a fake: invariants/sync/contract.py is not needed), a
 fault over its repeats, the engine and a sweep of mutants on the CPU fixture,
 and the report's family table."""
 

@@ -1,5 +1,5 @@
 """The review's static contract, on the changed tree, through a stand-in for
-faults.contract that keeps its interface (check_contracts(tree, target, *,
+invariants.sync.contract that keeps its interface (check_contracts(tree, target, *,
 ptx) -> a report of violations) and flags what the real checker must: a
 publish with no release order, a wait with no acquire."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from faults.review import static
-from faults.sites import parse_tree
+from invariants.sync.sites import parse_tree
 from tests.unit.faults.test_review import SRC, edit, fixture_repo, git, main, review
 
 RELEASE_LINE = 40  # main.cpp: channel.flag.store(...) in fx.producer.flag_release
@@ -64,7 +64,7 @@ def repo(tmp_path) -> Path:
 
 
 def install_contract(monkeypatch) -> list:
-    """faults.contract replaced by the stand-in; returns its calls."""
+    """invariants.sync.contract replaced by the stand-in; returns its calls."""
     calls = []
 
     def check_contracts(tree_root: Path, catalog_target, *, ptx: bool = True) -> ContractReport:

@@ -1,4 +1,4 @@
-"""faults.sites: the site parser and `python -m faults sites --check`."""
+"""invariants.sync.sites: the site parser and `python -m faults sites --check`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from faults.cli import main
-from faults.sites import Group, Scope, parse_tree, site_body
+from invariants.sync.sites import Group, Scope, parse_tree, site_body
 
 CSRC = Path(__file__).parents[3] / "afdep" / "csrc"
 

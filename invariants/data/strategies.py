@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from afdep.testing.inputs import random_routes
 from afdep.vocab import RouteKind
+from invariants.data.inputs import random_routes
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 

@@ -1,7 +1,7 @@
 """The publish contract on the PTX of every kernel variant, the compiler's
 truth (docs/architecture.md, "The publish contract"): the catalog's `ptx`
 command writes it (cached by the digest of the sources and that command),
-faults/ptx_read.py reads it, and each release and wait site is held to its
+invariants/sync/ptx_read.py reads it, and each release and wait site is held to its
 contract through the source lines `.loc` gives its instructions:
 
 - a release: every path back from each publish (a global store, red or atom
@@ -24,16 +24,16 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from faults.catalog_types import ContractSpellings, Target
-from faults.ptx_read import (
+from hostio import run_logged
+from invariants.sync.ptx_read import (
     SCOPE_RANK,
     Function,
     Module,
     PtxError,
     read_module,
 )
-from faults.sites import Group, Site
-from hostio import run_logged
+from invariants.sync.sites import Group, Site
+from invariants.sync.spellings import ContractSpellings, ContractTarget
 
 BARRIER_PTX = {Group.WARP: "bar.warp.sync", Group.BLOCK: "bar.sync", Group.GRID: "bar.sync"}
 CACHE_ENTRIES = 8  # PTX folders kept per target: the trees a review compares, and some
@@ -41,7 +41,7 @@ CACHE_ENTRIES = 8  # PTX folders kept per target: the trees a review compares, a
 Finding = tuple[str, Path, int, "str | None", str]
 
 
-def default_cache(target: Target) -> Path:
+def default_cache(target: ContractTarget) -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "faults" / target.name / "ptx"
 
@@ -57,7 +57,7 @@ def sources_digest(sources: Path, command: tuple[str, ...]) -> str:
 
 
 def ptx_folder(
-    tree_root: Path, sources: Path, target: Target, cache: Path | None = None
+    tree_root: Path, sources: Path, target: ContractTarget, cache: Path | None = None
 ) -> tuple[Path, bool]:
     """The folder holding the PTX of every variant of `sources`, and whether
     it was cached; otherwise the `ptx` command writes it (in `tree_root`, that

@@ -2,7 +2,7 @@
 contract"): a module's functions, their instructions with the source line each
 came from (`.loc`, `inlined_at`), the control-flow graph of each function, and
 what an instruction does to memory ordering, and walks over the graph.
-Nothing here knows a site: faults/ptx_check.py holds the sites to it.
+Nothing here knows a site: invariants/sync/ptx_check.py holds the sites to it.
 
 PTX this reader cannot follow (no line info, an indirect branch, an unknown
 label, a function that never closes) raises PtxError with one line naming the
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from faults.sites import Group
+from invariants.sync.sites import Group
 
 
 class PtxError(ValueError):

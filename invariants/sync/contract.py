@@ -14,8 +14,8 @@ proves each declaration twice:
   of the scope, and every path on from a wait's acquire meets the consumers'
   barrier before a data load.
 
-The PTX side (making, caching and reading the PTX) is faults/ptx_check.py,
-over the reader faults/ptx_read.py.
+The PTX side (making, caching and reading the PTX) is invariants/sync/ptx_check.py,
+over the reader invariants/sync/ptx_read.py.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from faults.catalog_types import ContractSpellings, Target, spelling
-from faults.ptx_check import covers, ptx_findings, ptx_folder, read_index
-from faults.ptx_read import PtxError
-from faults.sites import Group, Scope, Site, parse_tree, site_body
+from invariants.sync.ptx_check import covers, ptx_findings, ptx_folder, read_index
+from invariants.sync.ptx_read import PtxError
+from invariants.sync.sites import Group, Scope, Site, parse_tree, site_body
+from invariants.sync.spellings import ContractSpellings, ContractTarget, spelling
 
 __all__ = [
     "ContractReport",
@@ -87,7 +87,7 @@ class ContractReport:
 TreeContract = Callable[[Path], str | None]
 
 
-def static_contract(target: Target) -> TreeContract | None:
+def static_contract(target: ContractTarget) -> TreeContract | None:
     """The check of a tree (source and PTX) on one line, for the engine's
     survivors; None for a target that declares no [target.contract]: then no
     survivor is UNOBSERVABLE."""
@@ -112,7 +112,7 @@ def contracted(sites: list[Site]) -> list[Site]:
 
 def check_contracts(
     tree_root: Path,
-    catalog_target: Target,
+    catalog_target: ContractTarget,
     *,
     ptx: bool = True,
     sources: Path | None = None,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 
 from afdep.routes import validate
-from afdep.testing.inputs import SourceInputs
-from afdep.testing.reference import (
+from invariants.data.inputs import SourceInputs
+from invariants.data.reference import (
     CollectView,
     ExpertLayout,
     experts_per_ffn,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from afdep.routes import validate
-from afdep.testing.inputs import FP8_BLOCK, SourceInputs
+from invariants.data.inputs import FP8_BLOCK, SourceInputs
 
 
 @dataclass
