@@ -2,7 +2,7 @@
 disaggregation inside one NVLink domain. See docs/architecture.md.
 
 The GPU-facing names load on first use, so tools that only compile kernels
-(`python -m afdep.build`, the fault engine's build stage) never import torch."""
+(`python -m tools.build`, the fault engine's build stage) never import torch."""
 
 from afdep.config import Config, ConfigError
 from afdep.jit import source_digest

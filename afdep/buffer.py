@@ -320,7 +320,7 @@ class Buffer:
         return None
 
     def expand_again(self, bucket: int) -> None:
-        """Benches only (afdep.bench.expand): this FFN rank's dispatch kernels
+        """Benches only (tools.bench.expand): this FFN rank's dispatch kernels
         once more at the current epoch, with no new step. Every row of it has
         landed, so they pass their waits and write the same output again."""
         if self.role != Role.FFN:

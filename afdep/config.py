@@ -100,7 +100,7 @@ KNOBS: dict[str, Knob] = {
         "~/.cache/afdep/jit",
         "directory of the cubin cache",
     ),
-    # Measured (NVRTC 13.5, sm_90a): a default `python -m afdep.build` is ~4.4 MB
+    # Measured (NVRTC 13.5, sm_90a): a default `python -m tools.build` is ~4.4 MB
     # of cubins per source state, a fault sweep ~40 states of ~1.6 MB. 2048 MB
     # keeps the clean tree's builds and dozens of sweeps (a re-run is served
     # from the cache) while capping what a long-lived machine gives the cache.

@@ -1,5 +1,5 @@
 import sys
 
-from faults.cli import main
+from tools.faults_cli.main import main
 
 sys.exit(main())

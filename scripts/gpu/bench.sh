@@ -6,7 +6,7 @@
 # timelines.tgz (each traced bucket's SVG and Perfetto JSON: at most 8 files
 # come back, so they travel packed; unpack them beside the report).
 source scripts/gpu/common.sh
-timeout "${LIMIT_S:-560}" python3 -m afdep.bench --iso --trace-buckets 2048 \
+timeout "${LIMIT_S:-560}" python3 -m tools.bench --iso --trace-buckets 2048 \
   --results-dir "$OUT/results" --logs-dir /tmp/bench-logs "$@" >> "$LOG" 2>&1
 echo "bench rc=$?" | tee -a "$LOG"
 pack_logs /tmp/bench-logs

@@ -18,7 +18,7 @@ export GIT_COMMITTER_NAME=afdep GIT_COMMITTER_EMAIL=afdep@localhost
 git add -A && git commit -q --allow-empty -m "device copy"
 LOG="$OUT/console.log"
 nvidia-smi -L >> "$LOG" 2>&1
-python3 -m afdep.build >> "$LOG" 2>&1 || { echo "afdep.build failed"; tail -20 "$LOG"; exit 1; }
+python3 -m tools.build >> "$LOG" 2>&1 || { echo "tools.build failed"; tail -20 "$LOG"; exit 1; }
 
 # pack_logs DIR...: every log under DIR (none over 2 MB) into $OUT/logs.tgz
 pack_logs() {

@@ -20,11 +20,11 @@ for v in expose noexpose; do
   python3 scripts/gpu/count_wait_probe.py /tmp/cw-$v >> "$LOG" 2>&1
   ( cd /tmp/cw-$v && export PYTHONPATH=/tmp/cw-$v:/tmp/site PYTHONSAFEPATH=1 \
       AFDEP_COUNT_FIRST_MIN_BUCKET=1 AFDEP_TIMEOUT_MS=3000
-    python3 -m afdep.build --hidden 2048 --payload bf16 --view expanded >> "$LOG" 2>&1
+    python3 -m tools.build --hidden 2048 --payload bf16 --view expanded >> "$LOG" 2>&1
     for r in 1 2; do
-      timeout 90 python3 -m afdep.testing.driver "${BASE[@]}" > $DIR/probe-$v-graph-$r.log 2>&1
+      timeout 90 python3 -m tools.driver "${BASE[@]}" > $DIR/probe-$v-graph-$r.log 2>&1
     done
-    AFDEP_COUNT_FIRST_EPILOGUE_SMS=32 timeout 90 python3 -m afdep.testing.driver "${BASE[@]}" \
+    AFDEP_COUNT_FIRST_EPILOGUE_SMS=32 timeout 90 python3 -m tools.driver "${BASE[@]}" \
       --tokens 2048 --steps 4 --num-sms 4 > $DIR/probe-$v-graph2048.log 2>&1 )
 done
 tar czf "$OUT/count-wait.tgz" -C /tmp count-wait

@@ -39,7 +39,7 @@ SELECT=()
 [ -z "${ONLY:-}" ] || SELECT+=(--only "$ONLY")
 [ -z "${PRIOR:-}" ] || SELECT+=(--resume)
 if [ "${VALIDATE_S:-300}" != 0 ]; then
-  timeout "${VALIDATE_S:-300}" python3 -m afdep.validate --rank-mode logical "${SELECT[@]}" \
+  timeout "${VALIDATE_S:-300}" python3 -m tools.validate --rank-mode logical "${SELECT[@]}" \
     --jobs "${JOBS:-4}" --results-dir "$OUT/results" --logs-dir /tmp/validate-kernels >> "$LOG" 2>&1
   echo "validate rc=$?" | tee -a "$LOG"
 fi
@@ -51,7 +51,7 @@ rm -rf "$ISO" && mkdir -p "$(dirname "$ISO")" && cp -r "$BASE" "$ISO"
 BENCHES=/tmp/kernels-benches && rm -rf "$BENCHES" && mkdir -p "$BENCHES"
 for bench in combine dispatch expand; do
   extra=(); [ $bench != dispatch ] || extra=(--protocol payload-first --protocol count-first)
-  timeout "${BENCH_S:-120}" python3 -m afdep.bench.$bench "${TREES[@]}" --tree afdep/csrc \
+  timeout "${BENCH_S:-120}" python3 -m tools.bench.$bench "${TREES[@]}" --tree afdep/csrc \
     "${VARIANT_TREES[@]}" "${extra[@]}" --results-dir "$BENCHES" >> "$LOG" 2>&1
   echo "bench.$bench rc=$?" | tee -a "$LOG"
 done

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Where one micro-bench's kernel spends its time, by Nsight Compute:
 # profile.sh BENCH [ARG...] (BENCH: combine, dispatch or expand; each ARG goes
-# to afdep.bench.BENCH, e.g. `profile.sh dispatch --tokens 2048 --protocol
+# to tools.bench.BENCH, e.g. `profile.sh dispatch --tokens 2048 --protocol
 # count-first`). The bench's first launch of its kernel (the checked eager
 # step's) is profiled with the full section set; the kernels carry line info,
 # so the source counters say which line the warps stall on and why. ncu
@@ -34,7 +34,7 @@ REPORT="$OUT/results/$bench${TAG:+-$TAG}"
 rm -rf /tmp/profile  # an earlier call's report must not head this one's details
 timeout "${LIMIT_S:-300}" "$NCU" --clock-control none --set full --import-source yes --kernel-name "regex:${kernel}_impl" \
   --launch-count 1 -f -o "$REPORT" \
-  python3 -m afdep.bench.$bench --iters 1 --warmup 0 --reps 1 --results-dir /tmp/profile "$@" \
+  python3 -m tools.bench.$bench --iters 1 --warmup 0 --reps 1 --results-dir /tmp/profile "$@" \
   >> "$LOG" 2>&1
 echo "ncu $bench rc=$?" | tee -a "$LOG"
 [ -f "$REPORT.ncu-rep" ] || { echo "no report: see console.log"; exit 1; }

@@ -9,7 +9,7 @@
 source scripts/gpu/common.sh
 [ -n "${PREV:-}" ] && cp "$PREV"/validate-*.json "$OUT/results/" 2>/dev/null
 for group in "$@"; do
-  timeout "${LIMIT_S:-280}" python3 -m afdep.validate --rank-mode "${RANK_MODE:-auto}" \
+  timeout "${LIMIT_S:-280}" python3 -m tools.validate --rank-mode "${RANK_MODE:-auto}" \
     --select "$group" --jobs 4 --results-dir "$OUT/results" \
     --logs-dir "/tmp/validate-$group" >> "$LOG" 2>&1
   echo "validate $group rc=$?" | tee -a "$LOG"

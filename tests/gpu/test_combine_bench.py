@@ -1,6 +1,6 @@
 """ffn_combine on one GPU in the logical mode (`pytest -m gpu`): the combined
 output matches the reference bitwise at two sizes, on 24 CTAs and on every SM,
-through the micro-bench (`python -m afdep.bench.combine`)."""
+through the micro-bench (`python -m tools.bench.combine`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).parents[2]
 
 
 def test_the_combine_is_bitwise_the_reference_at_two_sizes(tmp_path):
-    command = [sys.executable, "-m", "afdep.bench.combine", "--tokens", "128", "2048"]
+    command = [sys.executable, "-m", "tools.bench.combine", "--tokens", "128", "2048"]
     command += ["--iters", "3", "--warmup", "1", "--reps", "2", "--results-dir", str(tmp_path)]
     env = {
         **os.environ,

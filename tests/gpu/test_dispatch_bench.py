@@ -1,7 +1,7 @@
 """attention_dispatch on one GPU in the logical mode (`pytest -m gpu`): the FFN
 rank's dispatch output matches the reference bitwise at a token, a partial
 word and a full capacity, through the micro-bench (`python -m
-afdep.bench.dispatch`)."""
+tools.bench.dispatch`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ REPO = Path(__file__).parents[2]
 
 
 def test_the_dispatch_is_bitwise_the_reference_at_three_sizes(tmp_path):
-    command = [sys.executable, "-m", "afdep.bench.dispatch", "--tokens", "1", "77", "1000"]
+    command = [sys.executable, "-m", "tools.bench.dispatch", "--tokens", "1", "77", "1000"]
     command += ["--capacity", "1000", "--iters", "3", "--warmup", "1", "--reps", "2"]
     command += ["--results-dir", str(tmp_path)]
     env = {

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from afdep.jit import source_digest
-from afdep.testing.launch import DRIVER, torchrun_command
-from afdep.testing.skew import launch_delays
 from afdep.vocab import RouteKind, parse_log
 from hostio import run_logged
+from tools.driver.launch import DRIVER, torchrun_command
+from tools.driver.skew import launch_delays
 
 pytestmark = pytest.mark.gpu
 COMMON = ["--capacity", "2048", "--top-k", "8", "--num-experts", "128", "--steps", "2"]

@@ -16,9 +16,9 @@ import pytest
 from afdep.config import KNOBS, PROTOCOL_FIELDS
 from afdep.jit import source_digest
 from afdep.ranks import RankMode
-from afdep.testing.launch import driver_command
 from afdep.vocab import RESULT, parse_log
 from hostio import run_logged
+from tools.driver.launch import driver_command
 
 pytestmark = pytest.mark.gpu(1)
 
@@ -163,8 +163,8 @@ def test_a_geometry_that_cannot_be_resident_is_refused(tmp_path):
 
 @pytest.mark.parametrize("world_size", [2, 4])
 def test_logical_rank_pair_steps_in_process(world_size):
-    from afdep.testing.pair import LogicalRankPair
     from invariants.data.inputs import make_source_inputs
+    from tools.driver.pair import LogicalRankPair
 
     geometry = {"num_experts": 32, "hidden": 512, "capacity": 256, "top_k": 8}
     pair = LogicalRankPair(world_size, num_sms=7, ffn_ranks=1, **geometry)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from afdep.bench.micro import NUM_SMS
 from afdep.jit import source_digest
 from hostio import run_logged
+from tools.bench.micro import NUM_SMS
 
 pytestmark = pytest.mark.gpu(1)
 
@@ -22,8 +22,8 @@ SMALL = ["--tokens", "256", "--iters", "3", "--warmup", "1", "--reps", "2"]
 
 
 def bench(name: str, tmp_path: Path, *extra: str) -> dict:
-    """`python -m afdep.bench.<name>` at one small size; its JSON report."""
-    command = [sys.executable, "-m", f"afdep.bench.{name}", *SMALL, *extra]
+    """`python -m tools.bench.<name>` at one small size; its JSON report."""
+    command = [sys.executable, "-m", f"tools.bench.{name}", *SMALL, *extra]
     command += ["--results-dir", str(tmp_path)]
     env = {
         **os.environ,

@@ -15,7 +15,7 @@ GEOMETRY = {"num_experts": 32, "hidden": 512, "capacity": 256, "top_k": 8}
 
 @pytest.fixture(scope="module", params=["bf16", "fp8"])
 def pair(request):
-    from afdep.testing.pair import RankPair
+    from tools.driver.pair import RankPair
 
     ranks = RankPair(2, payload=request.param, num_sms=7, **GEOMETRY)
     ranks.payload = request.param

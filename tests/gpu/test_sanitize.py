@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from afdep.jit import source_digest
-from afdep.sanitize import find_sanitizer, sanitizer_command
-from afdep.sanitize.findings import Tool, parse_tool_log
 from hostio import UsageError, run_logged
+from tools.sanitize.findings import Tool, parse_tool_log
+from tools.sanitize.stage import find_sanitizer, sanitizer_command
 
 pytestmark = pytest.mark.gpu(1)
 
@@ -58,7 +58,7 @@ def test_a_real_report_names_the_kernel_and_line(tmp_path, sanitizer, tool, bug,
 def test_memcheck_runs_the_driver_clean(tmp_path, sanitizer):
     results = tmp_path / "results"
     done = subprocess.run(
-        [sys.executable, "-m", "afdep.sanitize", "--tool", "memcheck", "--execution", "eager",
+        [sys.executable, "-m", "tools.sanitize", "--tool", "memcheck", "--execution", "eager",
          "--results-dir", str(results), "--logs-dir", str(tmp_path / "logs")],
         env={**os.environ, "PYTHONPATH": PYTHONPATH},
         capture_output=True,

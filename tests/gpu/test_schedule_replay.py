@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.cli import main
+from tools.faults_cli.main import main
 
 pytestmark = pytest.mark.gpu(1)
 

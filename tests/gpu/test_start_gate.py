@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from afdep.testing.start_gate import StartGate
+from tools.driver.start_gate import StartGate
 
 pytestmark = pytest.mark.gpu(1)
 

@@ -32,7 +32,7 @@ def test_one_row_of_each_expectation_meets_it_with_logical_ranks(tmp_path):
     import torch
 
     only = "^(" + "|".join(ROWS) + ")$"
-    command = [sys.executable, "-m", "afdep.validate", "--rank-mode", "logical", "--only", only]
+    command = [sys.executable, "-m", "tools.validate", "--rank-mode", "logical", "--only", only]
     command += ["--results-dir", str(tmp_path / "results"), "--logs-dir", str(tmp_path / "logs")]
     env = {
         **os.environ,

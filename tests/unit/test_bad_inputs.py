@@ -180,7 +180,7 @@ def test_review_outside_git_and_from_a_subdirectory(tmp_path):
     assert outside.returncode == 2 and "Traceback" not in outside.stderr
     assert f"{plain} is not inside a git repository" in outside.stderr
     # From a subdirectory of a checkout the review finds the checkout's top.
-    subdirectory = faults("review", "HEAD", cwd=REPO / "afdep" / "testing")
+    subdirectory = faults("review", "HEAD", cwd=REPO / "afdep" / "csrc")
     assert "Traceback" not in subdirectory.stderr, subdirectory.stderr
     assert "# Ordering review: HEAD..working tree" in subdirectory.stdout
 

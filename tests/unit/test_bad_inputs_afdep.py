@@ -24,188 +24,188 @@ A_FILE = str(ROOT / "README.md")  # in the way of a folder
 # `afdep` dispatcher and the modules.
 COMMAND_ROWS = [
     (
-        ["afdep.cli", "validate", "--only", "["],
+        ["tools.afdep_cli", "validate", "--only", "["],
         "afdep validate: error: argument --only: '[' is not a regular expression: "
         "unterminated character set at position 0",
     ),
     (
-        ["afdep.cli", "validate", "--only", "nothing"],
+        ["tools.afdep_cli", "validate", "--only", "nothing"],
         "afdep validate: error: --only 'nothing' matches no run",
     ),
     (
-        ["afdep.validate", "--select", "failures", "--only", "^bf16"],
+        ["tools.validate", "--select", "failures", "--only", "^bf16"],
         "afdep validate: error: --only '^bf16' matches no run of --select failures",
     ),
     (
-        ["afdep.validate", "--select", "some"],
+        ["tools.validate", "--select", "some"],
         "afdep validate: error: argument --select: invalid choice: 'some' (choose from 'all', "
         "'correctness', 'failures', 'count-first', 'four-gpu', 'split-knobs')",
     ),
     (
-        ["afdep.validate", "--jobs", "0"],
+        ["tools.validate", "--jobs", "0"],
         "afdep validate: error: argument --jobs: at least 1, got 0",
     ),
     (
-        ["afdep.validate", "--bench-iters", "-1"],
+        ["tools.validate", "--bench-iters", "-1"],
         "afdep validate: error: argument --bench-iters: at least 0, got -1",
     ),
     (
-        ["afdep.validate", "--bench-iters", "many"],
+        ["tools.validate", "--bench-iters", "many"],
         "afdep validate: error: argument --bench-iters: an integer, got 'many'",
     ),
     (
-        ["afdep.validate", "--results-dir", A_FILE],
+        ["tools.validate", "--results-dir", A_FILE],
         f"afdep validate: error: argument --results-dir: {A_FILE}: not a folder",
     ),
     (
-        ["afdep.validate", "--logs-dir", A_FILE],
+        ["tools.validate", "--logs-dir", A_FILE],
         f"afdep validate: error: argument --logs-dir: {A_FILE}: not a folder",
     ),
     (
-        ["afdep.validate", "--keep=1"],
+        ["tools.validate", "--keep=1"],
         "afdep validate: error: argument --keep: ignored explicit argument '1'",
     ),
     (
-        ["afdep.validate", "--selct", "all"],
+        ["tools.validate", "--selct", "all"],
         "afdep validate: error: unrecognized arguments: --selct all",
     ),
     (
-        ["afdep.cli", "bench", "--processes", "0"],
+        ["tools.afdep_cli", "bench", "--processes", "0"],
         "afdep bench: error: argument --processes: at least 1, got 0",
     ),
     (
-        ["afdep.bench", "--nproc", "1"],
+        ["tools.bench", "--nproc", "1"],
         "afdep bench: error: argument --nproc: at least 2, got 1",
     ),
     (
-        ["afdep.bench", "--buckets", "8", "0"],
+        ["tools.bench", "--buckets", "8", "0"],
         "afdep bench: error: argument --buckets: at least 1, got 0",
     ),
     (
-        ["afdep.bench", "--buckets"],
+        ["tools.bench", "--buckets"],
         "afdep bench: error: argument --buckets: expected at least one argument",
     ),
-    (["afdep.bench", "--iters", "x"], "afdep bench: error: argument --iters: an integer, got 'x'"),
+    (["tools.bench", "--iters", "x"], "afdep bench: error: argument --iters: an integer, got 'x'"),
     (
-        ["afdep.bench", "--trace-buckets", "-5"],
+        ["tools.bench", "--trace-buckets", "-5"],
         "afdep bench: error: argument --trace-buckets: at least 1, got -5",
     ),
     (
-        ["afdep.bench", "--tag", "a/b"],
+        ["tools.bench", "--tag", "a/b"],
         "afdep bench: error: argument --tag: 'a/b': letters, digits, '.', '-' or '_' only",
     ),
     (
-        ["afdep.bench", "--arm", "CF:AFDEP_A"],
+        ["tools.bench", "--arm", "CF:AFDEP_A"],
         "afdep bench: error: argument --arm: --arm 'CF:AFDEP_A': expected "
         "NAME:AFDEP_VAR=VALUE,...[,tree=DIR]",
     ),
     (
-        ["afdep.bench", "--arm", "C:", "--arm", f"T:tree={A_FILE}"],
+        ["tools.bench", "--arm", "C:", "--arm", f"T:tree={A_FILE}"],
         f"afdep bench: error: --arm T: tree {A_FILE} holds no kernel sources (no impls/ folder)",
     ),
     (
-        ["afdep.bench", "--arm", "C:", "--arm", "ISO:", "--iso"],
+        ["tools.bench", "--arm", "C:", "--arm", "ISO:", "--iso"],
         "afdep bench: error: --iso: an arm is already named ISO",
     ),
     (
-        ["afdep.bench", "--arm", "C:", "--arm", "C:AFDEP_PAYLOAD_FIRST=1"],
+        ["tools.bench", "--arm", "C:", "--arm", "C:AFDEP_PAYLOAD_FIRST=1"],
         "afdep bench: error: --arm C is given twice",
     ),
     (
-        ["afdep.bench", "--arm", "CF:AFDEP_COUNT_FIRST_MIN_BUCKET=1"],
+        ["tools.bench", "--arm", "CF:AFDEP_COUNT_FIRST_MIN_BUCKET=1"],
         "afdep bench: error: the control arm C is required (--arm C:...)",
     ),
     (
-        ["afdep.bench", "--results-dir", A_FILE],
+        ["tools.bench", "--results-dir", A_FILE],
         f"afdep bench: error: argument --results-dir: {A_FILE}: not a folder",
     ),
     (
-        ["afdep.bench", "--logs-dir", A_FILE],
+        ["tools.bench", "--logs-dir", A_FILE],
         f"afdep bench: error: argument --logs-dir: {A_FILE}: not a folder",
     ),
     (
-        ["afdep.cli", "sanitize", "--tool", "memchek"],
+        ["tools.afdep_cli", "sanitize", "--tool", "memchek"],
         "afdep sanitize: error: argument --tool: invalid choice: 'memchek' (choose from "
         "'memcheck', 'racecheck', 'synccheck', 'initcheck')",
     ),
     (
-        ["afdep.sanitize", "--execution", "replay"],
+        ["tools.sanitize", "--execution", "replay"],
         "afdep sanitize: error: argument --execution: invalid choice: 'replay' (choose from "
         "'eager', 'graph')",
     ),
     (
-        ["afdep.sanitize", "--ranks", "5"],
+        ["tools.sanitize", "--ranks", "5"],
         "afdep sanitize: error: --ranks: at most 4, got 5",
     ),
     (
-        ["afdep.sanitize", "--ranks", "1"],
+        ["tools.sanitize", "--ranks", "1"],
         "afdep sanitize: error: argument --ranks: at least 2, got 1",
     ),
     (
-        ["afdep.sanitize", "--results-dir", A_FILE],
+        ["tools.sanitize", "--results-dir", A_FILE],
         f"afdep sanitize: error: argument --results-dir: {A_FILE}: not a folder",
     ),
     (
-        ["afdep.sanitize", "--wait-timeout-ms", "0"],
+        ["tools.sanitize", "--wait-timeout-ms", "0"],
         "afdep sanitize: error: argument --wait-timeout-ms: at least 1, got 0",
     ),
 ]
 
 ROWS = [
     (
-        ["afdep.build", "--hidden", "100"],
+        ["tools.build", "--hidden", "100"],
         {},
         "error: --hidden 100: hidden=100 must be a multiple of 8 (16-byte rows)",
     ),
     (
-        ["afdep.build", "--hidden", "1000"],
+        ["tools.build", "--hidden", "1000"],
         {},
         "error: --hidden 1000: hidden=1000 must be a multiple of 128 for fp8 payloads",
     ),
     (
-        ["afdep.build", "--hidden", "1099511627776"],
+        ["tools.build", "--hidden", "1099511627776"],
         {},
         "error: --hidden 1099511627776: hidden=1099511627776 exceeds 1073741823: the kernels "
         "hold a row's bytes (2 * hidden) in an int32",
     ),
     (
-        ["afdep.build", "--hidden", "0"],
+        ["tools.build", "--hidden", "0"],
         {},
         "error: --hidden 0: hidden must be a positive int, got 0",
     ),
     (
-        ["afdep.build", "--top-k", "64"],
+        ["tools.build", "--top-k", "64"],
         {},
         "error: --top-k 64: top_k=64 must be <= min(32, num_experts)",
     ),
-    (["afdep.build"], STRAY, UNKNOWN),
-    (["afdep.validate"], STRAY, f"afdep validate: {UNKNOWN}"),
-    (["afdep.bench"], STRAY, f"afdep bench: {UNKNOWN}"),
-    (["afdep.bench.screen"], STRAY, UNKNOWN),
+    (["tools.build"], STRAY, UNKNOWN),
+    (["tools.validate"], STRAY, f"afdep validate: {UNKNOWN}"),
+    (["tools.bench"], STRAY, f"afdep bench: {UNKNOWN}"),
+    (["tools.bench.screen"], STRAY, UNKNOWN),
     (
-        ["afdep.build"],
+        ["tools.build"],
         {"AFDEP_TIMEOUT_MS": "99999999999999999999"},
         "error: AFDEP_TIMEOUT_MS='99999999999999999999': at most 9223372036854...",
     ),
     (
-        ["afdep.validate"],
+        ["tools.validate"],
         {"AFDEP_JIT_CACHE_MAX_MB": "0"},
         "afdep validate: error: AFDEP_JIT_CACHE_MAX_MB='0': expected a positive integer",
     ),
-    (["afdep.bench"], NO_GPUS, "afdep bench: error: --nproc 2: needs 2 GPUs and found 0"),
+    (["tools.bench"], NO_GPUS, "afdep bench: error: --nproc 2: needs 2 GPUs and found 0"),
     (
-        ["afdep.bench", "--arm", "C:", "--arm", "X:AFDEP_TIMOUT_MS=3"],
+        ["tools.bench", "--arm", "C:", "--arm", "X:AFDEP_TIMOUT_MS=3"],
         NO_GPUS,
         "afdep bench: error: --arm X: unknown afdep variable AFDEP_TIMOUT_MS; known: ...",
     ),
     (
-        ["afdep.sanitize"],
+        ["tools.sanitize"],
         NO_GPUS,
         "afdep sanitize: error: needs a GPU (one H200 runs every rank), found 0; "
         "--list shows the runs",
     ),
     (
-        ["afdep.sanitize"],
+        ["tools.sanitize"],
         {"AFDEP_TIMEOUT_MS": "soon"},
         "afdep sanitize: error: AFDEP_TIMEOUT_MS='soon': expected a positive integer",
     ),

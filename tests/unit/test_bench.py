@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-import afdep.bench
-from afdep.bench import parse_arm, rotated
-from afdep.bench.summary import geomean_change, paired_change, summarize, targets
+import tools.bench.arms
 from afdep.config import COUNT_FIRST_EVERY_BUCKET
-from afdep.testing.launch import torchrun_command
 from hostio import ProcessOutcome
+from tools.bench.arms import parse_arm, rotated
+from tools.bench.summary import geomean_change, paired_change, summarize, targets
+from tools.driver.launch import torchrun_command
 
 
 def test_parse_arm():
@@ -58,7 +58,7 @@ def test_summary_and_targets():
 
 
 def test_default_arms_force_count_first_with_the_shared_environment():
-    arms = afdep.bench.DEFAULT_ARMS
+    arms = tools.bench.arms.DEFAULT_ARMS
     assert arms["CF"] == COUNT_FIRST_EVERY_BUCKET == {"AFDEP_COUNT_FIRST_MIN_BUCKET": "1"}
     assert arms["CF_attn"] == {**COUNT_FIRST_EVERY_BUCKET, "AFDEP_COUNT_FIRST_ARM": "attention"}
 
@@ -71,18 +71,18 @@ def test_each_process_is_the_worker_under_torchrun_without_tee(monkeypatch, tmp_
         return ProcessOutcome(command, 1, 0.1, False, str(tmp_path / "x.log"), "0" * 64)
 
     (tmp_path / "x.log").write_text("no GPUs in this test\n")
-    monkeypatch.setattr(afdep.bench, "run_logged", fake_run)
-    monkeypatch.setattr(afdep.bench, "gpu_count", lambda: 2)
+    monkeypatch.setattr(tools.bench.arms, "run_logged", fake_run)
+    monkeypatch.setattr(tools.bench.arms, "gpu_count", lambda: 2)
     argv = ["--logs-dir", str(tmp_path), "--arm", "C:", "--buckets", "8", "--iters", "3"]
-    assert afdep.bench.main(argv) == 1
+    assert tools.bench.arms.main(argv) == 1
     worker_args = ["--arms", json.dumps({"C": {}}), "--order", "C", "--buckets", "8"]
     worker_args += ["--iters", "3"]  # the default trace and overlap buckets are not among them
-    assert commands == [torchrun_command(2, "afdep.bench.worker", worker_args, tee=False)]
+    assert commands == [torchrun_command(2, "tools.bench.worker", worker_args, tee=False)]
 
 
 @pytest.fixture
 def two_gpus(monkeypatch, tmp_path):
-    """afdep.bench on a machine it takes for 2 GPUs: each process is a fake
+    """tools.bench.arms on a machine it takes for 2 GPUs: each process is a fake
     that prints `outputs`' next AFDEP_BENCH document, or exits 1 when it is
     None (raises KeyboardInterrupt when it is "interrupt"). Temporary folders
     go under tmp/."""
@@ -99,9 +99,9 @@ def two_gpus(monkeypatch, tmp_path):
 
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    monkeypatch.setattr(afdep.bench, "run_logged", fake_run)
-    monkeypatch.setattr(afdep.bench, "gpu_count", lambda: 2)
-    monkeypatch.setattr(afdep.bench, "machine_name", lambda: "2xH200")
+    monkeypatch.setattr(tools.bench.arms, "run_logged", fake_run)
+    monkeypatch.setattr(tools.bench.arms, "gpu_count", lambda: 2)
+    monkeypatch.setattr(tools.bench.arms, "machine_name", lambda: "2xH200")
     return outputs
 
 
@@ -111,7 +111,7 @@ def worker_output(c: float, a: float) -> dict:
 
 def bench(tmp_path, *words: str) -> int:
     arms = ["--arm", "C:", "--arm", "A:AFDEP_PAYLOAD_FIRST=1", "--buckets", "2048"]
-    return afdep.bench.main([*arms, "--results-dir", str(tmp_path / "results"), *words])
+    return tools.bench.arms.main([*arms, "--results-dir", str(tmp_path / "results"), *words])
 
 
 def temporary_folders(tmp_path) -> list[Path]:
@@ -186,7 +186,7 @@ def test_an_interrupted_screen_keeps_its_logs_and_reraises(two_gpus, tmp_path, c
     two_gpus += [worker_output(100, 90), "interrupt"]
     arms = ["--arm", "C:", "--arm", "A:", "--buckets", "2048", "--processes", "2"]
     with pytest.raises(KeyboardInterrupt):  # entry_point, around main, says the one line
-        afdep.bench.main.__wrapped__([*arms, "--results-dir", str(tmp_path / "results")])
+        tools.bench.arms.main.__wrapped__([*arms, "--results-dir", str(tmp_path / "results")])
     [kept] = temporary_folders(tmp_path)
     assert (kept / "bench-0.log").exists()
     assert capsys.readouterr().out.splitlines()[-1] == f"logs kept (interrupted): {kept}"
@@ -197,7 +197,7 @@ def test_an_output_that_is_not_json_is_a_failed_process(two_gpus, monkeypatch, t
         Path(log_path).write_text('AFDEP_BENCH {"ranks": [\n')
         return ProcessOutcome(command, 0, 0.1, False, str(log_path), "0" * 64)
 
-    monkeypatch.setattr(afdep.bench, "run_logged", truncated)
+    monkeypatch.setattr(tools.bench.arms, "run_logged", truncated)
     assert bench(tmp_path, "--processes", "1") == 1
     [kept] = temporary_folders(tmp_path)
     assert capsys.readouterr().err.splitlines()[0] == (
@@ -207,8 +207,8 @@ def test_an_output_that_is_not_json_is_a_failed_process(two_gpus, monkeypatch, t
 
 
 def test_each_source_rank_sends_its_own_routes():
-    from afdep.bench.worker import bucket_inputs
     from afdep.workspace import Geometry
+    from tools.bench.worker import bucket_inputs
 
     g = Geometry(
         world_size=3, ffn_ranks=1, num_experts=128, capacity=256, hidden=512, top_k=8,
@@ -221,9 +221,9 @@ def test_each_source_rank_sends_its_own_routes():
 
 
 def test_a_tree_arm_builds_its_own_sources_and_iso_copies_the_control(tmp_path):
-    from afdep.bench import ISO, TREE, iso_arm
-    from afdep.bench.worker import arm_attentions, arm_config
     from afdep.jit import CSRC, source_digest
+    from tools.bench.arms import ISO, TREE, iso_arm
+    from tools.bench.worker import arm_attentions, arm_config
 
     (tmp_path / "iso-csrc").mkdir()  # an earlier run's copy goes first
     (tmp_path / "iso-csrc/stale.cuh").write_text("x")
@@ -235,7 +235,7 @@ def test_a_tree_arm_builds_its_own_sources_and_iso_copies_the_control(tmp_path):
 
 
 def test_the_nccl_exchange_sizes_agree_between_every_pair_of_ranks():
-    from afdep.bench.worker import exchange_sizes, rows_per_ffn
+    from tools.bench.worker import exchange_sizes, rows_per_ffn
 
     topk = torch.tensor([[0, 70], [1, 2], [-1, 100]])
     assert rows_per_ffn(topk, 2, 64) == [2, 2]  # experts 0-63 and 64-127
@@ -250,7 +250,7 @@ def test_the_nccl_exchange_sizes_agree_between_every_pair_of_ranks():
 
 
 def test_the_worker_takes_the_collect_view():
-    from afdep.bench.worker import parse_args
+    from tools.bench.worker import parse_args
 
     words = ["--arms", "{}", "--order", "C", "--buckets", "8"]
     assert parse_args([*words, "--collect-view"]).collect_view is True
@@ -258,7 +258,7 @@ def test_the_worker_takes_the_collect_view():
 
 
 def test_the_overlap_screen_rows_and_gate():
-    from afdep.bench.overlap import overlap_lines, overlap_rows, summary
+    from tools.bench.overlap import overlap_lines, overlap_rows, summary
 
     figures = summary([30.0, 31.0, 30.5], [31.2, 32.5, 31.0], [300.0, 310.0, 305.0])
     assert figures == {
@@ -291,8 +291,8 @@ def test_the_overlap_screen_rows_and_gate():
 def test_iso_copies_the_controls_own_tree_and_a_tree_must_keep_the_host_layout(tmp_path):
     import shutil
 
-    from afdep.bench import TREE, iso_arm, tree_problem
     from afdep.jit import CSRC, source_digest
+    from tools.bench.arms import TREE, iso_arm, tree_problem
 
     old = tmp_path / "old"
     shutil.copytree(CSRC, old)
@@ -317,6 +317,6 @@ def test_iso_copies_the_controls_own_tree_and_a_tree_must_keep_the_host_layout(t
     ],
 )
 def test_a_bench_that_cannot_start_says_why_in_one_line(capsys, argv, message):
-    assert afdep.bench.main(argv) == 2
+    assert tools.bench.arms.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"afdep bench: error: {message}") and len(err.splitlines()) == 1

@@ -8,8 +8,10 @@ import shutil
 import pytest
 import torch
 
-from afdep.bench import combine
-from afdep.bench.combine import (
+from afdep.jit import CSRC, KernelSpec, compile_kernel
+from hostio import UsageError
+from tools.bench import combine
+from tools.bench.combine import (
     Traffic,
     attention_figures,
     bound_us,
@@ -17,10 +19,8 @@ from afdep.bench.combine import (
     row_figures,
     traffic_of,
 )
-from afdep.jit import CSRC, KernelSpec, compile_kernel
-from hostio import UsageError
 
-PROG = "python -m afdep.bench.combine"
+PROG = "python -m tools.bench.combine"
 
 
 def test_the_2048_token_top8_combine_moves_64_mib_in_and_8_mib_out():

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from afdep.bench import dispatch
 from afdep.jit import CSRC, KernelSpec, compile_kernel
 from afdep.vocab import Protocol
 from hostio import UsageError
+from tools.bench import dispatch
 
-PROG = "python -m afdep.bench.dispatch"
+PROG = "python -m tools.bench.dispatch"
 
 
 def test_defaults_are_the_package_tree_five_sizes_and_a_4096_capacity(tmp_path):

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from afdep.bench import expand
 from afdep.jit import CSRC
 from hostio import UsageError
+from tools.bench import expand
 
-PROG = "python -m afdep.bench.expand"
+PROG = "python -m tools.bench.expand"
 
 
 def test_defaults_are_the_package_tree_five_sizes_and_both_grids(tmp_path):
@@ -77,8 +77,8 @@ def test_the_report_names_trees_by_index_with_the_grid_used():
 def test_a_rank_that_raised_is_one_line_per_rank_not_a_traceback(tmp_path, capsys):
     """A logical rank's error (here rank 0's; rank 1 finds the barrier broken)
     ends a micro-bench in one line per rank naming the error and where."""
-    from afdep.bench import micro
     from afdep.ranks import LocalWorld
+    from tools.bench import micro
 
     def body(group):
         if group.rank == 0:
@@ -102,7 +102,7 @@ def test_a_rank_that_raised_is_one_line_per_rank_not_a_traceback(tmp_path, capsy
 
 
 def test_a_row_is_its_tree_and_tokens_then_its_figures_then_the_check():
-    from afdep.bench.micro_step import finished_row
+    from tools.bench.micro_step import finished_row
 
     row = finished_row(CSRC, 128, [], ctas=24, us=1.5)
     assert list(row.items()) == [

@@ -14,9 +14,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from afdep.bench.pipeline import ffn_expand, ffn_partials, pipeline_step, source_pack
 from invariants.data.inputs import make_source_inputs
 from invariants.data.reference import combine_reference, dispatch_reference
+from tools.bench.pipeline import ffn_expand, ffn_partials, pipeline_step, source_pack
 
 EXPERTS, HIDDEN, TOP_K, CAPACITY = 16, 256, 4, 64
 

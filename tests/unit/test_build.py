@@ -32,7 +32,8 @@ def csrc_copy(tmp_path):
 
 
 def test_build_compiles_every_kernel_for_the_driver_configs(jit_cache, capsys):
-    from afdep.build import all_specs, main
+    from afdep.build import all_specs
+    from tools.build import main
 
     assert main([]) == 0
     specs = all_specs([2048, 7168], [8], ["bf16", "fp8"])
@@ -124,7 +125,7 @@ def test_a_tree_that_fails_to_compile_fails_the_build_without_a_traceback(tmp_pa
         [
             sys.executable,
             "-m",
-            "afdep.build",
+            "tools.build",
             "--csrc",
             str(csrc_copy),
             "--hidden",
@@ -185,7 +186,7 @@ def test_kernels_hold_no_raw_asm():
 
 def test_the_widest_fp8_rows_the_validation_runs_compile(jit_cache):
     from afdep.build import all_specs
-    from afdep.validate.matrix import WIDEST_FP8
+    from tools.validate.matrix import WIDEST_FP8
 
     specs = all_specs([WIDEST_FP8], [8], ["fp8"])
     compiled = [compile_kernel(spec) for spec in specs]

@@ -99,15 +99,15 @@ def test_every_option_a_device_script_passes_is_one_its_tools_take(script):
 def test_the_scripts_tools_are_all_found():
     modules = {m for s in SCRIPTS for m, _ in invocations(s)}
     assert modules == {
-        "afdep.bench",
-        "afdep.bench.combine",
-        "afdep.bench.dispatch",
-        "afdep.bench.expand",
-        "afdep.bench.screen",
-        "afdep.build",
-        "afdep.sanitize",
-        "afdep.testing.driver",
-        "afdep.validate",
+        "tools.bench",
+        "tools.bench.combine",
+        "tools.bench.dispatch",
+        "tools.bench.expand",
+        "tools.bench.screen",
+        "tools.build",
+        "tools.sanitize",
+        "tools.driver",
+        "tools.validate",
         "faults",
     }
 
@@ -122,7 +122,7 @@ def test_the_faults_subcommands_the_scripts_run_exist():
 def test_an_unknown_option_is_found(tmp_path):
     script = tmp_path / "stale.sh"
     script.write_text(
-        'timeout 9 python3 -m afdep.validate --rank-mode logical \\\n  --no-such-knob "$X"\n'
+        'timeout 9 python3 -m tools.validate --rank-mode logical \\\n  --no-such-knob "$X"\n'
     )
     assert unknown_flags(script, accepted(script)) == ["--no-such-knob"]
 
@@ -227,7 +227,7 @@ def probe(*words: str) -> tuple[int, str]:
 
 def test_the_count_wait_probe_instruments_a_mutant_tree_once_and_refuses_bad_trees(tmp_path):
     tree = tmp_path / "tree"
-    from faults.cli import main as faults
+    from tools.faults_cli.main import main as faults
 
     fault = "gen.epoch-off-by-one.cf.ffn_place.count_wait"
     assert faults(["--root", str(REPO), "apply", fault, "--out", str(tree)]) == 0

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from afdep.testing.driver import apply_role_env, parse_args, parse_role_env
-from afdep.testing.skew import LaunchSkew
 from afdep.vocab import Role, RouteKind
+from tools.driver.driver import apply_role_env, parse_args, parse_role_env
+from tools.driver.skew import LaunchSkew
 
 
 def test_defaults_and_overrides():

@@ -1,12 +1,12 @@
-"""afdep.testing.launch: the one torchrun command and a driver run's record."""
+"""tools.driver.launch: the one torchrun command and a driver run's record."""
 
 from __future__ import annotations
 
 import sys
 
-from afdep.testing.launch import DRIVER, outcome_record, torchrun_command
 from afdep.vocab import parse_log
 from hostio import ProcessOutcome
+from tools.driver.launch import DRIVER, outcome_record, torchrun_command
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
 
@@ -18,17 +18,17 @@ def test_the_driver_command_tees_each_rank():
         "--tee",
         "3",
         "-m",
-        "afdep.testing.driver",
+        "tools.driver",
         "--graph",
     ]
 
 
 def test_without_tee_the_ranks_write_as_they_are():
-    assert torchrun_command(4, "afdep.bench.worker", ["--iters", "5"], tee=False) == [
+    assert torchrun_command(4, "tools.bench.worker", ["--iters", "5"], tee=False) == [
         *TORCHRUN,
         "--nproc-per-node=4",
         "-m",
-        "afdep.bench.worker",
+        "tools.bench.worker",
         "--iters",
         "5",
     ]

@@ -12,13 +12,13 @@ import sys
 import pytest
 
 from afdep.ranks import RankMode
-from afdep.testing.driver import parse_args
-from afdep.testing.launch import DRIVER, driver_command, torchrun_command
-from afdep.testing.logical import rank_environs, resolve_rank_mode
-from afdep.testing.logical_steps import LogicalStepper
-from afdep.testing.ranklog import RankTags, TaggedStream, rank_prefix
 from afdep.vocab import Role, parse_log
 from hostio import UsageError
+from tools.driver.driver import parse_args
+from tools.driver.launch import DRIVER, driver_command, torchrun_command
+from tools.driver.logical import rank_environs, resolve_rank_mode
+from tools.driver.logical_steps import LogicalStepper
+from tools.driver.ranklog import RankTags, TaggedStream, rank_prefix
 
 PLAIN: dict[str, str] = {}
 TORCHRUN = {"WORLD_SIZE": "2"}
@@ -287,7 +287,7 @@ def test_a_rank_s_launch_skew_sleeps_after_its_copies_right_before_its_dispatch(
     """Queued before the copies, the attention's sleep would run while the
     host still issues its copies and dispatch, and the FFN, issued after
     them, would lead by less than its skew says."""
-    import afdep.testing.logical_steps as logical_steps
+    import tools.driver.logical_steps as logical_steps
 
     log, steps = stepper((1, 1), graph=True)
     monkeypatch.setattr(
@@ -363,7 +363,7 @@ def test_the_start_gate_opens_when_issuing_a_step_fails():
 def no_gpu_needed(monkeypatch):
     import torch
 
-    import afdep.testing.logical as logical
+    import tools.driver.logical as logical
 
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)

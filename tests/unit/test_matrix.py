@@ -9,9 +9,10 @@ import itertools
 import pytest
 
 from afdep.config import COUNT_FIRST_EVERY_BUCKET
-from afdep.testing.driver import parse_args
-from afdep.validate import list_not_run
-from afdep.validate.matrix import (
+from afdep.vocab import RouteKind
+from afdep.workspace import Geometry
+from tools.driver.driver import parse_args
+from tools.validate.matrix import (
     Expect,
     Group,
     Run,
@@ -19,8 +20,7 @@ from afdep.validate.matrix import (
     matrix_4gpu,
     matrix_split_knobs,
 )
-from afdep.vocab import RouteKind
-from afdep.workspace import Geometry
+from tools.validate.validation import list_not_run
 
 
 def geometry_of(run) -> Geometry:

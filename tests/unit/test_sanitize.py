@@ -1,4 +1,4 @@
-"""afdep.sanitize on a CPU: compute-sanitizer's reports read into findings
+"""tools.sanitize.stage on a CPU: compute-sanitizer's reports read into findings
 (samples written from the user guide's formats, tests/fixtures/sanitize),
 the verdict rules, the Markdown page, the commands, and a whole run through
 a stand-in sanitizer and driver (the GPU run is tests/gpu/test_sanitize.py)."""
@@ -12,15 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import afdep.sanitize as sanitize
-from afdep.sanitize import (
-    FINDINGS_EXIT,
-    Stage,
-    find_sanitizer,
-    parse_args,
-    sanitizer_command,
-)
-from afdep.sanitize.findings import (
+import tools.sanitize.stage as sanitize
+from tools.sanitize.findings import (
     Execution,
     Finding,
     RunFacts,
@@ -30,7 +23,14 @@ from afdep.sanitize.findings import (
     parse_tool_log,
     verdict,
 )
-from afdep.sanitize.report import markdown
+from tools.sanitize.report import markdown
+from tools.sanitize.stage import (
+    FINDINGS_EXIT,
+    Stage,
+    find_sanitizer,
+    parse_args,
+    sanitizer_command,
+)
 
 SAMPLES = Path(__file__).parents[1] / "fixtures" / "sanitize"
 
@@ -264,7 +264,7 @@ DOCUMENT = {
     "native_source_sha256": "a" * 64,
     "rank_mode": "1xH200, 2 logical ranks",
     "sanitizer": "Version 2025.3.0",
-    "driver": ["-m", "afdep.testing.driver", "--ranks", "2"],
+    "driver": ["-m", "tools.driver", "--ranks", "2"],
     "env": {"AFDEP_TIMEOUT_MS": "20000"},
     "baseline": {"ok": True, "exit_code": 0, "wall_s": 9.5},
     "ok": False,
@@ -288,7 +288,7 @@ def test_the_markdown_page():
         "- rank mode: 1xH200, 2 logical ranks\n"
         f"- native_source_sha256: `{'a' * 64}`\n"
         "- compute-sanitizer: Version 2025.3.0\n"
-        "- driver: `-m afdep.testing.driver --ranks 2` with AFDEP_TIMEOUT_MS=20000\n"
+        "- driver: `-m tools.driver --ranks 2` with AFDEP_TIMEOUT_MS=20000\n"
         "- without a tool: ok, exit 0, 9.5 s\n"
         "- verdict: NOT OK\n"
         "\n"
@@ -339,7 +339,7 @@ def test_list_prints_each_run_on_a_cpu(capsys):
     assert len(out) == 1
     assert out[0].startswith("synccheck-graph: compute-sanitizer --tool synccheck ")
     assert out[0].endswith(
-        "-m afdep.testing.driver --mode logical --ranks 2 --payload bf16 --capacity 256 "
+        "-m tools.driver --mode logical --ranks 2 --payload bf16 --capacity 256 "
         "--hidden-size 512 --num-experts 16 --top-k 4 --num-sms 8 --tokens 8 128 --steps 1 --graph"
     )
 
@@ -491,7 +491,7 @@ def test_a_run_past_the_budget_is_an_error_not_a_pass(tmp_path, monkeypatch):
 
 
 def test_the_cli_dispatches_sanitize(capsys):
-    from afdep.cli import main
+    from tools.afdep_cli import main
 
     assert main(["sanitize", "--list", "--tool", "memcheck", "--execution", "eager"]) == 0
     assert capsys.readouterr().out.startswith("memcheck-eager: compute-sanitizer --tool memcheck")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import afdep.bench
-from afdep.bench.screen import RECORDED_CF_CHANGE_PCT, bench_args, comparison
+import tools.bench.arms
 from hostio import ProcessOutcome
+from tools.bench.screen import RECORDED_CF_CHANGE_PCT, bench_args, comparison
 
 
 def test_each_split_runs_the_bench_on_4_gpus_with_its_ffn_ranks(monkeypatch, tmp_path):
@@ -18,9 +18,11 @@ def test_each_split_runs_the_bench_on_4_gpus_with_its_ffn_ranks(monkeypatch, tmp
         Path(log_path).write_text("no GPUs in this test\n")
         return ProcessOutcome(command, 1, 0.1, False, str(log_path), "0" * 64)
 
-    monkeypatch.setattr(afdep.bench, "run_logged", fake_run)
-    monkeypatch.setattr(afdep.bench, "gpu_count", lambda: 4)  # afdep.bench refuses fewer
-    assert afdep.bench.main(["--logs-dir", str(tmp_path), *bench_args("1a3f", 3, tmp_path)]) == 1
+    monkeypatch.setattr(tools.bench.arms, "run_logged", fake_run)
+    monkeypatch.setattr(tools.bench.arms, "gpu_count", lambda: 4)  # tools.bench.arms refuses fewer
+    assert (
+        tools.bench.arms.main(["--logs-dir", str(tmp_path), *bench_args("1a3f", 3, tmp_path)]) == 1
+    )
     command = commands[0]
     assert "--nproc-per-node=4" in command
     tail = command[command.index("--order") :]
@@ -54,7 +56,7 @@ def test_the_comparison_sets_each_row_beside_the_seed():
 
 
 def test_3a1f_is_compared_with_the_shipped_tree_not_a_rejected_variant():
-    from afdep.bench.screen import recorded_cell
+    from tools.bench.screen import recorded_cell
 
     assert RECORDED_CF_CHANGE_PCT["3a1f"] == {512: None, 1024: -4.1, 2048: -10.7}
     assert RECORDED_CF_CHANGE_PCT["1a3f"] == {512: 3.5, 1024: -0.0, 2048: -1.5}

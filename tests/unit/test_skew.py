@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from afdep.testing.skew import (
+from afdep.vocab import parse_log
+from tools.driver.skew import (
     MAX_DELAY_CYCLES,
     MIN_DELAY_CYCLES,
     LaunchSkew,
@@ -16,7 +17,6 @@ from afdep.testing.skew import (
     launch_delays,
     step_kind,
 )
-from afdep.vocab import parse_log
 
 
 def test_the_schedule_of_seed_0_on_two_ranks():

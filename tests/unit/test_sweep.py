@@ -7,10 +7,10 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
 
-from faults.cli import main
 from faults.history import History
 from faults.scores import scores
 from faults.verdict import FaultSummary, repeats_for_confidence, summarize_fault
+from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[2]
 CATALOG = REPO / "tests/fixtures/flag_payload/catalog.toml"

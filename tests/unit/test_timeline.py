@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from afdep.bench.report import write_report
-from afdep.bench.timeline import Slice, chrome_trace, main, parse_timeline, svg
+from tools.bench.report import write_report
+from tools.bench.timeline import Slice, chrome_trace, main, parse_timeline, svg
 
 TRACE = [
     "## CF T=512",
@@ -94,5 +94,5 @@ def test_a_bad_document_is_one_line_and_writes_nothing(tmp_path, capsys, content
         main([str(document), "--out", str(tmp_path / "out")])
     assert ended.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"afdep.bench.timeline: error: document {document}: {message}")
+    assert err.startswith(f"tools.bench.timeline: error: document {document}: {message}")
     assert len(err.splitlines()) == 1 and not (tmp_path / "out").exists()

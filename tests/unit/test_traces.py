@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from afdep.bench.traces import aligned_lines, short_name, split_replays
+from tools.bench.traces import aligned_lines, short_name, split_replays
 
 
 def test_short_names():
@@ -60,7 +60,7 @@ def test_spans_that_do_not_split_into_replays_are_an_error():
 def test_when_any_rank_lacks_the_profiler_all_skip_the_barrier(monkeypatch):
     import torch
 
-    from afdep.bench.traces import ProfilerUnavailable, record_spans
+    from tools.bench.traces import ProfilerUnavailable, record_spans
 
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # no GPU in CI
     called = []

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from afdep.validate import Run, judge, main, matrix_2gpu, results_document
-from afdep.validate.matrix import ROUTE_DEADLINE_S, Expect, Group
 from afdep.vocab import RouteKind
+from tools.validate.matrix import ROUTE_DEADLINE_S, Expect, Group
+from tools.validate.validation import Run, judge, main, matrix_2gpu, results_document
 
 DIGEST = "b" * 64
 
@@ -103,9 +103,9 @@ def test_cpu_machine_compiles_checks_reference_and_lists_gpu_runs(monkeypatch, t
 
 def test_agreement_run_judged_from_its_log(tmp_path):
     """The whole path a validate run takes: log -> facts -> record -> verdict."""
-    from afdep.testing.launch import outcome_record
     from afdep.vocab import parse_log
     from hostio import ProcessOutcome
+    from tools.driver.launch import outcome_record
 
     line = (
         "all ranks must use the same count-first configuration: "
@@ -149,7 +149,7 @@ def two_gpus(monkeypatch, tmp_path):
     code for its run (0 unless named). Temporary folders go under tmp/."""
     import tempfile
 
-    import afdep.validate
+    import tools.validate.validation
     from afdep.jit import source_digest
     from afdep.vocab import digest_line, result_line
     from hostio import ProcessOutcome
@@ -167,9 +167,9 @@ def two_gpus(monkeypatch, tmp_path):
 
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    monkeypatch.setattr(afdep.validate, "run_logged", fake_run)
-    monkeypatch.setattr(afdep.validate, "gpu_count", lambda: 2)
-    monkeypatch.setattr(afdep.validate, "machine_name", lambda: "2xH200")
+    monkeypatch.setattr(tools.validate.validation, "run_logged", fake_run)
+    monkeypatch.setattr(tools.validate.validation, "gpu_count", lambda: 2)
+    monkeypatch.setattr(tools.validate.validation, "machine_name", lambda: "2xH200")
     return exit_codes
 
 

@@ -15,14 +15,17 @@ import pytest
 from afdep.config import Config
 from afdep.ranks import RankChoice, RankMode
 from afdep.residency import expansion_ctas, residency
-from afdep.testing.driver import parse_args
-from afdep.testing.driver_parts import failure_line
-from afdep.testing.launch import outcome_record
-from afdep.testing.logical import resolve_rank_mode
-from afdep.testing.ranklog import rank_prefix
-from afdep.validate import main
-from afdep.validate.judge import judge
-from afdep.validate.matrix import (
+from afdep.vocab import Arm, Protocol, RouteKind, digest_line, parse_log
+from afdep.workspace import Geometry
+from hostio import ProcessOutcome
+from tests.unit.test_matrix import geometry_of
+from tools.driver.driver import parse_args
+from tools.driver.launch import outcome_record
+from tools.driver.logical import resolve_rank_mode
+from tools.driver.parts import failure_line
+from tools.driver.ranklog import rank_prefix
+from tools.validate.judge import judge
+from tools.validate.matrix import (
     Expect,
     Group,
     Run,
@@ -30,11 +33,8 @@ from afdep.validate.matrix import (
     matrix_4gpu,
     matrix_split_knobs,
 )
-from afdep.validate.modes import mode_machine, results_name, run_command
-from afdep.vocab import Arm, Protocol, RouteKind, digest_line, parse_log
-from afdep.workspace import Geometry
-from hostio import ProcessOutcome
-from tests.unit.test_matrix import geometry_of
+from tools.validate.modes import mode_machine, results_name, run_command
+from tools.validate.validation import main
 
 DIGEST = "b" * 64
 RUNS = {run.name: run for run in matrix_2gpu(50) + matrix_4gpu() + matrix_split_knobs()}
@@ -49,7 +49,7 @@ def test_logical_command_is_the_driver_with_the_runs_ranks(name, ranks):
     assert run_command(run, RankMode.LOGICAL) == [
         sys.executable,
         "-m",
-        "afdep.testing.driver",
+        "tools.driver",
         "--mode",
         "logical",
         "--ranks",
@@ -69,7 +69,7 @@ def test_per_gpu_command_is_torchrun_on_the_runs_gpus():
         "--tee",
         "3",
         "-m",
-        "afdep.testing.driver",
+        "tools.driver",
         *run.args,
     ]
 
@@ -209,7 +209,7 @@ def one_gpu(monkeypatch, tmp_path):
     are kept in the returned list."""
     import tempfile
 
-    import afdep.validate
+    import tools.validate.validation
     from afdep.jit import source_digest
     from afdep.vocab import result_line
 
@@ -224,9 +224,9 @@ def one_gpu(monkeypatch, tmp_path):
 
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    monkeypatch.setattr(afdep.validate, "run_logged", fake_run)
-    monkeypatch.setattr(afdep.validate, "gpu_count", lambda: 1)
-    monkeypatch.setattr(afdep.validate, "machine_name", lambda: "1xH200")
+    monkeypatch.setattr(tools.validate.validation, "run_logged", fake_run)
+    monkeypatch.setattr(tools.validate.validation, "gpu_count", lambda: 1)
+    monkeypatch.setattr(tools.validate.validation, "machine_name", lambda: "1xH200")
     return commands
 
 

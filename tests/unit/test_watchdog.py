@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from afdep.testing.watchdog import EXIT_CODE, deadline_lines, step_deadline, step_deadline_s
 from afdep.vocab import TIMEOUT_LINE
+from tools.driver.watchdog import EXIT_CODE, deadline_lines, step_deadline, step_deadline_s
 
 
 def test_the_deadline_comes_after_three_device_timeouts_and_half_a_minute():

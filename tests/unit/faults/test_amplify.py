@@ -27,11 +27,12 @@ from faults.amplify.report import (
 from faults.amplify.shapes import Publish, Read, Shape, Wait, amplified, control_of
 from faults.catalog import load_catalog
 from faults.catalog_types import Family
-from faults.cli import main, program
 from faults.generate import with_generated
 from faults.scratch import tree_digest
 from hostio import UsageError
 from invariants.sync.sites import Group
+from tools.faults_cli.main import main
+from tools.faults_cli.steps import program
 
 REPO = Path(__file__).parents[3]
 CATALOG = with_generated(load_catalog(REPO / "catalogs/afdep.toml"), REPO)
@@ -295,7 +296,7 @@ BAD = [
 
 @pytest.mark.parametrize(("args", "message"), BAD)
 def test_bad_input_is_one_line_naming_the_argument(tmp_path, capsys, monkeypatch, args, message):
-    monkeypatch.setattr("faults.amplify.cli.gpu_count", lambda: 0)
+    monkeypatch.setattr("tools.faults_cli.amplify.gpu_count", lambda: 0)
     assert amplify(tmp_path, *args) == 2
     assert capsys.readouterr().err == f"{program()}: error: {message}\n"
 
@@ -311,8 +312,8 @@ def test_a_budget_of_no_time_is_refused(tmp_path, capsys):
 
 @needs_nvrtc
 def test_no_run_maps_compiles_and_writes_the_report(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("faults.amplify.cli.gpu_count", lambda: 0)
-    monkeypatch.setattr("faults.amplify.cli.machine_name", lambda: "cpu")
+    monkeypatch.setattr("tools.faults_cli.amplify.gpu_count", lambda: 0)
+    monkeypatch.setattr("faults.amplify.plan.machine_name", lambda: "cpu")
     only = (
         r"gen\.(weaken-acquire\.cb\.attention_combine\.row_wait"
         r"|narrow-scope\.cf\.attention_dispatch\.row_release)"
@@ -335,8 +336,8 @@ def test_no_run_maps_compiles_and_writes_the_report(tmp_path, capsys, monkeypatc
 
 @needs_nvrtc
 def test_narrow_scope_alone_on_one_gpu_runs_nothing_and_says_why(tmp_path, monkeypatch):
-    monkeypatch.setattr("faults.amplify.cli.gpu_count", lambda: 1)
-    monkeypatch.setattr("faults.amplify.cli.machine_name", lambda: "1xH200")
+    monkeypatch.setattr("tools.faults_cli.amplify.gpu_count", lambda: 1)
+    monkeypatch.setattr("faults.amplify.plan.machine_name", lambda: "1xH200")
     assert (
         amplify(tmp_path, "--only", r"gen\.narrow-scope\.cf\.attention_dispatch\.row_release") == 0
     )
@@ -351,7 +352,7 @@ def test_narrow_scope_alone_on_one_gpu_runs_nothing_and_says_why(tmp_path, monke
 
 
 def test_two_gpus_run_a_narrowed_scope_across_them_with_its_own_control():
-    from faults.amplify.cli import plan_shapes
+    from faults.amplify.plan import plan_shapes
 
     chosen = [MAPPED["gen.narrow-scope.cf.attention_dispatch.row_release"]]
     across = Shape(

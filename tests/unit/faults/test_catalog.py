@@ -239,7 +239,7 @@ def test_the_afdep_catalog_runs_each_config_on_its_gpus():
 
 
 def test_the_cli_says_which_configs_do_not_fit(monkeypatch, capsys):
-    import faults.cli as cli
+    import tools.faults_cli.steps as cli
 
     catalog = load_catalog(REPO / "catalogs/afdep.toml", tree_root=REPO)
     monkeypatch.setattr(cli, "gpu_count", lambda: 2)

@@ -16,9 +16,10 @@ import pytest
 import faults.shrink_report
 from faults.catalog import load_catalog
 from faults.catalog_types import RankMode
-from faults.cli import main, program
 from faults.shrink_report import ShrinkContext, paste_command, regression_test
 from faults.shrink_run import shrink_catalog
+from tools.faults_cli.main import main
+from tools.faults_cli.steps import program
 
 REPO = Path(__file__).parents[3]
 FIXTURE = REPO / "tests/fixtures/flag_payload/catalog.toml"
@@ -104,10 +105,10 @@ def test_afdeps_rerun_command_fills_every_placeholder():
     assert command == (
         "afdep-faults --catalog catalogs/afdep.toml apply N2 --out /tmp/shrunk-N2 && "
         "cd /tmp/shrunk-N2 && mkdir -p shrunk-out && env PYTHONPATH=. "
-        f"AFDEP_COUNT_FIRST_MIN_BUCKET=1 AFDEP_TIMEOUT_MS=3000 {python} -m afdep.build "
+        f"AFDEP_COUNT_FIRST_MIN_BUCKET=1 AFDEP_TIMEOUT_MS=3000 {python} -m tools.build "
         "--hidden 2048 --payload bf16 fp8 --view expanded && env PYTHONPATH=. "
         "AFDEP_COUNT_FIRST_MIN_BUCKET=1 AFDEP_TIMEOUT_MS=3000 AFDEP_COUNT_FIRST_EPILOGUE_SMS=32 "
-        f"{python} -m afdep.testing.driver --mode logical --ranks 2 --capacity 2048 "
+        f"{python} -m tools.driver --mode logical --ranks 2 --capacity 2048 "
         "--hidden-size 2048 --top-k 8 --num-experts 128 --num-sms 24 --tokens 8 128 512 "
         "--steps 2 --payload bf16 --graph --tokens 2048 --steps 4 --num-sms 4 --tokens 64"
     )

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from faults.cli import main
 from faults.report.compare import markdown, read_notes, read_side, rows
 from hostio import UsageError
+from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[3]
 

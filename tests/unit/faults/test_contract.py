@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import CatalogError, load_catalog
-from faults.cli import main
 from invariants.sync.contract import ContractViolation, PtxError, check_contracts
 from invariants.sync.ptx_check import sources_digest
 from invariants.sync.ptx_read import parse_module, read_module
 from invariants.sync.spellings import spelling
 from tests.unit.faults.test_catalog import FAULT, load
+from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[3]
 CSRC = REPO / "afdep/csrc"
@@ -504,7 +504,7 @@ def test_a_primitive_weakened_under_its_name_is_caught_in_the_ptx(
 
 
 def test_the_ptx_tool_names_a_folder_without_kernels(tmp_path, capsys):
-    from afdep.build import main as build
+    from tools.build import main as build
 
     assert build(["--csrc", str(tmp_path), "--ptx", str(tmp_path / "out")]) == 2
     assert (

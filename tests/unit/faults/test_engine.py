@@ -14,7 +14,6 @@ import pytest
 
 from afdep.jit import CSRC, source_digest
 from faults.catalog import load_catalog
-from faults.cli import main
 from faults.engine import Engine, RunResult
 from faults.report import summary_line
 from faults.scratch import (
@@ -25,6 +24,7 @@ from faults.scratch import (
     tree_digest,
 )
 from faults.verdict import Verdict
+from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[3]
 CATALOG = REPO / "tests/fixtures/flag_payload/catalog.toml"

@@ -10,7 +10,6 @@ from pathlib import Path
 import faults.sass
 from faults.apply import apply_patches
 from faults.catalog import load_catalog
-from faults.cli import main
 from faults.engine import Engine, RunResult
 from faults.report import summary_line
 from faults.sass import erased_judgement
@@ -19,6 +18,7 @@ from faults.scratch import make_scratch
 from faults.slots import sweep
 from faults.sweep import Sweep, SweepOptions
 from faults.verdict import FaultSummary, Verdict, summarize_fault
+from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[3]
 CATALOG = REPO / "tests/fixtures/flag_payload/catalog.toml"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from faults.cli import main
+from tools.faults_cli.main import main
 
 from .test_rejudge import FIXTURE, REPO, edit, swept
 from .test_replay import scheduled_catalog

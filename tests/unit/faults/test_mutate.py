@@ -376,7 +376,7 @@ def test_the_site_actions_carry_their_families():
 
 
 def test_mutants_are_generated_faults_and_no_generated_drops_them(capsys):
-    from faults.cli import main
+    from tools.faults_cli.main import main
 
     assert is_generated("gen.weaken-acquire.cf.ffn_stream_expand.row_wait")
     assert not is_generated("gen.other.x") and not is_generated("N2")

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from faults.cli import main as faults_main
 from faults.neutral import (
     Commit,
     CommitResult,
@@ -24,6 +23,7 @@ from faults.neutral import (
     sarif_run,
 )
 from faults.neutral_report import document, markdown, merged, write_results
+from tools.faults_cli.main import main as faults_main
 
 from .gitrepo import git
 

@@ -9,8 +9,8 @@ import pytest
 
 from faults.catalog import CatalogError, load_catalog
 from faults.catalog_types import RankMode
-from faults.cli import main as faults_main
 from faults.run import substitute
+from tools.faults_cli.main import main as faults_main
 
 REPO = Path(__file__).parents[3]
 AFDEP = REPO / "catalogs/afdep.toml"
@@ -31,7 +31,7 @@ def test_the_logical_mode_runs_every_rank_on_one_gpu():
     words = substitute(
         logical.target.run, tree="t", out="o", python="py", digest="d", gpus="1", ranks="4"
     )
-    assert words[:7] == ["py", "-m", "afdep.testing.driver", "--mode", "logical", "--ranks", "4"]
+    assert words[:7] == ["py", "-m", "tools.driver", "--mode", "logical", "--ranks", "4"]
     assert logical.target.run[7:] == catalog.target.run[catalog.target.run.index("--capacity") :]
 
 

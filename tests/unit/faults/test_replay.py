@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from faults.cli import main
 from faults.schedule import Schedule, ScheduleFamily, draw
+from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[3]
 FIXTURE = REPO / "tests/fixtures/flag_payload/catalog.toml"

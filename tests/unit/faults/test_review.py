@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import load_catalog
-from faults.cli import main as faults_main
 from faults.engine import RunResult
 from faults.review.runs import first_failure
 from faults.verdict import Verdict
+from tools.faults_cli.main import main as faults_main
 
 from .gitrepo import git
 

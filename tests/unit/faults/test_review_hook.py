@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from faults.cli import main as faults_main
-from faults.cli import program
 from tests.unit.faults.test_review import SRC, edit, fixture_repo, git
 from tests.unit.faults.test_review_static import RELEASE_LINE, install_contract
+from tools.faults_cli.main import main as faults_main
+from tools.faults_cli.steps import program
 
 REPO = Path(__file__).parents[3]
 
@@ -39,7 +39,7 @@ def test_the_hook_runs_the_static_review_against_head():
     assert (hook["language"], hook["pass_filenames"]) == ("system", "false")
     program = shlex.split(hook["entry"])[0]
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts[program] == "faults.cli:main"  # the command the hook runs is this CLI
+    assert scripts[program] == "tools.faults_cli.main:main"  # the command the hook runs is this CLI
 
 
 @pytest.fixture

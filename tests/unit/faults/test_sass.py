@@ -116,7 +116,7 @@ def test_a_missing_disassembler_is_one_line_naming_it_and_its_wheel(tmp_path, mo
 # The count-first, FFN-armed bf16 variants only (6 of the catalog's 16, the
 # route kernel among them): the sites below all compile into them.
 FEW_VARIANTS = (
-    "{python}", "-m", "afdep.build", "--hidden", "2048", "--payload", "bf16",
+    "{python}", "-m", "tools.build", "--hidden", "2048", "--payload", "bf16",
     "--protocol", "count-first", "--arm", "ffn", "--view", "expanded",
     "--csrc", "{sources}", "--cubin", "{out}",
 )  # fmt: skip

@@ -246,7 +246,7 @@ def test_the_kill_rate_per_schedule_family_in_markdown():
 
 
 def test_a_replay_that_differs_says_what_differs():
-    from faults.cli_science import compare, replay_markdown
+    from faults.replay import compare, replay_markdown
 
     run = parse_run_id("N2s.pct~s1@bf16-graph#0")
     recorded = {"schedule": "s", "tree_digest": "a" * 64, "verdict": "KILLED", "reason": "x|y"}

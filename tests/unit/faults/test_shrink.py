@@ -254,8 +254,8 @@ def test_a_fault_killed_at_another_listed_value_starts_there():
 
 
 def test_no_start_that_kills_is_said_with_every_probe():
-    from faults.cli_shrink import not_killed
     from faults.shrink import start_alternatives
+    from tools.faults_cli.shrink import not_killed
 
     words = ["--tokens", "8", "512"]
     shrunk = ShrinkLoop(SPEC, words, oracle(lambda v: False), budget_s=1e9).run(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from faults.cli import main
 from invariants.sync.sites import Group, Scope, parse_tree, site_body
+from tools.faults_cli.main import main
 
 CSRC = Path(__file__).parents[3] / "afdep" / "csrc"
 

@@ -1,5 +1,0 @@
-import sys
-
-from afdep.bench import main
-
-sys.exit(main())

@@ -1,5 +1,0 @@
-import sys
-
-from afdep.sanitize import main
-
-sys.exit(main())

@@ -1,5 +1,0 @@
-import sys
-
-from afdep.validate import main
-
-sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from tools.bench.arms import main
+
+sys.exit(main())

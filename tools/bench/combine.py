@@ -1,0 +1,199 @@
+"""ffn_combine, then attention_combine, on one GPU in the logical mode (1A:1F).
+
+    python -m tools.bench.combine [--tree DIR]... [--tokens N...] [--ctas N]...
+                                  [--iters 50] [--warmup 10] [--reps 20]
+                                  [--results-dir results]
+
+Per kernel tree, token count and grid: one step (dispatch, expert function,
+combine) gives ffn_combine its inputs; then a CUDA graph of `--reps`
+ffn_combine launches is replayed, `--warmup` times untimed, `--iters` times
+between CUDA events, and the median per launch is reported. The attention
+rank's combine (attention_combine) is then timed the same way over the last
+timed launch's partials (their flags are this step's, so each launch passes
+its waits at once and writes the same output), and that output is checked
+bitwise against the reference (invariants/data/reference.py).
+
+In logical mode the partials land in this GPU's HBM, not over NVLink: the
+NVLink write bound beside each row is what a rank per GPU would add. Writes
+`combine-<machine>.json` and `.md` under --results-dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from hostio import OneLineParser, at_least, entry_point
+from tools.bench import micro, micro_step
+from tools.bench.micro import (
+    HBM_GBPS,
+    HIDDEN,
+    NUM_SMS,
+    NVLINK_GBPS_PER_DIRECTION,
+    bound_us,
+    gbps,
+    geometry,
+)
+from tools.bench.timing import graph_launch_us
+
+PROG = "python -m tools.bench.combine"
+DEFAULT_TOKENS = (128, 512, 1024, 2048, 4096)
+BF16_BYTES = 2
+LOGICAL_NOTE = (
+    "logical mode: the partials land in this GPU's HBM, not over NVLink; the NVLink "
+    f"write bound is the written bytes at {NVLINK_GBPS_PER_DIRECTION} GB/s per direction "
+    "(H200 datasheet: 900 GB/s bidirectional), what a rank per GPU adds"
+)
+HBM_NOTE = f"HBM read bound: the read bytes at {HBM_GBPS / 1000} TB/s (H200 datasheet, HBM3e)"
+ATTENTION_NOTE = (
+    "attention_combine: the partials read (one per routed token at 1A:1F) and the rows "
+    f"written (one per token), at {HBM_GBPS / 1000} TB/s: in both rank modes the partials "
+    "sit in the attention rank's own HBM"
+)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What one ffn_combine moves: every unmasked top-k row of y read once,
+    one bf16 partial written per token routed to the FFN rank."""
+
+    rows_read: int
+    tokens_written: int
+    hidden: int
+    num_tokens: int = 0  # the attention rank's rows, each written by attention_combine
+
+    @property
+    def read_bytes(self) -> int:
+        return self.rows_read * self.hidden * BF16_BYTES
+
+    @property
+    def written_bytes(self) -> int:
+        return self.tokens_written * self.hidden * BF16_BYTES
+
+    @property
+    def attention_bytes(self) -> int:
+        """What attention_combine moves: every partial read, every row written."""
+        return self.written_bytes + self.num_tokens * self.hidden * BF16_BYTES
+
+
+def traffic_of(topk_idx, num_tokens: int, hidden: int) -> Traffic:
+    """The traffic of the combine of one attention rank's routes at 1A:1F
+    (every expert on the one FFN rank)."""
+    routed = topk_idx[:num_tokens] >= 0
+    return Traffic(int(routed.sum()), int(routed.any(dim=1).sum()), hidden, num_tokens)
+
+
+def row_figures(traffic: Traffic, us: float) -> dict:
+    """A result row's byte and bandwidth figures, rounded as reported."""
+    moved = traffic.read_bytes + traffic.written_bytes
+    return {
+        "read_bytes": traffic.read_bytes,
+        "written_bytes": traffic.written_bytes,
+        "gbps": round(gbps(moved, us), 1),
+        "hbm_read_bound_us": round(bound_us(traffic.read_bytes, HBM_GBPS), 2),
+        "nvlink_write_bound_us": round(
+            bound_us(traffic.written_bytes, NVLINK_GBPS_PER_DIRECTION), 2
+        ),
+    }
+
+
+def attention_figures(traffic: Traffic, attention_us: float) -> dict:
+    """attention_combine's time beside its HBM bound, rounded as reported."""
+    return {
+        "attention_us": round(attention_us, 2),
+        "attention_hbm_bound_us": round(bound_us(traffic.attention_bytes, HBM_GBPS), 2),
+    }
+
+
+# ---------------------------------------------------------------- arguments
+def argument_parser() -> OneLineParser:
+    parser = micro.argument_parser(PROG, __doc__, DEFAULT_TOKENS, "launches")
+    parser.add_argument(
+        "--ctas",
+        action="append",
+        type=at_least(1),
+        default=None,
+        help="ffn_combine's grid (AFDEP_COMBINE_SMS); repeatable; default: 24 and every SM",
+    )
+    return parser
+
+
+def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The parsed arguments, or UsageError naming the first bad one."""
+    args = argument_parser().parse_args(argv)
+    micro.checked_common(args)
+    micro.checked_token_capacities(args.tokens)
+    return args
+
+
+# ---------------------------------------------------------------- on the GPU
+def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
+    """One row: ffn_combine of `tree` at `tokens` on `ctas` CTAs, timed and checked."""
+    import torch
+
+    g = geometry(tokens)
+    environ = {**os.environ, "AFDEP_COMBINE_SMS": str(ctas)}
+    ranks, attention, ffn, sources = micro_step.stepped(tree, tokens, g, environ)
+    us = graph_launch_us(ffn._combine, ranks.streams[1], args)
+    attention_us = graph_launch_us(attention._combine, ranks.streams[0], args)
+    torch.cuda.synchronize()
+    _, mismatches = attention.check(sources, step=tokens, num_tokens=tokens)
+    traffic = traffic_of(sources[0].topk_idx, tokens, HIDDEN)
+    del ranks, attention, ffn
+    return micro_step.finished_row(
+        tree,
+        tokens,
+        mismatches,
+        ctas=ctas,
+        us=round(us, 2),
+        **row_figures(traffic, us),
+        **attention_figures(traffic, attention_us),
+    )
+
+
+# ---------------------------------------------------------------- report
+def table_lines(document: dict) -> list[str]:
+    """The Markdown report: the trees, one row per measurement, the bounds' notes."""
+    trees, names = micro.tree_lines(document)
+    lines = [f"# ffn_combine, then attention_combine, {document['rank_mode']}", "", *trees]
+    lines += [
+        "",
+        "| tree | tokens | CTAs | µs | read MiB | written MiB | GB/s | HBM read bound µs "
+        "| NVLink write bound µs | attention_combine µs | its HBM bound µs | bitwise |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in document["rows"]:
+        lines.append(
+            f"| {names[row['tree']]} | {row['tokens']} | {row['ctas']} | {row['us']:.2f} "
+            f"| {row['read_bytes'] / 2**20:.2f} | {row['written_bytes'] / 2**20:.2f} "
+            f"| {row['gbps']:.1f} | {row['hbm_read_bound_us']:.2f} "
+            f"| {row['nvlink_write_bound_us']:.2f} | {row['attention_us']:.2f} "
+            f"| {row['attention_hbm_bound_us']:.2f} "
+            f"| {'ok' if row['bitwise'] else 'MISMATCH'} |"
+        )
+    return [*lines, "", f"- {HBM_NOTE}", f"- {LOGICAL_NOTE}", f"- {ATTENTION_NOTE}"]
+
+
+def run(args: argparse.Namespace) -> int:
+    document = micro.start(
+        args,
+        bounds={"hbm_gbps": HBM_GBPS, "nvlink_gbps_per_direction": NVLINK_GBPS_PER_DIRECTION},
+        notes=[HBM_NOTE, LOGICAL_NOTE],
+    )
+    import torch
+
+    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+    micro.measure_grids(document, args, args.ctas or sorted({NUM_SMS, sm_count}), measure)
+    return micro.finish(document, "combine", args.results_dir, table_lines)
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    return micro.run_main(PROG, checked_arguments, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

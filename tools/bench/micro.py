@@ -1,0 +1,238 @@
+"""What the one-GPU micro-benches (`combine`, `dispatch`, `expand`) share:
+their 1A:1F geometry and the datasheet bounds, their arguments and checks,
+the kernel trees they take, CUDA started for logical ranks, the report's
+head, rows, tree lines and writing. Each bench keeps its own sizes, rows and
+table; the timing loop is `timing.graph_launch_us`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from afdep.jit import CSRC, source_digest
+from afdep.ranks import RankFailure, RankFailures
+from afdep.workspace import Geometry, GeometryError
+from hostio import OneLineParser, UsageError, at_least, write_json, write_text
+from hostio.usage import writable_dir
+
+HIDDEN, TOP_K, NUM_EXPERTS, NUM_SMS = 2048, 8, 128, 24  # the benches' geometry (tools.bench.arms)
+BUFFER_FIELDS = (
+    "num_experts",
+    "hidden",
+    "capacity",
+    "top_k",
+    "ffn_ranks",
+    "num_sms",
+)  # Geometry's, as Buffer takes them
+# H200 datasheet (NVIDIA H200 Tensor Core GPU): HBM3e 4.8 TB/s; NVLink 900 GB/s
+# bidirectional, so 450 GB/s each way.
+HBM_GBPS = 4800
+NVLINK_GBPS_PER_DIRECTION = 450
+# What of a kernel tree the host side of this package reads, a tree must keep,
+# per file: the part a pattern finds (`struct Params`, its fields in order; the
+# layout's constants, slot metadata and row shape, which afdep/workspace.py
+# mirrors), or the whole file (None). The device helpers beside them may change.
+HOST_INTERFACE: dict[str, re.Pattern[str] | None] = {
+    "common/params.cuh": re.compile(r"^struct Params \{.*?^\};", re.MULTILINE | re.DOTALL),
+    "common/layout.cuh": re.compile(r"\A.*?^struct RowShape \{.*?^\};", re.MULTILINE | re.DOTALL),
+}
+
+
+def host_interface(tree: Path, interface: str) -> str | None:
+    """The part of `interface` in `tree` that the host side reads (None: none)."""
+    path = tree / interface
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    pattern = HOST_INTERFACE[interface]
+    if pattern is None:
+        return text
+    found = pattern.search(text)
+    return found.group(0) if found else None
+
+
+def host_interface_differs(tree: Path) -> str | None:
+    """The first of HOST_INTERFACE whose read part differs from this package's."""
+    for interface in HOST_INTERFACE:
+        theirs = host_interface(tree, interface)
+        if theirs is None or theirs != host_interface(CSRC, interface):
+            return interface
+    return None
+
+
+# Left out of the ranks' environment: payload-first, whose attention_dispatch
+# waits on nothing and whose expansion is ffn_expand.
+PROTOCOL_KNOB = "AFDEP_COUNT_FIRST_MIN_BUCKET"
+
+
+def geometry(capacity: int) -> Geometry:
+    """The benches' 1A:1F geometry at `capacity` (GeometryError if it cannot be)."""
+    return Geometry(
+        world_size=2,
+        ffn_ranks=1,
+        num_experts=NUM_EXPERTS,
+        capacity=capacity,
+        hidden=HIDDEN,
+        top_k=TOP_K,
+        num_sms=NUM_SMS,
+    )
+
+
+def gbps(num_bytes: int, us: float) -> float:
+    """Bytes per microsecond over 1000: GB/s (10^9 bytes per second)."""
+    return num_bytes / (us * 1e3)
+
+
+def bound_us(num_bytes: int, rate_gbps: float) -> float:
+    """The time `num_bytes` take at `rate_gbps` GB/s, in µs."""
+    return num_bytes / (rate_gbps * 1e3)
+
+
+def tree_problem(tree: Path) -> str | None:
+    """Why `tree` cannot be built and driven by this package's host side."""
+    if not (tree / "impls").is_dir():
+        return f"--tree {tree}: holds no kernel sources (no impls/ folder)"
+    interface = host_interface_differs(tree)
+    if interface is not None:
+        return f"--tree {tree}: {interface} differs from this package's (its host side reads it)"
+    return None
+
+
+def argument_parser(prog: str, doc: str, tokens: tuple[int, ...], launch: str) -> OneLineParser:
+    """The arguments every micro-bench takes: --tree, --tokens, the timing
+    (--iters, --warmup, --reps: `launch`es per graph replay), --results-dir;
+    a bench adds its own."""
+    parser = OneLineParser(prog=prog, description=doc.split("\n")[0])
+    parser.add_argument(
+        "--tree",
+        action="append",
+        type=Path,
+        default=None,
+        help="a kernel source tree (an afdep/csrc); repeatable; default: this package's",
+    )
+    parser.add_argument("--tokens", type=at_least(1), nargs="+", default=list(tokens))
+    parser.add_argument("--iters", type=at_least(1), default=50)
+    parser.add_argument("--warmup", type=at_least(0), default=10)
+    parser.add_argument("--reps", type=at_least(1), default=20, help=f"{launch} per graph replay")
+    parser.add_argument("--results-dir", type=Path, default=Path("results"))
+    return parser
+
+
+def checked_token_capacities(tokens: list[int]) -> None:
+    """Each --tokens as the capacity of its own geometry, or UsageError naming it."""
+    for count in tokens:
+        try:
+            geometry(count)
+        except GeometryError as error:
+            raise UsageError(f"--tokens {count}: {error}") from None
+
+
+def checked_common(args: argparse.Namespace) -> None:
+    """The environment, --tree (resolved in place; default this package's)
+    and --results-dir, or UsageError naming the first bad one."""
+    from afdep.config import environment_error
+
+    problem = environment_error()
+    if problem:
+        raise UsageError(problem)
+    args.tree = [tree.resolve() for tree in args.tree or [CSRC]]
+    for tree in args.tree:
+        problem = tree_problem(tree)
+        if problem:
+            raise UsageError(problem)
+    if len(set(args.tree)) != len(args.tree):
+        raise UsageError("--tree: a tree is named twice")
+    writable_dir(args.results_dir, "--results-dir")
+
+
+def start(args: argparse.Namespace, **head) -> dict:
+    """CUDA started for logical ranks (their connection settings first), a GPU
+    required, and the report's head: machine, rank mode, geometry, trees and
+    their digests, timing, then `head` (bounds, notes), then no rows yet."""
+    from tools.driver.logical import CONNECTIONS
+
+    for name, value in CONNECTIONS.items():
+        os.environ.setdefault(name, value)  # read when CUDA starts, below
+    import torch
+
+    from afdep.ranks import RankMode, rank_mode_label
+    from hostio import machine_name
+
+    if torch.cuda.device_count() < 1:
+        raise UsageError("needs a GPU, found 0")
+    from tools.bench.timing import node_floor_us
+
+    return {
+        "machine": machine_name(),
+        "rank_mode": rank_mode_label(RankMode.LOGICAL, 2, torch.cuda.get_device_name()),
+        "geometry": {"shape": "1A:1F", "hidden": HIDDEN, "top_k": TOP_K, "payload": "bf16"},
+        "trees": {str(tree): source_digest(tree) for tree in args.tree},
+        "timing": {"iters": args.iters, "warmup": args.warmup, "reps": args.reps},
+        "node_floor_us": round(node_floor_us(args), 2),
+        **head,
+        "rows": [],
+    }
+
+
+def measure_grids(document: dict, args: argparse.Namespace, grids, measure) -> None:
+    """A row per (tokens, grid, tree), `measure(tree, tokens, grid, args)`,
+    into the document, each said in one line as it lands."""
+    for tokens in args.tokens:
+        for grid in grids:
+            for tree in args.tree:
+                row = measure(tree, tokens, grid, args)
+                document["rows"].append(row)
+                print(f"{tree} tokens={tokens} ctas={row['ctas']}: {row['us']} us", flush=True)
+
+
+def tree_lines(document: dict) -> tuple[list[str], dict[str, str]]:
+    """The report's tree lines (and the graph node floor, once measured), and
+    each tree's short name (#0, #1, ...)."""
+    lines = [
+        f"- tree `{tree}`: source digest `{digest}`" for tree, digest in document["trees"].items()
+    ]
+    if "node_floor_us" in document:
+        lines.append(
+            f"- a kernel that does nothing costs {document['node_floor_us']:.2f} µs a launch "
+            "in the same graph (a one-element add_): the floor under every row"
+        )
+    return lines, {tree: f"#{i}" for i, tree in enumerate(document["trees"])}
+
+
+def finish(
+    document: dict, bench: str, results_dir: Path, table_lines: Callable[[dict], list[str]]
+) -> int:
+    """`<bench>-<machine>.json` and `.md` written, the table printed; 0 when
+    every row was bitwise right, else 1."""
+    stem = results_dir / f"{bench}-{document['machine']}"
+    write_json(stem.with_suffix(".json"), document)
+    write_text(stem.with_suffix(".md"), "\n".join(table_lines(document)) + "\n")
+    print("\n".join(table_lines(document)))
+    return 0 if all(row["bitwise"] for row in document["rows"]) else 1
+
+
+def run_main(prog: str, checked_arguments, run, argv: list[str] | None) -> int:
+    """A micro-bench's main: its arguments checked, then `run`; a usage error
+    is one line naming `prog`, exit 2, before any work; logical ranks that
+    raised are one line each (error and where), exit 1."""
+    try:
+        return run(checked_arguments(argv))
+    except UsageError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    except RankFailures as failed:
+        for failure in failed.failures:
+            print(f"{prog}: {rank_failure_line(failure)}", file=sys.stderr)
+        return 1
+
+
+def rank_failure_line(failure: RankFailure) -> str:
+    """`logical rank R: Kind: message (at file:line)`, at the innermost frame."""
+    frames = traceback.extract_tb(failure.error.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"logical rank {failure.rank}: {type(failure.error).__name__}: {failure.error}{where}"

@@ -1,0 +1,5 @@
+import sys
+
+from tools.driver.driver import main
+
+sys.exit(main())

@@ -1,0 +1,147 @@
+"""afdep-faults (python -m faults) [--catalog PATH] [--root DIR] COMMAND ...
+
+list                  the catalog's faults (site-generated ones too, unless --no-generated)
+show ID               one fault, its patches (includes first)
+apply ID --out DIR    a scratch tree with ID applied, to read or build by hand
+run ID                apply, build, run every config (or --config), judge
+sweep                 controls first, then every fault; reports and history
+review BASE [CHANGE]  what a change does to the synchronization (static; --run: run it)
+sites [--check] DIR   list the sites under DIR, or check their rules and contracts
+corpus DIR [--run]    review every bug commit of a corpus; --results-dir writes the table
+corpus --neutral R    review every real commit of range R that must be approved (--expect)
+compare --left .. --right ..  sweep reports side by side (shards of a side merged)
+amplify               the order-weakening mutants as litmus tests under stress
+replay RUN_ID --from REPORT   one run of a sweep again, as recorded
+rejudge REPORT...     sweep reports' runs judged again by today's rules (no GPU)
+merge SHARD... --results-dir DIR   a sweep's shards made one report
+shrink ID             the smallest run input that still kills a must-fail fault
+
+A bad argument, path, ref or catalog is refused with one line naming it
+(exit 2) before any tree is built. Scratch trees and logs go to a temporary
+folder that is removed at the end; it is kept, and its path printed, with
+--keep, when a run missed its expectation, or when interrupted. --workdir DIR
+puts them in DIR, always kept. Each command is one module of this package
+with its `add_parser`; this one holds the options they share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from faults.catalog import CatalogError
+from faults.catalog_types import RankMode
+from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
+from hostio import OneLineParser, UsageError, entry_point, writable_dir
+from tools.faults_cli import (
+    amplify,
+    apply,
+    compare,
+    corpus,
+    listing,
+    merge,
+    rejudge,
+    replay,
+    review,
+    run,
+    shrink,
+    sites,
+    sweep,
+)
+from tools.faults_cli.steps import program
+
+# Each subcommand's module, in the order `--help` lists them.
+COMMANDS = (
+    sites,
+    listing,
+    apply,
+    run,
+    sweep,
+    review,
+    corpus,
+    compare,
+    amplify,
+    replay,
+    rejudge,
+    merge,
+    shrink,
+)
+
+
+def parser() -> OneLineParser:
+    top = OneLineParser(
+        prog=program(),
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument(
+        "--catalog", type=Path, default=None, help="default: the first of [tool.faults] catalogs"
+    )
+    top.add_argument("--root", type=Path, default=None, help="the user's tree (default: its top)")
+    top.add_argument("--workdir", type=Path, default=None, help="scratch trees and logs (kept)")
+    top.add_argument("--keep", action="store_true", help="keep the temporary scratch folder")
+    top.add_argument(
+        "--rank-mode",
+        choices=["auto", *(str(mode) for mode in RankMode)],
+        default="auto",
+        help="per-gpu: a GPU per rank; logical: every rank on one GPU "
+        "(auto: logical when there are GPUs, fewer than the target's ranks)",
+    )
+    top.add_argument(
+        "--no-generated", action="store_true", help="leave out the faults generated from sites"
+    )
+    commands = top.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    for command in COMMANDS:
+        command.add_parser(commands)
+    return top
+
+
+def project_root(start: Path) -> Path:
+    """The nearest folder at or above `start` whose pyproject.toml lists fault
+    catalogs (so the commands work from any subdirectory); else `start`."""
+    for folder in (start, *start.parents):
+        try:
+            project_catalogs(folder)
+            return folder
+        except NoCatalogsTable:
+            continue
+        except ProjectError:
+            return folder  # found, and malformed: default_catalog says how
+    return start
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """The paths the user named are what they must be, before any work."""
+    if args.root is not None and not args.root.is_dir():
+        raise UsageError(f"--root {args.root}: not a directory")
+    if args.catalog is not None and not args.catalog.is_file():
+        raise UsageError(f"--catalog {args.catalog}: not a file")
+    if args.workdir is not None:
+        writable_dir(args.workdir, "--workdir")
+    outputs = {name: getattr(args, name, None) for name in ("report", "sarif")}
+    for name, output in outputs.items():
+        if output is not None:
+            writable_dir(output.parent, f"--{name}'s folder")
+            if output.is_dir():
+                raise UsageError(f"--{name} {output}: a directory, not a file")
+    if None not in outputs.values() and len({p.resolve() for p in outputs.values()}) == 1:
+        raise UsageError(f"--report and --sarif name one file: {outputs['sarif']}")
+
+
+@entry_point
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        check_paths(args)
+        args.root = (args.root or project_root(Path.cwd().resolve())).resolve()
+        if args.catalog is None and getattr(args, "needs_catalog", True):
+            args.catalog = default_catalog(args.root)
+        return args.handler(args)
+    except (CatalogError, ProjectError, UsageError) as error:
+        print(f"{program()}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""`afdep-faults replay RUN_ID --from REPORT`: that run again, as recorded
+(docs/architecture.md, "Seeded schedules and replay")."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from faults.catalog import Catalog
+from faults.replay import applied_only, compare, recorded_run, replay_markdown
+from faults.seeds import RunId, parse_run_id, with_seed
+from hostio import (
+    UsageError,
+    gpu_count,
+    writable_dir,
+    write_json,
+    write_text,
+)
+from tools.faults_cli.steps import load, read_sweep, workdir
+
+
+def replay_catalog(args: argparse.Namespace, document: dict, run: RunId) -> Catalog:
+    """The catalog as the sweep saw it: its rank mode (unless --rank-mode says),
+    the exposure twins, and the run's fault seeded as it was."""
+    if args.rank_mode == "auto" and document.get("rank_mode"):
+        args.rank_mode = document["rank_mode"]
+    catalog = load(args).with_exposure()
+    if run.fault not in catalog.faults:
+        raise UsageError(f"replay: run id {run}: no fault {run.fault!r} in {args.catalog}")
+    catalog.config(run.config)  # an unknown config is named before any tree is made
+    return catalog if run.seed is None else with_seed(catalog, run.fault, run.seed)
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    from faults.engine import Engine
+
+    try:
+        run = parse_run_id(args.run_id)
+    except ValueError as error:
+        raise UsageError(f"replay: {error}") from None
+    document = read_sweep(args.source)
+    recorded = recorded_run(document, run, args.source)
+    catalog = replay_catalog(args, document, run)
+    config = catalog.config(run.config)
+    if args.out is not None:
+        writable_dir(args.out.parent, "replay: --out's folder")
+    needed = catalog.gpus_for(config)
+    if not args.no_run and gpu_count() < needed:
+        raise UsageError(
+            f"replay: config {config.name} needs {needed} GPUs, this machine has {gpu_count()}"
+        )
+    with workdir(args, "replay") as work:
+        engine = Engine(catalog, args.root, work.path)
+        with engine.guard():
+            if args.no_run:
+                replayed = applied_only(engine, run.label)
+            else:
+                [result] = engine.evaluate(run.label, [config], 1)
+                replayed = {**result.to_dict(), "repeat": run.repeat}
+        comparison = compare(run, recorded, replayed, args.source)
+        work.failed = not comparison["reproduced"]
+    text = replay_markdown(comparison)
+    if args.out is not None:
+        write_json(args.out.with_suffix(".json"), comparison)
+        write_text(args.out.with_suffix(".md"), text)
+    print(text, end="")
+    return 0 if comparison["reproduced"] else 1
+
+
+def add_parser(commands) -> None:
+    replay = commands.add_parser(
+        "replay", help="run one run of a sweep report again, its schedule applied as recorded"
+    )
+    replay.add_argument("run_id", metavar="RUN_ID", help="<fault>[~s<seed>]@<config>#<repeat>")
+    replay.add_argument(
+        "--from", dest="source", type=Path, required=True, help="the sweep's JSON report"
+    )
+    replay.add_argument("--out", type=Path, default=None, help="write OUT.json and OUT.md")
+    replay.add_argument(
+        "--no-run", action="store_true", help="apply only: compare the schedule and tree digest"
+    )
+    replay.set_defaults(handler=replay_command)

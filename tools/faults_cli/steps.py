@@ -1,0 +1,81 @@
+"""What every `afdep-faults` command shares: the catalog as the command sees
+it (generated faults, rank mode), its working folder, the configs that fit
+this machine, a sweep report read back, and the name the user typed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from faults.catalog import Catalog, load_catalog
+from faults.catalog_types import RankMode
+from faults.generate import with_generated
+from hostio import (
+    KeptFolder,
+    UsageError,
+    gpu_count,
+)
+
+
+def load(args: argparse.Namespace) -> Catalog:
+    catalog = load_catalog(args.catalog, tree_root=args.root)
+    catalog = catalog.in_rank_mode(chosen_rank_mode(args, catalog))
+    return catalog if args.no_generated else with_generated(catalog, args.root)
+
+
+def chosen_rank_mode(args: argparse.Namespace, catalog: Catalog) -> RankMode:
+    """--rank-mode, or by the GPUs here (Catalog.auto_rank_mode)."""
+    if args.rank_mode != "auto":
+        return RankMode(args.rank_mode)
+    return catalog.auto_rank_mode(gpu_count())
+
+
+def workdir(args: argparse.Namespace, command: str) -> KeptFolder:
+    """--workdir as given, else a temporary folder kept by hostio's one rule."""
+    return KeptFolder(args.workdir, f"faults-{command}-", "scratch trees and logs", keep=args.keep)
+
+
+def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:
+    """The chosen configs (all by default) that fit this machine's GPUs; the
+    others are said. None fitting is an error naming what each needs."""
+    from faults.sweep import select_configs
+
+    chosen = select_configs(catalog, names)
+    needs = {c.name: catalog.gpus_for(c) for c in chosen}
+    gpus = gpu_count() if any(needs.values()) else 0
+    fitting = [name for name, need in needs.items() if need <= gpus]
+    if not fitting:
+        raise UsageError(
+            f"no chosen config fits this machine's {gpus} GPUs: "
+            + ", ".join(f"{name} needs {need}" for name, need in needs.items())
+        )
+    for name, need in needs.items():
+        if need > gpus:
+            print(f"not run here: config {name} needs {need} GPUs")
+    return fitting
+
+
+def program() -> str:
+    """The name the user typed: the console script's, else `python -m faults`."""
+    name = Path(sys.argv[0]).name
+    return "python -m faults" if name in ("__main__.py", "-c", "") else name
+
+
+def read_sweep(path: Path, named: str = "replay: --from") -> dict:
+    """A sweep's JSON report, or a UsageError naming the file (after `named`)."""
+    try:
+        document = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{named} {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f"{named} {path}: not a JSON report ({error})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+        raise UsageError(f"{named} {path}: not a sweep report (no results list)")
+    return document
+
+
+# The help of --slots and --no-exposure, which review and corpus share.
+SLOTS_HELP = "with --run: controls and must-pass faults this many at a time (must-fail: one)"
+NO_EXPOSURE_HELP = "with --run: leave out the configs' real-size twins"

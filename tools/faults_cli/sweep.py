@@ -1,0 +1,127 @@
+"""`afdep-faults sweep`: controls first, then every fault (over seeds with
+--seeds, the rest of a shard with --rest-of), with progress; reports and history."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from faults.report import catalog_sha256
+from hostio import (
+    UsageError,
+    at_least,
+    at_least_one,
+    gpu_count,
+    positive_seconds,
+)
+from tools.faults_cli.run import add_config_arguments
+from tools.faults_cli.steps import load, read_sweep, workdir
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    from rich.progress import Progress
+
+    from faults.report.markdown import markdown
+    from faults.sweep import Sweep, SweepOptions
+
+    rest_of(args)
+    catalog = load(args)
+    options = SweepOptions(
+        args.only, args.config, args.repeat, args.slots, args.results_dir, args.history
+    )
+    options.exposure = not args.no_exposure
+    options.budget_s = args.budget_s
+    options.seeds = sweep_seeds(args)
+    with workdir(args, "sweep") as work:
+        plan = Sweep.plan(catalog, args.root, work.path, options, gpu_count())
+        with Progress(transient=True) as progress:
+            task = progress.add_task("faults", total=len(plan.fault_ids))
+
+            def say(line: str) -> None:
+                progress.console.print(line, soft_wrap=True, markup=False, highlight=False)
+
+            plan.run(say, lambda: progress.advance(task))
+        document = plan.document()
+        work.failed = not plan.ok(document)
+    unrecorded = plan.record(document)
+    stem = plan.write(document)
+    print(markdown(document))
+    if unrecorded:
+        print(unrecorded)
+    print(f"reports: {stem}.json .md .xml")
+    return 0 if plan.ok(document) else 1
+
+
+def sweep_seeds(args: argparse.Namespace) -> tuple[int, ...]:
+    """--seeds K from --seed-base S: S .. S+K-1 (none: the faults as written)."""
+    seeds = getattr(args, "seeds", None)
+    return tuple(range(args.seed_base, args.seed_base + seeds)) if seeds else ()
+
+
+def rest_of(args: argparse.Namespace) -> None:
+    """--rest-of REPORT: the faults an earlier shard's budget left (its
+    `unrun`) become --only and, with no --config, its configs become the
+    configs; refused before any work for a report that is not a sweep's, of
+    another catalog, or that left nothing, or beside --only."""
+    if args.rest_of is None:
+        return
+    named = f"sweep: --rest-of {args.rest_of}"
+    if args.only:
+        raise UsageError(f"{named}: --only chooses the faults too; give one of them")
+    document = read_sweep(args.rest_of, "sweep: --rest-of")
+    ours = catalog_sha256(args.catalog)
+    theirs = str(document.get("catalog_sha256"))
+    if theirs != ours:
+        raise UsageError(
+            f"{named}: a sweep of another catalog (sha256 {theirs[:12]}, {args.catalog} is "
+            f"{ours[:12]})"
+        )
+    if not document.get("unrun"):
+        raise UsageError(f"{named}: its budget left no fault unrun")
+    args.only = [re.escape(fault) for fault in document["unrun"]]
+    if args.config is None:
+        args.config = list(document.get("gpus_needed") or {}) or None
+
+
+def add_parser(commands) -> None:
+    sweep = commands.add_parser("sweep")
+    sweep.add_argument(
+        "--only", action="append", default=None, help="a regular expression matching whole ids"
+    )
+    sweep.add_argument(
+        "--slots",
+        type=at_least_one,
+        default=1,
+        help="must-pass faults run this many at a time per GPU group (must-fail: one)",
+    )
+    sweep.add_argument("--results-dir", type=Path, default=None)
+    sweep.add_argument("--history", type=Path, default=None, help="SQLite history")
+    sweep.add_argument(
+        "--no-exposure", action="store_true", help="leave out the configs' real-size twins"
+    )
+    sweep.add_argument(
+        "--budget-s",
+        type=positive_seconds,
+        default=None,
+        help="start no fault after this long; the report names those not run",
+    )
+    add_config_arguments(sweep)
+    sweep.add_argument(
+        "--seeds",
+        type=at_least_one,
+        default=None,
+        help="run each fault with a scheduled delay once per seed (its own tree)",
+    )
+    sweep.add_argument(
+        "--seed-base", type=at_least(0), default=0, help="the first seed of --seeds (default 0)"
+    )
+    sweep.add_argument(
+        "--rest-of",
+        type=Path,
+        default=None,
+        metavar="REPORT",
+        help="the faults an earlier shard's budget left (its JSON report), under its configs "
+        "unless --config",
+    )
+    sweep.set_defaults(handler=sweep_command)

@@ -1,0 +1,5 @@
+import sys
+
+from tools.sanitize.stage import main
+
+sys.exit(main())

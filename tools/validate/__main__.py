@@ -1,0 +1,5 @@
+import sys
+
+from tools.validate.validation import main
+
+sys.exit(main())
