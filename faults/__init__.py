@@ -1,11 +1,9 @@
-"""The fault engine: named delays and skipped waits applied to scratch copies
-of CUDA sources, rebuilt, run and judged. Generic: it knows sites and text,
-not afdep. The stages, in order (docs/architecture.md, "Pipeline of the fault
-engine"): the catalog (catalog.py loads it, catalog_types.py holds what it
-holds, catalog_checks.py and catalog_patches.py check its tables, catalog_refs.py that what it
-names exists), sites, scratch, apply, build and
-run (both in run.py), parse, verdict and report (a package, report/);
-engine.py strings them together. Around them: generate (faults made from the
-sites), sweep (every fault, controls first, with its reports), history (past
-sweeps in SQLite), review (what a diff does to the synchronization), project
-(the catalogs pyproject.toml lists), cli (the command) and pytest_plugin."""
+"""The fault engine: named delays, skipped waits and mutants applied to
+scratch copies of a target's sources, rebuilt, run and judged. Generic: it
+knows sites and text, never afdep; a target's words live in its catalog.
+By stage (docs/architecture.md, "Pipeline of the fault engine"): catalog/
+(the model and one module per table), generate/ (faults made from the
+sites), pipeline/ (scratch, apply, build and run, parse, the erasure check,
+the engine, slots), judge/ (verdicts, scores, seeds), report/ (one sweep
+report document and its forms); the applications sweep/, review/, corpus/,
+shrink/ and amplify/; and the pytest plugin. The commands are tools/faults_cli."""

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import pytest
 
-from faults.project import NoCatalogsTable, ProjectError, project_catalogs
+from faults.catalog.project import NoCatalogsTable, ProjectError, project_catalogs
 from hostio import at_least_one
 
 # The user property under which a catalog case records each run's summary line.
@@ -115,7 +115,7 @@ def engines(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     """`engines(path)`: one engine per catalog for the session, its scratch
     trees under one workdir, its runs on this xdist worker's GPU group."""
     from faults.catalog import load_catalog
-    from faults.engine import Engine
+    from faults.pipeline.engine import Engine
     from hostio import gpu_count
 
     config = request.config
@@ -185,8 +185,8 @@ def session_lines(config: pytest.Config) -> list[str]:
 
 def _session_lines(config: pytest.Config) -> list[str]:
     from faults.catalog import CatalogError, load_catalog
-    from faults.report import catalog_sha256
-    from faults.scratch import tree_digest
+    from faults.pipeline.scratch import tree_digest
+    from faults.report.document import catalog_sha256
     from hostio import gpu_count
 
     root = config.rootpath

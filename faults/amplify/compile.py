@@ -4,7 +4,7 @@ The litmus includes the target's primitives header (`common/ptx.cuh`) from the
 catalog's sources folder, compiled with the options the target's own kernels
 use (sm_90a, C++17, line info). The faults package never imports the target's
 package, so this is cuda.core's Program called here, not the target's
-compile function; the source digest is `faults.scratch.tree_digest`, the same
+compile function; the source digest is `faults.pipeline.scratch.tree_digest`, the same
 rule as the target's."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from faults.amplify.compile import litmus_digest
 from faults.amplify.device import Budget, Geometry, RunResult, Stress
 from faults.amplify.report import harness_verdict
 from faults.amplify.shapes import Mapped, Shape, control_of, placed
-from faults.scratch import tree_digest
+from faults.pipeline.scratch import tree_digest
 from hostio import (
     machine_name,
 )

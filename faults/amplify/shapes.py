@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
-from faults.catalog_types import Catalog, ContractSpellings, Family, Fault
+from faults.catalog.model import Catalog, ContractSpellings, Family, Fault
 from invariants.sync.sites import Group, Site, parse_tree
 
 NAMESPACE = "litmus"

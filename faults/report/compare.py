@@ -25,7 +25,7 @@ from pathlib import Path
 
 import tomllib
 
-from faults.seeds import base_id
+from faults.judge.seeds import base_id
 from hostio import UsageError
 
 

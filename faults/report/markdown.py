@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from faults.judge.verdict import Verdict
 from faults.report.schedules import schedule_tables
-from faults.verdict import Verdict
 
 
 def _controls_line(controls: list[dict]) -> str:

@@ -4,7 +4,7 @@ faults, then every run and the verdict."""
 
 from __future__ import annotations
 
-from faults.engine import CLEAN
+from faults.pipeline.engine import CLEAN
 from faults.review.coverage import Coverage
 from faults.review.model import Review
 from faults.review.runs import RunReport

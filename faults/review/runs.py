@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from faults.catalog import Catalog, LogPatterns
-from faults.engine import CLEAN, FORCED, Engine, RunResult
+from faults.pipeline.engine import CLEAN, FORCED, Engine, RunResult
+from faults.pipeline.slots import sweep
 from faults.review.coverage import Coverage
-from faults.slots import sweep
 from hostio import gpu_count
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from faults.pytest_plugin import RESULT_PROPERTY, enough_gpus
-from faults.report import summary_line
+from faults.report.document import summary_line
 
 pytestmark = pytest.mark.faults
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from faults.shrink_run import run_shrunk
-from faults.verdict import Verdict
+from faults.judge.verdict import Verdict
+from faults.shrink.runs import run_shrunk
 from hostio import gpu_count
 
 ROOT = Path(__file__).resolve().parents[2]

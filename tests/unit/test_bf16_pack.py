@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from faults.sass import disassemble, find_tool
+from faults.pipeline.erasure import disassemble, find_tool
 from tests.bf16_probe import KERNEL, compile_probe
 
 

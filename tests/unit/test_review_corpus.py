@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.corpus import BugResult, Catch, CaughtBy, bug_commit, load_corpus, review_bug
+from faults.corpus.bugs import BugResult, Catch, CaughtBy, bug_commit, load_corpus, review_bug
 from invariants.sync.sites import parse_tree
 
 REPO = Path(__file__).parents[2]

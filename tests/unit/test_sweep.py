@@ -1,4 +1,4 @@
-"""faults.sweep: history, changes between sweeps, reports, scores."""
+"""faults.sweep.sweep: history, changes between sweeps, reports, scores."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
 
-from faults.history import History
-from faults.scores import scores
-from faults.verdict import FaultSummary, repeats_for_confidence, summarize_fault
+from faults.judge.scores import scores
+from faults.judge.verdict import FaultSummary, repeats_for_confidence, summarize_fault
+from faults.sweep.history import History
 from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[2]
@@ -37,7 +37,7 @@ def test_history_reports_a_verdict_change_and_new_sites(tmp_path):
 
 def test_kill_rate_repeats_and_flaky():
     from faults.catalog import Fault
-    from faults.engine import RunResult
+    from faults.pipeline.engine import RunResult
 
     fault = Fault("N", "t", "fail", ())
     run = lambda v: RunResult("N", "c", 0, v, v == "KILLED", v, "d")  # noqa: E731

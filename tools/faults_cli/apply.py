@@ -7,7 +7,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from faults.scratch import make_scratch
+from faults.pipeline.scratch import make_scratch
 from hostio import (
     UsageError,
     writable_dir,
@@ -16,7 +16,7 @@ from tools.faults_cli.steps import load
 
 
 def apply_command(args: argparse.Namespace) -> int:
-    from faults.apply import ApplyError, apply_fault
+    from faults.pipeline.apply import ApplyError, apply_fault
 
     catalog = load(args)
     catalog.fault(args.id)

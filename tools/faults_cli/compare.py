@@ -30,8 +30,8 @@ def compare_command(args: argparse.Namespace) -> int:
 def shard_summarizer(args: argparse.Namespace):
     """A fault's verdict over its runs from several shards, judged as the sweep
     judges one fault's runs (the catalog, loaded when first needed)."""
-    from faults.engine import RunResult
-    from faults.verdict import summarize_fault
+    from faults.judge.verdict import summarize_fault
+    from faults.pipeline.engine import RunResult
 
     catalogs = []
 

@@ -12,9 +12,9 @@ from tools.faults_cli.steps import NO_EXPOSURE_HELP, SLOTS_HELP, load, workdir
 
 
 def corpus_command(args: argparse.Namespace) -> int:
-    from faults.corpus import load_corpus, run_corpus
-    from faults.corpus_report import document, write_results
-    from faults.scratch import tree_digest
+    from faults.corpus.bugs import load_corpus, run_corpus
+    from faults.corpus.bugs_report import document, write_results
+    from faults.pipeline.scratch import tree_digest
 
     check_corpus_words(args)
     if args.neutral is not None:
@@ -61,9 +61,9 @@ def check_corpus_words(args: argparse.Namespace) -> None:
 
 
 def neutral_command(args: argparse.Namespace) -> int:
-    from faults.neutral import commits_in, load_expectations, review_commits
-    from faults.neutral_report import document, passed, summary, write_results
-    from faults.scratch import tree_digest
+    from faults.corpus.neutral import commits_in, load_expectations, review_commits
+    from faults.corpus.neutral_report import document, passed, summary, write_results
+    from faults.pipeline.scratch import tree_digest
 
     sources = load(args).target.sources
     expectations = load_expectations(args.expect)

@@ -31,8 +31,8 @@ import sys
 from pathlib import Path
 
 from faults.catalog import CatalogError
-from faults.catalog_types import RankMode
-from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
+from faults.catalog.model import RankMode
+from faults.catalog.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from hostio import OneLineParser, UsageError, entry_point, writable_dir
 from tools.faults_cli import (
     amplify,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from faults.catalog_types import RankMode
+from faults.catalog.model import RankMode
 from hostio import (
     UsageError,
     writable_dir,
@@ -15,12 +15,12 @@ from tools.faults_cli.steps import load, read_sweep
 
 
 def merge_command(args: argparse.Namespace) -> int:
-    """The shards made one report (faults/merge.py); refused, naming the
+    """The shards made one report (faults/sweep/merge.py); refused, naming the
     shard, before anything is written. Exit 0 when every fault met its
     expectation and none is left unrun, else 1 (the catalog's faults in no
     shard are said, not judged: merging --only shards is a sweep of those)."""
-    from faults.merge import MergeError, merged
-    from faults.sweep import report_stem, write_report
+    from faults.sweep.merge import MergeError, merged
+    from faults.sweep.sweep import report_stem, write_report
 
     if len({path.resolve() for path in args.reports}) != len(args.reports):
         raise UsageError("merge: a shard is named twice")

@@ -16,11 +16,11 @@ from tools.faults_cli.steps import load, read_sweep, workdir
 
 
 def rejudge_command(args: argparse.Namespace) -> int:
-    """Each report's runs judged again from their outcomes (faults/rejudge.py);
+    """Each report's runs judged again from their outcomes (faults/sweep/rejudge.py);
     every report is judged before any is rewritten, so a refusal leaves all
     as they were."""
-    from faults.rejudge import RejudgeError, rejudge
     from faults.report.markdown import junit, markdown
+    from faults.sweep.rejudge import RejudgeError, rejudge
 
     documents = [(path, read_sweep(path, "rejudge:")) for path in args.reports]
     for path, _ in documents:

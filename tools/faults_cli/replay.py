@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 
 from faults.catalog import Catalog
-from faults.replay import applied_only, compare, recorded_run, replay_markdown
-from faults.seeds import RunId, parse_run_id, with_seed
+from faults.judge.seeds import RunId, parse_run_id, with_seed
+from faults.sweep.replay import applied_only, compare, recorded_run, replay_markdown
 from hostio import (
     UsageError,
     gpu_count,
@@ -32,7 +32,7 @@ def replay_catalog(args: argparse.Namespace, document: dict, run: RunId) -> Cata
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    from faults.engine import Engine
+    from faults.pipeline.engine import Engine
 
     try:
         run = parse_run_id(args.run_id)

@@ -13,9 +13,9 @@ from tools.faults_cli.steps import NO_EXPOSURE_HELP, SLOTS_HELP, chosen_rank_mod
 
 def review_command(args: argparse.Namespace) -> int:
     from faults.report.sarif import write_sarif
-    from faults.review import check_refs, markdown, review, run_review
     from faults.review.diff import in_repo, top_prefix
     from faults.review.findings import RULES, TOOL, findings
+    from faults.review.review import check_refs, markdown, review, run_review
 
     plain = load_catalog(args.catalog)
     mode = chosen_rank_mode(args, plain)

@@ -17,8 +17,8 @@ from tools.faults_cli.steps import fitting_configs, load, workdir
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from faults.engine import Engine
-    from faults.report import report_document, summary_line
+    from faults.pipeline.engine import Engine
+    from faults.report.document import report_document, summary_line
 
     catalog = load(args)
     catalog.fault(args.id)  # an unknown id is named before any GPU question

@@ -22,22 +22,22 @@ from tools.faults_cli.steps import load, program, workdir
 
 if TYPE_CHECKING:
     from faults.catalog import Catalog, Config
-    from faults.catalog_shrink import Number
-    from faults.shrink import Shrunk
-    from faults.shrink_report import ShrinkContext
+    from faults.catalog.shrink import Number
+    from faults.shrink.loop import Shrunk
+    from faults.shrink.report import ShrinkContext
 
 
 def shrink_command(args: argparse.Namespace) -> int:
     # The engine and the shrink modules load only for this command.
-    from faults.engine import Engine
-    from faults.shrink import ShrinkLoop, start_alternatives
-    from faults.shrink_report import (
+    from faults.pipeline.engine import Engine
+    from faults.shrink.loop import ShrinkLoop, start_alternatives
+    from faults.shrink.report import (
         ShrinkContext,
         minimal_args,
         regression_test,
         regression_test_path,
     )
-    from faults.shrink_run import engine_runner
+    from faults.shrink.runs import engine_runner
 
     catalog, config, words, start = planned(args)
     context = ShrinkContext(
@@ -82,9 +82,9 @@ def shrink_command(args: argparse.Namespace) -> int:
 def planned(args: argparse.Namespace) -> tuple[Catalog, Config, list[str], dict[str, Number]]:
     """The catalog, config, run command and start input, every bad argument
     said in one line before any tree is copied."""
-    from faults.shrink import ShrinkError, start_input
-    from faults.shrink_report import regression_test_path
-    from faults.shrink_run import chosen_config, shrink_catalog
+    from faults.shrink.loop import ShrinkError, start_input
+    from faults.shrink.report import regression_test_path
+    from faults.shrink.runs import chosen_config, shrink_catalog
 
     catalog = shrink_catalog(load(args))
     if catalog.shrink is None:
@@ -136,7 +136,7 @@ def write_reports(
     shrunk: Shrunk,
 ) -> None:
     """The report of `shrunk` so far under --results-dir; printed once finished."""
-    from faults.shrink_report import document, markdown, minimal_args, paste_command, report_stem
+    from faults.shrink.report import document, markdown, minimal_args, paste_command, report_stem
 
     rerun = minimal_args(shrunk) or shrunk.probes[0].args
     command = paste_command(program(), context, catalog, config, rerun, digest)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from faults.catalog import Catalog, load_catalog
-from faults.project import ProjectError, project_catalogs
+from faults.catalog.project import ProjectError, project_catalogs
 from hostio import (
     UsageError,
 )

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from faults.catalog import Catalog, load_catalog
-from faults.catalog_types import RankMode
-from faults.generate import with_generated
+from faults.catalog.model import RankMode
+from faults.generate.site_faults import with_generated
 from hostio import (
     KeptFolder,
     UsageError,
@@ -40,7 +40,7 @@ def workdir(args: argparse.Namespace, command: str) -> KeptFolder:
 def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:
     """The chosen configs (all by default) that fit this machine's GPUs; the
     others are said. None fitting is an error naming what each needs."""
-    from faults.sweep import select_configs
+    from faults.sweep.sweep import select_configs
 
     chosen = select_configs(catalog, names)
     needs = {c.name: catalog.gpus_for(c) for c in chosen}

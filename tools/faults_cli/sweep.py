@@ -7,7 +7,7 @@ import argparse
 import re
 from pathlib import Path
 
-from faults.report import catalog_sha256
+from faults.report.document import catalog_sha256
 from hostio import (
     UsageError,
     at_least,
@@ -23,7 +23,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from faults.report.markdown import markdown
-    from faults.sweep import Sweep, SweepOptions
+    from faults.sweep.sweep import Sweep, SweepOptions
 
     rest_of(args)
     catalog = load(args)

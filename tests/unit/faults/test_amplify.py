@@ -26,9 +26,9 @@ from faults.amplify.report import (
 )
 from faults.amplify.shapes import Publish, Read, Shape, Wait, amplified, control_of
 from faults.catalog import load_catalog
-from faults.catalog_types import Family
-from faults.generate import with_generated
-from faults.scratch import tree_digest
+from faults.catalog.model import Family
+from faults.generate.site_faults import with_generated
+from faults.pipeline.scratch import tree_digest
 from hostio import UsageError
 from invariants.sync.sites import Group
 from tools.faults_cli.main import main

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from faults.apply import ACTIONS, ApplyError, apply_fault, apply_patches
 from faults.catalog import Patch, load_catalog
-from faults.scratch import tree_digest
+from faults.pipeline.apply import ACTIONS, ApplyError, apply_fault, apply_patches
+from faults.pipeline.scratch import tree_digest
 
 REPO = Path(__file__).parents[3]
 FIXTURE = REPO / "tests/fixtures/flag_payload"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from faults.apply import ACTIONS, apply_patches
 from faults.catalog import CatalogError, Patch, load_catalog
-from faults.engine import Engine
-from faults.verdict import Verdict
+from faults.judge.verdict import Verdict
+from faults.pipeline.apply import ACTIONS, apply_patches
+from faults.pipeline.engine import Engine
 
 REPO = Path(__file__).parents[3]
 FIXTURE = REPO / "tests/fixtures/flag_payload"

@@ -221,7 +221,7 @@ def test_config_errors(tmp_path, config, message):
 
 
 def test_the_afdep_catalog_runs_each_config_on_its_gpus():
-    from faults.run import substitute
+    from faults.pipeline.run import substitute
 
     catalog = load_catalog(REPO / "catalogs/afdep.toml", tree_root=REPO)
     for name, gpus in (("bf16-eager", 2), ("4gpu-f1", 4), ("4gpu-f2", 4)):
@@ -395,11 +395,11 @@ def test_the_longest_delay_that_fits_loads(tmp_path):
 
 def test_every_caller_imports_the_catalog_from_one_module():
     """faults.catalog is the catalog's one face: its types and checks live in
-    faults.catalog_types, faults.catalog_checks and faults.catalog_refs, and
+    faults.catalog.model, faults.catalog.load and faults.catalog.refs, and
     are the same objects."""
     import faults.catalog as catalog
-    import faults.catalog_refs as refs
-    import faults.catalog_types as types
+    import faults.catalog.model as types
+    import faults.catalog.refs as refs
 
     assert catalog.__all__ == [
         "LOG_KEYS",
@@ -424,8 +424,8 @@ def test_an_older_tree_leaves_out_what_names_a_site_it_lacks(tmp_path):
     them; a control naming one cannot go."""
     from dataclasses import replace
 
-    from faults.catalog_refs import without_missing_sites
-    from faults.catalog_types import Patch
+    from faults.catalog.model import Patch
+    from faults.catalog.refs import without_missing_sites
 
     sources = tmp_path / "src"
     shutil.copytree(FIXTURE.parent, sources)

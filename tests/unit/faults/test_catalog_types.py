@@ -142,7 +142,7 @@ PLACEHOLDER_CASES = [
 )
 def test_command_placeholders_are_checked_at_load(tmp_path, document, message):
     """Every `{name}` of the build and run words and a config's args is one
-    faults/run.py fills in: a wrong one fails the load, not a run after the build."""
+    faults/pipeline/run.py fills in: a wrong one fails the load, not a run after the build."""
     path = tmp_path / "catalog.toml"
     path.write_text(document)
     assert error_of(lambda: load_catalog(path)) == f"{path}: {message}"

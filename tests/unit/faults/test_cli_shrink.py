@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import faults.shrink_report
+import faults.shrink.report
 from faults.catalog import load_catalog
-from faults.catalog_types import RankMode
-from faults.shrink_report import ShrinkContext, paste_command, regression_test
-from faults.shrink_run import shrink_catalog
+from faults.catalog.model import RankMode
+from faults.shrink.report import ShrinkContext, paste_command, regression_test
+from faults.shrink.runs import shrink_catalog
 from tools.faults_cli.main import main
 from tools.faults_cli.steps import program
 
@@ -52,7 +52,7 @@ def test_a_killed_fault_shrinks_to_its_minimal_input_and_writes_its_test(
     catalog, tmp_path, capsys, monkeypatch
 ):
     written = tmp_path / "tests/regress/test_shrunk_S1.py"
-    monkeypatch.setattr(faults.shrink_report, "regression_test_path", lambda root, f: written)
+    monkeypatch.setattr(faults.shrink.report, "regression_test_path", lambda root, f: written)
     status = shrink(catalog, tmp_path, "S1", "--results-dir", str(tmp_path), "--write-test")
     assert status == 0
     doc = json.loads((tmp_path / "shrink-S1-cpu.json").read_text())

@@ -1,4 +1,4 @@
-"""faults.corpus: reading bug patches, committing them on a clone, reading the
+"""faults.corpus.bugs: reading bug patches, committing them on a clone, reading the
 review's SARIF, and the caught-by table."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.corpus import (
+from faults.corpus.bugs import (
     Bug,
     BugResult,
     Catch,
@@ -21,7 +21,7 @@ from faults.corpus import (
     load_corpus,
     sarif_sites,
 )
-from faults.corpus_report import document, markdown, write_results
+from faults.corpus.bugs_report import document, markdown, write_results
 
 from .gitrepo import git
 
@@ -189,7 +189,7 @@ def test_a_static_bug_caught_only_by_the_run_is_flagged(tmp_path):
 
 
 def test_a_bug_that_cannot_be_reviewed_stops_the_corpus_before_any_review(repo, tmp_path):
-    from faults.corpus import run_corpus
+    from faults.corpus.bugs import run_corpus
 
     (repo / "src").mkdir()
     (repo / "src/k.cu").write_text("// @site k.publish kind=store\nx = 1;\n// @end k.publish\n")
@@ -213,7 +213,7 @@ def test_a_bug_that_cannot_be_reviewed_stops_the_corpus_before_any_review(repo, 
 def test_a_run_review_takes_the_slots_and_the_rank_mode(tmp_path):
     import sys
 
-    from faults.corpus import review_words
+    from faults.corpus.bugs import review_words
 
     sarif = tmp_path / "w/review-run.sarif"
     words = review_words(

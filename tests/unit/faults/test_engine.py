@@ -14,16 +14,16 @@ import pytest
 
 from afdep.jit import CSRC, source_digest
 from faults.catalog import load_catalog
-from faults.engine import Engine, RunResult
-from faults.report import summary_line
-from faults.scratch import (
+from faults.judge.verdict import Verdict
+from faults.pipeline.engine import Engine, RunResult
+from faults.pipeline.scratch import (
     ScratchExists,
     UserTreeChanged,
     UserTreeGuard,
     make_scratch,
     tree_digest,
 )
-from faults.verdict import Verdict
+from faults.report.document import summary_line
 from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[3]

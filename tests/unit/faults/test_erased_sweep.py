@@ -7,17 +7,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import faults.sass
-from faults.apply import apply_patches
+import faults.pipeline.erasure
 from faults.catalog import load_catalog
-from faults.engine import Engine, RunResult
-from faults.report import summary_line
-from faults.sass import erased_judgement
-from faults.scores import family_scores, scores
-from faults.scratch import make_scratch
-from faults.slots import sweep
-from faults.sweep import Sweep, SweepOptions
-from faults.verdict import FaultSummary, Verdict, summarize_fault
+from faults.judge.scores import family_scores, scores
+from faults.judge.verdict import FaultSummary, Verdict, summarize_fault
+from faults.pipeline.apply import apply_patches
+from faults.pipeline.engine import Engine, RunResult
+from faults.pipeline.erasure import erased_judgement
+from faults.pipeline.scratch import make_scratch
+from faults.pipeline.slots import sweep
+from faults.report.document import summary_line
+from faults.sweep.sweep import Sweep, SweepOptions
 from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[3]
@@ -140,7 +140,7 @@ def test_a_sweep_with_no_disassembler_stops_with_one_line(tmp_path, monkeypatch,
         "[target.log]", '[target.sass]\ncubin = ["{python}", "-c", "pass"]\n\n[target.log]', 1
     )
     (tmp_path / "catalog.toml").write_text(text)
-    monkeypatch.setattr(faults.sass, "cuda_tool", lambda name: None)  # none anywhere
+    monkeypatch.setattr(faults.pipeline.erasure, "cuda_tool", lambda name: None)  # none anywhere
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-toolkit"))
     top = ["--catalog", str(tmp_path / "catalog.toml"), "--root", str(REPO), "--no-generated"]
     status = main(

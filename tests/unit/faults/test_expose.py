@@ -1,4 +1,4 @@
-"""The delays that expose a missing barrier (faults/expose.py) and the
+"""The delays that expose a missing barrier (faults/generate/expose.py) and the
 catalog's [target.publisher] they are made from."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import faults.generate
+import faults.generate.site_faults
 from faults.catalog import CatalogError, Patch, load_catalog
-from faults.catalog_types import Holding
-from faults.expose import covering_faults, expose_faults, is_exposing
-from faults.generate import with_generated
+from faults.catalog.model import Holding
+from faults.generate.expose import covering_faults, expose_faults, is_exposing
+from faults.generate.site_faults import with_generated
 from invariants.sync.sites import Site, parse_tree, published_store
 
 REPO = Path(__file__).parents[3]
@@ -236,7 +236,7 @@ def test_covering_faults_of_a_release_are_both():
 
 
 def test_with_generated_adds_them(catalog, sites, monkeypatch):
-    monkeypatch.setattr(faults.generate, "parse_tree", lambda root: (sites, []))
+    monkeypatch.setattr(faults.generate.site_faults, "parse_tree", lambda root: (sites, []))
     generated = with_generated(catalog, REPO).faults
     assert set(expose_faults(sites, catalog)) < set(generated)
     assert "gen.delay.cf.attention_dispatch.row_release" in generated  # the old ones stay

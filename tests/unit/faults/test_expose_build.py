@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from afdep.jit import CSRC, KernelSpec, compile_kernel
-from faults.apply import apply_patches
 from faults.catalog import load_catalog
-from faults.expose import expose_faults
+from faults.generate.expose import expose_faults
+from faults.pipeline.apply import apply_patches
 from invariants.sync.sites import parse_tree
 from tests.unit.faults.test_expose import AFDEP, PRODUCERS, REPO, declared
 

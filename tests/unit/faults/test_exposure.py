@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import CatalogError, Fault, load_catalog
-from faults.engine import RunResult
-from faults.verdict import Verdict, summarize_fault
+from faults.judge.verdict import Verdict, summarize_fault
+from faults.pipeline.engine import RunResult
 
 REPO = Path(__file__).parents[3]
 AFDEP = REPO / "catalogs/afdep.toml"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import CatalogError, GenerateSettings, load_catalog
-from faults.generate import generated_faults, is_generated, with_generated
-from faults.review import coverage
+from faults.generate.site_faults import generated_faults, is_generated, with_generated
+from faults.review.coverage import coverage
 from invariants.sync.sites import parse_tree
 
 REPO = Path(__file__).parents[3]

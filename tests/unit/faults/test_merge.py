@@ -1,4 +1,4 @@
-"""`afdep-faults merge` (faults/merge.py) on the CPU fixture: two shards of a
+"""`afdep-faults merge` (faults/sweep/merge.py) on the CPU fixture: two shards of a
 sweep made one report with the verdicts, scores and reports one sweep of both
 gives; shards that are not one sweep's, a run in two shards, a seeded shard
 or a merge that would overwrite a shard refused in one line, nothing

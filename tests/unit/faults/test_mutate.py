@@ -1,4 +1,4 @@
-"""Mutation operators (faults/mutate.py): the catalog's [[target.mutation]]
+"""Mutation operators (faults/generate/mutate.py): the catalog's [[target.mutation]]
 entries, checked; the mutants they make from the sites, exactly; publish-early;
 and the generated faults' families."""
 
@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import GenerateSettings, load_catalog
-from faults.catalog_types import CatalogError, Family
-from faults.generate import generated_faults, is_generated, with_generated
-from faults.mutate import mutants
+from faults.catalog.errors import CatalogError
+from faults.catalog.model import Family
+from faults.generate.mutate import mutants
+from faults.generate.site_faults import generated_faults, is_generated, with_generated
 from invariants.sync.sites import parse_tree
 from tests.unit.faults.test_catalog import TARGET, error_of, load
 
@@ -403,7 +404,7 @@ def test_every_family_is_named_in_the_interface():
         "publish-early",
         "skip-release",
     ]
-    from faults import mutate
+    from faults.generate import mutate
 
     assert mutate.Family is Family
 

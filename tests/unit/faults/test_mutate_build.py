@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from faults.apply import apply_fault, apply_patches
 from faults.catalog import Fault, load_catalog
-from faults.catalog_types import REWRITE_FAMILIES, Family
-from faults.generate import with_generated
-from faults.run import BuildError, build_tree
-from faults.scratch import make_scratch, tree_digest
+from faults.catalog.model import REWRITE_FAMILIES, Family
+from faults.generate.site_faults import with_generated
+from faults.pipeline.apply import apply_fault, apply_patches
+from faults.pipeline.run import BuildError, build_tree
+from faults.pipeline.scratch import make_scratch, tree_digest
 from invariants.sync.sites import parse_tree
 
 REPO = Path(__file__).parents[3]

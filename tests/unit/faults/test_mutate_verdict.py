@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import Fault, Patch, load_catalog
-from faults.catalog_types import Family
-from faults.engine import Engine, RunResult
-from faults.generate import with_generated
-from faults.mutate import HINTS
-from faults.parse import Outcome
-from faults.scores import family_scores
-from faults.sweep import Sweep, SweepOptions
-from faults.verdict import FaultSummary, Verdict, judge, summarize_fault
+from faults.catalog.model import Family
+from faults.generate.mutate import HINTS
+from faults.generate.site_faults import with_generated
+from faults.judge.outcome import Outcome
+from faults.judge.scores import family_scores
+from faults.judge.verdict import FaultSummary, Verdict, judge, summarize_fault
+from faults.pipeline.engine import Engine, RunResult
+from faults.sweep.sweep import Sweep, SweepOptions
 
 REPO = Path(__file__).parents[3]
 FIXTURE = REPO / "tests/fixtures/flag_payload/catalog.toml"

@@ -1,4 +1,4 @@
-"""faults.neutral: real commits of a range reviewed statically on a clone, each
+"""faults.corpus.neutral: real commits of a range reviewed statically on a clone, each
 expected approved unless the expectations file says it changes the ordering;
 the document and its one-line errors."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.neutral import (
+from faults.corpus.neutral import (
     Commit,
     CommitResult,
     Expect,
@@ -22,7 +22,7 @@ from faults.neutral import (
     load_expectations,
     sarif_run,
 )
-from faults.neutral_report import document, markdown, merged, write_results
+from faults.corpus.neutral_report import document, markdown, merged, write_results
 from tools.faults_cli.main import main as faults_main
 
 from .gitrepo import git

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from afdep.jit import source_digest
-from faults.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
+from faults.catalog.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from faults.pytest_plugin import worker_gpu_env, worker_index, xdist_worker_id
-from faults.report import catalog_sha256
+from faults.report.document import catalog_sha256
 from hostio import gpu_count, gpu_group
 
 pytest_plugins = ["pytester"]

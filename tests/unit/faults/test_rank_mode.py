@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import CatalogError, load_catalog
-from faults.catalog_types import RankMode
-from faults.run import substitute
+from faults.catalog.model import RankMode
+from faults.pipeline.run import substitute
 from tools.faults_cli.main import main as faults_main
 
 REPO = Path(__file__).parents[3]

@@ -1,4 +1,4 @@
-"""`afdep-faults rejudge` (faults/rejudge.py) on the CPU fixture: a sweep's
+"""`afdep-faults rejudge` (faults/sweep/rejudge.py) on the CPU fixture: a sweep's
 recorded runs judged again from their outcomes, verdicts that today's rules
 give otherwise changed and said, seeded runs and their kill rates too; a tree
 whose digest is not the one that ran, or a report with nothing judged,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from faults.schedule import Schedule, ScheduleFamily, draw
+from faults.catalog.schedule import Schedule, ScheduleFamily
+from faults.generate.schedule import draw
 from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[3]
@@ -97,7 +98,7 @@ def test_replay_names_a_bad_run_id_or_report(tmp_path, capsys):
     said = replay_error(tmp_path, capsys, "N2@bf16-graph#0", broken)
     assert said.startswith(f"python -m faults: error: replay: --from {broken}: not a JSON report (")
     other = tmp_path / "other.json"
-    other.write_text('{"tool": "faults.review"}')
+    other.write_text('{"tool": "faults.review.review"}')
     said = replay_error(tmp_path, capsys, "N2@bf16-graph#0", other)
     assert (
         said

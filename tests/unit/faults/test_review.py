@@ -1,4 +1,4 @@
-"""faults.review on synthetic git repositories built from the CPU fixture."""
+"""faults.review.review on synthetic git repositories built from the CPU fixture."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import load_catalog
-from faults.engine import RunResult
+from faults.judge.verdict import Verdict
+from faults.pipeline.engine import RunResult
 from faults.review.runs import first_failure
-from faults.verdict import Verdict
 from tools.faults_cli.main import main as faults_main
 
 from .gitrepo import git
@@ -288,7 +288,7 @@ def test_the_review_runs_its_controls_and_must_pass_faults_in_slots(monkeypatch,
 
 def test_the_review_runs_only_the_configs_its_covering_faults_run_under():
     from faults.catalog import load_catalog
-    from faults.catalog_types import RankMode
+    from faults.catalog.model import RankMode
     from faults.review.runs import review_configs
 
     catalog = load_catalog(Path(__file__).parents[3] / "catalogs/afdep.toml")
@@ -311,8 +311,8 @@ def test_a_forced_failure_on_a_change_that_fails_alone_does_not_blame_the_harnes
 ):
     import faults.review.runs as runs
     from faults.catalog import load_catalog
-    from faults.engine import CLEAN, FORCED, RunResult
-    from faults.verdict import Verdict
+    from faults.judge.verdict import Verdict
+    from faults.pipeline.engine import CLEAN, FORCED, RunResult
 
     def result(fault, config, verdict, ok):
         return RunResult(fault, config, 0, verdict, ok, f"{verdict.value} here", "0" * 64)

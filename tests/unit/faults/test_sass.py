@@ -1,4 +1,4 @@
-"""Erased faults (faults/sass.py): SASS with the compiler's noise taken out,
+"""Erased faults (faults/pipeline/erasure.py): SASS with the compiler's noise taken out,
 the disassembler found or named, and ERASED decided on real afdep builds."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from faults.apply import apply_patches
 from faults.catalog import CatalogError, load_catalog
-from faults.catalog_types import Fault, Patch
-from faults.sass import ErasedCheck, SassError, find_tool, normalize
-from faults.scratch import make_scratch
-from faults.verdict import Verdict
+from faults.catalog.model import Fault, Patch
+from faults.judge.verdict import Verdict
+from faults.pipeline.apply import apply_patches
+from faults.pipeline.erasure import ErasedCheck, SassError, find_tool, normalize
+from faults.pipeline.scratch import make_scratch
 
 REPO = Path(__file__).parents[3]
 

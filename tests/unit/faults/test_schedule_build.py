@@ -7,9 +7,9 @@ from __future__ import annotations
 import shutil
 
 from afdep.jit import CSRC, KernelSpec, compile_kernel
-from faults.apply import apply_fault
 from faults.catalog import load_catalog
-from faults.seeds import with_seed
+from faults.judge.seeds import with_seed
+from faults.pipeline.apply import apply_fault
 from tests.unit.faults.test_expose import AFDEP, REPO
 
 SPECS = {

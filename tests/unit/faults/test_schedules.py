@@ -9,14 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from faults.apply import apply_fault
 from faults.catalog import CatalogError, load_catalog
-from faults.catalog_checks import catalog_from_tables
-from faults.engine import RunResult
-from faults.report.schedules import schedule_tables
-from faults.schedule import Schedule, ScheduleFamily, draw
-from faults.scratch import tree_digest
-from faults.seeds import (
+from faults.catalog.load import catalog_from_tables
+from faults.catalog.schedule import Schedule, ScheduleFamily
+from faults.generate.schedule import draw
+from faults.judge.seeds import (
     RunId,
     base_id,
     describe,
@@ -27,7 +24,11 @@ from faults.seeds import (
     with_seed,
     with_seeds,
 )
-from faults.verdict import Verdict
+from faults.judge.verdict import Verdict
+from faults.pipeline.apply import apply_fault
+from faults.pipeline.engine import RunResult
+from faults.pipeline.scratch import tree_digest
+from faults.report.schedules import schedule_tables
 
 REPO = Path(__file__).parents[3]
 AFDEP = REPO / "catalogs/afdep.toml"
@@ -246,7 +247,7 @@ def test_the_kill_rate_per_schedule_family_in_markdown():
 
 
 def test_a_replay_that_differs_says_what_differs():
-    from faults.replay import compare, replay_markdown
+    from faults.sweep.replay import compare, replay_markdown
 
     run = parse_run_id("N2s.pct~s1@bf16-graph#0")
     recorded = {"schedule": "s", "tree_digest": "a" * 64, "verdict": "KILLED", "reason": "x|y"}

@@ -11,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faults.catalog import load_catalog
-from faults.catalog_shrink import Dimension, Relation, RelationOp, ShrinkSpec
-from faults.catalog_types import RankMode
-from faults.engine import RunResult
-from faults.shrink import ShrinkLoop, option_value, override_args, relations_hold, start_input
-from faults.shrink_run import shrink_catalog
-from faults.verdict import Verdict
+from faults.catalog.model import RankMode
+from faults.catalog.shrink import Dimension, Relation, RelationOp, ShrinkSpec
+from faults.judge.verdict import Verdict
+from faults.pipeline.engine import RunResult
+from faults.shrink.loop import ShrinkLoop, option_value, override_args, relations_hold, start_input
+from faults.shrink.runs import shrink_catalog
 
 REPO = Path(__file__).parents[3]
 SPEC = ShrinkSpec(
@@ -241,7 +241,7 @@ def test_every_probe_is_told_as_it_lands_and_the_end_marks_the_result_finished()
 
 
 def test_a_fault_killed_at_another_listed_value_starts_there():
-    from faults.shrink import start_alternatives
+    from faults.shrink.loop import start_alternatives
 
     words = ["--tokens", "8", "128", "512", "--hidden-size", "2048"]
     alternatives = start_alternatives(SPEC, words, START)
@@ -254,7 +254,7 @@ def test_a_fault_killed_at_another_listed_value_starts_there():
 
 
 def test_no_start_that_kills_is_said_with_every_probe():
-    from faults.shrink import start_alternatives
+    from faults.shrink.loop import start_alternatives
     from tools.faults_cli.shrink import not_killed
 
     words = ["--tokens", "8", "512"]

@@ -1,4 +1,4 @@
-"""How a sweep spreads its faults (faults/slots.py): trees build in run order
+"""How a sweep spreads its faults (faults/pipeline/slots.py): trees build in run order
 while runs go, each run waits for its own tree only, and an interrupt starts
 no queued build or fault."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import faults.slots as slots_module
+import faults.pipeline.slots as slots_module
 from faults.catalog import load_catalog
 
 REPO = Path(__file__).parents[3]

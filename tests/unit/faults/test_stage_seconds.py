@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from faults.engine import RunResult
-from faults.report import engine_share, stage_seconds
+from faults.pipeline.engine import RunResult
+from faults.report.document import engine_share, stage_seconds
 
 
 def run(fault: str, config: str, **seconds: float) -> RunResult:

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import Fault, Patch, load_catalog
-from faults.parse import Outcome, parse_outcome
-from faults.verdict import Verdict, judge, judge_control, survivor_hint
+from faults.judge.outcome import Outcome
+from faults.judge.verdict import Verdict, judge, judge_control, survivor_hint
+from faults.pipeline.parse import parse_outcome
 from hostio import ProcessOutcome
 
 REPO = Path(__file__).parents[3]
@@ -232,8 +233,8 @@ def test_a_log_is_read_through_the_targets_patterns(tmp_path):
 
 
 def test_a_timed_out_run_counts_as_fired_and_names_the_summary():
-    from faults.engine import RunResult
-    from faults.verdict import summarize_fault
+    from faults.judge.verdict import summarize_fault
+    from faults.pipeline.engine import RunResult
 
     def run(verdict: Verdict, reason: str = "") -> RunResult:
         return RunResult("F", "c", 0, verdict, verdict is Verdict.KILLED, reason, DIGEST)

@@ -1,0 +1,61 @@
+"""[target.contract]: the target's spellings of what the publish contract looks
+for, and the command that writes its PTX (docs/architecture.md, "The publish contract")."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from faults.catalog.errors import catalog_error
+from faults.catalog.fields import command
+from faults.catalog.model import PTX_PLACEHOLDERS
+from invariants.sync.spellings import (
+    CONTRACT_PATTERNS,
+    CONTRACT_TABLES,
+    ContractSpellings,
+    call_pattern,
+)
+
+
+def contract_table(path: Path, raw):
+    """[target.contract]: its `ptx` command here, the spellings in catalog_types."""
+    ptx = raw.get("ptx", []) if isinstance(raw, dict) else []
+    words = command(path, "target.contract", "ptx", ptx, known=PTX_PLACEHOLDERS)
+    return contract_spellings(path, raw, words)
+
+
+def contract_pattern(path: Path, key: str, text) -> re.Pattern[str]:
+    """A [target.contract] spelling compiled, or the catalog error naming its key."""
+    try:
+        return call_pattern(text)
+    except ValueError as error:
+        raise catalog_error(path, "target.contract", f"{key}: {error}") from None
+
+
+def contract_spellings(path: Path, raw, ptx: tuple[str, ...]) -> ContractSpellings:
+    """[target.contract] checked key by key (`ptx`, its command, checked by the caller)."""
+    if not isinstance(raw, dict):
+        raise catalog_error(path, "target.contract", f"a table, got {raw!r}")
+    unknown = sorted(set(raw) - {"ptx", *CONTRACT_TABLES, *CONTRACT_PATTERNS})
+    if unknown:
+        raise catalog_error(path, "target.contract", f"unknown keys {unknown}")
+    tables = {}
+    for key, names in CONTRACT_TABLES.items():
+        table = raw.get(key, {})
+        if not isinstance(table, dict):
+            raise catalog_error(
+                path, "target.contract", f"{key}: a table keyed by {', '.join(names)}"
+            )
+        strays = sorted(set(table) - set(names))
+        if strays:
+            raise catalog_error(
+                path, "target.contract", f"{key}.{strays[0]}: not one of {', '.join(names)}"
+            )
+        tables[key] = {
+            name: contract_pattern(path, f"{key}.{name}", v) for name, v in table.items()
+        }
+    singles = {
+        key: contract_pattern(path, key, raw[key]) if key in raw else None
+        for key in CONTRACT_PATTERNS
+    }
+    return ContractSpellings(ptx, **tables, **singles)

@@ -1,0 +1,46 @@
+"""[target.log]: how the target's log says what happened, each key a regular
+expression searched line by line (docs/architecture.md, "Log lines")."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from faults.catalog.fields import expect_type, fail
+from faults.catalog.model import (
+    LOG_KEYS,
+    LogPatterns,
+)
+
+
+def log_table(path: Path, raw) -> LogPatterns:
+    """[target.log]: every key a regular expression that cannot match an
+    empty line (it would count every line); `digest` captures one group."""
+    where = "target.log"
+    if not isinstance(raw, dict):
+        raise fail(path, where, f"a table of regular expressions {list(LOG_KEYS)}, got {raw!r}")
+    unknown = sorted(set(raw) - set(LOG_KEYS))
+    if unknown:
+        raise fail(path, where, f"unknown keys {unknown}")
+    patterns = {}
+    for key in LOG_KEYS:
+        if key not in raw:
+            raise fail(path, where, f"{key}: required")
+        text = expect_type(path, where, key, raw[key], str, "a regular expression")
+        try:
+            pattern = re.compile(text)
+        except re.error as error:
+            raise fail(
+                path, where, f"{key}: {text!r} is not a regular expression: {error}"
+            ) from None
+        if pattern.search(""):
+            raise fail(path, where, f"{key}: {text!r} matches an empty line")
+        patterns[key] = pattern
+    if patterns["digest"].groups != 1:
+        raise fail(
+            path,
+            where,
+            f"digest: {raw['digest']!r} has {patterns['digest'].groups} groups; "
+            "exactly one must capture the tree digest",
+        )
+    return LogPatterns(**patterns)

@@ -1,0 +1,363 @@
+"""The catalog's types: a target (how to build and run a tree), its
+configurations, the faults and their patches, and the queries a loaded
+Catalog answers (faults/catalog/load.py loads and checks one)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+
+from faults.catalog.errors import CatalogError
+from faults.catalog.schedule import Schedule, ScheduleSpelling
+from faults.catalog.shrink import ShrinkSpec
+from hostio import known_names
+from invariants.sync.spellings import (
+    ContractSpellings,
+)
+
+# The id prefix of every fault generated from the sites (no catalog fault may take it).
+GENERATED_PREFIX = "gen."
+
+# Where an error naming an unknown fault sends its reader for them all.
+FAULTS_LISTED = "the `list` command names them all"
+
+# The `{name}`s a target's build and run words and a config's args may hold;
+# faults/pipeline/run.py fills in every one in both stages, so the load checks them all.
+PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus", "ranks")
+# The `{name}`s of `[target.contract] ptx`, filled in by invariants/sync/contract.py.
+PTX_PLACEHOLDERS = ("tree", "sources", "out", "python")
+
+
+class Family(str, Enum):
+    """What a generated fault does to its site (docs/architecture.md,
+    "Mutation operators"); faults/generate/mutate.py makes the text rewrites."""
+
+    SKIP_WAIT = "skip-wait"
+    DELAY = "delay"
+    UNEVEN_DELAY = "uneven-delay"
+    FORCED_ORDER = "forced-order"
+    REMOVE_BARRIER = "remove-barrier"
+    REMOVE_WARP_SYNC = "remove-warp-sync"
+    WEAKEN_RELEASE = "weaken-release"
+    WEAKEN_ACQUIRE = "weaken-acquire"
+    REMOVE_FENCE = "remove-fence"
+    NARROW_SCOPE = "narrow-scope"
+    EPOCH_OFF_BY_ONE = "epoch-off-by-one"
+    WRONG_SLOT = "wrong-slot"
+    PUBLISH_EARLY = "publish-early"
+    SKIP_RELEASE = "skip-release"
+
+    def __str__(self) -> str:  # ids and reports print the word
+        return self.value
+
+
+# Mutants that weaken the order a release or wait promises: the hardware may
+# never show them, and the publish contract is their catch.
+ORDER_FAMILIES = frozenset(
+    {
+        Family.REMOVE_BARRIER,
+        Family.REMOVE_WARP_SYNC,
+        Family.WEAKEN_RELEASE,
+        Family.WEAKEN_ACQUIRE,
+        Family.REMOVE_FENCE,
+        Family.NARROW_SCOPE,
+        Family.PUBLISH_EARLY,
+    }
+)
+
+# The families a catalog's `[[target.mutation]]` rewrites make; the others are
+# made by faults/generate/site_faults.py (site actions) or moved structurally (publish-early).
+REWRITE_FAMILIES = (
+    Family.REMOVE_BARRIER,
+    Family.REMOVE_WARP_SYNC,
+    Family.WEAKEN_RELEASE,
+    Family.WEAKEN_ACQUIRE,
+    Family.REMOVE_FENCE,
+    Family.NARROW_SCOPE,
+    Family.EPOCH_OFF_BY_ONE,
+    Family.WRONG_SLOT,
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    gpus: int = 0  # GPUs this config's runs need (`{gpus}` in the run command); 0: the target's
+    base: str | None = None  # an exposure twin's config: the faults that run under it run here
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """[exposure]: the real-size runs the sweep adds (docs/architecture.md,
+    "Exposure at real sizes"): every config gets a twin `<config>@<name>`
+    whose run command ends with `args` and whose environment adds `env`;
+    the config's faults run under it too."""
+
+    name: str
+    args: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+    def twin(self, config: Config) -> Config:
+        return replace(
+            config,
+            name=f"{config.name}@{self.name}",
+            args=config.args + self.args,
+            env={**config.env, **self.env},
+            base=config.name,
+        )
+
+
+@dataclass(frozen=True)
+class MutationRule:
+    """A `[[target.mutation]]` entry: in every site of `kind`, each match of
+    `pattern` becomes one mutant with the match rewritten to `replacement`
+    (which may name the pattern's groups, as re.sub's template)."""
+
+    family: Family
+    kind: str  # the site kind it rewrites (invariants.sync.sites.KINDS)
+    pattern: re.Pattern[str]
+    replacement: str
+    # Which producers the mutant's own exposing delay holds back at the store
+    # its release publishes or its wait guards: a condition, with the
+    # pattern's groups (None: no delay; docs/architecture.md, "Delays that
+    # expose").
+    expose: str | None = None
+
+
+@dataclass(frozen=True)
+class Patch:
+    owner: str  # the fault whose patch this is (markers print this id)
+    site: str | None = None
+    action: str | None = None  # delay | skip | hold | signal, for site patches
+    ns: int = 0
+    at: str = "start"
+    when: str = "true"
+    marker: str = "true"
+    file: str | None = None  # text patches: exact-once replacement of old by new
+    old: str | None = None
+    new: str | None = None
+    # A text patch's marker goes at the start of this site's region; None: the
+    # region that holds the change (docs/architecture.md, "apply").
+    marker_site: str | None = None
+    # hold / signal: the forced-order marker cell, an index expression (one
+    # cell per warp or per CTA; docs/architecture.md, "Delays that expose").
+    cell: str = "0"
+    # delay: which threads it holds back and how long, drawn from a seed
+    # (docs/architecture.md, "Seeded schedules and replay"); None: `when`, `ns`.
+    schedule: Schedule | None = None
+
+
+@dataclass(frozen=True)
+class Fault:
+    id: str
+    title: str
+    expect: str  # pass | fail
+    patches: tuple[Patch, ...]
+    includes: tuple[str, ...] = ()
+    survivor_ok: str | None = None
+    configs: tuple[str, ...] = ()  # the configs it runs under (empty: all)
+    family: Family | None = None  # a generated fault's; None for a hand-written one
+
+
+@dataclass(frozen=True)
+class LogPatterns:
+    """How a target's log says what happened: each a regular expression
+    searched line by line (docs/architecture.md, "Pipeline of the fault engine")."""
+
+    mismatch: re.Pattern[str]  # a check that failed
+    timeout: re.Pattern[str]  # a wait that gave up, naming its site
+    assertion: re.Pattern[str]  # an invariant the target asserts
+    device_error: re.Pattern[str]  # the device (or the process) faulted: a trap, a bad address
+    digest: re.Pattern[str]  # the tree that ran; its one group captures the digest
+
+
+LOG_KEYS = ("mismatch", "timeout", "assertion", "device_error", "digest")
+
+
+@dataclass(frozen=True)
+class GenerateSettings:
+    """The [generate] table: how site-generated faults are made (faults.generate.site_faults)."""
+
+    ns: int = 20_000
+    # How long a wait-skip fault holds the guarded site back: the window must
+    # outlast the consumer's own start-up, or the skip opens no race.
+    window_ns: int | None = None  # None: ns
+    when: str = "true"
+    marker: str = "true"  # a condition in scope at every site (the catalog narrows it)
+    configs: tuple[str, ...] = ()  # the configs a generated fault runs under (empty: all)
+    # (site-name prefix, configs): a site that fires only under some configs runs
+    # there; the longest matching prefix wins over `configs`.
+    site_configs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # wait site -> why skipping it cannot open a race (another wait covers it);
+    # or one generated fault's id (`gen.` ...) -> why it survives, that fault only
+    survivor_ok: tuple[tuple[str, str], ...] = ()
+
+    def narrowed(self, condition: str) -> str:
+        """`condition`, and `when` unless that is "true"."""
+        return condition if self.when.strip() == "true" else f"({condition}) && ({self.when})"
+
+    def held_back(self, owner: str, site: str, held: str, marker: str) -> Patch:
+        """`owner`'s delay of `ns` at the start of `site`, in the threads `held`
+        names (and `when`): the delays that expose (faults/generate/expose.py and
+        faults/generate/mutate.py)."""
+        return Patch(
+            owner, site=site, action="delay", ns=self.ns, when=self.narrowed(held), marker=marker
+        )
+
+    def survivor_for(self, fault_id: str, site: str | None) -> str | None:
+        """Why `fault_id` may survive: its own entry, else its site's (None:
+        the site's entry does not apply, as for an order mutant)."""
+        reasons = dict(self.survivor_ok)
+        return reasons.get(fault_id) or (reasons.get(site) if site else None)
+
+    def configs_for_site(self, site: str) -> tuple[str, ...]:
+        matches = [
+            (len(prefix), names) for prefix, names in self.site_configs if site.startswith(prefix)
+        ]
+        return max(matches)[1] if matches else self.configs
+
+
+@dataclass(frozen=True)
+class Holding:
+    """For releases of one producers= group: who publishes, whom a delay that
+    exposes holds back (never the publisher), and the forced-order cell."""
+
+    publisher: str  # C condition: the thread that releases
+    held: str  # C condition: the other producers (other lanes, warps or CTAs)
+    marker: str  # C condition: the held threads that print the marker
+    cell: str | None = None  # index of this thread's cell; None: no forced order
+
+
+@dataclass(frozen=True)
+class Publisher:
+    """[target.publisher]: per producers= group (GROUPS), its Holding."""
+
+    hold_ns: int  # the bound of a forced-order wait
+    groups: dict[str, Holding]
+
+    def holding(self, group: str) -> Holding | None:
+        return self.groups.get(group)
+
+
+GROUPS = ("thread", "warp", "block", "grid")
+
+
+class RankMode(str, Enum):
+    """How a run places its ranks (docs/architecture.md, "One GPU, logical
+    ranks"): one per GPU, or all of them as logical ranks on one GPU."""
+
+    PER_GPU = "per-gpu"
+    LOGICAL = "logical"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    sources: str  # directory of the native sources, relative to the tree root
+    language: str
+    run: tuple[str, ...]
+    log: LogPatterns
+    build: tuple[str, ...] = ()
+    clock: str = ""  # expression giving nanoseconds, for delays (required for cuda)
+    rank: str = "0"  # expression a marker prints as its rank
+    timeout_s: float = 300.0
+    env: dict[str, str] = field(default_factory=dict)
+    gpus: int = 0  # GPUs a run needs; with fewer, faults are applied and built only
+    contract: ContractSpellings | None = None  # [target.contract]; None: no contract check
+    mutations: tuple[MutationRule, ...] = ()  # [[target.mutation]]: faults/generate/mutate.py
+    publisher: Publisher | None = None  # who publishes, for the delays that expose
+    logical_run: tuple[str, ...] = ()  # [target.logical] run: every rank on one GPU
+    sass: tuple[
+        str, ...
+    ] = ()  # [target.sass] cubin: writes every variant's cubin (faults/pipeline/erasure.py)
+    schedule: ScheduleSpelling | None = None  # [target.schedule]: thread identities, steps
+
+
+@dataclass(frozen=True)
+class Catalog:
+    path: Path
+    target: Target
+    configs: tuple[Config, ...]
+    faults: dict[str, Fault]
+    control: tuple[Patch, ...]  # the forced-fail control's patches
+    generate: GenerateSettings  # the [generate] table: how site-generated faults are made
+    rank_mode: RankMode = RankMode.PER_GPU
+    exposure: Exposure | None = None  # [exposure]: real-size twins of every config
+    shrink: ShrinkSpec | None = None  # [shrink]: what `shrink` may make smaller
+
+    def config(self, name: str) -> Config:
+        for config in self.configs:
+            if config.name == name:
+                return config
+        raise CatalogError(
+            f"{self.path}: no config {name!r}; known: {[c.name for c in self.configs]}"
+        )
+
+    def fault(self, fault_id: str) -> Fault:
+        if fault_id not in self.faults:
+            names = known_names(fault_id, self.faults, FAULTS_LISTED)
+            raise CatalogError(f"{self.path}: no fault {fault_id!r}; {names}")
+        return self.faults[fault_id]
+
+    def ranks_for(self, config: Config) -> int:
+        """The ranks a run of `config` has (a GPU each in the per-GPU mode)."""
+        return config.gpus or self.target.gpus
+
+    def gpus_for(self, config: Config) -> int:
+        if self.rank_mode is RankMode.LOGICAL:
+            return min(self.ranks_for(config), 1)
+        return self.ranks_for(config)
+
+    @property
+    def gpus_needed(self) -> int:
+        """GPUs a run of the target's default configs needs in this mode."""
+        return min(self.target.gpus, 1) if self.rank_mode is RankMode.LOGICAL else self.target.gpus
+
+    def auto_rank_mode(self, gpus: int) -> RankMode:
+        """By the GPUs here: fewer than the target's ranks but one at least, and
+        a [target.logical] command, run every rank on one GPU."""
+        if 0 < gpus < self.target.gpus and self.target.logical_run:
+            return RankMode.LOGICAL
+        return RankMode.PER_GPU
+
+    def in_rank_mode(self, mode: RankMode) -> Catalog:
+        """This catalog with its runs placed by `mode` (logical: the target's
+        [target.logical] run command, one GPU per run)."""
+        if mode is RankMode.PER_GPU:
+            return self
+        if not self.target.logical_run:
+            raise CatalogError(
+                f"{self.path}: rank mode {mode}: the catalog has no [target.logical] run command"
+            )
+        target = replace(self.target, run=self.target.logical_run)
+        return replace(self, target=target, rank_mode=mode)
+
+    def with_exposure(self) -> Catalog:
+        """This catalog with each config's exposure twin after it (none: as it is)."""
+        if self.exposure is None or any(c.base for c in self.configs):
+            return self
+        twins = tuple(self.exposure.twin(c) for c in self.configs)
+        return replace(self, configs=self.configs + twins)
+
+    def configs_for(self, fault_id: str, names: list[str] | None = None) -> list[Config]:
+        """The configs `fault_id` runs under (an exposure twin where its config
+        is), narrowed to `names` when given (None: no narrowing; empty: none)."""
+        allowed = self.fault(fault_id).configs
+        return [
+            c
+            for c in self.configs
+            if (not allowed or (c.base or c.name) in allowed) and (names is None or c.name in names)
+        ]
+
+    def all_patches(self, fault_id: str) -> list[Patch]:
+        """The patches of `fault_id`, those of its includes first (depth first)."""
+        fault = self.fault(fault_id)
+        patches = [p for included in fault.includes for p in self.all_patches(included)]
+        return patches + list(fault.patches)

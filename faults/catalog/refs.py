@@ -1,0 +1,112 @@
+"""What a catalog names must exist: the configs and fault ids its faults
+name (and no include cycle), and the sites its patches and `[generate]` name
+in the tree's sources (docs/architecture.md, "Pipeline of the fault engine",
+item 1)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from faults.catalog.errors import catalog_error
+from faults.catalog.model import GENERATED_PREFIX, Catalog
+from invariants.sync.sites import parse_tree
+
+
+def check_includes(catalog: Catalog) -> None:
+    names = {c.name for c in catalog.configs}
+    for fault in catalog.faults.values():
+        for name in fault.configs:
+            if name not in names:
+                raise catalog_error(
+                    catalog.path, f"fault {fault.id}", f"configs: unknown config {name!r}"
+                )
+        for included in fault.includes:
+            if included not in catalog.faults:
+                raise catalog_error(
+                    catalog.path, f"fault {fault.id}", f"includes: unknown fault id {included!r}"
+                )
+
+    def visit(fault_id: str, chain: tuple[str, ...]) -> None:
+        if fault_id in chain:
+            cycle = " -> ".join((*chain[chain.index(fault_id) :], fault_id))
+            raise catalog_error(catalog.path, f"fault {chain[0]}", f"includes: cycle {cycle}")
+        for included in catalog.faults[fault_id].includes:
+            visit(included, (*chain, fault_id))
+
+    for fault_id in catalog.faults:
+        visit(fault_id, ())
+
+
+def check_sites_exist(catalog: Catalog, sources: Path) -> None:
+    """Every site patch names a site of `sources` (an unknown site is a stale
+    catalog), and so does every site `[generate]` names."""
+    sites = parse_tree(sources)[0]
+    known = {site.name for site in sites}
+    waits = {site.name for site in sites if site.kind == "wait"}
+    settings = catalog.generate
+    for site in dict(settings.survivor_ok):
+        # A key naming one generated fault is checked where faults are generated.
+        if not site.startswith(GENERATED_PREFIX) and site not in waits:
+            raise catalog_error(
+                catalog.path, "generate", f"survivor_ok: {site!r} is not a wait site in {sources}"
+            )
+    for prefix, _ in settings.site_configs:
+        if not any(name.startswith(prefix) for name in known):
+            raise catalog_error(
+                catalog.path, "generate", f"site_configs: no site in {sources} starts {prefix!r}"
+            )
+    for owner, index, key, name in patch_sites(catalog):
+        if name not in known:
+            where = f"fault {owner}" if owner else "control"
+            raise catalog_error(
+                catalog.path,
+                f"{where} patch #{index}",
+                f"{key}: unknown site {name!r} in {sources}",
+            )
+
+
+def patch_sites(catalog: Catalog):
+    """(fault id, or None for the control; patch index; key; site name) for
+    every site a patch names."""
+    groups = [(f.id, f.patches) for f in catalog.faults.values()]
+    for owner, patches in [*groups, (None, catalog.control)]:
+        for index, patch in enumerate(patches):
+            for key, name in (("site", patch.site), ("marker_site", patch.marker_site)):
+                if name is not None:
+                    yield owner, index, key, name
+
+
+def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, list[str]]:
+    """`catalog` made to judge an older tree at `sources`: what it names that
+    the tree lacks is left out (a `[generate]` entry naming a missing site, a
+    fault whose patch names one, and the faults including such a fault), and
+    said. A control patch naming a missing site cannot be left out."""
+    known = {site.name for site in parse_tree(sources)[0]}
+
+    def names_known(key: str) -> bool:  # a site, or a generated fault of one
+        return key in known or any(f".{site}." in f"{key}." for site in known)
+
+    settings = catalog.generate
+    left_out = [key for key, _ in settings.survivor_ok if not names_known(key)]
+    left_out += [
+        prefix
+        for prefix, _ in settings.site_configs
+        if not any(name.startswith(prefix) for name in known)
+    ]
+    generate = replace(
+        settings,
+        survivor_ok=tuple((k, why) for k, why in settings.survivor_ok if k not in left_out),
+        site_configs=tuple((p, c) for p, c in settings.site_configs if p not in left_out),
+    )
+    missing = [(o, i, name) for o, i, _, name in patch_sites(catalog) if name not in known]
+    for owner, index, name in missing:
+        if owner is None:
+            raise catalog_error(
+                catalog.path, f"control patch #{index}", f"unknown site {name!r} in {sources}"
+            )
+    dropped = {owner for owner, _, _ in missing}
+    while extra := {f.id for f in catalog.faults.values() if set(f.includes) & dropped} - dropped:
+        dropped |= extra
+    faults = {i: f for i, f in catalog.faults.items() if i not in dropped}
+    return replace(catalog, generate=generate, faults=faults), left_out + sorted(dropped)

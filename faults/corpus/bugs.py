@@ -1,0 +1,318 @@
+"""A corpus of realistic bug commits and what the review makes of each.
+
+    afdep-faults corpus [DIR] [--run] [--only REGEX] [--results-dir D]
+
+Each bug is a patch file (`git diff` output) under DIR whose first lines, before
+the diff, say what it is:
+
+    class: remove-barrier
+    site: <the site the bug breaks>
+    catch: static            # static: the review must catch it with no GPU; run: only a run can
+    title: one line on what the commit does
+
+For every bug: clone the repository's HEAD into a scratch folder (shared
+objects, so it is quick), apply the patch and commit it, then run the review of
+HEAD..bug there - static always, and with --run (the target's GPUs needed) the
+covering faults as well - each writing SARIF. A bug is caught by a review that
+says CHANGES NEEDED and names its site. The result, per bug: its class, caught
+by static / run / both / missed, whether the culprit site was named, and the
+time each review took (docs/architecture.md, "The bug corpus").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from hostio import UsageError, run_logged
+
+HEADER_KEYS = ("class", "site", "catch", "title")
+HEADER_LINE = re.compile(r"^(?P<key>[a-z]+):\s*(?P<value>.+?)\s*$")
+# A review that runs no GPU work; with --run the covering faults too.
+STATIC_TIMEOUT_S = 300
+RUN_TIMEOUT_S = 1800
+AUTHOR = ("faults corpus", "corpus@localhost")
+
+
+class CorpusError(UsageError):
+    """A corpus that cannot be read: a missing folder, a patch without its header."""
+
+
+class Catch(str, Enum):
+    STATIC = "static"  # the static review (the publish contract) must catch it
+    RUN = "run"  # only running the covering faults can
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class CaughtBy(str, Enum):
+    STATIC = "static"
+    RUN = "run"
+    BOTH = "both"
+    MISSED = "missed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Bug:
+    name: str  # the patch file's stem
+    path: Path
+    bug_class: str
+    site: str
+    catch: Catch
+    title: str
+
+
+@dataclass
+class ReviewOutcome:
+    """One review of one bug: its exit code (1: CHANGES NEEDED), the sites its
+    SARIF names, its wall time."""
+
+    exit_code: int | None
+    sites_named: list[str]
+    seconds: float
+    log: str
+
+    @property
+    def caught(self) -> bool:
+        return self.exit_code == 1
+
+
+@dataclass
+class BugResult:
+    bug: Bug
+    static: ReviewOutcome
+    run: ReviewOutcome | None = None
+
+    @property
+    def caught_by(self) -> CaughtBy:
+        static = self.static.caught and self.bug.site in self.static.sites_named
+        ran = self.run is not None and self.run.caught and self.bug.site in self.run.sites_named
+        if static and ran:
+            return CaughtBy.BOTH
+        return CaughtBy.STATIC if static else CaughtBy.RUN if ran else CaughtBy.MISSED
+
+
+def _header(path: Path) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.startswith(("diff --git", "--- ")):
+            break
+        if not line.strip() or line.startswith("#"):
+            continue
+        match = HEADER_LINE.match(line)
+        if match is None or match["key"] not in HEADER_KEYS:
+            raise CorpusError(f"{path}:{number}: not a header line ({', '.join(HEADER_KEYS)})")
+        fields[match["key"]] = match["value"]
+    return fields
+
+
+def load_bug(path: Path) -> Bug:
+    fields = _header(path)
+    missing = [key for key in HEADER_KEYS if key not in fields]
+    if missing:
+        raise CorpusError(f"{path}: header lacks {', '.join(missing)}")
+    try:
+        catch = Catch(fields["catch"])
+    except ValueError:
+        raise CorpusError(
+            f"{path}: catch {fields['catch']!r} is not one of {[c.value for c in Catch]}"
+        ) from None
+    if "diff --git" not in path.read_text():
+        raise CorpusError(f"{path}: no diff after the header")
+    return Bug(path.stem, path, fields["class"], fields["site"], catch, fields["title"])
+
+
+def load_corpus(folder: Path, only: str | None = None) -> list[Bug]:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CorpusError(f"corpus {folder}: not a directory")
+    pattern = re.compile(only) if only else None
+    bugs = [
+        load_bug(path)
+        for path in sorted(folder.glob("*.patch"))
+        if pattern is None or pattern.fullmatch(path.stem)
+    ]
+    if not bugs:
+        matching = f" matches {only!r}" if only else ""
+        raise CorpusError(f"corpus {folder}: no *.patch file{matching}")
+    return bugs
+
+
+def fresh_clone(repo_root: Path, clone: Path):
+    """A clone of `repo_root`'s HEAD at `clone`, sharing its objects (quick); one
+    an earlier (perhaps cut) run left there is this tool's scratch: it goes first."""
+    import git
+
+    shutil.rmtree(clone, ignore_errors=True)
+    return git.Repo.clone_from(str(repo_root), str(clone), shared=True, no_checkout=False)
+
+
+def bug_commit(repo_root: Path, bug: Bug, clone: Path) -> tuple[str, str]:
+    """Clone HEAD of `repo_root` into `clone`, commit the bug there: (base, head)."""
+    import git
+
+    repo = fresh_clone(repo_root, clone)
+    base = repo.head.commit.hexsha
+    try:
+        repo.git.apply("--index", str(bug.path.resolve()))
+    except git.GitCommandError as error:
+        stderr = (error.stderr or "").strip().splitlines()
+        reason = stderr[-1] if stderr else error
+        raise CorpusError(f"{bug.path}: does not apply to HEAD: {reason}") from None
+    actor = git.Actor(*AUTHOR)
+    head = repo.index.commit(f"{bug.bug_class}: {bug.title}", author=actor, committer=actor)
+    return base, head.hexsha
+
+
+def sarif_sites(sarif: Path, known_sites: set[str]) -> list[str]:
+    """The sites a review's SARIF names: in a result's properties or message."""
+    try:
+        document = json.loads(sarif.read_text())
+    except (OSError, ValueError):
+        return []
+    named: set[str] = set()
+    for run in document.get("runs", []):
+        for result in run.get("results", []):
+            site = (result.get("properties") or {}).get("site")
+            if site:
+                named.add(site)
+            text = (result.get("message") or {}).get("text", "")
+            named.update(s for s in known_sites if s in text)
+    return sorted(named)
+
+
+def review_words(
+    clone: Path,
+    base: str,
+    head: str,
+    work: Path,
+    sarif: Path,
+    *,
+    run: bool,
+    rank_mode: str,
+    slots: int,
+    exposure: bool = True,
+    older_trees: bool = False,
+) -> list[str]:
+    """The review command one bug gets: static, or --run with `slots` (and
+    the exposure twins unless `exposure` is false; `older_trees`: a commit of
+    the history, review --older-trees)."""
+    mode = "run" if run else "static"
+    command = [sys.executable, "-m", "faults", "--root", str(clone), "--workdir", str(work / mode)]
+    command += ["--rank-mode", rank_mode, "review", base, head, "--sarif", str(sarif)]
+    command += ["--older-trees"] if older_trees else []
+    if not run:
+        return command
+    return command + ["--run", "--slots", str(slots)] + ([] if exposure else ["--no-exposure"])
+
+
+def review_bug(
+    clone: Path,
+    base: str,
+    head: str,
+    work: Path,
+    *,
+    run: bool,
+    known_sites: set[str],
+    rank_mode: str = "auto",
+    slots: int = 1,
+    exposure: bool = True,
+    cache: Path | None = None,
+    older_trees: bool = False,
+) -> ReviewOutcome:
+    """One review of base..head in `clone`, its files under `work`; `cache`:
+    the review's own cache folder (its PTX compiled afresh), else the user's."""
+    sarif = review_sarif(work, run=run)
+    command = review_words(
+        clone,
+        base,
+        head,
+        work,
+        sarif,
+        run=run,
+        rank_mode=rank_mode,
+        slots=slots,
+        exposure=exposure,
+        older_trees=older_trees,
+    )
+    log = sarif.with_suffix(".log")
+    started = time.perf_counter()
+    outcome = run_logged(
+        command,
+        log,
+        timeout_s=RUN_TIMEOUT_S if run else STATIC_TIMEOUT_S,
+        env=_env_for(clone, cache),
+        cwd=clone,
+    )
+    seconds = round(time.perf_counter() - started, 2)
+    return ReviewOutcome(outcome.exit_code, sarif_sites(sarif, known_sites), seconds, str(log))
+
+
+def review_sarif(work: Path, *, run: bool) -> Path:
+    """Where a review under `work` writes its SARIF (its log beside it)."""
+    return work / f"review-{'run' if run else 'static'}.sarif"
+
+
+def _env_for(clone: Path, cache: Path | None = None) -> dict[str, str]:
+    """This faults package first (the tool that reviews; `clone` is only what
+    it reviews: the target's own stages put the clone first themselves)."""
+    import os
+
+    tool = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [tool, env.get("PYTHONPATH")]))
+    env["PYTHONSAFEPATH"] = "1"  # run in the clone, never import from it
+    if cache is not None:
+        env["XDG_CACHE_HOME"] = str(cache)
+    return env
+
+
+def run_corpus(
+    repo_root: Path,
+    sources: str,
+    bugs: list[Bug],
+    workdir: Path,
+    *,
+    run: bool,
+    rank_mode: str = "auto",
+    slots: int = 1,
+    exposure: bool = True,
+    say=print,
+) -> list[BugResult]:
+    """Each bug committed on a clone of HEAD, all of them first (a bug naming
+    no site of HEAD, or one that does not apply, stops the command before any
+    review), then reviewed there one at a time (a review --run holds every GPU)."""
+    from invariants.sync.sites import parse_tree
+
+    known_sites = {site.name for site in parse_tree(Path(repo_root) / sources)[0]}
+    for bug in bugs:
+        if bug.site not in known_sites:
+            raise CorpusError(f"{bug.path}: site {bug.site} is not a site of HEAD")
+    commits = [bug_commit(repo_root, bug, Path(workdir) / bug.name / "clone") for bug in bugs]
+    results = []
+    for bug, (base, head) in zip(bugs, commits, strict=True):
+        work = Path(workdir) / bug.name
+        static = review_bug(work / "clone", base, head, work, run=False, known_sites=known_sites)
+        result = BugResult(bug, static)
+        if run:
+            options = {"rank_mode": rank_mode, "slots": slots, "exposure": exposure}
+            clone = work / "clone"
+            result.run = review_bug(
+                clone, base, head, work, run=True, known_sites=known_sites, **options
+            )
+        say(
+            f"{bug.name} class={bug.bug_class} expected={bug.catch} caught_by={result.caught_by} "
+            f"static_s={static.seconds}" + (f" run_s={result.run.seconds}" if result.run else "")
+        )
+        results.append(result)
+    return results

@@ -1,0 +1,122 @@
+"""The bug corpus's results document: per bug its class, the site, how it was
+caught and the time of each review, merged by bug across commands (a corpus
+run in shards builds one document), written as
+docs/results/review-corpus-<machine>[-logical].{json,md}
+(docs/architecture.md, "The bug corpus")."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from dataclasses import asdict
+from functools import partial
+from pathlib import Path
+
+from faults.corpus.bugs import BugResult, Catch, CaughtBy
+
+
+def document(
+    results: list[BugResult], machine: str, digest: str, rank_mode: str = "per-gpu"
+) -> dict:
+    rows = []
+    for result in results:
+        rows.append(
+            {
+                "bug": result.bug.name,
+                "class": result.bug.bug_class,
+                "site": result.bug.site,
+                "catch": str(result.bug.catch),
+                "title": result.bug.title,
+                "caught_by": str(result.caught_by),
+                "static": asdict(result.static),
+                "run": asdict(result.run) if result.run else None,
+            }
+        )
+    return with_totals(
+        {"machine": machine, "rank_mode": rank_mode, "native_source_sha256": digest}, rows
+    )
+
+
+def with_totals(head: dict, rows: list[dict]) -> dict:
+    """The document of `rows` (one per bug) under `head`, with its totals."""
+    caught_statically = (str(CaughtBy.STATIC), str(CaughtBy.BOTH))
+    return {
+        **head,
+        "bugs": len(rows),
+        "classes": sorted({row["class"] for row in rows}),
+        "caught": sum(row["caught_by"] != str(CaughtBy.MISSED) for row in rows),
+        "static_expected_caught_statically": all(
+            row["caught_by"] in caught_statically
+            for row in rows
+            if row["catch"] == str(Catch.STATIC)
+        ),
+        "results": rows,
+    }
+
+
+def merged(earlier: dict, doc: dict, corpus: Collection[str] | None = None) -> dict:
+    """`doc` over an earlier document of the same machine, rank mode and
+    source (else `doc` alone): a bug reviewed again replaces its row, so a
+    corpus run in shards (a bug per command) builds one document. `corpus`:
+    the bugs the corpus holds now; an earlier row of any other is dropped."""
+    same = ("machine", "rank_mode", "native_source_sha256")
+    if any(earlier.get(key) != doc[key] for key in same):
+        return doc
+    rows = {
+        row["bug"]: row
+        for row in earlier.get("results", [])
+        if corpus is None or row["bug"] in corpus
+    }
+    rows.update({row["bug"]: row for row in doc["results"]})
+    return with_totals(
+        {key: doc[key] for key in same}, sorted(rows.values(), key=lambda r: r["bug"])
+    )
+
+
+def markdown(doc: dict) -> str:
+    lines = [
+        f"# Review corpus on {doc['machine']}"
+        + (" (logical ranks on one GPU)" if doc.get("rank_mode") == "logical" else ""),
+        "",
+        f"Source digest `{doc['native_source_sha256']}`; {doc['bugs']} bugs in "
+        f"{len(doc['classes'])} classes; caught {doc['caught']}.",
+        "",
+        "| bug | class | site | expected | caught by | static s | run s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in doc["results"]:
+        run_s = row["run"]["seconds"] if row["run"] else "-"
+        lines.append(
+            f"| {row['bug']} | {row['class']} | `{row['site']}` | {row['catch']} | "
+            f"{row['caught_by']} | {row['static']['seconds']} | {run_s} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def machine_slug(machine: str) -> str:
+    """A machine's name as a results file names it."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", machine).strip("-")
+
+
+def write_merged(stem: Path, doc: dict, merge, render) -> Path:
+    """`stem`.json and .md: `doc` merged (`merge(earlier, doc)`) into the
+    document already there, rendered by `render`; the stem returned."""
+    from hostio import write_json, write_text
+
+    try:
+        doc = merge(json.loads(stem.with_suffix(".json").read_text()), doc)
+    except (OSError, ValueError):  # none there yet, or not a document: this one alone
+        pass
+    write_json(stem.with_suffix(".json"), doc)
+    write_text(stem.with_suffix(".md"), render(doc))
+    return stem
+
+
+def write_results(doc: dict, results_dir: Path, corpus: Collection[str] | None = None) -> Path:
+    """docs-style results: review-corpus-<machine>[-logical].json and .md (runs
+    on logical ranks never mixed with per-GPU ones), merged into the document
+    already there, less the bugs no longer in `corpus`; the stem returned."""
+    mode = "-logical" if doc.get("rank_mode") == "logical" else ""
+    stem = Path(results_dir) / f"review-corpus-{machine_slug(doc['machine'])}{mode}"
+    return write_merged(stem, doc, partial(merged, corpus=corpus), markdown)

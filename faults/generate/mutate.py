@@ -1,0 +1,220 @@
+"""Mutation operators: realistic ordering bugs generated from the sites
+(docs/architecture.md, "Mutation operators"). The operators are generic text
+rewrites inside a site's region; the target's spellings (its barrier, its
+release store, its wait helper) come from the catalog's `[[target.mutation]]`
+entries. One structural operator, publish-early, moves a release above the
+store site it guards. Every mutant is a must-fail text patch whose marker
+opens the mutated site, tagged with its family; a rule's `expose` adds a
+delay that holds the mutant's window open."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from faults.catalog.errors import CatalogError
+from faults.catalog.model import (
+    GENERATED_PREFIX,
+    ORDER_FAMILIES,
+    REWRITE_FAMILIES,
+    Family,
+    Fault,
+    GenerateSettings,
+    MutationRule,
+    Patch,
+)
+from invariants.sync.sites import Site, published_store
+
+__all__ = ["REWRITE_FAMILIES", "Family", "family_hint", "mutants"]
+
+
+# Why a must-fail mutant of each family can run clean, and what opens its
+# window (docs/architecture.md, "Mutation operators").
+HINTS = {
+    Family.REMOVE_BARRIER: "the publishing group reached the release together: hold back a "
+    "subset of its warps before their stores (uneven-delay) or make them wait for a marker the "
+    "publisher sets after its release (forced-order)",
+    Family.REMOVE_WARP_SYNC: "the warp reconverged before the release: a lane-level window may "
+    "not exist on this hardware, the static contract is the catch",
+    Family.WEAKEN_RELEASE: "the hardware kept the stores in order although the weakened release "
+    "allows otherwise: more repeats and larger sizes, and the static contract",
+    Family.WEAKEN_ACQUIRE: "the reads were not hoisted above the relaxed flag load in these "
+    "runs: more repeats and larger sizes, and the static contract",
+    Family.REMOVE_FENCE: "the stores became visible in order without the fence in these runs: "
+    "more repeats and larger sizes, and the static contract",
+    Family.NARROW_SCOPE: "a narrower scope was enough on this machine's interconnect in these "
+    "runs: the static contract is the catch",
+    Family.EPOCH_OFF_BY_ONE: "the data was there when the consumer looked: make the consumer "
+    "wait on a late producer (host-side launch skew, or delay the guarded store) and make each "
+    "step's data differ from the last",
+    Family.WRONG_SLOT: "the neighbouring slot's flag came in time: delay the guarded store of "
+    "some slots only, so neighbouring flags differ",
+    Family.PUBLISH_EARLY: "the data landed before the consumer read it: delay the guarded store "
+    "so the early flag runs ahead of it",
+}
+
+
+def family_hint(family: Family | None) -> str | None:
+    return HINTS.get(family) if family is not None else None
+
+
+# ---------------------------------------------------------------- generation
+@dataclass(frozen=True)
+class Edit:
+    """One rewrite (or move) of one site: its text before and after, and the
+    condition of its exposing delay (None: the mutant holds no one back)."""
+
+    site: Site
+    title: str
+    old: str
+    new: str
+    exposing: str | None = None
+
+
+def mutants(
+    sites: list[Site], rules: tuple[MutationRule, ...], settings: GenerateSettings, sources: Path
+) -> dict[str, Fault]:
+    """One must-fail fault per (rule, site of its kind, match), and one
+    publish-early fault per release site whose guarded store it can be moved
+    above. Ids: `gen.<family>.<site>`, with `.<n>` (from 1) when a family
+    mutates one site more than once."""
+    found: dict[tuple[Family, str], list[Edit]] = {}
+    for family, edit in _rewrites(sites, rules, sources):
+        edits = found.setdefault((family, edit.site.name), [])
+        if all(other.new != edit.new for other in edits):  # two entries, one rewrite: one mutant
+            edits.append(edit)
+    faults = {}
+    for (family, name), edits in found.items():
+        for number, edit in enumerate(edits, start=1):
+            fault_id = f"{GENERATED_PREFIX}{family}.{name}" + (
+                f".{number}" if len(edits) > 1 else ""
+            )
+            faults[fault_id] = Fault(
+                fault_id,
+                edit.title,
+                "fail",
+                _patches(fault_id, edit, sites, settings, sources),
+                # A wait another wait covers opens no race however early it passes;
+                # an order mutant's survival is the contract's to judge instead.
+                survivor_ok=settings.survivor_for(
+                    fault_id, None if family in ORDER_FAMILIES else name
+                ),
+                configs=settings.configs_for_site(name),
+                family=family,
+            )
+    return faults
+
+
+def _patches(
+    fault_id: str, edit: Edit, sites: list[Site], settings: GenerateSettings, sources: Path
+) -> tuple[Patch, ...]:
+    """The rewrite, its marker opening the mutated site; then, when the rule
+    exposes, a delay of the producers its condition names at the start of the
+    store the release publishes, or the wait guards (docs/architecture.md,
+    "Delays that expose"): the mutant's window held open, silent (the
+    rewrite's marker says it fired)."""
+    rewrite = Patch(
+        fault_id,
+        file=edit.site.path.relative_to(sources).as_posix(),
+        old=edit.old,
+        new=edit.new,
+        marker=settings.marker,
+        marker_site=edit.site.name,
+    )
+    if edit.exposing is None:
+        return (rewrite,)
+    store = _exposed_store(edit.site, sites)
+    if store is None:
+        raise CatalogError(
+            f"fault {fault_id}: its rule exposes, but site {edit.site.name} "
+            f"({edit.site.where()}) {_store_verb(edit.site)} no store site to delay: "
+            "name it with guards="
+        )
+    return (rewrite, settings.held_back(fault_id, store.name, edit.exposing, marker="false"))
+
+
+def _exposed_store(site: Site, sites: list[Site]) -> Site | None:
+    """The store an exposing delay holds back: the one `site` publishes, a
+    wait's only by its `guards=` (the data it waits for is made elsewhere,
+    not in the site above it)."""
+    if site.kind == "wait" and not site.guards:
+        return None
+    return published_store(site, sites)
+
+
+def _held_back_words(site: Site, exposing: str) -> str:
+    """What a mutant's title says of its exposing delay."""
+    who = "every producer" if exposing.strip() == "true" else f"producers with {exposing}"
+    return f"; {who} delayed before the store it {_store_verb(site)}"
+
+
+def _store_verb(site: Site) -> str:
+    """How `site` stands to the store its exposing delay holds back."""
+    return "guards" if site.kind == "wait" else "publishes"
+
+
+def _rewrites(
+    sites: list[Site], rules: tuple[MutationRule, ...], sources: Path
+) -> Iterator[tuple[Family, Edit]]:
+    """(family, edit) for every rewrite and every move. The patch's `old`
+    runs from the line of the match to the site's `@end` line: unique in its
+    file (site names are), and inside the region for its marker."""
+    by_name = {site.name: site for site in sites}
+    for rule in rules:
+        for site in sites:
+            if site.kind != rule.kind:
+                continue
+            lines = site.path.read_text().splitlines(keepends=True)
+            body, end = "".join(lines[site.start : site.end - 1]), lines[site.end - 1]
+            for match in rule.pattern.finditer(body):
+                line_start = body.rfind("\n", 0, match.start()) + 1
+                rewritten = match.expand(rule.replacement)
+                if rewritten == match[0]:
+                    continue
+                line = site.start + 1 + body.count("\n", 0, match.start())
+                where = f"{site.path.name}:{line}"
+                title = f"{rule.family} in {site.name} ({where}): {match[0]!r} -> {rewritten!r}"
+                exposing = match.expand(rule.expose) if rule.expose is not None else None
+                if exposing is not None:
+                    title += _held_back_words(site, exposing)
+                old = body[line_start:] + end
+                new = body[line_start : match.start()] + rewritten + body[match.end() :] + end
+                yield rule.family, Edit(site, title, old, new, exposing)
+    for site in sites:
+        moved = _publish_early(site, by_name)
+        if moved is not None:
+            yield Family.PUBLISH_EARLY, Edit(site, *moved)
+
+
+def _publish_early(release: Site, by_name: dict[str, Site]) -> tuple[str, str, str] | None:
+    """The release region moved above the store region it guards: (title,
+    old, new), or None when the release declares no guarded store, or the
+    two do not lie in one block of one file (a move across blocks would not
+    compile, or would change what runs, not only the order)."""
+    store = by_name.get(getattr(release, "guards", None) or "")
+    if release.kind != "release" or store is None:
+        return None
+    if store.path != release.path or store.end >= release.start:
+        return None
+    lines = release.path.read_text().splitlines(keepends=True)
+    before = lines[store.start - 1 : release.start - 1]  # the store region and what follows it
+    region = lines[release.start - 1 : release.end]
+    if not _one_block("".join(before + region)):
+        return None
+    title = (
+        f"publish-early: {release.name} moved above {store.name}, the store it guards "
+        f"({release.path.name}:{store.start})"
+    )
+    return title, "".join(before + region), "".join(region + before)
+
+
+def _one_block(text: str) -> bool:
+    """The text opens no block it does not close and closes none it did not open."""
+    depth = 0
+    for line in text.splitlines():
+        for char in line.split("//", 1)[0]:
+            depth += {"{": 1, "}": -1}.get(char, 0)
+            if depth < 0:
+                return False
+    return depth == 0

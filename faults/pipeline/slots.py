@@ -1,0 +1,135 @@
+"""How a sweep spreads its faults over GPU groups and run slots: the
+controls first, then the faults that tolerate neighbours `slots` at a time
+on each engine's group while their trees build, then, one at a time per
+group, the faults whose kill needs the window a delay opens
+(docs/architecture.md, "From a fault id to its verdict")."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import as_completed, wait
+
+from faults.catalog import Catalog, Config
+from faults.pipeline.engine import Engine, RunResult, stopping_pool
+
+BUILDS_AT_ONCE = 8  # trees copied, patched, built and checked at once (CPU work)
+
+# A phase: each (engine, faults) job runs on a thread of its own, its faults in turn.
+Phase = list[tuple[Engine, list[str]]]
+
+
+def sweep(
+    engines: list[Engine],
+    fault_ids: list[str],
+    config_names: list[str] | None,
+    repeats: int,
+    on_results: Callable[[list[RunResult]], None],
+    slots: int = 1,
+    deadline: float | None = None,
+) -> tuple[list[RunResult], list[RunResult]]:
+    """Controls first (on the first engine), under each config some selected
+    fault runs under (every selected config when none runs): a config no fault
+    of this sweep runs under carries none of its verdicts, and a shard of a
+    few sites need not pay the controls of every config. If either control is
+    wrong the harness is broken and no fault runs. Then the faults, `slots` at a time on each
+    engine's GPU group: a correct protocol passes under any interleaving, and
+    a skipped release can only time out, so a neighbour's time-slicing only
+    stresses them. Last, one at a time per group, the must-fail faults whose
+    kill needs the window a delay opens: a neighbour would blur that window.
+    Trees build while the shared faults run, each run waiting for its own;
+    the faults that run alone start once every build has ended. Past
+    `deadline` (time.monotonic()) no fault or build starts; those running
+    end. Returns (controls, results), results in fault order; `on_results` sees
+    each batch as it lands."""
+    if slots < 1:
+        raise ValueError(f"slots: at least 1 run per GPU group, got {slots}")
+    catalog = engines[0].catalog
+    fault_ids = [f for f in fault_ids if catalog.configs_for(f, config_names)]  # else nothing runs
+    controls = engines[0].controls(control_configs(catalog, fault_ids, config_names), slots)
+    on_results(controls)
+    if not all(r.ok for r in controls):
+        return controls, []
+    shared_phase, alone_phase = phases(engines, catalog, fault_ids, slots)
+    results: list[RunResult] = []
+    lock = threading.Lock()
+    stop = threading.Event()  # set when the sweep is interrupted or stops on an error
+
+    def past_deadline() -> bool:
+        return deadline is not None and time.monotonic() >= deadline
+
+    with stopping_pool(BUILDS_AT_ONCE, stop) as builds:
+        # Trees apply and build several at once (CPU work), in run order, while
+        # the shared faults run: each run waits for its own tree only.
+        trees = dict.fromkeys(
+            (engine, f)
+            for phase in (shared_phase, alone_phase)
+            for engine, ids in phase
+            for f in ids
+        )
+        built = {tree: builds.submit(tree[0].prepare, tree[1], tree[1]) for tree in trees}
+
+        def work(engine: Engine, ids: list[str]) -> None:
+            for fault_id in ids:
+                if stop.is_set() or past_deadline():
+                    return
+                built[engine, fault_id].result()  # raises what the build raised
+                found = engine.evaluate(
+                    fault_id, catalog.configs_for(fault_id, config_names), repeats
+                )
+                with lock:
+                    results.extend(found)
+                    on_results(found)
+
+        _run_phase(shared_phase, work, stop)
+        if past_deadline():  # no fault starts any more: neither does a build
+            for future in built.values():
+                future.cancel()
+        # The faults that run alone need quiet GPUs and CPUs: every build ends first.
+        wait(list(built.values()))
+        _run_phase(alone_phase, work, stop)
+    order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
+    return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
+
+
+def phases(
+    engines: list[Engine], catalog: Catalog, fault_ids: list[str], slots: int
+) -> tuple[Phase, Phase]:
+    """The shared phase (`slots` workers on each engine) and the alone phase
+    (one on each), each worker dealt every n-th of its phase's faults."""
+    alone = [f for f in fault_ids if needs_quiet_gpus(catalog, f)]
+    shared = [f for f in fault_ids if f not in alone]
+    dealt = []
+    for ids, per_engine in ((shared, slots), (alone, 1)):
+        workers = [engine for engine in engines for _ in range(per_engine)]
+        dealt.append([(engine, ids[i :: len(workers)]) for i, engine in enumerate(workers)])
+    shared_phase, alone_phase = dealt
+    return shared_phase, alone_phase
+
+
+def control_configs(
+    catalog: Catalog, fault_ids: list[str], config_names: list[str] | None
+) -> list[Config]:
+    """The configs a sweep of `fault_ids` checks its harness under, in the
+    catalog's order: those the faults run under, or, when none runs, every
+    config `config_names` selects."""
+    selected = [c for c in catalog.configs if config_names is None or c.name in config_names]
+    used = {c.name for f in fault_ids for c in catalog.configs_for(f, config_names)}
+    return [c for c in selected if c.name in used] or selected
+
+
+def _run_phase(phase: Phase, work, stop: threading.Event) -> None:
+    """Each (engine, faults) job on its own thread; the first job to fail
+    stops the others at their next fault."""
+    with stopping_pool(len(phase), stop) as pool:
+        for job in as_completed([pool.submit(work, engine, ids) for engine, ids in phase]):
+            job.result()
+
+
+def needs_quiet_gpus(catalog: Catalog, fault_id: str) -> bool:
+    """A must-fail fault that skips a wait while a delay holds the guarded
+    store back: its kill depends on that window, so it runs alone."""
+    return catalog.fault(fault_id).expect == "fail" and any(
+        patch.action == "delay" for patch in catalog.all_patches(fault_id)
+    )

@@ -1,0 +1,128 @@
+"""The pre-merge ordering review: what a change does to the synchronization.
+
+    afdep-faults review BASE [CHANGE] [--run] [--report FILE] [--sarif FILE]
+
+From the git diff BASE..CHANGE (CHANGE omitted: the working tree) under the
+catalog's sources: the sites the change touches; ordering primitives it adds
+outside any site; the publish contract of every site on the changed tree
+(invariants.sync.contract, no GPU); and, for each touched site, the faults that cover
+it - a must-pass fault that delays it and a must-fail fault that exercises it,
+from the catalog or generated from the sites. With --run (and the hardware
+the target needs) the change's own tree runs first, then the covering faults,
+in scratch trees. Without --run it is the static review, the one the
+pre-commit hook runs (docs/architecture.md, "The pre-merge review").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from faults.catalog import Catalog, CatalogError, load_catalog
+from faults.catalog.model import RankMode
+from faults.catalog.refs import without_missing_sites
+from faults.generate.site_faults import with_generated
+from faults.pipeline.scratch import make_scratch
+from faults.review.coverage import Coverage, coverage
+from faults.review.diff import ReviewError, changed_lines, check_refs, in_repo
+from faults.review.markdown import markdown
+from faults.review.model import OlderTree, Review, ReviewVerdict
+from faults.review.runs import RunReport, run_review
+from faults.review.static import Located, check_contract
+from invariants.sync.sites import parse_tree
+
+__all__ = [
+    "Coverage",
+    "OlderTree",
+    "Review",
+    "ReviewError",
+    "ReviewVerdict",
+    "RunReport",
+    "check_refs",
+    "coverage",
+    "markdown",
+    "review",
+    "run_review",
+]
+
+
+def change_catalog(repo_root: Path, tree: Path, catalog_path: Path) -> Path:
+    """The catalog as the change's tree has it, for a catalog inside the
+    repository: a change that renames a site renames it in its catalog too,
+    whatever is checked out. A catalog outside it is taken as given."""
+    inside = in_repo(catalog_path, repo_root)
+    return tree / inside if inside and (tree / inside).is_file() else Path(catalog_path)
+
+
+def review_catalog(
+    repo_root: Path,
+    tree: Path,
+    catalog_path: Path,
+    rank_mode: RankMode,
+    *,
+    generated: bool,
+    older_trees: bool,
+) -> tuple[Catalog, OlderTree | None]:
+    """The catalog that judges `tree`: its own. With `older_trees`, a tree
+    whose own catalog this review cannot take (one older than its present
+    form, or one that names sites the tree renamed since) is judged by the
+    given catalog, what it names that the tree lacks left out, and said."""
+
+    def prepared(catalog: Catalog) -> Catalog:
+        catalog = catalog.in_rank_mode(rank_mode)
+        return with_generated(catalog, tree) if generated else catalog
+
+    try:
+        own = load_catalog(change_catalog(repo_root, tree, catalog_path), tree_root=tree)
+        return prepared(own), None
+    except CatalogError as refused:
+        if not older_trees:
+            raise
+        given = load_catalog(catalog_path)
+        catalog, left_out = without_missing_sites(given, tree / given.target.sources)
+        return prepared(catalog), OlderTree(str(catalog_path), str(refused), left_out)
+
+
+def review(
+    repo_root: Path,
+    base: str,
+    change: str | None,
+    catalog_path: Path,
+    *,
+    generated: bool = True,
+    workdir: Path,
+    rank_mode: RankMode = RankMode.PER_GPU,
+    older_trees: bool = False,
+) -> tuple[Review, Catalog]:
+    """The static review of BASE..CHANGE: no GPU, no run (`rank_mode`: how
+    the catalog returned places the ranks of the runs --run makes)."""
+    check_refs(repo_root, base, change)
+    tree = make_scratch(repo_root, workdir / "change", ref=change) if change else Path(repo_root)
+    catalog, older = review_catalog(
+        repo_root, tree, catalog_path, rank_mode, generated=generated, older_trees=older_trees
+    )
+    sources = tree / catalog.target.sources
+    sites, violations = parse_tree(sources)
+    changed = changed_lines(repo_root, base, change, catalog.target.sources)
+
+    def lines_of(path: Path) -> set[int]:
+        return changed.get(str(path.relative_to(sources)), set())
+
+    covers = coverage(catalog, sites)
+    touched = [covers[s.name] for s in sites if lines_of(s.path) & set(range(s.start, s.end + 1))]
+    unsited = [
+        Located(v.path.relative_to(tree).as_posix(), v.line, v.message)
+        for v in violations
+        if v.line in lines_of(v.path)
+    ]
+    result = Review(
+        base,
+        change or "working tree",
+        tree,
+        catalog.target.sources,
+        changed,
+        touched,
+        unsited,
+        check_contract(tree, catalog.target),
+        older=older,
+    )
+    return result, catalog

@@ -1,0 +1,188 @@
+"""What a shrink hands back (docs/architecture.md, "Shrinking"): the JSON
+and Markdown report of every probe, the command that reruns the minimal
+input by hand, and a pytest regression test that holds the fault KILLED
+there."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from faults.catalog import Catalog, Config
+from faults.pipeline.run import substitute
+from faults.shrink.loop import Shrunk
+
+
+@dataclass(frozen=True)
+class ShrinkContext:
+    """What was shrunk, where, and how it is rerun."""
+
+    fault: str
+    config: str
+    rank_mode: str
+    machine: str
+    catalog: str  # the catalog's path relative to the root (as a test names it)
+    budget_s: float
+    repeat: int
+    gpus: int  # GPUs one run needs (the regression test's marker)
+
+
+def report_stem(context: ShrinkContext) -> str:
+    """`shrink-<fault>-<machine>[-logical]`: a logical shrink never over a per-GPU one."""
+    mode = "-logical" if context.rank_mode == "logical" else ""
+    return f"shrink-{context.fault}-{context.machine}{mode}"
+
+
+def paste_command(
+    program: str,
+    context: ShrinkContext,
+    catalog: Catalog,
+    config: Config,
+    args: list[str],
+    digest: str,
+) -> str:
+    """The fault applied to a fresh tree, built, and run with `args`, as the
+    engine runs it: every placeholder filled in, the target's and the
+    config's environment set."""
+    tree = f"/tmp/shrunk-{slug(context.fault)}"
+    filled = {
+        "tree": ".",
+        "out": "shrunk-out",
+        "python": sys.executable,
+        "digest": digest,
+        "gpus": str(context.gpus),
+        "ranks": str(catalog.ranks_for(config)),
+    }
+    steps = [
+        shlex.join([*shlex.split(program), "--catalog", context.catalog, "apply", context.fault])
+        + f" --out {tree}",
+        f"cd {tree}",
+    ]
+    setting = ["env", "PYTHONPATH=.", *(f"{k}={v}" for k, v in catalog.target.env.items())]
+    if catalog.target.build:
+        build = substitute(catalog.target.build, **filled)
+        steps += ["mkdir -p shrunk-out", shlex.join([*setting, *build])]
+    run = substitute(catalog.target.run + config.args + tuple(args), **filled)
+    steps.append(shlex.join([*setting, *(f"{k}={v}" for k, v in config.env.items()), *run]))
+    return " && ".join(steps)
+
+
+def document(context: ShrinkContext, shrunk: Shrunk, command: str) -> dict:
+    return {
+        **asdict(context),
+        "start": shrunk.start,
+        "start_killed": shrunk.start_killed,
+        "minimal": shrunk.minimal,
+        "minimal_args": minimal_args(shrunk),
+        "budget_spent": shrunk.budget_spent,
+        "finished": shrunk.finished,
+        "probes": [asdict(probe) for probe in shrunk.probes],
+        "seconds": round(sum(p.seconds for p in shrunk.probes), 3),
+        "command": command,
+    }
+
+
+def minimal_args(shrunk: Shrunk) -> list[str]:
+    """The arguments of the last probe that killed at the minimal input."""
+    kills = [p for p in shrunk.probes if p.killed and p.values == shrunk.minimal]
+    return kills[-1].args if kills else []
+
+
+def markdown(doc: dict) -> str:
+    if not doc["finished"]:
+        state = "still running (or stopped): the smallest input that killed so far"
+    elif not doc["start_killed"]:
+        state = "the start input did not kill: nothing shrunk"
+    elif doc["budget_spent"]:
+        state = "the budget was spent before every dimension's next rung was tried"
+    else:
+        state = "minimal: no dimension's next rung down kills"
+    rows = [
+        f"| {p['index']} | `{shlex.join(p['args'])}` | {' '.join(p['verdicts'])} | "
+        f"{'kept' if p['killed'] else ''} | {p['seconds']:.1f} |"
+        for p in doc["probes"]
+    ]
+    changed = [
+        f"{name} {doc['start'][name]} -> {value}"
+        for name, value in doc["minimal"].items()
+        if value != doc["start"][name]
+    ]
+    return "\n".join(
+        [
+            f"# Shrink of {doc['fault']} under {doc['config']} ({doc['machine']}, "
+            f"{doc['rank_mode']} ranks)",
+            "",
+            f"{state}; {len(doc['probes'])} probes in {doc['seconds']:.1f} s "
+            f"(budget {doc['budget_s']:g} s, {doc['repeat']} run(s) a probe).",
+            "",
+            f"Smaller than the start: {', '.join(changed) or 'nothing'}.",
+            "",
+            "Rerun by hand:",
+            "",
+            "```sh",
+            doc["command"],
+            "```",
+            "",
+            "| probe | args | verdicts | | s |",
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
+
+
+def slug(fault: str) -> str:
+    """A fault id as a Python name and a file name: `gen.skip.a_b` -> `gen_skip_a_b`."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", fault).strip("_")
+
+
+def regression_test(context: ShrinkContext, args: list[str]) -> str:
+    """A pytest module (ruff-clean as written): one run of the fault at
+    `args`, asserted KILLED; a target that needs GPUs marks it `gpu(n)` and
+    skips it, saying why, where there are fewer."""
+    gpus = context.gpus
+    marks = (
+        "@pytest.mark.gpu(GPUS)\n"
+        "@pytest.mark.skipif(gpu_count() < GPUS, "
+        'reason=f"needs {GPUS} GPUs (found {gpu_count()})")\n'
+        if gpus
+        else ""
+    )
+    listed = "".join(f"    {json.dumps(word)},\n" for word in args)
+    return f'''"""Regression: the fault
+{context.fault}
+stays KILLED at the input `shrink` found under {context.config}
+({context.rank_mode} ranks, on {context.machine})."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faults.judge.verdict import Verdict
+from faults.shrink.runs import run_shrunk
+from hostio import gpu_count
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = {json.dumps(context.catalog)}
+FAULT = {json.dumps(context.fault)}
+CONFIG = {json.dumps(context.config)}
+RANK_MODE = {json.dumps(context.rank_mode)}
+GPUS = {gpus}
+ARGS = [
+{listed}]
+
+
+{marks}def test_{slug(context.fault)}_killed_when_shrunk(tmp_path):
+    result = run_shrunk(ROOT, ROOT / CATALOG, FAULT, CONFIG, RANK_MODE, ARGS, tmp_path)
+    assert result.verdict is Verdict.KILLED, result.reason
+'''
+
+
+def regression_test_path(root: Path, fault: str) -> Path:
+    return root / "tests" / "regress" / f"test_shrunk_{slug(fault)}.py"

@@ -1,0 +1,190 @@
+"""Recorded runs judged again by today's rules, with no GPU
+(docs/architecture.md, "Judging recorded runs again").
+
+A sweep report keeps each run's outcome: its exit, the lines the log named,
+its markers and the digest of the tree that ran. When the verdict rules or
+the static contract change, each run can be judged again from that outcome on
+a freshly applied tree of the same digest, the contract checked there on the
+CPU. A tree whose digest is not the one that ran is refused, naming the
+fault: the fault or the sources changed since, and only a new run can say.
+With `drop_changed` such a fault is dropped from the report instead, said in
+the pass: a shard judged by an older catalog merges with the shards that run
+the changed faults again (docs/architecture.md, "Judging recorded runs again").
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from faults.catalog import Catalog
+from faults.judge.outcome import Outcome
+from faults.judge.scores import family_scores, scores
+from faults.judge.seeds import (
+    base_id,
+    kill_rates,
+    seed_rows,
+    split_seed,
+    summaries_over_seeds,
+    with_seed,
+)
+from faults.judge.verdict import judge, summarize_fault
+from faults.pipeline.apply import ApplyError, apply_fault
+from faults.pipeline.engine import RunResult
+from faults.pipeline.scratch import make_scratch, tree_digest
+from faults.report.document import catalog_sha256
+from invariants.sync.contract import static_contract
+from invariants.sync.sites import parse_tree
+
+
+class RejudgeError(Exception):
+    """A report that cannot be judged again here: one line naming why."""
+
+
+class TreeChanged(RejudgeError):
+    """A fault whose tree today is not the tree that ran; `why` says so
+    without the fault's name, which the error's text leads with."""
+
+    def __init__(self, label: str, why: str) -> None:
+        super().__init__(f"{label}: {why}")
+        self.why = why
+
+
+@dataclass(frozen=True)
+class Change:
+    run: str  # <fault>@<config>#<repeat>
+    before: tuple[str, bool]  # verdict word, ok
+    after: tuple[str, bool]
+
+    def __str__(self) -> str:
+        def said(verdict: str, ok: bool) -> str:
+            return f"{verdict} ({'ok' if ok else 'not ok'})"
+
+        return f"{self.run}: {said(*self.before)} -> {said(*self.after)}"
+
+
+def seeded(catalog: Catalog, labels: list[str]) -> Catalog:
+    """`catalog` with the seeded twin (`<fault>~s<seed>`) of every such label."""
+    for label in labels:
+        fault, seed = split_seed(label)
+        if seed is not None:
+            if fault not in catalog.faults:
+                raise RejudgeError(f"fault {fault} (of {label}) is not in the catalog")
+            catalog = with_seed(catalog, fault, seed)
+    return catalog
+
+
+def applied_tree(catalog: Catalog, root: Path, workdir: Path, label: str) -> Path:
+    tree = workdir / label / "tree"
+    if tree.exists():  # a --workdir reused
+        shutil.rmtree(tree)
+    make_scratch(root, tree)
+    try:
+        apply_fault(tree, catalog, label)
+    except ApplyError as error:
+        raise RejudgeError(f"{label}: {error}") from None
+    return tree
+
+
+def rejudge_runs(
+    catalog: Catalog, root: Path, workdir: Path, label: str, runs: list[RunResult]
+) -> list[Change]:
+    """`runs` (all of fault `label`) judged again in place; what changed."""
+    tree = applied_tree(catalog, root, workdir, label)
+    digest = tree_digest(tree / catalog.target.sources)
+    for run in runs:
+        if run.tree_digest != digest:
+            raise TreeChanged(
+                label,
+                f"its tree is now {digest[:12]}, the run's was {run.tree_digest[:12]}: "
+                "the fault or the sources changed since, run it again",
+            )
+    guards = {s.name: s.guards for s in parse_tree(tree / catalog.target.sources)[0]}
+    check = static_contract(catalog.target)
+    flags: list[str | None] = []
+
+    def contract() -> str | None:  # asked of a survivor only, once per tree
+        if not flags:
+            flags.append(check(tree))
+        return flags[0]
+
+    changes = []
+    for run in runs:
+        judgement = judge(
+            catalog.fault(label),
+            Outcome(**run.outcome),
+            digest,
+            patches=catalog.all_patches(label),
+            guards=guards,
+            contract=contract if check else None,
+        )
+        before, after = (run.verdict.value, run.ok), (judgement.verdict.value, judgement.ok)
+        if before != after:
+            changes.append(Change(f"{run.fault}@{run.config}#{run.repeat}", before, after))
+        run.verdict, run.ok, run.reason = judgement.verdict, judgement.ok, judgement.reason
+    return changes
+
+
+def rejudge(
+    document: dict, catalog: Catalog, root: Path, workdir: Path, drop_changed: bool = False
+) -> tuple[dict, list[Change]]:
+    """The report judged again (a new document) and what changed. Runs with no
+    outcome (not applied, not built, erased, could not start) keep theirs.
+    `drop_changed`: a fault whose tree changed leaves the report, its reason
+    in the pass's `dropped`, instead of refusing the report."""
+    if not document.get("harness_ok"):
+        raise RejudgeError("its harness was broken: no fault was judged, nothing to judge again")
+    results = [RunResult(**r) for r in document["results"]]
+    labels = list(dict.fromkeys(r.fault for r in results))
+    catalog = seeded(catalog, labels)
+    for label in labels:
+        if label not in catalog.faults:
+            raise RejudgeError(f"fault {label} is not in the catalog")
+    changes, dropped = [], {}
+    for label in labels:
+        runs = [r for r in results if r.fault == label and r.outcome is not None]
+        try:
+            changes += rejudge_runs(catalog, root, workdir, label, runs) if runs else []
+        except TreeChanged as error:
+            if not drop_changed:
+                raise
+            fault = base_id(label)
+            was = next(f for f in document["faults"] if f["fault"] == fault)
+            dropped[fault] = {"why": error.why, "verdict": was["verdict"], "ok": was["ok"]}
+    results = [r for r in results if base_id(r.fault) not in dropped]
+    labels = [label for label in labels if base_id(label) not in dropped]
+    faults = [s["fault"] for s in document["faults"] if s["fault"] not in dropped]
+    if any(base_id(label) != label for label in labels):
+        summaries = summaries_over_seeds(catalog, labels, results)
+    else:
+        summaries = [
+            summarize_fault(catalog.fault(f), [r for r in results if r.fault == f]) for f in faults
+        ]
+    mutation, firing = scores(summaries)
+    schedules = document.get("schedules")
+    if schedules:  # each seed's verdict, and the kill rates over them, again
+        rows = seed_rows(catalog, labels, results)
+        schedules = {"seeds": schedules["seeds"], "runs": rows, **kill_rates(rows)}
+    again = {
+        **document,
+        "results": [r.to_dict() for r in results],
+        "faults": [vars(s) for s in summaries],
+        "mutation_score": mutation,
+        "mutation_score_by_family": family_scores(summaries),
+        "firing_rate": firing,
+        "ok": all(s.ok for s in summaries),
+        "schedules": schedules,
+        # every pass kept, the latest last: what each changed stays said
+        "rejudged": [
+            *document.get("rejudged", []),
+            {
+                "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "catalog_sha256": catalog_sha256(catalog.path),
+                "changes": [str(c) for c in changes],
+                "dropped": dropped,
+            },
+        ],
+    }
+    return again, changes

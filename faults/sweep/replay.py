@@ -1,0 +1,102 @@
+"""One run of a sweep report run again, its schedule applied as recorded
+(docs/architecture.md, "Seeded schedules and replay"): the recorded run,
+the tree applied only (--no-run), both sides compared, and the Markdown."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from faults.judge.seeds import RunId, describe
+from hostio import (
+    UsageError,
+)
+
+
+def recorded_id(result: dict) -> str:
+    """A report's result's run id (faults/judge/seeds.py's form)."""
+    return f"{result.get('fault')}@{result.get('config')}#{result.get('repeat')}"
+
+
+def recorded_run(document: dict, run: RunId, path: Path) -> dict:
+    """The result of `run` in the report, or a UsageError naming both."""
+    for result in document["results"]:
+        if isinstance(result, dict) and recorded_id(result) == str(run):
+            return result
+    raise UsageError(f"replay: run id {run} is not in {path}")
+
+
+def applied_only(engine, label: str) -> dict:
+    """--no-run: the tree applied (not built), its digest and schedule only."""
+    from faults.pipeline.apply import ApplyError, apply_fault
+    from faults.pipeline.scratch import make_scratch, tree_digest
+
+    tree = engine.workdir / label / "tree"
+    if tree.exists():  # a --workdir reused: this command's own old scratch tree
+        shutil.rmtree(tree)
+    make_scratch(engine.root, tree)
+    try:
+        apply_fault(tree, engine.catalog, label)
+    except ApplyError as error:
+        raise UsageError(f"replay: {error}") from None
+    seed, schedule = describe(engine.catalog, label)
+    digest = tree_digest(tree / engine.catalog.target.sources)
+    return {"tree_digest": digest, "schedule": schedule, "seed": seed, "verdict": None}
+
+
+def compare(run: RunId, recorded: dict, replayed: dict, source: Path) -> dict:
+    """Both sides and whether the replay reproduced the run: the same schedule,
+    the same tree and (when it ran) the same verdict."""
+    same_schedule = recorded.get("schedule", "") == replayed["schedule"]
+    same_tree = recorded.get("tree_digest") == replayed["tree_digest"]
+    ran = replayed["verdict"] is not None
+    same_verdict = ran and recorded.get("verdict") == replayed["verdict"]
+    return {
+        "run_id": str(run),
+        "from": str(source),
+        "recorded": recorded,
+        "replayed": replayed,
+        "same_schedule": same_schedule,
+        "same_tree": same_tree,
+        "same_verdict": same_verdict if ran else None,
+        "reproduced": same_schedule and same_tree and (same_verdict or not ran),
+    }
+
+
+def _cell(text) -> str:
+    return "-" if text in (None, "") else str(text).replace("|", "/").splitlines()[0][:200]
+
+
+def replay_markdown(comparison: dict) -> str:
+    """The recorded run and its replay side by side, then the one-line answer."""
+    recorded, replayed = comparison["recorded"], comparison["replayed"]
+    rows = [
+        ("schedule", recorded.get("schedule"), replayed["schedule"], comparison["same_schedule"]),
+        (
+            "tree digest",
+            (recorded.get("tree_digest") or "")[:12],
+            replayed["tree_digest"][:12],
+            comparison["same_tree"],
+        ),
+        ("verdict", recorded.get("verdict"), replayed["verdict"], comparison["same_verdict"]),
+        ("reason", recorded.get("reason"), replayed.get("reason"), None),
+    ]
+    lines = [
+        f"# Replay of {comparison['run_id']}",
+        "",
+        f"from {comparison['from']}",
+        "",
+        "| | recorded | replayed | same |",
+        "|---|---|---|---|",
+    ]
+    for name, left, right, same in rows:
+        said = "" if same is None else ("yes" if same else "NO")
+        lines.append(f"| {name} | {_cell(left)} | {_cell(right)} | {said} |")
+    checks = {"schedule": "same_schedule", "tree": "same_tree", "verdict": "same_verdict"}
+    said = [name for name, key in checks.items() if comparison[key] is not None]
+    if comparison["reproduced"]:
+        answer = "reproduced: " + ", ".join(f"the same {name}" for name in said)
+    else:
+        differ = [name for name in said if not comparison[checks[name]]]
+        answer = "NOT reproduced: another " + ", another ".join(differ)
+    return "\n".join([*lines, "", answer]) + "\n"

@@ -1,0 +1,407 @@
+"""The sweep: the catalog's faults (and those generated from every site) over
+its configs, controls first, in parallel over GPU groups; reports in JSON,
+Markdown and JUnit, and a SQLite history that says what changed since the
+last sweep of the target. With fewer GPUs than the target needs, every fault
+is applied and built and the runs that need GPUs are listed.
+
+A `Sweep` goes plan -> run -> record -> write (docs/architecture.md, "The
+sweep"); `plan` refuses bad input before any tree is built.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from faults.catalog import Catalog, CatalogError, Config
+from faults.catalog.model import FAULTS_LISTED, RankMode
+from faults.generate.site_faults import is_generated
+from faults.judge.scores import family_scores, scores
+from faults.judge.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
+from faults.judge.verdict import FaultSummary, summarize_fault
+from faults.pipeline.engine import Engine, RunResult, TreeContract
+from faults.pipeline.erasure import ErasedDecision, erasure_baseline
+from faults.pipeline.scratch import UserTreeGuard
+from faults.pipeline.slots import sweep
+from faults.report.document import catalog_sha256, engine_share, stage_seconds, summary_line
+from faults.report.markdown import junit, markdown
+from faults.sweep.history import History
+from hostio import (
+    UsageError,
+    gpu_group,
+    known_names,
+    machine_name,
+    writable_dir,
+    write_json,
+    write_text,
+)
+from invariants.sync.sites import parse_tree
+
+CPU_RESULTS = Path("build/faults")  # a sweep that judges nothing files its report here
+
+
+class SweepError(UsageError):
+    """A sweep that cannot start as asked; the message names the argument."""
+
+
+@dataclass
+class SweepOptions:
+    only: list[str] | None = None  # regular expressions, each matching a whole fault id
+    configs: list[str] | None = None
+    repeat: int = 1
+    slots: int = 1
+    results_dir: Path | None = None
+    history: Path | None = None
+    # A tree's static contract violations, for UNOBSERVABLE (None: invariants.sync.contract's).
+    contract: TreeContract | None = None
+    exposure: bool = True  # each config's real-size twin too ([exposure], when the catalog has it)
+    # Whether the compiler erased a fault (None: the catalog's [target.sass] check).
+    erased: ErasedDecision | None = None
+    # Each scheduled fault once per seed, as `<fault>~s<seed>` (empty: as written).
+    seeds: tuple[int, ...] = ()
+    # Past this many seconds from the start no fault starts (None: no limit);
+    # the report lists the faults not run, so a next shard can take them.
+    budget_s: float | None = None
+
+
+def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
+    """The fault ids `only` names (each pattern matches whole ids), in catalog order."""
+    if not only:
+        return list(catalog.faults)
+    chosen = set()
+    for pattern in only:
+        try:
+            compiled = re.compile(pattern)
+        except re.error as error:
+            raise SweepError(f"--only {pattern!r}: not a regular expression ({error})") from None
+        matched = {f for f in catalog.faults if compiled.fullmatch(f)}
+        if not matched:
+            raise SweepError(
+                f"--only {pattern!r} matches no fault id (a pattern matches whole ids); "
+                f"{known_names(pattern, catalog.faults, FAULTS_LISTED)}"
+            )
+        chosen |= matched
+    return [f for f in catalog.faults if f in chosen]
+
+
+def select_configs(catalog: Catalog, names: list[str] | None) -> list[Config]:
+    known = [c.name for c in catalog.configs]
+    for name in names or []:
+        if name not in known:
+            raise SweepError(f"--config {name!r}: no such config; known: {', '.join(known)}")
+    return [c for c in catalog.configs if names is None or c.name in names]
+
+
+def check_history(path: Path) -> None:
+    """The history opens as SQLite now, not after the whole sweep."""
+    try:
+        History(path).close()
+    except sqlite3.Error as error:
+        raise SweepError(f"--history {path}: not a sweep history ({error})") from None
+
+
+def covered_by_catalog(catalog: Catalog) -> set[str]:
+    """Sites some hand-written fault patches."""
+    return {
+        p.site
+        for f in catalog.faults.values()
+        if not is_generated(f.id)
+        for p in f.patches
+        if p.site
+    }
+
+
+@dataclass
+class Sweep:
+    catalog: Catalog
+    root: Path
+    workdir: Path
+    options: SweepOptions
+    fault_ids: list[str]
+    configs: list[Config]  # those this machine runs (all, when it runs none)
+    too_big: list[Config]  # configs needing more GPUs than this machine has
+    runnable: bool
+    gpus: int
+    results_dir: Path
+    history_path: Path
+    machine: str = ""
+    sites: list[str] = field(default_factory=list)
+    controls: list[RunResult] = field(default_factory=list)
+    results: list[RunResult] = field(default_factory=list)
+    built: list[dict] = field(default_factory=list)  # without the GPUs: each fault built
+    user_digest: str = ""
+    wall_s: float = 0.0
+    unrun: list[str] = field(default_factory=list)  # the faults the budget left out
+
+    # ------------------------------------------------------------------ plan
+    @classmethod
+    def plan(
+        cls, catalog: Catalog, root: Path, workdir: Path, options: SweepOptions, gpus: int
+    ) -> Sweep:
+        """Everything the sweep will do, or a SweepError naming the argument at fault."""
+        if options.exposure:
+            catalog = catalog.with_exposure()
+        fault_ids = select_faults(catalog, options.only)
+        try:
+            catalog, fault_ids = with_seeds(catalog, fault_ids, options.seeds)
+        except CatalogError as error:
+            raise SweepError(str(error)) from None
+        configs = select_configs(catalog, options.configs)
+        too_big = [c for c in configs if catalog.gpus_for(c) > gpus]
+        runnable = len(too_big) < len(configs)
+        if runnable:
+            configs = [c for c in configs if c not in too_big]
+            names = [c.name for c in configs]
+            fault_ids = [f for f in fault_ids if catalog.configs_for(f, names)]
+            if not fault_ids:
+                raise SweepError(
+                    f"no chosen fault runs under the configs this machine runs ({', '.join(names)})"
+                )
+        else:
+            too_big = []
+        default = Path("docs/results") if runnable and catalog.target.gpus else CPU_RESULTS
+        results_dir = writable_dir(options.results_dir or root / default, "--results-dir")
+        history = options.history or results_dir / "sweep-history.sqlite"
+        writable_dir(history.parent, "--history")
+        check_history(history)
+        return cls(
+            catalog,
+            root,
+            workdir,
+            options,
+            fault_ids,
+            configs,
+            too_big,
+            runnable,
+            gpus,
+            results_dir,
+            history,
+            machine=machine_name(),
+            sites=[s.name for s in parse_tree(root / catalog.target.sources)[0]],
+        )
+
+    # ------------------------------------------------------------------- run
+    def run(self, say: Callable[[str], None], advance: Callable[[], None]) -> None:
+        started = time.perf_counter()
+        budget = self.options.budget_s
+        deadline = None if budget is None else time.monotonic() + budget
+        with UserTreeGuard(self.root / self.catalog.target.sources) as guard:
+            if self.runnable:
+                say(f"rank mode: {self.catalog.rank_mode} ({self.machine})")
+                self._run_faults(say, advance, deadline)
+            else:
+                self._build_faults(say, advance)
+        self.user_digest = guard.before
+        self.wall_s = time.perf_counter() - started
+
+    def _build_faults(self, say, advance) -> None:
+        """No GPUs for the target: apply and build every fault (the clean tree
+        first: if it does not build, no fault can)."""
+        engine = Engine(self.catalog, self.root, self.workdir, erased=self.options.erased)
+        clean = engine.prepare("control.clean")
+        if clean.error:
+            say(f"the unpatched tree does not build: {clean.error.reason.splitlines()[0]}")
+            self.built.append(built_row("control.clean", clean))
+            return
+        baseline_s = erasure_baseline(engine.erased)  # once, not in the first fault's seconds
+        say(f"control.clean tree={clean.digest[:8]} (erasure check's baseline {baseline_s:.2f} s)")
+        for fault_id in self.fault_ids:
+            prepared = engine.prepare(fault_id, fault_id)
+            row = built_row(fault_id, prepared)
+            erased = f": {row['reason']}" if prepared.erased else ""
+            say(
+                f"{fault_id} tree={prepared.digest[:8]} {row['state']}"
+                f" (apply {prepared.apply_s:.2f} s, build {prepared.build_s:.2f} s,"
+                f" sass {prepared.sass_s:.2f} s){erased}"
+            )
+            self.built.append(row)
+            advance()
+
+    def _run_faults(self, say, advance, deadline: float | None) -> None:
+        for config in self.too_big:
+            say(f"not run here: config {config.name} needs {self.catalog.gpus_for(config)} GPUs")
+
+        def on_results(found: list[RunResult]) -> None:
+            for result in found:
+                say(summary_line(result))
+            if found and found[0].fault in self.fault_ids:
+                advance()
+
+        self.controls, self.results = sweep(
+            self.engines(),
+            self.fault_ids,
+            [c.name for c in self.configs],
+            self.options.repeat,
+            on_results,
+            slots=self.options.slots,
+            deadline=deadline,
+        )
+        if not self.harness_ok:
+            say("HARNESS BROKEN: a control is wrong, no fault is judged")
+            return
+        if deadline is None:  # without a budget every fault ran: nothing is left over
+            return
+        ran = {r.fault for r in self.results}
+        self.unrun = [f for f in self.fault_ids if f not in ran]
+        if self.unrun:
+            say(
+                f"the {self.options.budget_s:g} s budget is spent: {len(self.unrun)} faults "
+                f"not run; the next shard: --only '{'|'.join(map(re.escape, self.unrun))}'"
+            )
+
+    def engines(self) -> list[Engine]:
+        """One engine per GPU group of the largest config (the caller's
+        CUDA_VISIBLE_DEVICES holds)."""
+        size = max(self.catalog.gpus_for(c) for c in self.configs)
+        checks = dict(contract=self.options.contract, erased=self.options.erased)
+        if not size:
+            return [Engine(self.catalog, self.root, self.workdir / "group0", **checks)]
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        return [
+            Engine(
+                self.catalog,
+                self.root,
+                self.workdir / f"group{i}",
+                env={"CUDA_VISIBLE_DEVICES": ",".join(gpu_group(i, size, visible, self.gpus))},
+                **checks,
+            )
+            for i in range(max(self.gpus // size, 1))
+        ]
+
+    @property
+    def harness_ok(self) -> bool:
+        return self.runnable and bool(self.controls) and all(r.ok for r in self.controls)
+
+    # ---------------------------------------------------------------- record
+    def summaries(self) -> list[FaultSummary]:
+        if not self.harness_ok:  # with a wrong control no fault ran: nothing to summarize
+            return []
+        if self.options.seeds:  # a catalog fault over its seeds, as over repeats
+            judged = [f for f in self.fault_ids if f not in self.unrun]
+            return summaries_over_seeds(self.catalog, judged, self.results)
+        return [
+            summarize_fault(self.catalog.fault(f), [r for r in self.results if r.fault == f])
+            for f in self.fault_ids
+            if f not in self.unrun
+        ]
+
+    def record(self, document: dict) -> str | None:
+        """What changed since earlier sweeps goes into the document; a sweep
+        that judged faults joins the history. Returns why it did not, if so."""
+        history = History(self.history_path)
+        try:
+            summaries = self.summaries()
+            name = self.catalog.target.name  # kept per target: a moved catalog keeps its past
+            changes = history.changes(name, summaries, self.sites, covered_by_catalog(self.catalog))
+            document["changes"] = vars(changes)
+            if not self.runnable:
+                return "history not recorded: no fault ran here"
+            if not self.harness_ok:
+                return "history not recorded: the harness is broken, no fault was judged"
+            history.record(
+                catalog=name,
+                digest=self.user_digest,
+                machine=self.machine,
+                summaries=summaries,
+                sites=self.sites,
+            )
+            return None
+        finally:
+            history.close()
+
+    # ----------------------------------------------------------------- write
+    def document(self) -> dict:
+        summaries = self.summaries()
+        mutation, firing = scores(summaries)
+        stages = stage_seconds(self.controls + self.results)
+        names = [c.name for c in self.configs]
+        return {
+            "tool": "faults.sweep.sweep",
+            "catalog": str(self.catalog.path),
+            "catalog_sha256": catalog_sha256(self.catalog.path),
+            "machine": self.machine,
+            "rank_mode": str(self.catalog.rank_mode),
+            "native_source_sha256": self.user_digest,
+            "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "gpus_needed": {c.name: self.catalog.gpus_for(c) for c in self.configs},
+            "logical_ranks": bool(self.catalog.target.logical_run),  # one GPU runs them all
+            "runnable": self.runnable,
+            "harness_ok": self.harness_ok,
+            "ok": self.harness_ok and not self.unrun and all(s.ok for s in summaries),
+            "mutation_score": mutation,
+            "mutation_score_by_family": family_scores(summaries),
+            "firing_rate": firing,
+            "wall_s": round(self.wall_s, 2),
+            "slots": self.options.slots,
+            "stage_seconds": stages,
+            "engine_share": engine_share(stages),
+            "sites": self.sites,
+            "controls": [r.to_dict() for r in self.controls],
+            "results": [r.to_dict() for r in self.results],
+            "faults": [vars(s) for s in summaries],
+            "budget_s": self.options.budget_s,
+            "unrun": self.unrun,
+            "schedules": self.schedules(),
+            "built": self.built,
+            "configs_not_run": {
+                c.name: f"needs {self.catalog.gpus_for(c)} GPUs" for c in self.too_big
+            },
+            "gpu_runs_needed": []
+            if self.runnable
+            else [
+                f"{f}:{c.name}" for f in self.fault_ids for c in self.catalog.configs_for(f, names)
+            ],
+        }
+
+    def schedules(self) -> dict | None:
+        """With --seeds: each seed's schedule and verdict, and the kill rate per
+        fault and per schedule family (None without seeds)."""
+        if not self.options.seeds:
+            return None
+        rows = seed_rows(self.catalog, self.fault_ids, self.results)
+        return {"seeds": list(self.options.seeds), "runs": rows, **kill_rates(rows)}
+
+    def write(self, document: dict) -> Path:
+        return write_report(self.results_dir, document)
+
+    def ok(self, document: dict) -> bool:
+        if self.runnable:
+            return document["ok"]
+        return bool(self.built) and all(b["ok"] for b in self.built)
+
+
+def report_stem(results_dir: Path, document: dict) -> Path:
+    """`sweep-<machine>[-logical]` under `results_dir`: a one-GPU report never
+    takes a per-GPU one's name."""
+    mode = "-logical" if document["rank_mode"] == str(RankMode.LOGICAL) else ""
+    return results_dir / f"sweep-{document['machine']}{mode}"
+
+
+def write_report(results_dir: Path, document: dict) -> Path:
+    """The sweep's JSON, Markdown and JUnit reports; their stem."""
+    stem = report_stem(results_dir, document)
+    write_json(stem.with_suffix(".json"), document)
+    write_text(stem.with_suffix(".md"), markdown(document))
+    write_text(stem.with_suffix(".xml"), junit(document))
+    return stem
+
+
+def built_row(fault_id: str, prepared) -> dict:
+    """A tree built without the GPUs: `built`, an error's word, or ERASED
+    (ok for a must-fail mutant, not for a must-pass fault: faults/pipeline/erasure.py)."""
+    judged = prepared.error or prepared.erased
+    return {
+        "fault": fault_id,
+        "state": judged.verdict.value if judged else "built",
+        "ok": judged.ok if judged else True,
+        "tree_digest": prepared.digest,
+        "apply_s": round(prepared.apply_s, 3),
+        "build_s": round(prepared.build_s, 3),
+        "sass_s": round(prepared.sass_s, 3),
+        "reason": "; ".join(filter(None, [judged and judged.reason, prepared.erased_unknown])),
+    }
