@@ -1,8 +1,10 @@
-"""The first-party import graph (afdep/, faults/, hostio/), read with ast:
-no module imports itself back through others, and the packages stay apart as
-docs/architecture.md's layout says: faults is a generic engine that never
-imports afdep, afdep never imports faults, hostio imports neither. The engine
-names no afdep string either: a target's words live in its catalog."""
+"""The first-party import graph (hostio/, afdep/, invariants/, faults/,
+tools/), read with ast: no module imports itself back through others, and
+the layers hold as docs/architecture.md, "Layers", draws them: hostio <-
+afdep <- invariants <- faults <- tools, a lower layer never importing a
+higher one, and inside invariants and faults their parts in their order. The
+engine (faults, invariants.sync) reaches no afdep module through any chain
+and names no afdep string: a target's words live in its catalog."""
 
 from __future__ import annotations
 
@@ -148,20 +150,107 @@ def test_a_cycle_is_reported_with_its_modules():
     assert cycles(graph) == [["a", "b", "c", "a"]]
 
 
-@pytest.mark.parametrize(
-    "importer, forbidden",
-    [("faults", ("afdep",)), ("afdep", ("faults",)), ("hostio", ("afdep", "faults"))],
-)
-def test_the_packages_stay_apart(importer, forbidden):
-    graph = import_graph()
-    crossing = [
-        f"{module_name_path(module)}:{line}: {module} imports {target}"
-        for module, edges in graph.items()
-        if module.split(".")[0] == importer
-        for target, line in edges.items()
-        if target.split(".")[0] in forbidden
+# The layers, lowest first (docs/architecture.md, "Layers"): a module imports
+# only its own layer and those below it.
+LAYERS = ("hostio", "afdep", "invariants", "faults", "tools")
+# Inside a layer, its parts, lowest first; parts of one rank stay apart. A
+# module outside every part (a package's face) may import any part of its layer.
+PARTS = {
+    "invariants": (("invariants.sync", "invariants.data"),),
+    "faults": (
+        ("faults.catalog",),
+        ("faults.generate",),
+        ("faults.judge",),
+        ("faults.pipeline",),
+        ("faults.report",),
+        ("faults.review",),
+        ("faults.corpus", "faults.shrink", "faults.sweep", "faults.amplify"),
+        ("faults.pytest_plugin",),
+    ),
+}
+# The doors of `python -m PACKAGE`: each hands over to its command in tools/,
+# and is run, never imported.
+DOORS = {"faults.__main__": "tools.faults_cli.main"}
+# What the engine's layer may reach of afdep's, through any chain: nothing.
+# invariants.sync is the engine's; invariants.data reads the kernel package.
+AFDEP_FREE = ("faults", "invariants.sync", "hostio")
+
+
+def layer_of(module: str) -> int:
+    return LAYERS.index(module.split(".")[0])
+
+
+def part_of(module: str) -> tuple[str, int] | None:
+    """(the part, its rank in its layer) of `module`; None outside every part."""
+    for rank, parts in enumerate(PARTS.get(module.split(".")[0], ())):
+        for part in parts:
+            if module == part or module.startswith(part + "."):
+                return part, rank
+    return None
+
+
+def upward(graph: dict[str, dict[str, int]], path_of=None) -> list[str]:
+    """Every import that runs up the layers, or up or across a layer's parts,
+    as `path:line: module imports target (why)`."""
+    path_of = path_of or module_name_path
+    found = []
+    for module, edges in graph.items():
+        for target, line in edges.items():
+            if DOORS.get(module) == target:
+                continue
+            where = f"{path_of(module)}:{line}: {module} imports {target}"
+            if layer_of(target) > layer_of(module):
+                found.append(where + " (a higher layer)")
+                continue
+            if layer_of(target) < layer_of(module):
+                continue
+            mine, theirs = part_of(module), part_of(target)
+            if mine and theirs and mine[0] != theirs[0] and theirs[1] >= mine[1]:
+                found.append(where + (" (a higher part)" if theirs[1] > mine[1] else " (a peer)"))
+    return sorted(found)
+
+
+def test_no_import_runs_up_the_layers():
+    found = upward(import_graph())
+    assert not found, "\n".join(found)
+
+
+def test_the_layer_rule_names_each_kind_of_wrong_import():
+    graph = {
+        "afdep.x": {"tools.y": 3},
+        "faults.catalog.m": {"faults.pipeline.engine": 4},
+        "faults.sweep.a": {"faults.shrink.b": 5},
+        "faults.pipeline.engine": {"faults.catalog.m": 6, "hostio": 1},
+    }
+    assert upward(graph, path_of=lambda module: "x.py") == [
+        "x.py:3: afdep.x imports tools.y (a higher layer)",
+        "x.py:4: faults.catalog.m imports faults.pipeline.engine (a higher part)",
+        "x.py:5: faults.sweep.a imports faults.shrink.b (a peer)",
     ]
-    assert not crossing, crossing
+
+
+def reached(graph: dict[str, dict[str, int]], start: str) -> dict[str, list[str]]:
+    """Every module `start` reaches through imports, with the chain that gets there."""
+    chains, todo = {start: [start]}, [start]
+    while todo:
+        module = todo.pop()
+        for target in sorted(graph.get(module, {})):
+            if target not in chains and DOORS.get(module) != target:
+                chains[target] = [*chains[module], target]
+                todo.append(target)
+    return chains
+
+
+def test_the_engine_reaches_no_afdep_module_through_any_chain():
+    graph = import_graph()
+    found = [
+        " -> ".join(chain)
+        for module in graph
+        if module.startswith(AFDEP_FREE)
+        for target, chain in reached(graph, module).items()
+        if target.split(".")[0] == "afdep"
+    ]
+    assert not found, found
 
 
 def module_name_path(module: str) -> str:
@@ -197,7 +286,8 @@ def afdep_words(path: Path) -> set[str]:
 
 def test_the_engine_names_no_afdep_string():
     found = {}
-    for path in sorted((REPO / "faults").rglob("*.py")):
+    engine = [*(REPO / "faults").rglob("*.py"), *(REPO / "invariants" / "sync").rglob("*.py")]
+    for path in sorted(engine):
         relative = str(path.relative_to(REPO))
         if words := afdep_words(path):
             found[relative] = sorted(words)
