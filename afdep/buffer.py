@@ -23,10 +23,9 @@ from afdep.config import Config, ConfigError, disagreement
 from afdep.kernels import Launcher, combine_launch, dispatch_launches
 from afdep.ranks import RankGroup, rank_group
 from afdep.residency import expansion_ctas
+from afdep.step_inputs import FP8, check_expert_outputs, check_source_inputs, step_bucket
 from afdep.vocab import Arm, Protocol, Role
 from afdep.workspace import Geometry, pack_params, symmetric_layout
-
-FP8 = torch.float8_e4m3fn
 
 
 @dataclass(frozen=True)
@@ -79,11 +78,7 @@ class Buffer:
         # kernel sources to build (default: this package's), e.g. a bench arm's tree.
         self.group = group = rank_group(group)
         self.rank = group.rank
-        self.config = config or Config.from_env()
-        agree_on_config(group, self.config)
-        self.protocols = (Protocol.PAYLOAD_FIRST,) + (
-            (Protocol.COUNT_FIRST,) if self.config.min_bucket else ()
-        )
+        self._settle_config(config)
         self.geometry = g = Geometry(
             world_size=group.world_size,
             ffn_ranks=ffn_ranks,
@@ -99,14 +94,38 @@ class Buffer:
         )
         self.role = Role.ATTENTION if self.rank < g.num_attention else Role.FFN
         self.device = torch.device("cuda", torch.cuda.current_device())
-        self.layout = layout = symmetric_layout(g)
+        self.layout = symmetric_layout(g)
+        self._map_workspace()
+        self._allocate_step_state()
+        self._params = self._params_block()
+        self._load_kernels(sources)
+        torch.cuda.synchronize()
+        group.barrier()
 
-        self._workspace = workspace = group.symmetric_workspace(layout["total_bytes"], self.device)
+    # ------------------------------------------------------------------ construction
+    def _settle_config(self, config: Config | None) -> None:
+        """This rank's knobs (`config`, else the environment's), checked equal on
+        every rank (a collective), and the protocols they let a step pick."""
+        self.config = config or Config.from_env()
+        agree_on_config(self.group, self.config)
+        self.protocols = (Protocol.PAYLOAD_FIRST,) + (
+            (Protocol.COUNT_FIRST,) if self.config.min_bucket else ()
+        )
+
+    def _map_workspace(self) -> None:
+        """This rank's slice of the symmetric workspace (a rendezvous), zeroed,
+        and the device table of every rank's base the kernels reach peers through."""
+        workspace = self.group.symmetric_workspace(self.layout["total_bytes"], self.device)
+        self._workspace = workspace
         self._symmetric = workspace.local
-        self._symmetric.zero_()  # before the barrier below: no peer writes before it
+        self._symmetric.zero_()  # before the closing barrier: no peer writes before it
         self._peer_bases = torch.tensor(workspace.peer_bases, dtype=torch.int64, device=self.device)
 
+    def _allocate_step_state(self) -> None:
+        """The device state the kernels keep across a step (the epoch lives here,
+        so a captured graph advances it on replay), then this role's outputs."""
         zeros = lambda *shape, dtype: torch.zeros(*shape, dtype=dtype, device=self.device)  # noqa: E731
+        g = self.geometry
         a, c, k, h = g.num_attention, g.capacity, g.top_k, g.hidden
         self._epoch = zeros(1, dtype=torch.int64)
         self._num_tokens_used = zeros(1, dtype=torch.int32)
@@ -122,15 +141,19 @@ class Buffer:
         self._route_maps = zeros(g.route_map_words, dtype=torch.int32) if attention else None
         self.batch = self._allocate_ffn_outputs(zeros) if self.role == Role.FFN else None
 
+    def _params_block(self) -> torch.Tensor:
+        """The Params block every kernel reads, on the device: the workspace's
+        offsets, the geometry, the knobs, and the addresses of the step state."""
+        g, layout = self.geometry, self.layout
         values = {name: layout[name] for name in layout if name.startswith("off_")}
         values.update(
             rank=self.rank,
             world_size=g.world_size,
-            num_attention=a,
+            num_attention=g.num_attention,
             num_ffn=g.ffn_ranks,
             num_experts=g.num_experts,
             experts_per_ffn=g.experts_per_ffn,
-            capacity=c,
+            capacity=g.capacity,
             source_ctas=g.num_sms,
             timeout_ns=self.config.timeout_ms * 1_000_000,
             counts_stride=g.counts_stride,
@@ -151,8 +174,11 @@ class Buffer:
             protocol_log=self._protocol_log.data_ptr(),
         )
         values.update(self._output_pointers())
-        self._params = torch.tensor(pack_params(values), dtype=torch.int64, device=self.device)
+        return torch.tensor(pack_params(values), dtype=torch.int64, device=self.device)
 
+    def _load_kernels(self, sources: Path | None) -> None:
+        """This role's dispatch kernels under each protocol, and its combine."""
+        g = self.geometry
         # The FFN's expansion kernel: the SMs this FFN rank can hold beside what
         # runs with it, at most AFDEP_COUNT_FIRST_EPILOGUE_SMS (count-first) or
         # AFDEP_EXPAND_SMS (payload-first) (afdep/residency.py).
@@ -167,7 +193,7 @@ class Buffer:
                 self.protocols,
                 caps[protocol],
                 device_sm_count(self.device),
-                shared=group.shares_device,
+                shared=self.group.shares_device,
             )
             for protocol in self.protocols
         }
@@ -182,8 +208,6 @@ class Buffer:
         self._combine_kernel = Launcher(
             combine_launch(g, self.role, self.combine_sms), self.device.index, sources
         )
-        torch.cuda.synchronize()
-        group.barrier()
 
     # ------------------------------------------------------------------ outputs
     def _symmetric_rows(self, offset: str, rows: int, width: int, dtype: torch.dtype):
@@ -360,57 +384,3 @@ def agree_on_config(group: RankGroup, config: Config) -> None:
     problem = disagreement(group.all_gather_object(config.protocol()))
     if problem is not None:
         raise ConfigError(problem)
-
-
-def step_bucket(bucket, num_tokens, capacity: int) -> int:
-    """The host-known bound that picks a step's protocol, the same rule on
-    every rank: `bucket` when given (0 included), else an int `num_tokens`,
-    else the capacity. ValueError naming `bucket` when it is not in range."""
-    if bucket is None:
-        bucket = num_tokens if isinstance(num_tokens, int) else capacity
-    if not isinstance(bucket, int) or isinstance(bucket, bool) or not 0 <= bucket <= capacity:
-        raise ValueError(f"bucket={bucket!r} must be an int in [0, capacity={capacity}]")
-    return bucket
-
-
-def check_source_inputs(
-    g: Geometry, device: torch.device, x, topk_idx, topk_weights, num_tokens, x_scales
-) -> None:
-    """An attention rank's step inputs, checked on the host: ValueError naming
-    the argument (routes themselves are checked on the device)."""
-    c, h, k = g.capacity, g.hidden, g.top_k
-    if g.payload == "fp8":
-        _check_tensor("x", x, FP8, (c, h), device)
-        _check_tensor("x_scales", x_scales, torch.float32, (c, h // 128), device)
-    else:
-        _check_tensor("x", x, torch.bfloat16, (c, h), device)
-        if x_scales is not None:
-            raise ValueError("x_scales is only for fp8 payloads")
-    _check_tensor("topk_idx", topk_idx, torch.int64, (c, k), device)
-    _check_tensor("topk_weights", topk_weights, torch.float32, (c, k), device)
-    if isinstance(num_tokens, torch.Tensor):
-        _check_tensor("num_tokens", num_tokens, torch.int32, (1,), device)
-    elif not isinstance(num_tokens, int) or isinstance(num_tokens, bool):
-        raise ValueError(f"num_tokens must be an int or an int32 tensor, got {num_tokens!r}")
-    elif not 0 <= num_tokens <= c:
-        raise ValueError(f"num_tokens={num_tokens} must lie in [0, capacity={c}]")
-
-
-def check_expert_outputs(g: Geometry, device: torch.device, y) -> None:
-    """An FFN rank's expert outputs: bf16 rows of `hidden`, expert-major."""
-    _check_tensor("y", y, torch.bfloat16, None, device)
-    if y.dim() != 2 or y.shape[1] != g.hidden or y.shape[0] < 1:
-        raise ValueError(f"y must have shape [rows, {g.hidden}], got {list(y.shape)}")
-
-
-def _check_tensor(name, t, dtype, shape, device) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise ValueError(f"{name} must be a tensor, got {type(t).__name__}")
-    if t.dtype != dtype:
-        raise ValueError(f"{name} must be {dtype}, got {t.dtype}")
-    if shape is not None and tuple(t.shape) != shape:
-        raise ValueError(f"{name} must have shape {list(shape)}, got {list(t.shape)}")
-    if t.device != device:
-        raise ValueError(f"{name} must be on {device}, got {t.device}")
-    if not t.is_contiguous():
-        raise ValueError(f"{name} must be contiguous")

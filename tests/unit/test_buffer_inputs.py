@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from afdep.buffer import Buffer, check_expert_outputs, check_source_inputs, step_bucket
+from afdep.buffer import Buffer
 from afdep.config import Config
+from afdep.step_inputs import check_expert_outputs, check_source_inputs, step_bucket
 from afdep.vocab import Protocol
 from afdep.workspace import Geometry
 
