@@ -25,13 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hostio import run_logged
-from invariants.sync.ptx_read import (
-    SCOPE_RANK,
-    Function,
-    Module,
-    PtxError,
-    read_module,
-)
+from invariants.sync.ptx_instruction import SCOPE_RANK
+from invariants.sync.ptx_read import Function, Module, PtxError, read_module
 from invariants.sync.sites import Group, Site
 from invariants.sync.spellings import ContractSpellings, ContractTarget
 

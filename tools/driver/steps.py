@@ -14,6 +14,7 @@ from afdep.vocab import MISMATCH, Protocol, Role, RouteKind
 from invariants.data.inputs import SourceInputs, graph_inputs, load_graph_inputs
 from invariants.data.layout import LayoutError, check_expert_layout, first_mismatch
 from invariants.data.reference import (
+    CollectView,
     ExpertLayout,
     combine_reference,
     dispatch_reference,
@@ -158,72 +159,92 @@ class StepRunner:
 
     # ---------------------------------------------------------------- checking
     def check(self, sources: list[SourceInputs], step: int, num_tokens: int):
+        """This rank's step against the reference, bitwise: an FFN rank's
+        receive buffers (and the layout invariants), an attention rank's
+        combined output. Returns (checks made, mismatch messages)."""
         g = self.buffer.geometry
         references = dispatch_reference(sources, g.num_experts, g.ffn_ranks)
         where = f"rank={self.buffer.rank} step={step} tokens={num_tokens}"
-        compared: list[tuple[str, torch.Tensor, torch.Tensor]] = []
+        mismatches = []
         if self.buffer.role == Role.FFN:
             layout, view = references[self.buffer.rank - g.num_attention]
-            batch = self._batch
             rows = int(layout.expert_offsets[-1])
-            compared.append(("expert_offsets", batch.expert_offsets, layout.expert_offsets))
-            for name in ("src_rank", "src_token", "topk_slot", "weight", "collect_row"):
-                compared.append((name, getattr(batch, name)[:rows], getattr(layout, name)))
-            if batch.collect is None:
-                compared.append(("x", batch.x[:rows], layout.x))
-                if layout.x_scales is not None:
-                    compared.append(("x_scales", batch.x_scales[:rows], layout.x_scales))
-            else:
-                n = view.src_rank.shape[0]
-                for name in (
-                    "x",
-                    "x_scales",
-                    "src_rank",
-                    "src_token",
-                    "local_experts",
-                    "weights",
-                    "expert_rows",
-                ):
-                    if getattr(view, name) is not None:
-                        compared.append(
-                            (
-                                f"collect.{name}",
-                                getattr(batch.collect, name)[:n],
-                                getattr(view, name),
-                            )
-                        )
+            compared = self._dispatch_compared(layout, view, rows)
+            # A second oracle: the invariants, from the sources.
+            mismatches += self._layout_mismatches(sources, rows, where)
         else:
-            layouts = [layout for layout, _ in references]
-            ys = []
-            for f, layout in enumerate(layouts):
-                local = torch.searchsorted(
-                    layout.expert_offsets[1:],
-                    torch.arange(
-                        layout.src_rank.shape[0], device=layout.src_rank.device, dtype=torch.int32
-                    ),
-                    right=True,
-                )
-                ys.append(expert_function(layout.x, layout.x_scales, f * g.experts_per_ffn + local))
-            expected = combine_reference(sources, layouts, ys, g.num_experts, g.ffn_ranks)
-            n = sources[self.buffer.rank].num_tokens
-            compared.append(("out", self.out[:n], expected[self.buffer.rank]))
-        mismatches = []
-        if self.buffer.role == Role.FFN:  # a second oracle: the invariants, from the sources
-            try:
-                check_expert_layout(
-                    self._as_layout(rows),
-                    sources,
-                    self.buffer.rank - g.num_attention,
-                    g.num_experts,
-                    g.ffn_ranks,
-                )
-            except LayoutError as error:
-                mismatches.append(f"{MISMATCH} layout invariant {where}: {error}")
+            compared = self._combine_compared(sources, [layout for layout, _ in references])
         for name, got, want in compared:
             problem = first_mismatch(got, want)
             if problem is not None:
                 mismatches.append(f"{MISMATCH} {name} {where}: {problem}")
         return len(compared) + (self.buffer.role == Role.FFN), mismatches
+
+    def _dispatch_compared(
+        self, layout: ExpertLayout, view: CollectView, rows: int
+    ) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+        """(name, afdep's, the reference's) for each field of the first `rows`
+        received rows: expert-major, or the collect view when afdep gave one."""
+        batch = self._batch
+        compared = [("expert_offsets", batch.expert_offsets, layout.expert_offsets)]
+        for name in ("src_rank", "src_token", "topk_slot", "weight", "collect_row"):
+            compared.append((name, getattr(batch, name)[:rows], getattr(layout, name)))
+        if batch.collect is None:
+            compared.append(("x", batch.x[:rows], layout.x))
+            if layout.x_scales is not None:
+                compared.append(("x_scales", batch.x_scales[:rows], layout.x_scales))
+            return compared
+        n = view.src_rank.shape[0]
+        for name in (
+            "x",
+            "x_scales",
+            "src_rank",
+            "src_token",
+            "local_experts",
+            "weights",
+            "expert_rows",
+        ):
+            if getattr(view, name) is not None:
+                compared.append(
+                    (f"collect.{name}", getattr(batch.collect, name)[:n], getattr(view, name))
+                )
+        return compared
+
+    def _combine_compared(
+        self, sources: list[SourceInputs], layouts: list[ExpertLayout]
+    ) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+        """This attention rank's combined output against the reference combine
+        of the expert function over every FFN rank's reference layout."""
+        g = self.buffer.geometry
+        ys = []
+        for f, layout in enumerate(layouts):
+            local = torch.searchsorted(
+                layout.expert_offsets[1:],
+                torch.arange(
+                    layout.src_rank.shape[0], device=layout.src_rank.device, dtype=torch.int32
+                ),
+                right=True,
+            )
+            ys.append(expert_function(layout.x, layout.x_scales, f * g.experts_per_ffn + local))
+        expected = combine_reference(sources, layouts, ys, g.num_experts, g.ffn_ranks)
+        n = sources[self.buffer.rank].num_tokens
+        return [("out", self.out[:n], expected[self.buffer.rank])]
+
+    def _layout_mismatches(self, sources: list[SourceInputs], rows: int, where: str) -> list[str]:
+        """The layout invariants (invariants/data/layout.py) on afdep's first
+        `rows` received rows, checked from the sources alone."""
+        g = self.buffer.geometry
+        try:
+            check_expert_layout(
+                self._as_layout(rows),
+                sources,
+                self.buffer.rank - g.num_attention,
+                g.num_experts,
+                g.ffn_ranks,
+            )
+        except LayoutError as error:
+            return [f"{MISMATCH} layout invariant {where}: {error}"]
+        return []
 
     def _as_layout(self, rows: int) -> ExpertLayout:
         """afdep's expert-major output as the reference's type (rows gathered

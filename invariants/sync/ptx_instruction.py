@@ -1,0 +1,142 @@
+"""One PTX instruction as the publish contract reads it (docs/architecture.md,
+"The publish contract"): its opcode and operands, the source line it came from
+(`.loc`, `inlined_at`), and what it does to memory ordering: a data store or
+load, a release, an acquire or a fence at a scope, a barrier of a group, a
+call. invariants/sync/ptx_read.py reads instructions out of a module's text;
+this module only classifies one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from invariants.sync.sites import Group
+
+# PTX scopes by strength: a release at `sys` also releases at `gpu` and `cta`.
+SCOPE_RANK = {"cta": 1, "cluster": 2, "gpu": 3, "sys": 4}  # all true: `rank or -1` reads None
+SEMANTICS = ("weak", "relaxed", "acquire", "release", "acq_rel", "volatile", "sc", "mmio")
+LOCAL_SPACES = ("shared", "shared::cta", "shared::cluster", "local", "param", "const")
+FULL_WARP_MASKS = ("-1", "0xffffffff", "0xFFFFFFFF", "4294967295")
+
+CALLEE = re.compile(r"^\s*(?:\([^)]*\)\s*,\s*)?([$\w.]+)")
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: int
+    line: int
+    inlined_file: int | None
+    inlined_line: int | None
+
+
+@dataclass(frozen=True)
+class Instruction:
+    opcode: str  # e.g. st.release.sys.global.u64
+    operands: str
+    predicated: bool
+    loc: Loc | None
+    ptx_line: int
+
+    @cached_property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(self.opcode.split("."))
+
+    @property
+    def base(self) -> str:
+        return self.parts[0]
+
+    def _space(self) -> str | None:
+        return next((p for p in self.parts if p in ("global", *LOCAL_SPACES)), None)
+
+    def semantics(self) -> str:
+        """relaxed, acquire, release, ...; volatile reads as relaxed at sys, as PTX defines it."""
+        sem = next((p for p in self.parts if p in SEMANTICS), None)
+        if sem is None:
+            return "relaxed" if self.base in ("atom", "red") else "weak"
+        return "relaxed" if sem == "volatile" else sem
+
+    def scope(self) -> str | None:
+        scope = next((p for p in self.parts if p in SCOPE_RANK), None)
+        if scope is None and "volatile" in self.parts:
+            return "sys"
+        if scope is None and self.base in ("atom", "red"):
+            return "gpu"  # their default scope
+        return scope
+
+    def render(self) -> str:
+        """The opcode as a finding names it: st.release.sys, st.relaxed.sys, st.weak."""
+        scope = self.scope()
+        return ".".join(p for p in (self.base, self.semantics(), scope) if p)
+
+    def is_data_store(self) -> bool:
+        """A store to global or generic memory: what a release must order."""
+        if self.base in ("st", "red", "atom"):
+            return self._space() not in LOCAL_SPACES and "async" not in self.parts
+        if self.base == "cp" and "global" in self.parts:
+            shared = [i for i, p in enumerate(self.parts) if p.startswith("shared")]
+            return not shared or self.parts.index("global") < shared[0]
+        return False
+
+    def is_data_load(self) -> bool:
+        """A coherent load of global or generic memory (not the read-only
+        `.nc` path): what a wait's consumers must not do before the barrier."""
+        if self.base == "atom":
+            return self._space() not in LOCAL_SPACES
+        if self.base == "ld":
+            return self._space() not in LOCAL_SPACES and "nc" not in self.parts
+        if self.base == "cp" and "global" in self.parts:
+            shared = [i for i, p in enumerate(self.parts) if p.startswith("shared")]
+            return bool(shared) and shared[0] < self.parts.index("global")
+        return False
+
+    def release_rank(self) -> int | None:
+        """The scope rank of a store/red/atom with release semantics."""
+        if self.base in ("st", "red", "atom") and self.semantics() in ("release", "acq_rel"):
+            return SCOPE_RANK[self.scope() or "gpu"]
+        return None
+
+    def acquire_rank(self) -> int | None:
+        if self.base in ("ld", "atom") and self.semantics() in ("acquire", "acq_rel"):
+            return SCOPE_RANK[self.scope() or "gpu"]
+        return None
+
+    def relaxed_load_rank(self) -> int | None:
+        if self.base == "ld" and self.semantics() == "relaxed":
+            return SCOPE_RANK[self.scope() or "gpu"]
+        return None
+
+    def fence_rank(self) -> int | None:
+        """fence.acq_rel / fence.sc (and membar) order both ways at their scope;
+        fence.proxy and the like order nothing between threads."""
+        if self.predicated:
+            return None
+        if self.base == "membar":
+            return SCOPE_RANK.get({"gl": "gpu"}.get(self.parts[-1], self.parts[-1]))
+        if self.base != "fence" or not set(self.parts[1:]) <= {"sc", "acq_rel", *SCOPE_RANK}:
+            return None
+        scope = next((p for p in self.parts if p in SCOPE_RANK), None)
+        return SCOPE_RANK[scope] if scope else None
+
+    def barrier(self) -> Group | None:
+        """The group an unpredicated barrier holds: bar.warp.sync over the whole
+        warp, or barrier 0 of the CTA with no thread count (__syncthreads)."""
+        if self.predicated or self.base not in ("bar", "barrier"):
+            return None
+        args = [a.strip() for a in self.operands.split(",") if a.strip()]
+        if self.parts[1:3] == ("warp", "sync"):
+            return Group.WARP if args and args[0] in FULL_WARP_MASKS else None
+        if "arrive" in self.parts or "warp" in self.parts:
+            return None
+        if "sync" in self.parts and args == ["0"]:
+            return Group.BLOCK
+        if "red" in self.parts and len(args) == 3 and args[1] == "0":
+            return Group.BLOCK
+        return None
+
+    def callee(self) -> str | None:
+        if self.base != "call":
+            return None
+        match = CALLEE.match(self.operands)
+        return match[1] if match else None
