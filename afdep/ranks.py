@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from afdep.vocab import Word
 from afdep.workspace import align
+from hostio import RankMode
 
 # Each logical rank's slice starts on a 2 MiB boundary, as a per-rank
 # symmetric-memory allocation does (the CUDA VMM granularity on sm_90).
@@ -27,38 +27,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class RankMode(Word):
-    """Where a run's ranks live: one per GPU over NVLink, or all on one GPU."""
-
-    NVLINK = "nvlink"
-    LOGICAL = "logical"
-
-
 def mode_for_gpus(gpus: int, ranks: int) -> RankMode:
     """The mode a tool picks from the GPUs it sees: a rank per GPU when there
     are enough, else every rank on one GPU; ValueError with none."""
     if gpus < 1:
         raise ValueError(f"{ranks} ranks need a GPU, found {gpus}")
-    return RankMode.NVLINK if gpus >= ranks else RankMode.LOGICAL
-
-
-class RankChoice(Word):
-    """A tool's `--rank-mode`: a rank per GPU (`per-gpu`, the fault engine's
-    word for NVLink ranks), every rank on one GPU, or `auto` from the GPUs it sees."""
-
-    AUTO = "auto"
-    PER_GPU = "per-gpu"
-    LOGICAL = "logical"
-
-    def resolve(self, gpus: int) -> RankMode | None:
-        """The mode on a machine of `gpus` GPUs; None where it cannot run (no
-        GPU, or one GPU for a rank per GPU): the tool's CPU path. auto: logical
-        on exactly one GPU, a rank per GPU on two or more."""
-        if gpus < 1:
-            return None
-        if self == RankChoice.LOGICAL or (self == RankChoice.AUTO and gpus == 1):
-            return RankMode.LOGICAL
-        return RankMode.NVLINK if gpus >= 2 else None
+    return RankMode.PER_GPU if gpus >= ranks else RankMode.LOGICAL
 
 
 def rank_mode_label(mode: RankMode, ranks: int, gpu_name: str) -> str:

@@ -1,7 +1,8 @@
 """Host-side helpers the kernel package's tools and the fault engine share,
 stdlib only, with no dependency on either (docs/architecture.md, "Layout"):
 child processes that die with their parent (children.py, through the guard
-in guard.py), atomic writes (files.py), the machine's GPUs (machine.py) and
+in guard.py), atomic writes (files.py), the machine's GPUs, where ranks go on them and the results
+files' names (machine.py) and
 one-line usage errors (usage.py). Every name is imported from here."""
 
 from hostio.children import (
@@ -17,7 +18,15 @@ from hostio.children import (
     stop_children,
 )
 from hostio.files import KeptFolder, write_bytes, write_json, write_text
-from hostio.machine import cuda_tool, cuda_toolkit_bin, gpu_count, gpu_group, machine_name
+from hostio.machine import (
+    RankMode,
+    cuda_tool,
+    cuda_toolkit_bin,
+    gpu_count,
+    gpu_group,
+    machine_name,
+    results_stem,
+)
 from hostio.usage import (
     OneLineParser,
     UsageError,
@@ -37,6 +46,7 @@ __all__ = [
     "KeptFolder",
     "OneLineParser",
     "ProcessOutcome",
+    "RankMode",
     "UsageError",
     "at_least",
     "at_least_one",
@@ -49,6 +59,7 @@ __all__ = [
     "known_names",
     "machine_name",
     "positive_seconds",
+    "results_stem",
     "run_logged",
     "stop_children",
     "writable_dir",

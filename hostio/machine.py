@@ -1,13 +1,27 @@
-"""The machine's GPUs: how many, which a worker's group gets, the name
-results are filed under, and where its NVIDIA tools are. torch is imported
-where it is asked, and its absence means a CPU machine."""
+"""The machine's GPUs: how many, which a worker's group gets, where a run's
+ranks go on them (RankMode), the name results are filed under, and where its
+NVIDIA tools are. torch is imported where it is asked, and its absence means
+a CPU machine."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+from enum import Enum
 from pathlib import Path
+
+
+class RankMode(str, Enum):
+    """Where a run's ranks go (docs/architecture.md, "One GPU, logical ranks"):
+    a GPU per rank (over NVLink), or every rank as a logical rank on one GPU.
+    Every tool, document and command line spells it so."""
+
+    PER_GPU = "per-gpu"
+    LOGICAL = "logical"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 def gpu_count() -> int:
@@ -40,6 +54,14 @@ def machine_name() -> str:
     import torch
 
     return f"{count}x{torch.cuda.get_device_name(0).replace('NVIDIA ', '').split()[0]}"
+
+
+def results_stem(kind: str, machine: str, rank_mode: RankMode | str | None = None) -> str:
+    """`<kind>-<machine>`, `-logical` after it for logical ranks: the one name
+    rule of every results file, so one GPU's results never take the name of
+    a run with a GPU per rank (`sweep-1xH200-logical`, `validate-2xH200`)."""
+    logical = rank_mode is not None and RankMode(rank_mode) is RankMode.LOGICAL
+    return f"{kind}-{machine}" + ("-logical" if logical else "")
 
 
 def cuda_toolkit_bin() -> Path:

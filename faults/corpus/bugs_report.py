@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from faults.corpus.bugs import BugResult, Catch, CaughtBy
+from hostio import results_stem
 
 
 def document(
@@ -117,6 +118,6 @@ def write_results(doc: dict, results_dir: Path, corpus: Collection[str] | None =
     """docs-style results: review-corpus-<machine>[-logical].json and .md (runs
     on logical ranks never mixed with per-GPU ones), merged into the document
     already there, less the bugs no longer in `corpus`; the stem returned."""
-    mode = "-logical" if doc.get("rank_mode") == "logical" else ""
-    stem = Path(results_dir) / f"review-corpus-{machine_slug(doc['machine'])}{mode}"
+    name = results_stem("review-corpus", machine_slug(doc["machine"]), doc.get("rank_mode"))
+    stem = Path(results_dir) / name
     return write_merged(stem, doc, partial(merged, corpus=corpus), markdown)

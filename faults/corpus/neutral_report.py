@@ -10,6 +10,7 @@ from pathlib import Path
 
 from faults.corpus.bugs_report import machine_slug, write_merged
 from faults.corpus.neutral import Commit, CommitResult, Outcome
+from hostio import results_stem
 
 # What a static review may take on a CPU, said beside the seconds measured.
 STATIC_BUDGET_S = 10.0
@@ -195,5 +196,5 @@ def markdown(doc: dict) -> str:
 def write_results(doc: dict, results_dir: Path) -> Path:
     """review-neutral-<machine>.json and .md, merged into the document already
     there; the stem returned."""
-    stem = Path(results_dir) / f"review-neutral-{machine_slug(doc['machine'])}"
+    stem = Path(results_dir) / results_stem("review-neutral", machine_slug(doc["machine"]))
     return write_merged(stem, doc, merged, markdown)

@@ -18,7 +18,6 @@ on a fault that does not disagree is refused as stale.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import tomllib
 
 from faults.judge.seeds import base_id
+from faults.report.document import ReportError, read_report
 from hostio import UsageError
 
 
@@ -50,14 +50,14 @@ def read_side(paths: list[Path], option: str, summarize: Summarize | None = None
     labels, digests, catalogs = set(), set(), set()
     for path in paths:
         try:
-            document = json.loads(Path(path).read_text())
-            faults = document["faults"]
-            results = document.get("results", [])
-            labels.add(f"{document['machine']}, {document.get('rank_mode', 'per-gpu')}")
-            digests.add(document["native_source_sha256"])
-            catalogs.add(Path(document.get("catalog", "")).name)
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise UsageError(f"{option} {path}: not a sweep report ({error})") from None
+            report = read_report(path)
+        except ReportError as error:
+            raise UsageError(f"{option} {path}: {error}") from None
+        document = report.to_json()
+        faults, results = document["faults"], document["results"]
+        labels.add(f"{report.machine}, {report.rank_mode}")
+        digests.add(report.native_source_sha256)
+        catalogs.add(Path(report.catalog).name)
         for summary in faults:
             fault = summary["fault"]
             own = [r for r in results if base_id(r["fault"]) == fault]

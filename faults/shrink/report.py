@@ -15,6 +15,7 @@ from pathlib import Path
 from faults.catalog import Catalog, Config
 from faults.pipeline.run import substitute
 from faults.shrink.loop import Shrunk
+from hostio import results_stem
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,7 @@ class ShrinkContext:
 
 def report_stem(context: ShrinkContext) -> str:
     """`shrink-<fault>-<machine>[-logical]`: a logical shrink never over a per-GPU one."""
-    mode = "-logical" if context.rank_mode == "logical" else ""
-    return f"shrink-{context.fault}-{context.machine}{mode}"
+    return results_stem(f"shrink-{context.fault}", context.machine, context.rank_mode)
 
 
 def paste_command(

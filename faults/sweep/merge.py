@@ -21,175 +21,137 @@ sweeps"). A sweep longer than one device command runs as shards (`sweep
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from faults.catalog import Catalog
-from faults.judge.scores import family_scores, scores
 from faults.judge.seeds import run_id
 from faults.judge.verdict import summarize_fault
 from faults.pipeline.engine import RunResult
 from faults.report.compare import run_key
-from faults.report.document import catalog_sha256, engine_share, stage_seconds
+from faults.report.document import SweepReport, catalog_sha256, stage_seconds
 
 SAME = ("native_source_sha256", "machine", "rank_mode")  # one sweep's shards
 # What a shard must hold; older reports may lack the rest (sites, trees built,
 # stage seconds, ...), which the merged report then lacks too.
-NEEDED = (
-    *SAME,
-    "catalog_sha256",
-    "written",
-    "runnable",
-    "harness_ok",
-    "controls",
-    "results",
-    "faults",
-)
+NEEDED = (*SAME, "catalog_sha256", "written", "runnable", "harness_ok", "controls", "results")
+
+Shard = tuple[Path, SweepReport]
 
 
 class MergeError(Exception):
     """Shards that cannot be one report: one line naming the shard and why."""
 
 
-def merged(shards: list[tuple[Path, dict]], catalog: Catalog, rerun_wins: bool = False) -> dict:
-    """The one report of `shards` (each its path and JSON document); with
+def merged(shards: list[Shard], catalog: Catalog, rerun_wins: bool = False) -> SweepReport:
+    """The one report of `shards` (each its path and report); with
     `rerun_wins`, a run in two shards is the later shard's."""
     check_shards(shards, catalog)
     controls, _ = unique_runs(shards, "controls", "first")
     results, superseded = unique_runs(shards, "results", "later" if rerun_wins else "refuse")
-    faults = list(dict.fromkeys(s["fault"] for _, d in shards for s in d["faults"]))
-    for path, document in shards:
-        unknown = next(
-            (s["fault"] for s in document["faults"] if s["fault"] not in catalog.faults), None
-        )
-        if unknown is not None:
-            raise MergeError(f"{path}: fault {unknown} is not in {catalog.path}")
+    faults = list(dict.fromkeys(s.fault for _, report in shards for s in report.faults))
     summaries = [
         summarize_fault(catalog.fault(f), [r for r in results if r.fault == f]) for f in faults
     ]
-    unrun = [f for _, d in shards for f in d.get("unrun") or [] if f not in faults]
-    selected = {*faults, *unrun}
-    not_selected = [f for f in catalog.faults if f not in selected]
-    mutation, firing = scores(summaries)
+    unrun = [f for _, report in shards for f in report.unrun if f not in faults]
     first = shards[0][1]
-    # Each shard's own work, its controls too, from its runs (older shards
-    # stored fewer stages than their runs' seconds hold).
-    per_shard = [
-        stage_seconds([RunResult(**run) for run in (*d["controls"], *d["results"])])
-        for _, d in shards
-    ]
-    stages = {stage: round(sum(s[stage] for s in per_shard), 3) for stage in per_shard[0]}
-    return {
-        "tool": "faults.sweep.merge",
-        "catalog": str(catalog.path),
-        "catalog_sha256": judged_by(first),
-        **{key: first[key] for key in SAME},
-        "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "gpus_needed": {k: v for _, d in shards for k, v in d.get("gpus_needed", {}).items()},
-        "logical_ranks": first.get("logical_ranks", first["rank_mode"] == "logical"),
-        "runnable": True,
-        "harness_ok": True,
-        "ok": not unrun and all(s.ok for s in summaries),
-        "mutation_score": mutation,
-        "mutation_score_by_family": family_scores(summaries),
-        "firing_rate": firing,
-        "wall_s": round(sum(d.get("wall_s", 0.0) for _, d in shards), 2),
-        "stage_seconds": stages,
-        "engine_share": engine_share(stages),
-        "sites": first.get("sites", []),
-        "controls": [r.to_dict() for r in controls],
-        "results": [r.to_dict() for r in results],
-        "faults": [vars(s) for s in summaries],
-        "budget_s": None,
-        "unrun": list(dict.fromkeys(unrun)),
-        "not_selected": not_selected,
-        "schedules": None,
-        "built": list(
-            {row["fault"]: row for _, d in shards for row in d.get("built", [])}.values()
-        ),
-        "configs_not_run": {
-            k: v for _, d in shards for k, v in d.get("configs_not_run", {}).items()
-        },
-        "gpu_runs_needed": [],
-        "shards": [shard_line(path, d) for path, d in shards],
-        "superseded": superseded,
-    }
+    return SweepReport(
+        catalog=str(catalog.path),
+        catalog_sha256=first.judged_by(),
+        machine=first.machine,
+        native_source_sha256=first.native_source_sha256,
+        rank_mode=first.rank_mode,
+        tool="faults.merge",
+        controls=controls,
+        results=results,
+        faults=summaries,
+        harness_ok=True,
+        gpus_needed={k: v for _, report in shards for k, v in report.gpus_needed.items()},
+        logical_ranks=first.logical_ranks,
+        wall_s=round(sum(report.wall_s for _, report in shards), 2),
+        stage_seconds=summed_stage_seconds(shards),
+        sites=first.sites,
+        unrun=list(dict.fromkeys(unrun)),
+        built=list({row["fault"]: row for _, report in shards for row in report.built}.values()),
+        configs_not_run={k: v for _, r in shards for k, v in r.configs_not_run.items()},
+        not_selected=[f for f in catalog.faults if f not in {*faults, *unrun}],
+        shards=[shard_line(path, report) for path, report in shards],
+        superseded=superseded,
+    )
 
 
-def check_shards(shards: list[tuple[Path, dict]], catalog: Catalog) -> None:
+def summed_stage_seconds(shards: list[Shard]) -> dict[str, float]:
+    """Each shard's own work, its controls too, from its runs (older shards
+    stored fewer stages than their runs' seconds hold), summed."""
+    per_shard = [stage_seconds([*r.controls, *r.results]) for _, r in shards]
+    return {stage: round(sum(s[stage] for s in per_shard), 3) for stage in per_shard[0]}
+
+
+def check_shards(shards: list[Shard], catalog: Catalog) -> None:
     """MergeError naming the first shard that is not of the first's sweep, or
-    not one this catalog judged, or whose harness was broken, or seeded."""
+    not one this catalog judged, or whose harness was broken, or seeded, or
+    that holds a fault the catalog lacks."""
     ours = catalog_sha256(catalog.path)
-    for path, document in shards:
-        missing = next((key for key in NEEDED if key not in document), None)
-        if missing is not None:
-            raise MergeError(f"{path}: not a sweep report merge can read (no {missing})")
     first_path, first = shards[0]
-    for path, document in shards:
+    for path, report in shards:
         for key in SAME:
-            if document.get(key) != first.get(key):
+            if getattr(report, key) != getattr(first, key):
                 raise MergeError(
-                    f"{path}: its {key} is {document.get(key)!r}, "
-                    f"{first_path}'s is {first.get(key)!r}: not one sweep's shards"
+                    f"{path}: its {key} is {getattr(report, key)!r}, "
+                    f"{first_path}'s is {getattr(first, key)!r}: not one sweep's shards"
                 )
-        if judged_by(document) != ours:
+        if report.judged_by() != ours:
             raise MergeError(
-                f"{path}: judged by a catalog of sha256 {judged_by(document)[:12]}, "
+                f"{path}: judged by a catalog of sha256 {report.judged_by()[:12]}, "
                 f"not {catalog.path} ({ours[:12]}): give that catalog, or rejudge it by this one"
             )
-        if not (document.get("runnable") and document.get("harness_ok")):
+        if not (report.runnable and report.harness_ok):
             raise MergeError(f"{path}: its harness was broken or it ran nothing: no fault judged")
-        if document.get("schedules"):
+        if report.schedules:
             raise MergeError(f"{path}: a shard over seeds (sweep --seeds): merge takes none")
+        unknown = next((s.fault for s in report.faults if s.fault not in catalog.faults), None)
+        if unknown is not None:
+            raise MergeError(f"{path}: fault {unknown} is not in {catalog.path}")
 
 
-def judged_by(document: dict) -> str:
-    """The sha256 of the catalog whose rules gave the shard's verdicts: its
-    last `rejudge` pass's, else the sweep's."""
-    passes = document.get("rejudged") or []
-    return passes[-1]["catalog_sha256"] if passes else document["catalog_sha256"]
-
-
-def unique_runs(
-    shards: list[tuple[Path, dict]], key: str, twice: str
-) -> tuple[list[RunResult], list[dict]]:
-    """The shards' runs under `key`, in shard order, and the runs dropped: a
-    run in two shards is kept once, the first (`twice="first"`: controls),
-    the one of the shard written last (`"later"`: a fault re-run after a
-    harness fix, with --rerun-wins), or refused naming both (`"refuse"`)."""
-    kept: dict[tuple, tuple[Path, dict, dict]] = {}  # in first-seen order
+def unique_runs(shards: list[Shard], key: str, twice: str) -> tuple[list[RunResult], list[dict]]:
+    """The shards' runs under `key` (controls or results), in shard order, and
+    the runs dropped: a run in two shards is kept once, the first
+    (`twice="first"`: controls), the one of the shard written last (`"later"`:
+    a fault re-run after a harness fix, with --rerun-wins), or refused naming
+    both (`"refuse"`)."""
+    kept: dict[tuple, tuple[Path, SweepReport, RunResult]] = {}  # in first-seen order
     dropped = []
-    for path, document in shards:
-        for run in document[key]:
-            name = run_key(run)
+    for path, report in shards:
+        for run in getattr(report, key):
+            name = run_key(run.to_dict())
             if name not in kept:
-                kept[name] = (path, document, run)
+                kept[name] = (path, report, run)
                 continue
             if twice == "refuse":
                 raise MergeError(
-                    f"{path}: {run['fault']} under {run['config']} (repeat {run['repeat']}) "
+                    f"{path}: {run.fault} under {run.config} (repeat {run.repeat}) "
                     f"is in {kept[name][0]} too: its verdict would be ambiguous "
                     "(--rerun-wins keeps the later shard's)"
                 )
             if twice == "later":
                 earlier = kept[name]
-                later = document["written"] > earlier[1]["written"]
+                later = report.written > earlier[1].written
                 if later:
-                    kept[name] = (path, document, run)
+                    kept[name] = (path, report, run)
                 dropped.append(
                     {
-                        "run": run_id(RunResult(**run)),
+                        "run": run_id(run),
                         "kept": str(kept[name][0]),
                         "dropped": str(earlier[0] if later else path),
                     }
                 )
-    return [RunResult(**run) for _, _, run in kept.values()], dropped
+    return [run for _, _, run in kept.values()], dropped
 
 
-def shard_line(path: Path, document: dict) -> dict:
+def shard_line(path: Path, report: SweepReport) -> dict:
     return {
         "report": str(path),
-        "written": document["written"],
-        "faults": len(document["faults"]),
-        "wall_s": document.get("wall_s", 0.0),
+        "written": report.written,
+        "faults": len(report.faults),
+        "wall_s": report.wall_s,
     }

@@ -15,13 +15,11 @@ the changed faults again (docs/architecture.md, "Judging recorded runs again").
 from __future__ import annotations
 
 import shutil
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from faults.catalog import Catalog
 from faults.judge.outcome import Outcome
-from faults.judge.scores import family_scores, scores
 from faults.judge.seeds import (
     base_id,
     kill_rates,
@@ -30,11 +28,11 @@ from faults.judge.seeds import (
     summaries_over_seeds,
     with_seed,
 )
-from faults.judge.verdict import judge, summarize_fault
+from faults.judge.verdict import FaultSummary, judge, summarize_fault
 from faults.pipeline.apply import ApplyError, apply_fault
 from faults.pipeline.engine import RunResult
 from faults.pipeline.scratch import make_scratch, tree_digest
-from faults.report.document import catalog_sha256
+from faults.report.document import SweepReport, catalog_sha256, now
 from invariants.sync.contract import static_contract
 from invariants.sync.sites import parse_tree
 
@@ -128,15 +126,15 @@ def rejudge_runs(
 
 
 def rejudge(
-    document: dict, catalog: Catalog, root: Path, workdir: Path, drop_changed: bool = False
-) -> tuple[dict, list[Change]]:
-    """The report judged again (a new document) and what changed. Runs with no
+    report: SweepReport, catalog: Catalog, root: Path, workdir: Path, drop_changed: bool = False
+) -> tuple[SweepReport, list[Change]]:
+    """The report judged again (a new report) and what changed. Runs with no
     outcome (not applied, not built, erased, could not start) keep theirs.
     `drop_changed`: a fault whose tree changed leaves the report, its reason
     in the pass's `dropped`, instead of refusing the report."""
-    if not document.get("harness_ok"):
+    if not report.harness_ok:
         raise RejudgeError("its harness was broken: no fault was judged, nothing to judge again")
-    results = [RunResult(**r) for r in document["results"]]
+    results = [replace(r) for r in report.results]  # judged again in place: the copies
     labels = list(dict.fromkeys(r.fault for r in results))
     catalog = seeded(catalog, labels)
     for label in labels:
@@ -150,41 +148,40 @@ def rejudge(
         except TreeChanged as error:
             if not drop_changed:
                 raise
-            fault = base_id(label)
-            was = next(f for f in document["faults"] if f["fault"] == fault)
-            dropped[fault] = {"why": error.why, "verdict": was["verdict"], "ok": was["ok"]}
+            was = next(s for s in report.faults if s.fault == base_id(label))
+            dropped[was.fault] = {"why": error.why, "verdict": was.verdict.value, "ok": was.ok}
     results = [r for r in results if base_id(r.fault) not in dropped]
     labels = [label for label in labels if base_id(label) not in dropped]
-    faults = [s["fault"] for s in document["faults"] if s["fault"] not in dropped]
-    if any(base_id(label) != label for label in labels):
-        summaries = summaries_over_seeds(catalog, labels, results)
-    else:
-        summaries = [
-            summarize_fault(catalog.fault(f), [r for r in results if r.fault == f]) for f in faults
-        ]
-    mutation, firing = scores(summaries)
-    schedules = document.get("schedules")
-    if schedules:  # each seed's verdict, and the kill rates over them, again
-        rows = seed_rows(catalog, labels, results)
-        schedules = {"seeds": schedules["seeds"], "runs": rows, **kill_rates(rows)}
-    again = {
-        **document,
-        "results": [r.to_dict() for r in results],
-        "faults": [vars(s) for s in summaries],
-        "mutation_score": mutation,
-        "mutation_score_by_family": family_scores(summaries),
-        "firing_rate": firing,
-        "ok": all(s.ok for s in summaries),
-        "schedules": schedules,
-        # every pass kept, the latest last: what each changed stays said
-        "rejudged": [
-            *document.get("rejudged", []),
-            {
-                "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "catalog_sha256": catalog_sha256(catalog.path),
-                "changes": [str(c) for c in changes],
-                "dropped": dropped,
-            },
-        ],
+    faults = [s.fault for s in report.faults if s.fault not in dropped]
+    this_pass = {
+        "written": now(),
+        "catalog_sha256": catalog_sha256(catalog.path),
+        "changes": [str(c) for c in changes],
+        "dropped": dropped,
     }
+    again = replace(
+        report,
+        results=results,
+        faults=summaries(catalog, labels, faults, results),
+        schedules=reseeded(report.schedules, catalog, labels, results),
+        rejudged=[*report.rejudged, this_pass],  # every pass kept: what each changed stays said
+    )
     return again, changes
+
+
+def summaries(
+    catalog: Catalog, labels: list[str], faults: list[str], results: list[RunResult]
+) -> list[FaultSummary]:
+    """Each fault over its runs, as the sweep summarized it: over its seeds
+    when the runs are seeded, else over its configs and repeats."""
+    if any(base_id(label) != label for label in labels):
+        return summaries_over_seeds(catalog, labels, results)
+    return [summarize_fault(catalog.fault(f), [r for r in results if r.fault == f]) for f in faults]
+
+
+def reseeded(schedules: dict | None, catalog: Catalog, labels: list[str], results) -> dict | None:
+    """Each seed's verdict, and the kill rates over them, again (None: no seeds)."""
+    if not schedules:
+        return schedules
+    rows = seed_rows(catalog, labels, results)
+    return {"seeds": schedules["seeds"], "runs": rows, **kill_rates(rows)}

@@ -7,38 +7,25 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from faults.judge.seeds import RunId, describe
-from hostio import (
-    UsageError,
-)
+from faults.judge.seeds import RunId, describe, run_id
+from faults.pipeline.apply import apply_fault
+from faults.pipeline.scratch import make_scratch, tree_digest
+from faults.report.document import SweepReport
 
 
-def recorded_id(result: dict) -> str:
-    """A report's result's run id (faults/judge/seeds.py's form)."""
-    return f"{result.get('fault')}@{result.get('config')}#{result.get('repeat')}"
-
-
-def recorded_run(document: dict, run: RunId, path: Path) -> dict:
-    """The result of `run` in the report, or a UsageError naming both."""
-    for result in document["results"]:
-        if isinstance(result, dict) and recorded_id(result) == str(run):
-            return result
-    raise UsageError(f"replay: run id {run} is not in {path}")
+def recorded_run(report: SweepReport, run: RunId) -> dict | None:
+    """The result of `run` in the report, as it was written (None: not in it)."""
+    return next((r.to_dict() for r in report.results if run_id(r) == str(run)), None)
 
 
 def applied_only(engine, label: str) -> dict:
-    """--no-run: the tree applied (not built), its digest and schedule only."""
-    from faults.pipeline.apply import ApplyError, apply_fault
-    from faults.pipeline.scratch import make_scratch, tree_digest
-
+    """--no-run: the tree applied (not built), its digest and schedule only;
+    ApplyError when the fault no longer applies."""
     tree = engine.workdir / label / "tree"
     if tree.exists():  # a --workdir reused: this command's own old scratch tree
         shutil.rmtree(tree)
     make_scratch(engine.root, tree)
-    try:
-        apply_fault(tree, engine.catalog, label)
-    except ApplyError as error:
-        raise UsageError(f"replay: {error}") from None
+    apply_fault(tree, engine.catalog, label)
     seed, schedule = describe(engine.catalog, label)
     digest = tree_digest(tree / engine.catalog.target.sources)
     return {"tree_digest": digest, "schedule": schedule, "seed": seed, "verdict": None}

@@ -19,17 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, Config
-from faults.catalog.model import FAULTS_LISTED, RankMode
+from faults.catalog.model import FAULTS_LISTED
 from faults.generate.site_faults import is_generated
-from faults.judge.scores import family_scores, scores
 from faults.judge.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
 from faults.judge.verdict import FaultSummary, summarize_fault
 from faults.pipeline.engine import Engine, RunResult, TreeContract
 from faults.pipeline.erasure import ErasedDecision, erasure_baseline
 from faults.pipeline.scratch import UserTreeGuard
 from faults.pipeline.slots import sweep
-from faults.report.document import catalog_sha256, engine_share, stage_seconds, summary_line
-from faults.report.markdown import junit, markdown
+from faults.report.document import SweepReport, catalog_sha256, summary_line, write_report
 from faults.sweep.history import History
 from hostio import (
     UsageError,
@@ -37,8 +35,6 @@ from hostio import (
     known_names,
     machine_name,
     writable_dir,
-    write_json,
-    write_text,
 )
 from invariants.sync.sites import parse_tree
 
@@ -290,15 +286,15 @@ class Sweep:
             if f not in self.unrun
         ]
 
-    def record(self, document: dict) -> str | None:
-        """What changed since earlier sweeps goes into the document; a sweep
+    def record(self, report: SweepReport) -> str | None:
+        """What changed since earlier sweeps goes into the report; a sweep
         that judged faults joins the history. Returns why it did not, if so."""
         history = History(self.history_path)
         try:
             summaries = self.summaries()
             name = self.catalog.target.name  # kept per target: a moved catalog keeps its past
             changes = history.changes(name, summaries, self.sites, covered_by_catalog(self.catalog))
-            document["changes"] = vars(changes)
+            report.changes = vars(changes)
             if not self.runnable:
                 return "history not recorded: no fault ran here"
             if not self.harness_ok:
@@ -315,48 +311,36 @@ class Sweep:
             history.close()
 
     # ----------------------------------------------------------------- write
-    def document(self) -> dict:
-        summaries = self.summaries()
-        mutation, firing = scores(summaries)
-        stages = stage_seconds(self.controls + self.results)
+    def report(self) -> SweepReport:
         names = [c.name for c in self.configs]
-        return {
-            "tool": "faults.sweep.sweep",
-            "catalog": str(self.catalog.path),
-            "catalog_sha256": catalog_sha256(self.catalog.path),
-            "machine": self.machine,
-            "rank_mode": str(self.catalog.rank_mode),
-            "native_source_sha256": self.user_digest,
-            "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "gpus_needed": {c.name: self.catalog.gpus_for(c) for c in self.configs},
-            "logical_ranks": bool(self.catalog.target.logical_run),  # one GPU runs them all
-            "runnable": self.runnable,
-            "harness_ok": self.harness_ok,
-            "ok": self.harness_ok and not self.unrun and all(s.ok for s in summaries),
-            "mutation_score": mutation,
-            "mutation_score_by_family": family_scores(summaries),
-            "firing_rate": firing,
-            "wall_s": round(self.wall_s, 2),
-            "slots": self.options.slots,
-            "stage_seconds": stages,
-            "engine_share": engine_share(stages),
-            "sites": self.sites,
-            "controls": [r.to_dict() for r in self.controls],
-            "results": [r.to_dict() for r in self.results],
-            "faults": [vars(s) for s in summaries],
-            "budget_s": self.options.budget_s,
-            "unrun": self.unrun,
-            "schedules": self.schedules(),
-            "built": self.built,
-            "configs_not_run": {
+        needed = [
+            f"{f}:{c.name}" for f in self.fault_ids for c in self.catalog.configs_for(f, names)
+        ]
+        return SweepReport(
+            catalog=str(self.catalog.path),
+            catalog_sha256=catalog_sha256(self.catalog.path),
+            machine=self.machine,
+            native_source_sha256=self.user_digest,
+            rank_mode=str(self.catalog.rank_mode),
+            controls=self.controls,
+            results=self.results,
+            faults=self.summaries(),
+            harness_ok=self.harness_ok,
+            runnable=self.runnable,
+            gpus_needed={c.name: self.catalog.gpus_for(c) for c in self.configs},
+            logical_ranks=bool(self.catalog.target.logical_run),  # one GPU runs them all
+            wall_s=round(self.wall_s, 2),
+            slots=self.options.slots,
+            sites=self.sites,
+            budget_s=self.options.budget_s,
+            unrun=self.unrun,
+            schedules=self.schedules(),
+            built=self.built,
+            configs_not_run={
                 c.name: f"needs {self.catalog.gpus_for(c)} GPUs" for c in self.too_big
             },
-            "gpu_runs_needed": []
-            if self.runnable
-            else [
-                f"{f}:{c.name}" for f in self.fault_ids for c in self.catalog.configs_for(f, names)
-            ],
-        }
+            gpu_runs_needed=[] if self.runnable else needed,
+        )
 
     def schedules(self) -> dict | None:
         """With --seeds: each seed's schedule and verdict, and the kill rate per
@@ -366,29 +350,13 @@ class Sweep:
         rows = seed_rows(self.catalog, self.fault_ids, self.results)
         return {"seeds": list(self.options.seeds), "runs": rows, **kill_rates(rows)}
 
-    def write(self, document: dict) -> Path:
-        return write_report(self.results_dir, document)
+    def write(self, report: SweepReport) -> Path:
+        return write_report(self.results_dir, report)
 
-    def ok(self, document: dict) -> bool:
+    def ok(self, report: SweepReport) -> bool:
         if self.runnable:
-            return document["ok"]
+            return report.ok
         return bool(self.built) and all(b["ok"] for b in self.built)
-
-
-def report_stem(results_dir: Path, document: dict) -> Path:
-    """`sweep-<machine>[-logical]` under `results_dir`: a one-GPU report never
-    takes a per-GPU one's name."""
-    mode = "-logical" if document["rank_mode"] == str(RankMode.LOGICAL) else ""
-    return results_dir / f"sweep-{document['machine']}{mode}"
-
-
-def write_report(results_dir: Path, document: dict) -> Path:
-    """The sweep's JSON, Markdown and JUnit reports; their stem."""
-    stem = report_stem(results_dir, document)
-    write_json(stem.with_suffix(".json"), document)
-    write_text(stem.with_suffix(".md"), markdown(document))
-    write_text(stem.with_suffix(".xml"), junit(document))
-    return stem
 
 
 def built_row(fault_id: str, prepared) -> dict:

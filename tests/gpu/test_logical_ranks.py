@@ -15,9 +15,8 @@ import pytest
 
 from afdep.config import KNOBS, PROTOCOL_FIELDS
 from afdep.jit import source_digest
-from afdep.ranks import RankMode
 from afdep.vocab import RESULT, parse_log
-from hostio import run_logged
+from hostio import RankMode, run_logged
 from tools.driver.launch import driver_command
 
 pytestmark = pytest.mark.gpu(1)

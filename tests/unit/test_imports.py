@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).parents[2]
 PACKAGES = ("hostio", "afdep", "invariants", "faults", "tools")
 

@@ -11,9 +11,8 @@ import sys
 
 import pytest
 
-from afdep.ranks import RankMode
 from afdep.vocab import Role, parse_log
-from hostio import UsageError
+from hostio import RankMode, UsageError
 from tools.driver.driver import parse_args
 from tools.driver.launch import DRIVER, driver_command, torchrun_command
 from tools.driver.logical import rank_environs, resolve_rank_mode
@@ -34,17 +33,17 @@ def test_a_plain_process_runs_logical_ranks_and_torchrun_one_per_gpu():
     assert resolved([], PLAIN) == (RankMode.LOGICAL, 2)
     assert resolved(["--ffn-ranks", "3"], PLAIN) == (RankMode.LOGICAL, 4)
     assert resolved(["--ranks", "4", "--ffn-ranks", "2"], PLAIN) == (RankMode.LOGICAL, 4)
-    assert resolved([], TORCHRUN) == (RankMode.NVLINK, 2)
-    assert resolved(["--mode", "nvlink", "--ranks", "2"], TORCHRUN) == (RankMode.NVLINK, 2)
+    assert resolved([], TORCHRUN) == (RankMode.PER_GPU, 2)
+    assert resolved(["--mode", "per-gpu", "--ranks", "2"], TORCHRUN) == (RankMode.PER_GPU, 2)
 
 
 @pytest.mark.parametrize(
     "argv, environ, message",
     [
         (
-            ["--mode", "nvlink"],
+            ["--mode", "per-gpu"],
             PLAIN,
-            "--mode nvlink: needs torchrun with 2+ ranks (afdep drive --nproc N); "
+            "--mode per-gpu: needs torchrun with 2+ ranks (afdep drive --nproc N); "
             "this is a plain process",
         ),
         (
@@ -108,7 +107,7 @@ def test_the_logical_driver_command():
         "3",
         "--graph",
     ]
-    assert driver_command(RankMode.NVLINK, 4, ["--graph"]) == torchrun_command(
+    assert driver_command(RankMode.PER_GPU, 4, ["--graph"]) == torchrun_command(
         4, DRIVER, ["--graph"]
     )
 

@@ -17,7 +17,6 @@ from afdep.ranks import (
     LocalWorld,
     Meeting,
     RankFailures,
-    RankMode,
     TorchRankGroup,
     logical_allocation_bytes,
     logical_peer_bases,
@@ -26,6 +25,7 @@ from afdep.ranks import (
     rank_mode_label,
     slice_stride,
 )
+from hostio import RankMode
 
 MIB = 1024 * 1024
 
@@ -160,7 +160,7 @@ def test_rank_group_keeps_a_group_and_needs_torch_distributed_otherwise():
 
 def test_rank_mode_labels():
     assert rank_mode_label(RankMode.LOGICAL, 2, "NVIDIA H200") == "1xH200, 2 logical ranks"
-    assert rank_mode_label(RankMode.NVLINK, 4, "NVIDIA H200 NVL") == "4xH200, 4 NVLink ranks"
+    assert rank_mode_label(RankMode.PER_GPU, 4, "NVIDIA H200 NVL") == "4xH200, 4 NVLink ranks"
 
 
 def test_a_break_after_a_meeting_completed_does_not_reach_its_waiters():
@@ -190,8 +190,8 @@ def test_a_meeting_nobody_else_reaches_times_out_broken():
 
 
 def test_the_mode_follows_the_gpus_seen():
-    assert mode_for_gpus(2, 2) == RankMode.NVLINK
-    assert mode_for_gpus(8, 4) == RankMode.NVLINK
+    assert mode_for_gpus(2, 2) == RankMode.PER_GPU
+    assert mode_for_gpus(8, 4) == RankMode.PER_GPU
     assert mode_for_gpus(1, 2) == RankMode.LOGICAL
     assert mode_for_gpus(2, 4) == RankMode.LOGICAL
     with pytest.raises(ValueError, match=r"^2 ranks need a GPU, found 0$"):

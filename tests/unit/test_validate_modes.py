@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from afdep.config import Config
-from afdep.ranks import RankChoice, RankMode
 from afdep.residency import expansion_ctas, residency
 from afdep.vocab import Arm, Protocol, RouteKind, digest_line, parse_log
 from afdep.workspace import Geometry
-from hostio import ProcessOutcome
+from hostio import ProcessOutcome, RankMode
 from tests.unit.test_matrix import geometry_of
 from tools.driver.driver import parse_args
 from tools.driver.launch import outcome_record
@@ -33,7 +32,7 @@ from tools.validate.matrix import (
     matrix_4gpu,
     matrix_split_knobs,
 )
-from tools.validate.modes import mode_machine, results_name, run_command
+from tools.validate.modes import mode_for_choice, mode_machine, results_name, run_command
 from tools.validate.validation import main
 
 DIGEST = "b" * 64
@@ -60,7 +59,7 @@ def test_logical_command_is_the_driver_with_the_runs_ranks(name, ranks):
 
 def test_per_gpu_command_is_torchrun_on_the_runs_gpus():
     run = RUNS["1a3f-pf-fp8-eager"]
-    assert run_command(run, RankMode.NVLINK) == [
+    assert run_command(run, RankMode.PER_GPU) == [
         sys.executable,
         "-m",
         "torch.distributed.run",
@@ -77,25 +76,25 @@ def test_per_gpu_command_is_torchrun_on_the_runs_gpus():
 def test_the_timed_row_keeps_its_checks_without_bench_iters_in_logical_mode():
     run = RUNS["bf16-graph-h2048-sms24"]
     assert run.args[-2:] == ["--bench-iters", "50"]
-    assert run_command(run, RankMode.NVLINK)[-2:] == ["--bench-iters", "50"]
+    assert run_command(run, RankMode.PER_GPU)[-2:] == ["--bench-iters", "50"]
     assert run_command(run, RankMode.LOGICAL)[7:] == run.args[:-2]
 
 
 @pytest.mark.parametrize(
     "choice, gpus, mode",
     [
-        (RankChoice.AUTO, 0, None),
-        (RankChoice.AUTO, 1, RankMode.LOGICAL),
-        (RankChoice.AUTO, 2, RankMode.NVLINK),
-        (RankChoice.AUTO, 8, RankMode.NVLINK),
-        (RankChoice.PER_GPU, 1, None),
-        (RankChoice.PER_GPU, 4, RankMode.NVLINK),
-        (RankChoice.LOGICAL, 0, None),
-        (RankChoice.LOGICAL, 4, RankMode.LOGICAL),
+        ("auto", 0, None),
+        ("auto", 1, RankMode.LOGICAL),
+        ("auto", 2, RankMode.PER_GPU),
+        ("auto", 8, RankMode.PER_GPU),
+        ("per-gpu", 1, None),
+        ("per-gpu", 4, RankMode.PER_GPU),
+        ("logical", 0, None),
+        ("logical", 4, RankMode.LOGICAL),
     ],
 )
 def test_the_mode_a_choice_takes_on_a_machine(choice, gpus, mode):
-    assert choice.resolve(gpus) is mode
+    assert mode_for_choice(choice, gpus) is mode
 
 
 ROUTE_4 = Run("r", [], Expect.ROUTE, Group.FOUR_GPU, nproc=4, route=RouteKind.WIDE)
@@ -135,7 +134,7 @@ def test_a_logical_route_row_needs_one_ranks_assertion_every_ranks_failure_and_e
 
 
 def test_one_ranks_assertion_is_not_enough_with_a_rank_per_gpu():
-    assert judge(ROUTE_4, route_record(), DIGEST, RankMode.NVLINK) == [
+    assert judge(ROUTE_4, route_record(), DIGEST, RankMode.PER_GPU) == [
         "no `afdep assertion failed: route wide` line from ranks [0, 1, 3]"
     ]
 
@@ -153,16 +152,16 @@ def test_a_logical_trap_judged_from_its_log(tmp_path):
     run = Run("r", [], Expect.ROUTE, Group.FAILURES, route=RouteKind.WIDE)
     assert record["failed_ranks"] == [0, 1]
     assert judge(run, record, DIGEST, RankMode.LOGICAL) == []
-    assert judge(run, record, DIGEST, RankMode.NVLINK) == [
+    assert judge(run, record, DIGEST, RankMode.PER_GPU) == [
         "no `afdep assertion failed: route wide` line from ranks [1]"
     ]
 
 
 def test_results_are_filed_by_mode_and_never_mixed():
     assert mode_machine(RankMode.LOGICAL, "2xH200") == "1xH200"
-    assert mode_machine(RankMode.NVLINK, "2xH200") == "2xH200"
+    assert mode_machine(RankMode.PER_GPU, "2xH200") == "2xH200"
     assert results_name(RankMode.LOGICAL, "1xH200") == "validate-1xH200-logical.json"
-    assert results_name(RankMode.NVLINK, "2xH200") == "validate-2xH200.json"
+    assert results_name(RankMode.PER_GPU, "2xH200") == "validate-2xH200.json"
 
 
 def test_a_bad_rank_mode_is_one_line_naming_it(capsys):

@@ -38,6 +38,7 @@ from hostio import (
     entry_point,
     gpu_count,
     machine_name,
+    results_stem,
     run_logged,
     write_json,
 )
@@ -323,7 +324,7 @@ def write(args: argparse.Namespace, document: dict) -> None:
     for key, value in document["targets"].items():
         print(f"{key} = {value}")
     tag = f"-{args.tag}" if args.tag else ""
-    path = args.results_dir / f"bench-{document['machine']}{tag}.json"
+    path = args.results_dir / f"{results_stem('bench', document['machine'])}{tag}.json"
     write_json(path, document)
     print(f"wrote {path} and {write_report(document, path)}")
 

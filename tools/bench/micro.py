@@ -160,8 +160,8 @@ def start(args: argparse.Namespace, **head) -> dict:
         os.environ.setdefault(name, value)  # read when CUDA starts, below
     import torch
 
-    from afdep.ranks import RankMode, rank_mode_label
-    from hostio import machine_name
+    from afdep.ranks import rank_mode_label
+    from hostio import RankMode, machine_name
 
     if torch.cuda.device_count() < 1:
         raise UsageError("needs a GPU, found 0")

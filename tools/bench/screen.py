@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from afdep.config import environment_error
-from hostio import OneLineParser, at_least_one, entry_point, gpu_count, write_json
+from hostio import OneLineParser, at_least_one, entry_point, gpu_count, results_stem, write_json
 from tools.bench.arms import main as bench_main
 
 GPUS = 4
@@ -134,12 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         if bench_main(bench_args(split, args.processes, args.results_dir)) != 0:
             print(f"the bench at {split} failed; see its log above", file=sys.stderr)
             return 1
-        document = json.loads((args.results_dir / f"bench-{machine}-{split}.json").read_text())
+        name = f"{results_stem('bench', machine)}-{split}.json"
+        document = json.loads((args.results_dir / name).read_text())
         tables[split] = document["table"]
         digests.add(document["native_source_sha256"])
     rows = comparison(tables)
     print_comparison(rows)
-    path = args.results_dir / f"screen-{machine}.json"
+    path = args.results_dir / f"{results_stem('screen', machine)}.json"
     write_json(
         path,
         {

@@ -15,8 +15,7 @@ from hostio import entry_point
 def main(argv: list[str] | None = None) -> int:
     """Check the driver's arguments and the GPUs here, then replace this
     process by torchrun running the driver (its ranks die with it)."""
-    from afdep.ranks import RankMode
-    from hostio import gpu_count
+    from hostio import RankMode, gpu_count
     from tools.driver.driver import parse_args
     from tools.driver.launch import DRIVER, driver_command, torchrun_command
 

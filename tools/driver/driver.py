@@ -21,9 +21,9 @@ import torch
 import torch.distributed as dist
 
 import afdep
-from afdep.ranks import RankMode, rank_mode_label
+from afdep.ranks import rank_mode_label
 from afdep.vocab import MISMATCH, RouteKind, digest_line, result_line
-from hostio import OneLineParser, UsageError, at_least
+from hostio import OneLineParser, RankMode, UsageError, at_least
 from tools.driver.logical import add_rank_mode_arguments, main_logical, resolve_rank_mode
 from tools.driver.parts import (
     INVALID_STEP,

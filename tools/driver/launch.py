@@ -9,9 +9,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from afdep.ranks import RankMode
 from afdep.vocab import LogFacts
-from hostio import ProcessOutcome
+from hostio import ProcessOutcome, RankMode
 
 DRIVER = "tools.driver"
 
@@ -61,7 +60,7 @@ def folder(text: str) -> Path:
 
 def driver_command(mode: RankMode, ranks: int | None, args: list[str]) -> list[str]:
     """The driver on `ranks` ranks (None: its default): under torchrun, a rank
-    per GPU (nvlink), or one plain process holding every rank on one GPU
+    per GPU (per-gpu), or one plain process holding every rank on one GPU
     (logical, docs/architecture.md "One GPU, logical ranks")."""
     if mode == RankMode.LOGICAL:
         count = [] if ranks is None else ["--ranks", str(ranks)]

@@ -22,10 +22,10 @@ import torch
 
 import afdep
 from afdep.logical import LogicalRanks, logical_ranks
-from afdep.ranks import MAX_LOGICAL_RANKS, RankFailures, RankMode, rank_mode_label
+from afdep.ranks import MAX_LOGICAL_RANKS, RankFailures, rank_mode_label
 from afdep.residency import ResidencyError
 from afdep.vocab import MISMATCH, digest_line, result_line
-from hostio import UsageError, at_least
+from hostio import RankMode, UsageError, at_least
 from tools.driver.logical_steps import LogicalStepper
 from tools.driver.parts import (
     INVALID_STEP,
@@ -55,7 +55,7 @@ def add_rank_mode_arguments(parser: argparse.ArgumentParser) -> None:
         type=RankMode,
         choices=list(RankMode),
         default=None,
-        help="nvlink: a rank per GPU under torchrun (the default there); logical: every "
+        help="per-gpu: a rank per GPU under torchrun (the default there); logical: every "
         "rank in this process on one GPU (the default for a plain process)",
     )
     parser.add_argument(
@@ -63,7 +63,7 @@ def add_rank_mode_arguments(parser: argparse.ArgumentParser) -> None:
         type=at_least(2),
         default=None,
         help=f"ranks in all (logical: 2..{MAX_LOGICAL_RANKS}, default --ffn-ranks + 1; "
-        "nvlink: torchrun's world size)",
+        "per-gpu: torchrun's world size)",
     )
 
 
@@ -71,11 +71,11 @@ def resolve_rank_mode(args: argparse.Namespace, environ: Mapping[str, str]) -> N
     """Fill in `args.mode` and `args.ranks` for this process (torchrun sets
     WORLD_SIZE); UsageError naming the argument when they cannot hold."""
     world = int(environ.get("WORLD_SIZE", "1"))
-    mode = args.mode or (RankMode.NVLINK if world >= 2 else RankMode.LOGICAL)
-    if mode == RankMode.NVLINK:
+    mode = args.mode or (RankMode.PER_GPU if world >= 2 else RankMode.LOGICAL)
+    if mode == RankMode.PER_GPU:
         if world < 2:
             raise UsageError(
-                "--mode nvlink: needs torchrun with 2+ ranks (afdep drive --nproc N); "
+                "--mode per-gpu: needs torchrun with 2+ ranks (afdep drive --nproc N); "
                 "this is a plain process"
             )
         if args.ranks not in (None, world):

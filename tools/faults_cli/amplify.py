@@ -22,6 +22,7 @@ from hostio import (
     at_least_one,
     gpu_count,
     positive_seconds,
+    results_stem,
     writable_dir,
     write_json,
     write_text,
@@ -83,7 +84,7 @@ def amplify_command(args: argparse.Namespace) -> int:
     header = report_header(args, sources, stress, gpus, geometry)
     header["wall_s"] = round(time.perf_counter() - started, 1)
     doc = document(judged, control_runs(controls, runs), harness, header)
-    stem = args.results_dir / f"amplify-{header['machine']}"
+    stem = args.results_dir / results_stem("amplify", header["machine"])
     write_json(stem.with_suffix(".json"), doc)
     write_text(stem.with_suffix(".md"), markdown(doc))
     print(markdown(doc), end="")

@@ -22,16 +22,16 @@ def rejudge_command(args: argparse.Namespace) -> int:
     from faults.report.markdown import junit, markdown
     from faults.sweep.rejudge import RejudgeError, rejudge
 
-    documents = [(path, read_sweep(path, "rejudge:")) for path in args.reports]
-    for path, _ in documents:
+    reports = [(path, read_sweep(path, "rejudge:")) for path in args.reports]
+    for path, _ in reports:
         writable_dir(path.parent, f"rejudge: {path}'s folder")
     catalog = load(args)
     judged = []
     with workdir(args, "rejudge") as work:
-        for i, (path, document) in enumerate(documents):
+        for i, (path, report) in enumerate(reports):
             try:
-                again = rejudge(document, catalog, args.root, work.path / str(i), args.drop_changed)
-                judged.append((path, *again))
+                again = rejudge(report, catalog, args.root, work.path / str(i), args.drop_changed)
+                judged.append((path, again[0].to_json(), again[1]))
             except RejudgeError as error:
                 raise UsageError(f"rejudge: {path}: {error}") from None
     for path, document, changes in judged:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from faults.catalog import Catalog
 from faults.judge.seeds import RunId, parse_run_id, with_seed
+from faults.report.document import SweepReport
 from faults.sweep.replay import applied_only, compare, recorded_run, replay_markdown
 from hostio import (
     UsageError,
@@ -19,11 +20,11 @@ from hostio import (
 from tools.faults_cli.steps import load, read_sweep, workdir
 
 
-def replay_catalog(args: argparse.Namespace, document: dict, run: RunId) -> Catalog:
+def replay_catalog(args: argparse.Namespace, report: SweepReport, run: RunId) -> Catalog:
     """The catalog as the sweep saw it: its rank mode (unless --rank-mode says),
     the exposure twins, and the run's fault seeded as it was."""
-    if args.rank_mode == "auto" and document.get("rank_mode"):
-        args.rank_mode = document["rank_mode"]
+    if args.rank_mode == "auto" and report.rank_mode:
+        args.rank_mode = report.rank_mode
     catalog = load(args).with_exposure()
     if run.fault not in catalog.faults:
         raise UsageError(f"replay: run id {run}: no fault {run.fault!r} in {args.catalog}")
@@ -32,15 +33,18 @@ def replay_catalog(args: argparse.Namespace, document: dict, run: RunId) -> Cata
 
 
 def replay_command(args: argparse.Namespace) -> int:
+    from faults.pipeline.apply import ApplyError
     from faults.pipeline.engine import Engine
 
     try:
         run = parse_run_id(args.run_id)
     except ValueError as error:
         raise UsageError(f"replay: {error}") from None
-    document = read_sweep(args.source)
-    recorded = recorded_run(document, run, args.source)
-    catalog = replay_catalog(args, document, run)
+    report = read_sweep(args.source)
+    recorded = recorded_run(report, run)
+    if recorded is None:
+        raise UsageError(f"replay: run id {run} is not in {args.source}")
+    catalog = replay_catalog(args, report, run)
     config = catalog.config(run.config)
     if args.out is not None:
         writable_dir(args.out.parent, "replay: --out's folder")
@@ -53,7 +57,10 @@ def replay_command(args: argparse.Namespace) -> int:
         engine = Engine(catalog, args.root, work.path)
         with engine.guard():
             if args.no_run:
-                replayed = applied_only(engine, run.label)
+                try:
+                    replayed = applied_only(engine, run.label)
+                except ApplyError as error:
+                    raise UsageError(f"replay: {error}") from None
             else:
                 [result] = engine.evaluate(run.label, [config], 1)
                 replayed = {**result.to_dict(), "repeat": run.repeat}

@@ -18,7 +18,7 @@ from tools.faults_cli.steps import fitting_configs, load, workdir
 
 def run_command(args: argparse.Namespace) -> int:
     from faults.pipeline.engine import Engine
-    from faults.report.document import report_document, summary_line
+    from faults.report.document import SweepReport, catalog_sha256, summary_line
 
     catalog = load(args)
     catalog.fault(args.id)  # an unknown id is named before any GPU question
@@ -37,18 +37,20 @@ def run_command(args: argparse.Namespace) -> int:
         for result in results:
             print(summary_line(result))
     if args.report:
-        document = report_document(
+        report = SweepReport(
             catalog=str(args.catalog),
-            target=catalog.target.name,
-            user_digest=guard.before,
+            catalog_sha256=catalog_sha256(args.catalog),
             machine=machine_name(),
+            native_source_sha256=guard.before,
             rank_mode=str(catalog.rank_mode),
-            controls=[],
+            tool="faults.run",
             results=results,
-            wall_s=time.perf_counter() - started,
             harness_ok=None,  # `run` runs no controls: the harness is not checked
+            gpus_needed={c.name: catalog.gpus_for(c) for c in configs},
+            logical_ranks=bool(catalog.target.logical_run),
+            wall_s=round(time.perf_counter() - started, 3),
         )
-        write_json(args.report, document)
+        write_json(args.report, report.to_json())
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -5,13 +5,13 @@ this machine, a sweep report read back, and the name the user typed."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from faults.catalog import Catalog, load_catalog
 from faults.catalog.model import RankMode
 from faults.generate.site_faults import with_generated
+from faults.report.document import REQUIRED, ReportError, SweepReport, read_report
 from hostio import (
     KeptFolder,
     UsageError,
@@ -63,17 +63,15 @@ def program() -> str:
     return "python -m faults" if name in ("__main__.py", "-c", "") else name
 
 
-def read_sweep(path: Path, named: str = "replay: --from") -> dict:
-    """A sweep's JSON report, or a UsageError naming the file (after `named`)."""
+def read_sweep(
+    path: Path, named: str = "replay: --from", needed=REQUIRED, reader: str = ""
+) -> SweepReport:
+    """A sweep's report, or a UsageError naming the file (after `named`) and
+    why (needed, reader: as faults.report.document.read_report)."""
     try:
-        document = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{named} {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UsageError(f"{named} {path}: not a JSON report ({error})") from None
-    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
-        raise UsageError(f"{named} {path}: not a sweep report (no results list)")
-    return document
+        return read_report(path, needed, reader)
+    except ReportError as error:
+        raise UsageError(f"{named} {path}: {error}") from None
 
 
 # The help of --slots and --no-exposure, which review and corpus share.

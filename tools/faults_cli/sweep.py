@@ -42,15 +42,15 @@ def sweep_command(args: argparse.Namespace) -> int:
                 progress.console.print(line, soft_wrap=True, markup=False, highlight=False)
 
             plan.run(say, lambda: progress.advance(task))
-        document = plan.document()
-        work.failed = not plan.ok(document)
-    unrecorded = plan.record(document)
-    stem = plan.write(document)
-    print(markdown(document))
+        report = plan.report()
+        work.failed = not plan.ok(report)
+    unrecorded = plan.record(report)
+    stem = plan.write(report)
+    print(markdown(report.to_json()))
     if unrecorded:
         print(unrecorded)
     print(f"reports: {stem}.json .md .xml")
-    return 0 if plan.ok(document) else 1
+    return 0 if plan.ok(report) else 1
 
 
 def sweep_seeds(args: argparse.Namespace) -> tuple[int, ...]:
@@ -69,19 +69,19 @@ def rest_of(args: argparse.Namespace) -> None:
     named = f"sweep: --rest-of {args.rest_of}"
     if args.only:
         raise UsageError(f"{named}: --only chooses the faults too; give one of them")
-    document = read_sweep(args.rest_of, "sweep: --rest-of")
+    report = read_sweep(args.rest_of, "sweep: --rest-of")
     ours = catalog_sha256(args.catalog)
-    theirs = str(document.get("catalog_sha256"))
+    theirs = report.catalog_sha256
     if theirs != ours:
         raise UsageError(
             f"{named}: a sweep of another catalog (sha256 {theirs[:12]}, {args.catalog} is "
             f"{ours[:12]})"
         )
-    if not document.get("unrun"):
+    if not report.unrun:
         raise UsageError(f"{named}: its budget left no fault unrun")
-    args.only = [re.escape(fault) for fault in document["unrun"]]
+    args.only = [re.escape(fault) for fault in report.unrun]
     if args.config is None:
-        args.config = list(document.get("gpus_needed") or {}) or None
+        args.config = list(report.gpus_needed) or None
 
 
 def add_parser(commands) -> None:

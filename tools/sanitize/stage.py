@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 
 from afdep.config import environment_error
-from afdep.ranks import MAX_LOGICAL_RANKS, RankMode
+from afdep.ranks import MAX_LOGICAL_RANKS
 from afdep.vocab import parse_log
 from hostio import (
     KeptFolder,
     OneLineParser,
+    RankMode,
     UsageError,
     at_least,
     cuda_tool,
@@ -35,6 +36,7 @@ from hostio import (
     entry_point,
     gpu_count,
     machine_name,
+    results_stem,
     run_logged,
     writable_dir,
     write_json,
@@ -189,7 +191,8 @@ class Stage:
         return driver(self.args.ranks, execution)
 
     def path(self, suffix: str) -> Path:
-        return self.args.results_dir / f"sanitize-{self.record.machine}-logical.{suffix}"
+        stem = results_stem("sanitize", self.record.machine, RankMode.LOGICAL)
+        return self.args.results_dir / f"{stem}.{suffix}"
 
     def version(self) -> str:
         outcome = run_logged([self.sanitizer, "--version"], self.logs / "version.log", timeout_s=60)

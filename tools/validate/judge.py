@@ -4,11 +4,11 @@ either rank mode."""
 
 from __future__ import annotations
 
-from afdep.ranks import RankMode
+from hostio import RankMode
 from tools.validate.matrix import ROUTE_DEADLINE_S, Expect, Run
 
 
-def judge(run: Run, record: dict, digest: str, mode: RankMode = RankMode.NVLINK) -> list[str]:
+def judge(run: Run, record: dict, digest: str, mode: RankMode = RankMode.PER_GPU) -> list[str]:
     """Why a run missed its expectation; empty when it met it."""
     if record["outer_timeout"]:
         return [f"hung: killed by the outer timeout after {record['wall_s']} s"]

@@ -5,7 +5,8 @@ holds, and the names its results are filed under."""
 
 from __future__ import annotations
 
-from afdep.ranks import MAX_LOGICAL_RANKS, RankMode, rank_mode_label
+from afdep.ranks import MAX_LOGICAL_RANKS, rank_mode_label
+from hostio import RankMode, results_stem
 from tools.driver.launch import driver_command
 from tools.validate.matrix import Run
 
@@ -56,10 +57,26 @@ def mode_machine(mode: RankMode, machine: str) -> str:
 
 def results_name(mode: RankMode, machine: str) -> str:
     """`validate-2xH200.json`, or `validate-1xH200-logical.json`: never mixed."""
-    suffix = "-logical" if mode == RankMode.LOGICAL else ""
-    return f"validate-{machine}{suffix}.json"
+    return (
+        results_stem("validate", machine, "logical" if mode == RankMode.LOGICAL else None) + ".json"
+    )
 
 
 def run_label(run: Run, mode: RankMode, machine: str) -> str:
     """As the driver's result says it: `1xH200, 4 logical ranks`, `2xH200, 2 NVLink ranks`."""
     return rank_mode_label(mode, run.nproc, gpu_model(machine))
+
+
+# `--rank-mode`: a RankMode, or `auto` from the GPUs here.
+RANK_MODE_CHOICES = ("auto", *(str(mode) for mode in RankMode))
+
+
+def mode_for_choice(choice: str, gpus: int) -> RankMode | None:
+    """The mode `--rank-mode` gives on a machine of `gpus` GPUs; None where
+    it cannot run (no GPU, or one GPU for a rank per GPU): the tool's CPU
+    path. auto: logical on exactly one GPU, a rank per GPU on two or more."""
+    if gpus < 1:
+        return None
+    if choice == str(RankMode.LOGICAL) or (choice == "auto" and gpus == 1):
+        return RankMode.LOGICAL
+    return RankMode.PER_GPU if gpus >= 2 else None

@@ -31,11 +31,11 @@ from pathlib import Path
 
 from afdep.config import environment_error
 from afdep.jit import source_digest
-from afdep.ranks import RankChoice, RankMode
 from afdep.vocab import parse_log
 from hostio import (
     KeptFolder,
     OneLineParser,
+    RankMode,
     UsageError,
     at_least,
     at_least_one,
@@ -56,9 +56,11 @@ from tools.validate.matrix import (
     matrix_split_knobs,
 )
 from tools.validate.modes import (
+    RANK_MODE_CHOICES,
     adaptations,
     holds,
     is_timed,
+    mode_for_choice,
     mode_machine,
     results_name,
     run_command,
@@ -112,8 +114,8 @@ def argument_parser() -> OneLineParser:
     )
     parser.add_argument(
         "--rank-mode",
-        choices=[str(choice) for choice in RankChoice],
-        default=str(RankChoice.AUTO),
+        choices=RANK_MODE_CHOICES,
+        default="auto",
         help="per-gpu: a rank per GPU under torchrun; logical: every rank of a run in one "
         "process on one GPU; auto: logical on exactly one GPU, per-gpu on two or more",
     )
@@ -200,7 +202,7 @@ class Validation:
         matrix = matrix_2gpu(args.bench_iters) + matrix_4gpu() + matrix_split_knobs()
         runs = selected(args, matrix)
         gpus = 0 if args.list else gpu_count()
-        mode = RankChoice(args.rank_mode).resolve(gpus)
+        mode = mode_for_choice(args.rank_mode, gpus)
         if mode is None:
             return cls(args, matrix, runs, gpus)
         machine = mode_machine(mode, machine_name())

@@ -20,7 +20,12 @@ def report(
 ) -> Path:
     """A sweep report: its faults' verdicts, and `runs` as (fault, config,
     verdict) rows of its results."""
-    faults = [{"fault": f.replace("_", "."), "verdict": v} for f, v in verdicts.items()]
+    faults = [
+        {"fault": f.replace("_", "."), "expect": "fail", "verdict": v, "ok": v == "KILLED"}
+        | {"runs": 0, "fired": 0, "killed": 0, "kill_rate": None, "repeats_for_99": None}
+        | {"reason": ""}
+        for f, v in verdicts.items()
+    ]
     results = [
         {"fault": f, "config": c, "repeat": 0, "verdict": v, "ok": v == "KILLED", "reason": ""}
         | {"tree_digest": "t", "seconds": {}, "outcome": None}

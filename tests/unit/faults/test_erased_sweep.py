@@ -108,7 +108,7 @@ def test_a_sweep_without_gpus_decides_erased_and_says_so(tmp_path):
     assert s1.endswith(f" s): {REASON}")
     d1 = next(row for row in planned.built if row["fault"] == "D1")
     assert d1["reason"] == f"{REASON}; a must-pass fault it erases proves nothing"
-    assert not planned.ok(planned.document())  # the must-pass fault the compiler erased
+    assert not planned.ok(planned.report())  # the must-pass fault the compiler erased
 
 
 def test_an_erased_mutant_is_outside_the_score_and_counted_beside_it():

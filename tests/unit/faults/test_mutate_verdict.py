@@ -228,7 +228,7 @@ def test_a_sweep_of_mutants_reports_the_score_per_family(catalog, tmp_path):
     )
     sweep = Sweep.plan(catalog, REPO, tmp_path / "work", options, gpus=0)
     sweep.run(lambda line: None, lambda: None)
-    document = sweep.document()
+    document = sweep.report().to_json()
     assert document["ok"] and document["mutation_score"] == 0.5
     zero = dict.fromkeys(("survived", "unobservable", "flaky", "hung", "broke"), 0)
     assert document["mutation_score_by_family"] == {
@@ -253,7 +253,7 @@ def test_a_sweep_of_mutants_reports_the_score_per_family(catalog, tmp_path):
             "score": 1.0,
         },
     }
-    stem = sweep.write(document)
+    stem = sweep.write(sweep.report())
     assert json.loads(stem.with_suffix(".json").read_text())["mutation_score_by_family"]
     text = stem.with_suffix(".md").read_text()
     table = text.split("## Mutation score per family\n\n")[1].split("\n\n")

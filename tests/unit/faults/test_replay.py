@@ -106,7 +106,14 @@ def test_replay_names_a_bad_run_id_or_report(tmp_path, capsys):
     )
     sweep = tmp_path / "sweep.json"
     sweep.write_text(
-        json.dumps({"results": [{"fault": "N2", "config": "bf16-graph", "repeat": 0}]})
+        json.dumps(
+            {
+                "results": [
+                    {"fault": "N2", "config": "bf16-graph", "repeat": 0, "verdict": "KILLED"}
+                    | {"ok": True, "reason": "", "tree_digest": "t"}
+                ]
+            }
+        )
     )
     said = replay_error(tmp_path, capsys, "N2s.pct~s3@bf16-graph#0", sweep)
     assert (
