@@ -43,15 +43,19 @@ class KeptFolder:
     theirs and stays. A temporary one is removed at the end unless `keep`,
     a run missed its expectation (`failed`), or the command was interrupted
     or broke; then its path is said in one line, `<what> kept (<why>): PATH`.
-    Bad input (a UsageError) removes it: no work was done in it.
+    Bad input (a UsageError, or one of the library errors `bad_input` names)
+    removes it: no work was done in it.
 
         with KeptFolder(args.logs_dir, "afdep-validate-", "logs", keep=args.keep) as logs:
             ...  # runs logging under logs.path
             logs.failed = not every_run_met
     """
 
-    def __init__(self, named: Path | None, prefix: str, what: str, *, keep: bool = False):
+    def __init__(
+        self, named: Path | None, prefix: str, what: str, *, keep: bool = False, bad_input=()
+    ):
         self.named, self.prefix, self.what, self.keep = named, prefix, what, keep
+        self.bad_input = (UsageError, *bad_input)
         self.failed = False
 
     def __enter__(self) -> KeptFolder:
@@ -66,7 +70,7 @@ class KeptFolder:
         if self.named is not None:
             return
         why = "--keep" if self.keep else "a run failed" if self.failed else ""
-        if kind is not None and not why and not issubclass(kind, UsageError):
+        if kind is not None and not why and not issubclass(kind, self.bad_input):
             why = "interrupted" if issubclass(kind, KeyboardInterrupt) else "an error"
         if why:
             print(f"{self.what} kept ({why}): {self.path}", flush=True)

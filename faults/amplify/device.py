@@ -18,10 +18,14 @@ from pathlib import Path
 
 from faults.amplify.compile import load_litmus
 from faults.amplify.shapes import Shape
-from hostio import UsageError
+from faults.catalog.errors import FaultsError
 
 LINE_WORDS = 16  # litmus::kLineWords
 SCRATCH_LINES = 1 << 16  # 8 MiB of scratch lines: more than L1, in L2
+
+
+class AmplifyError(FaultsError):
+    """A stress or a geometry this machine cannot run: one line naming the option."""
 
 
 class Stress(str, Enum):
@@ -76,7 +80,7 @@ def plan_geometry(sms: int, per_sm: int, pairs: int | None, stress: tuple[Stress
     geometry = Geometry(sms, per_sm, pairs, stress_ctas)
     total = max(geometry.ctas(s) for s in stress)
     if total > sms * per_sm:
-        raise UsageError(
+        raise AmplifyError(
             f"amplify: --pairs {pairs}: {total} CTAs ({2 * pairs} litmus + {stress_ctas} stress) "
             f"cannot all be resident: the GPU holds {per_sm} per SM x {sms} SMs = {sms * per_sm}"
         )
@@ -95,7 +99,7 @@ def device_geometry(shape: Shape, sources: Path, pairs: int | None, stress) -> G
 
 def check_stress(stress: tuple[Stress, ...], gpus: int) -> None:
     if Stress.NVLINK in stress and gpus < 2:
-        raise UsageError(f"amplify: --stress nvlink needs 2 GPUs, this machine has {gpus}")
+        raise AmplifyError(f"amplify: --stress nvlink needs 2 GPUs, this machine has {gpus}")
 
 
 def enable_peer_access() -> None:

@@ -1,11 +1,18 @@
-"""The one catalog error, and its one form: file, where in it, what is wrong."""
+"""The engine's errors: FaultsError, the base of every error of bad input the
+engine raises (one line naming the culprit, before any work; only tools/
+turns one into exit 2), and the catalog's, in its one form: file, where in
+it, what is wrong."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 
-class CatalogError(ValueError):
+class FaultsError(ValueError):
+    """Bad input to the engine: a catalog, a ref, a report, an option's value."""
+
+
+class CatalogError(FaultsError):
     """A catalog that cannot be used as written."""
 
 

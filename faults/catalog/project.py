@@ -12,11 +12,13 @@ from pathlib import Path
 
 import tomllib
 
+from faults.catalog.errors import FaultsError
+
 KEY = "[tool.faults] catalogs"
 EXAMPLE = f'{KEY} = ["<catalog>.toml", ...]'
 
 
-class ProjectError(ValueError):
+class ProjectError(FaultsError):
     """pyproject.toml does not list the project's catalogs as it should."""
 
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from hostio import UsageError, run_logged
+from faults.catalog.errors import FaultsError
+from hostio import run_logged
 
 HEADER_KEYS = ("class", "site", "catch", "title")
 HEADER_LINE = re.compile(r"^(?P<key>[a-z]+):\s*(?P<value>.+?)\s*$")
@@ -40,7 +41,7 @@ RUN_TIMEOUT_S = 1800
 AUTHOR = ("faults corpus", "corpus@localhost")
 
 
-class CorpusError(UsageError):
+class CorpusError(FaultsError):
     """A corpus that cannot be read: a missing folder, a patch without its header."""
 
 

@@ -36,15 +36,15 @@ from pathlib import Path
 
 import tomllib
 
+from faults.catalog.errors import FaultsError
 from faults.corpus.bugs import STATIC_TIMEOUT_S, fresh_clone, review_bug, review_sarif
 from faults.review.model import OLDER_TREE_OPENING
-from hostio import UsageError
 
 EXPECTATION_KEYS = ("sha", "expect", "why")
 SHA_PREFIX = re.compile(r"^[0-9a-f]{7,40}$")
 
 
-class NeutralError(UsageError):
+class NeutralError(FaultsError):
     """A range git does not know or that holds no commit, or an expectations
     file that cannot be read."""
 

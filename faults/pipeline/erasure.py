@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, Target
+from faults.catalog.errors import FaultsError
 from faults.judge.verdict import Judgement, Verdict
 from faults.pipeline.apply import apply_patches
 from faults.pipeline.scratch import make_scratch, tree_digest
-from hostio import UsageError, cuda_tool, cuda_toolkit_bin, run_logged, write_text
+from hostio import cuda_tool, cuda_toolkit_bin, run_logged, write_text
 
 TOOL = "nvdisasm"
 WHEEL = "nvidia-cuda-nvdisasm"
@@ -48,7 +49,7 @@ ENTRY = re.compile(r"^[A-Za-z_][\w.]*:$")  # a function's own symbol, before its
 LAYOUT = (".section", ".align", ".weak", ".global", ".type", ".size", ".other", "//")
 
 
-class SassError(UsageError):
+class SassError(FaultsError):
     """No disassembler, or cubins that cannot be made or read; one line."""
 
 

@@ -11,7 +11,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from hostio import UsageError
+from faults.catalog.errors import FaultsError
 
 SKIP_PARTS = {".git", "__pycache__", ".jit", ".hypothesis", ".ruff_cache", ".pytest_cache"}
 
@@ -78,7 +78,7 @@ def archive_ref(root: Path, ref: str, dest: Path) -> Path:
     return dest
 
 
-class ScratchExists(UsageError):
+class ScratchExists(FaultsError):
     """A scratch tree's folder already holds something: a reused --workdir."""
 
 

@@ -24,9 +24,13 @@ from pathlib import Path
 
 import tomllib
 
+from faults.catalog.errors import FaultsError
 from faults.judge.seeds import base_id
 from faults.report.document import ReportError, read_report
-from hostio import UsageError
+
+
+class CompareError(FaultsError):
+    """Reports or notes that cannot be compared: one line naming the file and why."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ def read_side(paths: list[Path], option: str, summarize: Summarize | None = None
         try:
             report = read_report(path)
         except ReportError as error:
-            raise UsageError(f"{option} {path}: {error}") from None
+            raise CompareError(f"{option} {path}: {error}") from None
         document = report.to_json()
         faults, results = document["faults"], document["results"]
         labels.add(f"{report.machine}, {report.rank_mode}")
@@ -63,16 +67,16 @@ def read_side(paths: list[Path], option: str, summarize: Summarize | None = None
             own = [r for r in results if base_id(r["fault"]) == fault]
             if fault in verdicts:
                 if summarize is None:
-                    raise UsageError(f"{option} {path}: fault {fault} is in two shards")
+                    raise CompareError(f"{option} {path}: fault {fault} is in two shards")
                 if not own or not runs[fault]:  # nothing to judge it again over
-                    raise UsageError(
+                    raise CompareError(
                         f"{option} {path}: fault {fault} is in two shards, "
                         "and a shard records none of its runs"
                     )
                 seen = {run_key(r) for r in runs[fault]}
                 twice = next((r for r in own if run_key(r) in seen), None)
                 if twice is not None:
-                    raise UsageError(
+                    raise CompareError(
                         f"{option} {path}: {twice['fault']} under {twice['config']} "
                         f"(repeat {twice['repeat']}) is in two shards"
                     )
@@ -80,9 +84,9 @@ def read_side(paths: list[Path], option: str, summarize: Summarize | None = None
             runs.setdefault(fault, []).extend(own)
             verdicts[fault] = summary["verdict"]
     if len(labels) != 1:
-        raise UsageError(f"{option}: reports of different machines or modes: {sorted(labels)}")
+        raise CompareError(f"{option}: reports of different machines or modes: {sorted(labels)}")
     if len(catalogs) != 1:  # one sweep's shards judge the same faults the same way
-        raise UsageError(f"{option}: reports of different catalogs: {sorted(catalogs)}")
+        raise CompareError(f"{option}: reports of different catalogs: {sorted(catalogs)}")
     for fault in shared:
         verdicts[fault] = summarize(fault, runs[fault])
     return Side(labels.pop(), tuple(sorted(digests)), verdicts, runs)
@@ -145,13 +149,13 @@ def read_notes(path: Path, compared: list[Row]) -> dict[str, str]:
     try:
         why = tomllib.loads(Path(path).read_text()).get("why", {})
     except (OSError, tomllib.TOMLDecodeError) as error:
-        raise UsageError(f"--notes {path}: {error}") from None
+        raise CompareError(f"--notes {path}: {error}") from None
     if not isinstance(why, dict) or not all(isinstance(t, str) for t in why.values()):
-        raise UsageError(f"--notes {path}: [why] must map fault ids to texts")
+        raise CompareError(f"--notes {path}: [why] must map fault ids to texts")
     differ = {r.fault for r in compared if r.differs}
     stale = sorted(set(why) - differ)
     if stale:
-        raise UsageError(f"--notes {path}: {stale[0]} does not disagree here: its note is stale")
+        raise CompareError(f"--notes {path}: {stale[0]} does not disagree here: its note is stale")
     return why
 
 

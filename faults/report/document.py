@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from faults.catalog.errors import FaultsError
 from faults.judge.scores import family_scores, scores
 from faults.judge.seeds import run_id
 from faults.judge.verdict import FaultSummary, Verdict
@@ -83,7 +84,7 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class ReportError(ValueError):
+class ReportError(FaultsError):
     """A file that is not a sweep report: one line naming it and why."""
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hostio import UsageError
+from faults.catalog.errors import FaultsError
 
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 
-class ReviewError(UsageError):
+class ReviewError(FaultsError):
     """A review that cannot start: not a git repository, or a ref git does not know."""
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hostio import UsageError
+from faults.review.diff import ReviewError
 from invariants.sync.contract import check_contracts, tree_relative
 from invariants.sync.ptx_read import PtxError
 
@@ -61,7 +61,7 @@ def check_contract(tree: Path, target) -> ContractCheck:
     try:
         report = check_contracts(tree, target, ptx=True)
     except PtxError as error:
-        raise UsageError(f"the changed tree's PTX: {error}") from None
+        raise ReviewError(f"the changed tree's PTX: {error}") from None
     findings = [
         ContractFinding(
             violation.site,

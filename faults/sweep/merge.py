@@ -24,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from faults.catalog import Catalog
+from faults.catalog.errors import FaultsError
 from faults.judge.seeds import run_id
 from faults.judge.verdict import summarize_fault
 from faults.pipeline.engine import RunResult
@@ -38,7 +39,7 @@ NEEDED = (*SAME, "catalog_sha256", "written", "runnable", "harness_ok", "control
 Shard = tuple[Path, SweepReport]
 
 
-class MergeError(Exception):
+class MergeError(FaultsError):
     """Shards that cannot be one report: one line naming the shard and why."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from faults.catalog import Catalog
+from faults.catalog.errors import FaultsError
 from faults.judge.outcome import Outcome
 from faults.judge.seeds import (
     base_id,
@@ -37,7 +38,7 @@ from invariants.sync.contract import static_contract
 from invariants.sync.sites import parse_tree
 
 
-class RejudgeError(Exception):
+class RejudgeError(FaultsError):
     """A report that cannot be judged again here: one line naming why."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, Config
+from faults.catalog.errors import FaultsError
 from faults.catalog.model import FAULTS_LISTED
 from faults.generate.site_faults import is_generated
 from faults.judge.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
@@ -30,7 +31,6 @@ from faults.pipeline.slots import sweep
 from faults.report.document import SweepReport, catalog_sha256, summary_line, write_report
 from faults.sweep.history import History
 from hostio import (
-    UsageError,
     gpu_group,
     known_names,
     machine_name,
@@ -41,7 +41,7 @@ from invariants.sync.sites import parse_tree
 CPU_RESULTS = Path("build/faults")  # a sweep that judges nothing files its report here
 
 
-class SweepError(UsageError):
+class SweepError(FaultsError):
     """A sweep that cannot start as asked; the message names the argument."""
 
 

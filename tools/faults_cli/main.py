@@ -30,7 +30,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from faults.catalog import CatalogError
+from faults.catalog.errors import FaultsError
 from faults.catalog.model import RankMode
 from faults.catalog.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from hostio import OneLineParser, UsageError, entry_point, writable_dir
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.catalog is None and getattr(args, "needs_catalog", True):
             args.catalog = default_catalog(args.root)
         return args.handler(args)
-    except (CatalogError, ProjectError, UsageError) as error:
+    except (FaultsError, UsageError) as error:  # bad input: one line, exit 2
         print(f"{program()}: error: {error}", file=sys.stderr)
         return 2
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from faults.catalog import Catalog, load_catalog
+from faults.catalog.errors import FaultsError
 from faults.catalog.model import RankMode
 from faults.generate.site_faults import with_generated
 from faults.report.document import REQUIRED, ReportError, SweepReport, read_report
@@ -34,7 +35,13 @@ def chosen_rank_mode(args: argparse.Namespace, catalog: Catalog) -> RankMode:
 
 def workdir(args: argparse.Namespace, command: str) -> KeptFolder:
     """--workdir as given, else a temporary folder kept by hostio's one rule."""
-    return KeptFolder(args.workdir, f"faults-{command}-", "scratch trees and logs", keep=args.keep)
+    return KeptFolder(
+        args.workdir,
+        f"faults-{command}-",
+        "scratch trees and logs",
+        keep=args.keep,
+        bad_input=(FaultsError,),
+    )
 
 
 def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 
 from afdep.jit import source_digest
 from faults.amplify.compile import compile_litmus, nvrtc_available
-from faults.amplify.device import Geometry, RunResult, Stress, plan_geometry
+from faults.amplify.device import AmplifyError, Geometry, RunResult, Stress, plan_geometry
 from faults.amplify.report import (
     Verdict,
     document,
@@ -29,7 +29,6 @@ from faults.catalog import load_catalog
 from faults.catalog.model import Family
 from faults.generate.site_faults import with_generated
 from faults.pipeline.scratch import tree_digest
-from hostio import UsageError
 from invariants.sync.sites import Group
 from tools.faults_cli.main import main
 from tools.faults_cli.steps import program
@@ -264,7 +263,7 @@ def test_the_report_table_has_one_line_per_run():
 def test_a_geometry_that_cannot_be_resident_is_refused():
     assert plan_geometry(132, 1, None, (Stress.NONE, Stress.MEMORY)) == Geometry(132, 1, 49, 34)
     assert plan_geometry(132, 1, 66, (Stress.NONE,)) == Geometry(132, 1, 66, 0)
-    with pytest.raises(UsageError) as refused:
+    with pytest.raises(AmplifyError) as refused:
         plan_geometry(132, 1, 70, (Stress.NONE,))
     assert str(refused.value) == (
         "amplify: --pairs 70: 140 CTAs (140 litmus + 0 stress) cannot all be resident: "

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.report.compare import markdown, read_notes, read_side, rows
-from hostio import UsageError
+from faults.report.compare import CompareError, markdown, read_notes, read_side, rows
 from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[3]
@@ -64,17 +63,17 @@ def test_shards_merge_and_disagreements_come_first(tmp_path):
 def test_what_cannot_be_compared_is_one_line(tmp_path):
     one = report(tmp_path / "a.json", "1xH200", "logical", m_a="KILLED")
     other = report(tmp_path / "b.json", "2xH200", "per-gpu", m_b="KILLED")
-    with pytest.raises(UsageError, match=r"^--left: reports of different machines or modes: "):
+    with pytest.raises(CompareError, match=r"^--left: reports of different machines or modes: "):
         read_side([one, other], "--left")
-    with pytest.raises(UsageError, match=r"a\.json: fault m\.a is in two shards$"):
+    with pytest.raises(CompareError, match=r"a\.json: fault m\.a is in two shards$"):
         read_side([one, one], "--left")
-    with pytest.raises(UsageError, match=r"a shard records none of its runs$"):
+    with pytest.raises(CompareError, match=r"a shard records none of its runs$"):
         read_side([one, one], "--left", lambda fault, runs: "KILLED")
     asym = report(tmp_path / "c.json", "1xH200", "logical", catalog="asym.toml", m_c="KILLED")
-    with pytest.raises(UsageError, match=r"^--left: reports of different catalogs: "):
+    with pytest.raises(CompareError, match=r"^--left: reports of different catalogs: "):
         read_side([one, asym], "--left")
     (tmp_path / "junk.json").write_text("{}")
-    with pytest.raises(UsageError, match=r"^--right .*junk\.json: not a sweep report"):
+    with pytest.raises(CompareError, match=r"^--right .*junk\.json: not a sweep report"):
         read_side([tmp_path / "junk.json"], "--right")
 
 
@@ -91,11 +90,11 @@ def test_notes_explain_each_disagreement_and_a_stale_note_is_refused(tmp_path):
     )
     notes.write_text('[why]\n"m.a" = "x"\n"m.b" = "y"\n')
     with pytest.raises(
-        UsageError, match=r"notes\.toml: m\.b does not disagree here: its note is stale$"
+        CompareError, match=r"notes\.toml: m\.b does not disagree here: its note is stale$"
     ):
         read_notes(notes, compared)
     notes.write_text("[why]\nm = 1\n")
-    with pytest.raises(UsageError, match=r"notes\.toml: \[why\] must map fault ids to texts$"):
+    with pytest.raises(CompareError, match=r"notes\.toml: \[why\] must map fault ids to texts$"):
         read_notes(notes, compared)
 
 
