@@ -11,20 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
 
 from faults.amplify.device import RunResult
 from faults.amplify.shapes import Mapped, Shape, placed
-
-
-class Verdict(str, Enum):
-    KILLED = "KILLED"
-    UNOBSERVABLE = "UNOBSERVABLE"
-    EQUIVALENT = "EQUIVALENT"  # its litmus is correct code: nothing to show
-    NOT_MAPPED = "NOT MAPPED"
-    NOT_RUN = "NOT RUN"
-    NOT_JUDGED = "NOT JUDGED"  # a control showed a weak outcome: the harness is broken
-
+from faults.judge.verdict import Verdict
 
 ONLY_CATCH = "the static contract is its only catch"
 

@@ -15,11 +15,11 @@ import pytest
 import tools.sanitize.stage as sanitize
 from tools.sanitize.findings import (
     Execution,
-    Finding,
     RunFacts,
+    SanitizerFinding,
+    SanitizerVerdict,
     Tool,
     ToolLog,
-    Verdict,
     parse_tool_log,
     verdict,
 )
@@ -35,13 +35,13 @@ from tools.sanitize.stage import (
 SAMPLES = Path(__file__).parents[1] / "fixtures" / "sanitize"
 
 
-def findings(name: str) -> list[Finding]:
+def findings(name: str) -> list[SanitizerFinding]:
     return parse_tool_log((SAMPLES / name).read_text()).findings
 
 
 def test_memcheck_reports_group_by_kind_kernel_and_line():
     assert findings("memcheck.log") == [
-        Finding(
+        SanitizerFinding(
             kind="Invalid __global__ read",
             kernel="attention_dispatch(Params)",
             location="dispatch.cuh:212",
@@ -49,13 +49,13 @@ def test_memcheck_reports_group_by_kind_kernel_and_line():
             count=2,
         ),
         # The access is in a device function; the outermost device frame is the kernel.
-        Finding(
+        SanitizerFinding(
             kind="Invalid __shared__ write",
             kernel="ffn_epilogue(Params)",
             location="common/copy.cuh:30",
             detail="Address 0x1000 is out of bounds",
         ),
-        Finding(
+        SanitizerFinding(
             kind="CUDA API error",
             detail='cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" '
             "on cudaStreamSynchronize",
@@ -66,7 +66,7 @@ def test_memcheck_reports_group_by_kind_kernel_and_line():
 
 def test_racecheck_analysis_counts_hazards_and_keeps_the_severity():
     assert findings("racecheck.log") == [
-        Finding(
+        SanitizerFinding(
             kind="Race reported",
             kernel="ffn_combine(Params)",
             location="combine.cuh:41",
@@ -74,7 +74,7 @@ def test_racecheck_analysis_counts_hazards_and_keeps_the_severity():
             detail="and Read access at ffn_combine(Params)+0x100 in combine.cuh:51",
             count=508,
         ),
-        Finding(
+        SanitizerFinding(
             kind="Race reported",
             kernel="attention_dispatch(Params)",
             location="dispatch.cuh:20",
@@ -88,7 +88,7 @@ def test_racecheck_analysis_counts_hazards_and_keeps_the_severity():
 
 def test_racecheck_hazard_report():
     assert findings("racecheck_hazard.log") == [
-        Finding(
+        SanitizerFinding(
             kind="Potential WAW hazard",
             kernel="WAW()",
             location="raceWAW.cu:20",
@@ -100,13 +100,13 @@ def test_racecheck_hazard_report():
 
 def test_synccheck_barrier_errors_carry_their_class():
     assert findings("synccheck.log") == [
-        Finding(
+        SanitizerFinding(
             kind="Barrier error: Divergent thread(s) in warp",
             kernel="ffn_epilogue(Params)",
             location="epilogue.cuh:79",
             detail="by thread (37,0,0) in block (0,0,0)",
         ),
-        Finding(
+        SanitizerFinding(
             kind="Barrier error: Invalid arguments",
             kernel="attention_combine(Params)",
             location="common/sync.cuh:15",
@@ -117,7 +117,7 @@ def test_synccheck_barrier_errors_carry_their_class():
 
 def test_initcheck_uninitialized_reads():
     assert findings("initcheck.log") == [
-        Finding(
+        SanitizerFinding(
             kind="Uninitialized __global__ memory read",
             kernel="ffn_epilogue(Params)",
             location="epilogue.cuh:141",
@@ -133,7 +133,7 @@ def test_initcheck_on_a_copy_from_the_device():
         "=========     Saved host backtrace up to driver entry point\n"
         "========= ERROR SUMMARY: 1 error\n"
     )
-    assert log.findings == [Finding("Uninitialized access by cudaMemcpy source")]
+    assert log.findings == [SanitizerFinding("Uninitialized access by cudaMemcpy source")]
 
 
 def test_older_location_forms():
@@ -151,7 +151,7 @@ def test_a_kernel_without_line_info_has_no_location():
         "========= ERROR SUMMARY: 1 error\n"
     )
     assert log.findings == [
-        Finding(
+        SanitizerFinding(
             "Invalid __global__ write",
             "unaligned_kernel()",
             "",
@@ -191,12 +191,14 @@ def facts(**changes) -> RunFacts:
     return RunFacts(**{**base, **changes})
 
 
-FOUND = ToolLog(findings=[Finding("Invalid __global__ read")], summary_errors=1)
+FOUND = ToolLog(findings=[SanitizerFinding("Invalid __global__ read")], summary_errors=1)
 TIMED_OUT = [("pf.ffn_expand.done_wait", 1)]
 ECHOES = ToolLog(
     findings=[
-        Finding("Hardware exception: Warp Illegal Instruction", "ffn_epilogue(Params)"),
-        Finding("CUDA API error", detail="cudaErrorLaunchFailure on cudaStreamSynchronize"),
+        SanitizerFinding("Hardware exception: Warp Illegal Instruction", "ffn_epilogue(Params)"),
+        SanitizerFinding(
+            "CUDA API error", detail="cudaErrorLaunchFailure on cudaStreamSynchronize"
+        ),
     ],
     summary_errors=2,
 )
@@ -205,18 +207,21 @@ ECHOES = ToolLog(
 @pytest.mark.parametrize(
     "changes, expected",
     [
-        ({}, (Verdict.CLEAN, "")),
-        ({"tool_log": FOUND, "exit_code": FINDINGS_EXIT}, (Verdict.FINDINGS, "")),
+        ({}, (SanitizerVerdict.CLEAN, "")),
+        ({"tool_log": FOUND, "exit_code": FINDINGS_EXIT}, (SanitizerVerdict.FINDINGS, "")),
         # A finding can end the driver and its waits: it stays the verdict.
-        ({"tool_log": FOUND, "exit_code": 1, "wait_timeouts": TIMED_OUT}, (Verdict.FINDINGS, "")),
+        (
+            {"tool_log": FOUND, "exit_code": 1, "wait_timeouts": TIMED_OUT},
+            (SanitizerVerdict.FINDINGS, ""),
+        ),
         (
             {"tool_log": FOUND, "outer_timeout": True, "exit_code": None},
-            (Verdict.ERROR, "hung: killed by the outer timeout after 12.5 s"),
+            (SanitizerVerdict.ERROR, "hung: killed by the outer timeout after 12.5 s"),
         ),
         (
             {"exit_code": 1, "wait_timeouts": TIMED_OUT, "driver_ok": False},
             (
-                Verdict.NOT_APPLICABLE,
+                SanitizerVerdict.NOT_APPLICABLE,
                 "the protocol needs producer and consumer kernels resident together; under "
                 "racecheck a device wait timed out (site=pf.ffn_expand.done_wait rank=1): the "
                 "tool did not run them concurrently",
@@ -226,33 +231,42 @@ ECHOES = ToolLog(
         (
             {"tool_log": ECHOES, "exit_code": 1, "wait_timeouts": TIMED_OUT, "driver_ok": False},
             (
-                Verdict.NOT_APPLICABLE,
+                SanitizerVerdict.NOT_APPLICABLE,
                 "the protocol needs producer and consumer kernels resident together; under "
                 "racecheck a device wait timed out (site=pf.ffn_expand.done_wait rank=1): the "
                 "tool did not run them concurrently",
             ),
         ),
         # Without a wait that timed out, the same reports are findings.
-        ({"tool_log": ECHOES, "exit_code": 1, "driver_ok": False}, (Verdict.FINDINGS, "")),
+        ({"tool_log": ECHOES, "exit_code": 1, "driver_ok": False}, (SanitizerVerdict.FINDINGS, "")),
         (
             {"tool_log": ToolLog(tool_errors=["Internal Sanitizer Error: out of memory"])},
-            (Verdict.ERROR, "compute-sanitizer failed: Internal Sanitizer Error: out of memory"),
+            (
+                SanitizerVerdict.ERROR,
+                "compute-sanitizer failed: Internal Sanitizer Error: out of memory",
+            ),
         ),
         (
             {"tool_log": ToolLog(), "exit_code": -9, "last_line": "Killed"},
-            (Verdict.ERROR, "no ERROR SUMMARY line: the tool did not finish (exit -9: Killed)"),
+            (
+                SanitizerVerdict.ERROR,
+                "no ERROR SUMMARY line: the tool did not finish (exit -9: Killed)",
+            ),
         ),
         (
             {"tool_log": ToolLog(summary_errors=3), "exit_code": FINDINGS_EXIT},
-            (Verdict.ERROR, "the summary counts 3 errors but no report was read"),
+            (SanitizerVerdict.ERROR, "the summary counts 3 errors but no report was read"),
         ),
         (
             {"exit_code": 1, "driver_ok": False, "last_line": "Mismatched x rank 0"},
-            (Verdict.ERROR, "the driver failed under the tool (exit 1: Mismatched x rank 0)"),
+            (
+                SanitizerVerdict.ERROR,
+                "the driver failed under the tool (exit 1: Mismatched x rank 0)",
+            ),
         ),
         (
             {"driver_ok": False},
-            (Verdict.ERROR, "the driver failed under the tool (exit 0)"),
+            (SanitizerVerdict.ERROR, "the driver failed under the tool (exit 0)"),
         ),
     ],
 )
@@ -451,7 +465,7 @@ def test_a_wait_that_times_out_under_the_tool_is_not_applicable(tmp_path, monkey
     stage = stand_in_stage(tmp_path, "clean.log", "timeout", monkeypatch)
     run = stage.run_tool(Tool.RACECHECK, Execution.EAGER)
     assert (run.verdict, run.exit_code, run.wait_timeouts) == (
-        Verdict.NOT_APPLICABLE,
+        SanitizerVerdict.NOT_APPLICABLE,
         1,
         [("pf.ffn_expand.done_wait", 1)],
     )
@@ -464,7 +478,7 @@ def test_the_stage_passes_when_every_run_is_clean_or_not_applicable(tmp_path, mo
     stage = stand_in_stage(tmp_path, "clean.log", "ok", monkeypatch)
     stage.record.baseline = {"ok": True}
     stage.add(stage.run_tool(Tool.MEMCHECK, Execution.EAGER))
-    assert stage.record.runs[0].verdict == Verdict.CLEAN
+    assert stage.record.runs[0].verdict == SanitizerVerdict.CLEAN
     assert stage.record.ok
     monkeypatch.setenv("DRIVER_SAYS", "timeout")
     stage.add(stage.run_tool(Tool.INITCHECK, Execution.EAGER))
@@ -472,7 +486,7 @@ def test_the_stage_passes_when_every_run_is_clean_or_not_applicable(tmp_path, mo
     monkeypatch.setenv("SAMPLE", str(SAMPLES / "tool_error.log"))
     monkeypatch.setenv("DRIVER_SAYS", "ok")
     stage.add(stage.run_tool(Tool.SYNCCHECK, Execution.EAGER))
-    assert stage.record.runs[-1].verdict == Verdict.ERROR
+    assert stage.record.runs[-1].verdict == SanitizerVerdict.ERROR
     assert not stage.record.ok
 
 
@@ -483,7 +497,7 @@ def test_a_run_past_the_budget_is_an_error_not_a_pass(tmp_path, monkeypatch):
     stage.add(stage.not_run(Tool.INITCHECK, Execution.GRAPH))
     (run,) = stage.record.runs
     assert (run.verdict, run.reason, run.exit_code) == (
-        Verdict.ERROR,
+        SanitizerVerdict.ERROR,
         "not run: the stage's --budget-s 30 was spent",
         None,
     )

@@ -32,7 +32,7 @@ class Execution(Word):
     GRAPH = "graph"
 
 
-class Verdict(Word):
+class SanitizerVerdict(Word):
     CLEAN = "CLEAN"
     FINDINGS = "FINDINGS"
     NOT_APPLICABLE = "NOT APPLICABLE"
@@ -40,7 +40,7 @@ class Verdict(Word):
 
 
 @dataclass
-class Finding:
+class SanitizerFinding:
     """One kind of report at one place: every report of the same kind,
     severity, kernel and source line counts once, `count` times."""
 
@@ -58,7 +58,7 @@ class Finding:
 
 @dataclass
 class ToolLog:
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[SanitizerFinding] = field(default_factory=list)
     summary_errors: int | None = None  # None: no summary line (the tool did not finish)
     tool_errors: list[str] = field(default_factory=list)  # the sanitizer's own failures
 
@@ -167,7 +167,7 @@ class _Report:
     the prefix alone."""
 
     def __init__(self, kind: str, severity: str, detail: str, text: str):
-        self.finding = Finding(kind=kind, severity=severity, detail=detail)
+        self.finding = SanitizerFinding(kind=kind, severity=severity, detail=detail)
         self.frames: list[str] = []
         self.thread = ""  # `by thread (t) in block (b)`: the detail when no other line is
         self.count = 1
@@ -190,7 +190,7 @@ class _Report:
         elif not first and not self.finding.detail and not text.startswith(NOT_A_DETAIL):
             self.finding.detail = HAZARDS.sub("", text).strip()
 
-    def done(self) -> Finding:
+    def done(self) -> SanitizerFinding:
         if self.frames:  # the outermost device frame is the kernel itself
             self.finding.kernel = self.frames[-1]
         self.finding.count = self.count
@@ -201,7 +201,7 @@ class _Report:
 def parse_tool_log(text: str) -> ToolLog:
     """The findings, summary and tool failures of a compute-sanitizer text log."""
     result = ToolLog()
-    grouped: dict[tuple[str, str, str, str], Finding] = {}
+    grouped: dict[tuple[str, str, str, str], SanitizerFinding] = {}
     report: _Report | None = None
 
     def close() -> None:
@@ -272,28 +272,30 @@ class Reason(str, Enum):
 TRAP_ECHOES = ("CUDA API error", "Hardware exception")
 
 
-def verdict(tool: Tool, facts: RunFacts) -> tuple[Verdict, str]:
+def verdict(tool: Tool, facts: RunFacts) -> tuple[SanitizerVerdict, str]:
     """The verdict and its reason. Findings win over everything but a hang:
     a finding can itself end the driver (memcheck terminates the context);
     after a wait timed out, the trap's own echoes are not findings of the code."""
     log = facts.tool_log
     if facts.outer_timeout:
-        return Verdict.ERROR, Reason.HUNG.format(wall_s=facts.wall_s)
+        return SanitizerVerdict.ERROR, Reason.HUNG.format(wall_s=facts.wall_s)
     echoes = TRAP_ECHOES if facts.wait_timeouts else ()
     if any(not f.kind.startswith(echoes) for f in log.findings):
-        return Verdict.FINDINGS, ""
+        return SanitizerVerdict.FINDINGS, ""
     if log.tool_errors:
-        return Verdict.ERROR, Reason.TOOL_FAILED.format(detail=log.tool_errors[0])
+        return SanitizerVerdict.ERROR, Reason.TOOL_FAILED.format(detail=log.tool_errors[0])
     if facts.wait_timeouts:
         site, rank = facts.wait_timeouts[0]
         detail = f"site={site} rank={rank}"
-        return Verdict.NOT_APPLICABLE, Reason.NOT_CONCURRENT.format(tool=tool, detail=detail)
+        return SanitizerVerdict.NOT_APPLICABLE, Reason.NOT_CONCURRENT.format(
+            tool=tool, detail=detail
+        )
     if log.summary_errors is None:
         detail = f"exit {facts.exit_code}" + (f": {facts.last_line}" if facts.last_line else "")
-        return Verdict.ERROR, Reason.NO_SUMMARY.format(detail=detail)
+        return SanitizerVerdict.ERROR, Reason.NO_SUMMARY.format(detail=detail)
     if log.summary_errors:
-        return Verdict.ERROR, Reason.UNPARSED.format(detail=log.summary_errors)
+        return SanitizerVerdict.ERROR, Reason.UNPARSED.format(detail=log.summary_errors)
     if facts.exit_code != 0 or not facts.driver_ok:
         detail = f"exit {facts.exit_code}" + (f": {facts.last_line}" if facts.last_line else "")
-        return Verdict.ERROR, Reason.DRIVER_FAILED.format(detail=detail)
-    return Verdict.CLEAN, ""
+        return SanitizerVerdict.ERROR, Reason.DRIVER_FAILED.format(detail=detail)
+    return SanitizerVerdict.CLEAN, ""

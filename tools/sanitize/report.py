@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from tools.sanitize.findings import Execution, Tool, Verdict
+from tools.sanitize.findings import Execution, SanitizerVerdict, Tool
 
 
 @dataclass
@@ -17,7 +17,7 @@ class ToolRun:
     command: list[str]
     exit_code: int | None
     wall_s: float
-    verdict: Verdict
+    verdict: SanitizerVerdict
     reason: str
     findings: list[dict]
     summary_errors: int | None
@@ -62,7 +62,7 @@ class StageRecord:
     @property
     def ok(self) -> bool:
         """No finding and no error: NOT APPLICABLE is said, with its reason, not failed."""
-        passing = (Verdict.CLEAN, Verdict.NOT_APPLICABLE)
+        passing = (SanitizerVerdict.CLEAN, SanitizerVerdict.NOT_APPLICABLE)
         return self.baseline.get("ok", False) and all(r.verdict in passing for r in self.runs)
 
     def document(self) -> dict:

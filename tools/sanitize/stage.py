@@ -43,7 +43,14 @@ from hostio import (
     write_text,
 )
 from tools.driver.launch import driver_command, folder
-from tools.sanitize.findings import Execution, RunFacts, Tool, Verdict, parse_tool_log, verdict
+from tools.sanitize.findings import (
+    Execution,
+    RunFacts,
+    SanitizerVerdict,
+    Tool,
+    parse_tool_log,
+    verdict,
+)
 from tools.sanitize.report import StageRecord, ToolRun, markdown, verdict_text
 
 # Small enough for a tool that slows kernels 10-100x: 8 tokens run
@@ -267,7 +274,7 @@ class Stage:
     def not_run(self, tool: Tool, execution: Execution) -> ToolRun:
         reason = f"not run: the stage's --budget-s {self.args.budget_s} was spent"
         return ToolRun(
-            tool, execution, [], None, 0.0, Verdict.ERROR, reason, [], None, [], [], "", ""
+            tool, execution, [], None, 0.0, SanitizerVerdict.ERROR, reason, [], None, [], [], "", ""
         )
 
     def add(self, run: ToolRun) -> None:

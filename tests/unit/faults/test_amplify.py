@@ -16,7 +16,6 @@ from afdep.jit import source_digest
 from faults.amplify.compile import compile_litmus, nvrtc_available
 from faults.amplify.device import AmplifyError, Geometry, RunResult, Stress, plan_geometry
 from faults.amplify.report import (
-    Verdict,
     document,
     harness_verdict,
     judge,
@@ -28,6 +27,7 @@ from faults.amplify.shapes import Publish, Read, Shape, Wait, amplified, control
 from faults.catalog import load_catalog
 from faults.catalog.model import Family
 from faults.generate.site_faults import with_generated
+from faults.judge.verdict import Verdict
 from faults.pipeline.scratch import tree_digest
 from invariants.sync.sites import Group
 from tools.faults_cli.main import main
