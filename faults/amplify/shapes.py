@@ -244,7 +244,8 @@ def amplified(catalog: Catalog, tree_root: Path) -> list[Mapped]:
     by_name = {site.name: site for site in sites}
     mapped = []
     for fault in catalog.faults.values():
-        if fault.family not in AMPLIFIED_FAMILIES or len(fault.patches) != 1:
+        # a mutant held open by a delay is no litmus; a twin (a text patch) is the rewrite's
+        if fault.family not in AMPLIFIED_FAMILIES or any(p.file is None for p in fault.patches):
             continue
         site = by_name.get(fault.patches[0].marker_site or "")
         if site is not None:

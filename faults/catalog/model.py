@@ -115,7 +115,21 @@ class Exposure:
 class MutationRule:
     """A `[[target.mutation]]` entry: in every site of `kind`, each match of
     `pattern` becomes one mutant with the match rewritten to `replacement`
-    (which may name the pattern's groups, as re.sub's template)."""
+    (which may name the pattern's groups, as re.sub's template). With a
+    `twin`, the rewritten site calls a copy of a function that only the
+    mutant's scratch tree defines (faults/generate/mutate.py)."""
+
+    @dataclass(frozen=True)
+    class Twin:
+        """`twin = { of, name, pattern, replacement }`: in the mutant's tree
+        the definition of the function `of` is copied right after itself,
+        renamed `name`, with every match of `pattern` in its body rewritten to
+        `replacement` (re.sub's template); the product ships no copy."""
+
+        of: str
+        name: str
+        pattern: re.Pattern[str]
+        replacement: str
 
     family: Family
     kind: str  # the site kind it rewrites (invariants.sync.sites.KINDS)
@@ -126,6 +140,7 @@ class MutationRule:
     # pattern's groups (None: no delay; docs/architecture.md, "Delays that
     # expose").
     expose: str | None = None
+    twin: MutationRule.Twin | None = None  # the copy the rewritten site calls
 
 
 @dataclass(frozen=True)

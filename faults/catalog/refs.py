@@ -1,7 +1,8 @@
 """What a catalog names must exist: the configs and fault ids its faults
-name (and no include cycle), and the sites its patches and `[generate]` name
-in the tree's sources (docs/architecture.md, "Pipeline of the fault engine",
-item 1)."""
+name (and no include cycle), the sites its patches and `[generate]` name in
+the tree's sources, and the functions its mutation rules' twins copy
+(docs/architecture.md, "Pipeline of the fault engine", item 1, and
+"Mutation operators")."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from faults.catalog.errors import catalog_error
 from faults.catalog.model import GENERATED_PREFIX, Catalog
+from faults.catalog.mutation import TwinError, twin_copy
 from invariants.sync.sites import parse_tree
 
 
@@ -40,7 +42,8 @@ def check_includes(catalog: Catalog) -> None:
 
 def check_sites_exist(catalog: Catalog, sources: Path) -> None:
     """Every site patch names a site of `sources` (an unknown site is a stale
-    catalog), and so does every site `[generate]` names."""
+    catalog), and so does every site `[generate]` names; every mutation
+    rule's twin copies a function `sources` define once (check_twins)."""
     sites = parse_tree(sources)[0]
     known = {site.name for site in sites}
     waits = {site.name for site in sites if site.kind == "wait"}
@@ -64,6 +67,20 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
                 f"{where} patch #{index}",
                 f"{key}: unknown site {name!r} in {sources}",
             )
+    check_twins(catalog, sources)
+
+
+def check_twins(catalog: Catalog, sources: Path) -> None:
+    """Every `[[target.mutation]]` twin can be made from `sources`: its
+    function defined there exactly once, its pattern matching in that body,
+    and its name no function of theirs (faults/catalog/mutation.py)."""
+    for index, rule in enumerate(catalog.target.mutations):
+        if rule.twin is not None:
+            try:
+                twin_copy(sources, rule.twin)
+            except TwinError as error:
+                where = f"target.mutation #{index} ({rule.family})"
+                raise catalog_error(catalog.path, where, str(error)) from None
 
 
 def patch_sites(catalog: Catalog):
@@ -80,7 +97,8 @@ def patch_sites(catalog: Catalog):
 def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, list[str]]:
     """`catalog` made to judge an older tree at `sources`: what it names that
     the tree lacks is left out (a `[generate]` entry naming a missing site, a
-    fault whose patch names one, and the faults including such a fault), and
+    fault whose patch names one, the faults including such a fault, and a
+    mutation rule whose twin the tree cannot make, as one that ships it), and
     said. A control patch naming a missing site cannot be left out."""
     known = {site.name for site in parse_tree(sources)[0]}
 
@@ -109,4 +127,14 @@ def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, lis
     while extra := {f.id for f in catalog.faults.values() if set(f.includes) & dropped} - dropped:
         dropped |= extra
     faults = {i: f for i, f in catalog.faults.items() if i not in dropped}
-    return replace(catalog, generate=generate, faults=faults), left_out + sorted(dropped)
+    rules, unmade = [], []
+    for index, rule in enumerate(catalog.target.mutations):
+        try:
+            if rule.twin is not None:
+                twin_copy(sources, rule.twin)
+            rules.append(rule)
+        except TwinError:
+            unmade.append(f"target.mutation #{index} ({rule.family})")
+    target = replace(catalog.target, mutations=tuple(rules))
+    older = replace(catalog, target=target, generate=generate, faults=faults)
+    return older, left_out + sorted(dropped) + unmade

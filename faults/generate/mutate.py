@@ -4,8 +4,9 @@ rewrites inside a site's region; the target's spellings (its barrier, its
 release store, its wait helper) come from the catalog's `[[target.mutation]]`
 entries. One structural operator, publish-early, moves a release above the
 store site it guards. Every mutant is a must-fail text patch whose marker
-opens the mutated site, tagged with its family; a rule's `expose` adds a
-delay that holds the mutant's window open."""
+opens the mutated site, tagged with its family; a rule's `twin` adds the
+copy of a function the rewritten site calls, made in the mutant's tree only;
+a rule's `expose` adds a delay that holds the mutant's window open."""
 
 from __future__ import annotations
 
@@ -24,9 +25,18 @@ from faults.catalog.model import (
     MutationRule,
     Patch,
 )
+from faults.catalog.mutation import TwinCopy, TwinError, twin_copy
 from invariants.sync.sites import Site, published_store
 
-__all__ = ["REWRITE_FAMILIES", "Family", "family_hint", "mutants"]
+__all__ = ["REWRITE_FAMILIES", "Family", "family_hint", "mutants", "tagged"]
+
+Twin = MutationRule.Twin
+
+
+def tagged(line: str, owner: str, note: str) -> str:
+    """A line the engine injects, tagged so that it is known for `owner`'s:
+    `<line>  // AFDFAULT <owner> <note>` (faults/pipeline/apply.py tags its own so)."""
+    return f"{line}  // AFDFAULT {owner} {note}"
 
 
 # Why a must-fail mutant of each family can run clean, and what opens its
@@ -62,14 +72,16 @@ def family_hint(family: Family | None) -> str | None:
 # ---------------------------------------------------------------- generation
 @dataclass(frozen=True)
 class Edit:
-    """One rewrite (or move) of one site: its text before and after, and the
-    condition of its exposing delay (None: the mutant holds no one back)."""
+    """One rewrite (or move) of one site: its text before and after, the
+    condition of its exposing delay (None: the mutant holds no one back), and
+    the twin its rewritten site calls (None: no copy to make)."""
 
     site: Site
     title: str
     old: str
     new: str
     exposing: str | None = None
+    twin: Twin | None = None
 
 
 def mutants(
@@ -82,8 +94,10 @@ def mutants(
     found: dict[tuple[Family, str], list[Edit]] = {}
     for family, edit in _rewrites(sites, rules, sources):
         edits = found.setdefault((family, edit.site.name), [])
-        if all(other.new != edit.new for other in edits):  # two entries, one rewrite: one mutant
+        # two entries, one rewrite: one mutant
+        if all((other.new, other.twin) != (edit.new, edit.twin) for other in edits):
             edits.append(edit)
+    copies: dict[Twin, TwinCopy] = {}  # each twin's copy, made once
     faults = {}
     for (family, name), edits in found.items():
         for number, edit in enumerate(edits, start=1):
@@ -94,7 +108,7 @@ def mutants(
                 fault_id,
                 edit.title,
                 "fail",
-                _patches(fault_id, edit, sites, settings, sources),
+                _patches(fault_id, edit, sites, settings, sources, copies),
                 # A wait another wait covers opens no race however early it passes;
                 # an order mutant's survival is the contract's to judge instead.
                 survivor_ok=settings.survivor_for(
@@ -107,13 +121,19 @@ def mutants(
 
 
 def _patches(
-    fault_id: str, edit: Edit, sites: list[Site], settings: GenerateSettings, sources: Path
+    fault_id: str,
+    edit: Edit,
+    sites: list[Site],
+    settings: GenerateSettings,
+    sources: Path,
+    copies: dict[Twin, TwinCopy],
 ) -> tuple[Patch, ...]:
-    """The rewrite, its marker opening the mutated site; then, when the rule
-    exposes, a delay of the producers its condition names at the start of the
-    store the release publishes, or the wait guards (docs/architecture.md,
-    "Delays that expose"): the mutant's window held open, silent (the
-    rewrite's marker says it fired)."""
+    """The rewrite, its marker opening the mutated site; then its twin, when
+    the rule has one (_twin_patch); then, when the rule exposes, a delay of
+    the producers its condition names at the start of the store the release
+    publishes, or the wait guards (docs/architecture.md, "Delays that
+    expose"): the mutant's window held open, silent (the rewrite's marker
+    says it fired)."""
     rewrite = Patch(
         fault_id,
         file=edit.site.path.relative_to(sources).as_posix(),
@@ -122,8 +142,11 @@ def _patches(
         marker=settings.marker,
         marker_site=edit.site.name,
     )
+    patches = (rewrite,)
+    if edit.twin is not None:
+        patches += (_twin_patch(fault_id, edit.twin, sources, copies),)
     if edit.exposing is None:
-        return (rewrite,)
+        return patches
     store = _exposed_store(edit.site, sites)
     if store is None:
         raise CatalogError(
@@ -131,7 +154,30 @@ def _patches(
             f"({edit.site.where()}) {_store_verb(edit.site)} no store site to delay: "
             "name it with guards="
         )
-    return (rewrite, settings.held_back(fault_id, store.name, edit.exposing, marker="false"))
+    return (*patches, settings.held_back(fault_id, store.name, edit.exposing, marker="false"))
+
+
+def _twin_patch(fault_id: str, twin: Twin, sources: Path, copies: dict[Twin, TwinCopy]) -> Patch:
+    """The twin made in the mutant's tree: the definition of `twin.of`,
+    exactly once (a stale catalog's does not apply), becomes itself and then
+    its copy, each line of the copy tagged for `fault_id`. The rewrite's
+    marker says the fault ran: the copy's marker is `false`, none."""
+    if twin not in copies:
+        try:
+            copies[twin] = twin_copy(sources, twin)
+        except TwinError as error:
+            raise CatalogError(f"fault {fault_id}: {error}") from None
+    made = copies[twin]
+    note = f"twin {twin.name} of {twin.of}"
+    copy = "".join(tagged(line, fault_id, note) + "\n" for line in made.copy.splitlines())
+    old = made.definition.source
+    return Patch(
+        fault_id,
+        file=made.definition.path.relative_to(sources).as_posix(),
+        old=old,
+        new=old + copy if old.endswith("\n") else f"{old}\n{copy}",
+        marker="false",
+    )
 
 
 def _exposed_store(site: Site, sites: list[Site]) -> Site | None:
@@ -180,7 +226,7 @@ def _rewrites(
                     title += _held_back_words(site, exposing)
                 old = body[line_start:] + end
                 new = body[line_start : match.start()] + rewritten + body[match.end() :] + end
-                yield rule.family, Edit(site, title, old, new, exposing)
+                yield rule.family, Edit(site, title, old, new, exposing, rule.twin)
     for site in sites:
         moved = _publish_early(site, by_name)
         if moved is not None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from faults.catalog import Catalog, Patch, Target
+from faults.generate.mutate import tagged
 from faults.generate.schedule import draw, scheduled_code, spin
 from invariants.sync.sites import Site, parse_file, parse_tree
 
@@ -46,7 +47,7 @@ def spin_line(patch: Patch, target: Target, still: str = "") -> str:
 
 
 def _tag(line: str, indent: str, patch: Patch, note: str) -> str:
-    return f"{indent}{line}  // AFDFAULT {patch.owner} {note}"
+    return indent + tagged(line, patch.owner, note)
 
 
 @action("delay")
@@ -200,7 +201,9 @@ def apply_site_patch(sources: Path, patch: Patch, target: Target, *, bare: bool 
 def apply_text_patch(sources: Path, patch: Patch, target: Target | None = None) -> Path:
     """`old` -> `new`, exactly once; with a `target` (a fault's patch, not a
     control's) a marker opens the site region that holds the change, or the
-    region of `marker_site`, so the run shows whether the changed code ran."""
+    region of `marker_site`, so the run shows whether the changed code ran.
+    A patch whose marker is `false` gets none, and may lie outside the sites:
+    a mutant's twin, whose rewrite's marker says the fault ran."""
     path = sources / patch.file
     if not path.is_file():
         raise ApplyError(f"fault {patch.owner}: text patch file {patch.file} not in {sources}")
@@ -212,7 +215,7 @@ def apply_text_patch(sources: Path, patch: Patch, target: Target | None = None) 
             f"{patch.file} (needs exactly 1): {patch.old[:80]!r}"
         )
     path.write_text(text.replace(patch.old, patch.new))
-    if target is not None:
+    if target is not None and patch.marker.strip() != "false":
         line = text[: text.index(patch.old)].count("\n") + 1
         try:
             site = _marked_site(sources, path, line, patch)

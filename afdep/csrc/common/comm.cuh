@@ -77,7 +77,10 @@ __device__ __noinline__ void route_fail(const Params& p, u32 kind, u32 token, u3
 // Spin until *flag >= expected (flags hold epochs, or epoch multiples for
 // counters). Past the timeout: print the site, rank, expected and seen values,
 // then trap. A peer's abort ends the wait with that peer's message. The clock
-// starts at the first miss: a flag already set costs its load alone.
+// starts at the first miss: a flag already set costs its load alone. The
+// weaken-acquire and narrow-scope mutants call a copy of it with a weaker flag
+// load, which the fault engine makes in their scratch trees only
+// (catalogs/afdep.toml, twin=).
 __device__ __noinline__ void wait_until(const u64* flag, u64 expected, const char* site,
                                         const Params& p) {
   const u64 first = ptx::ld_acquire_sys(flag);
@@ -99,50 +102,6 @@ __device__ __noinline__ void wait_until(const u64* flag, u64 expected, const cha
       __trap();
     }
   }
-}
-
-
-// Twins of wait_until with a weaker flag load, what the weaken-acquire and
-// narrow-scope mutants switch a wait site to (docs/architecture.md, "Mutation
-// operators"). No kernel calls them; they sit last so no line above them moves.
-enum class WeakLoad { kRelaxedSys, kAcquireGpu };
-
-template <WeakLoad kLoad>
-__device__ __noinline__ void wait_until_weak(const u64* flag, u64 expected, const char* site,
-                                             const Params& p) {
-  const u64 first = kLoad == WeakLoad::kRelaxedSys ? ptx::ld_relaxed_sys(flag)
-                                                   : ptx::ld_acquire_gpu(flag);
-  if (static_cast<i64>(first - expected) >= 0) return;
-  const int rank = static_cast<int>(p.rank);
-  const u64* abort = abort_word(p, rank);
-  const u64 start = ptx::globaltimer();
-  while (true) {
-    const u64 seen = kLoad == WeakLoad::kRelaxedSys ? ptx::ld_relaxed_sys(flag)
-                                                    : ptx::ld_acquire_gpu(flag);
-    if (static_cast<i64>(seen - expected) >= 0) return;
-    const u64 code = ptx::ld_relaxed_sys(abort);
-    if (code != 0) {
-      print_route_abort(code, rank);
-      __trap();
-    }
-    if (ptx::globaltimer() - start > p.timeout_ns) {
-      printf("afdep timeout: site=%s rank=%d expected=%llu seen=%llu\n", site, rank, expected,
-             seen);
-      __trap();
-    }
-  }
-}
-
-// The wait with a relaxed load: no acquire orders the reads after it.
-__device__ __forceinline__ void wait_until_relaxed(const u64* flag, u64 expected, const char* site,
-                                                   const Params& p) {
-  wait_until_weak<WeakLoad::kRelaxedSys>(flag, expected, site, p);
-}
-
-// The wait acquiring at GPU scope: a peer GPU's release need not be seen.
-__device__ __forceinline__ void wait_until_gpu(const u64* flag, u64 expected, const char* site,
-                                               const Params& p) {
-  wait_until_weak<WeakLoad::kAcquireGpu>(flag, expected, site, p);
 }
 
 }  // namespace afdep

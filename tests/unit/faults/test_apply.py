@@ -184,6 +184,15 @@ def test_a_text_patch_outside_sites_names_marker_site(tree, catalog):
     assert "constexpr int kRounds = 5;" in main_cpp(tree)
 
 
+def test_a_text_patch_whose_marker_is_false_gets_none_and_may_lie_outside_sites(tree, catalog):
+    """A mutant's twin: its rewrite's marker says the fault ran."""
+    old = "constexpr int kRounds = 4;"
+    patch = Patch("T", file="main.cpp", old=old, new=old + "  // twin", marker="false")
+    before = main_cpp(tree)
+    assert apply_patches(tree, catalog, [patch]) == [tree / "tests/fixtures/flag_payload/main.cpp"]
+    assert main_cpp(tree) == before.replace(old, old + "  // twin")
+
+
 def test_a_control_text_patch_gets_no_marker(tree, catalog):
     apply_patches(tree, catalog, list(catalog.control), marked=False)
     assert "AFDFAULT" not in main_cpp(tree)

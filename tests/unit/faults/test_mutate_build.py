@@ -1,7 +1,8 @@
 """Every mutant of the afdep catalog applies, marked at its site, and builds
 with NVRTC (no GPU). A tree a mutant takes ~3.4 s to build on a 2-core
 machine, ~3.5 min for all 60; mutants of distinct sites share a tree
-instead (6 trees, ~25 s): a rewrite's compile error is its own either way."""
+instead (8 trees, ~35 s): a rewrite's compile error is its own either way.
+The weaker waits are made in their mutants' trees only (a rule's twin)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from faults.generate.site_faults import with_generated
 from faults.pipeline.apply import apply_fault, apply_patches
 from faults.pipeline.run import BuildError, build_tree
 from faults.pipeline.scratch import make_scratch, tree_digest
-from invariants.sync.sites import parse_tree
+from invariants.sync.functions import definitions
+from invariants.sync.sites import parse_tree, source_files
 
 REPO = Path(__file__).parents[3]
 CATALOG = with_generated(load_catalog(REPO / "catalogs/afdep.toml"), REPO)
@@ -36,13 +38,18 @@ def test_every_afdep_mutant_applies_with_its_marker_at_its_site(tmp_path):
         tree = tmp_path / fault.id
         shutil.copytree(REPO / sources, tree / sources)
         changed = apply_fault(tree, CATALOG, fault.id)
-        patch, *exposing = fault.patches  # the rewrite, then its exposing delay
+        # the rewrite, then its twin (a text patch), then its exposing delay
+        patch, *others = fault.patches
+        twins = [p for p in others if p.file is not None]
+        exposing = [p for p in others if p.file is None]
         tag = f"// AFDFAULT {fault.id} "
         texts = {path: path.read_text() for path in changed}
         lines = [line for text in texts.values() for line in text.splitlines(keepends=True)]
         unmarked = "".join(line for line in lines if tag not in line)
-        tagged = 1 + len(exposing)  # a line each, tagged with the fault's id
+        # a line each for the marker and the delay, and each line of a twin's copy
+        tagged = 1 + len(exposing) + sum(t.new.count("\n") - t.old.count("\n") for t in twins)
         assert patch.new in unmarked and len(lines) == unmarked.count("\n") + tagged, fault.id
+        assert all(t.old in unmarked and t.marker == "false" for t in twins), fault.id
         sites, violations = parse_tree(tree / sources)
         assert sorted(s.name for s in sites) == sorted(s.name for s in clean_sites), fault.id
         assert sorted(v.message for v in violations) == sorted(v.message for v in clean_violations)
@@ -69,21 +76,27 @@ def test_every_afdep_mutant_applies_with_its_marker_at_its_site(tmp_path):
 
 
 def shared_trees(mutants: list[Fault]) -> list[list[Fault]]:
-    """The mutants in as few trees as can hold them, no two at one site; a
-    publish-early, which spans two sites, alone."""
+    """The mutants in few trees, no two at one site nor two of one twin (each
+    would define it), those with a twin placed first; a publish-early, which
+    spans two sites, alone."""
     trees: list[tuple[set[str], list[Fault]]] = []
-    for fault in mutants:
-        site = fault.patches[0].marker_site
+    for fault in sorted(mutants, key=lambda f: not twin_of(f)):
+        taken = {fault.patches[0].marker_site} | twin_of(fault)
         spare = next(
-            (t for t in trees if site not in t[0] and fault.family is not Family.PUBLISH_EARLY),
+            (t for t in trees if not taken & t[0] and fault.family is not Family.PUBLISH_EARLY),
             None,
         )
         if spare is None or any(f.family is Family.PUBLISH_EARLY for f in spare[1]):
-            trees.append(({site}, [fault]))
+            trees.append((taken, [fault]))
         else:
-            spare[0].add(site)
+            spare[0].update(taken)
             spare[1].append(fault)
     return [faults for _, faults in trees]
+
+
+def twin_of(fault: Fault) -> set[str]:
+    """The twin a mutant's tree defines, by its family (one wait rule each has one)."""
+    return {f"{fault.family} twin" for p in fault.patches[1:] if p.file is not None}
 
 
 def test_every_afdep_mutant_builds(tmp_path, monkeypatch):
@@ -91,8 +104,8 @@ def test_every_afdep_mutant_builds(tmp_path, monkeypatch):
     trees = shared_trees(MUTANTS)
     assert (len(MUTANTS), len(trees)) == (
         61 + MOVED,
-        6 + MOVED,
-    )  # remove-barrier 9 (cf.ffn_place.prefix_release)
+        8 + MOVED,
+    )  # remove-barrier 9 (cf.ffn_place.prefix_release); 7 weaken-acquire, each its own twin
     assert {f.family for f in MUTANTS} - {Family.PUBLISH_EARLY} == set(REWRITE_FAMILIES)
     for number, faults in enumerate(trees):
         tree = make_scratch(REPO, tmp_path / f"tree{number}")
@@ -134,9 +147,47 @@ def test_every_kernel_with_a_site_builds_with_a_fault_marker(tmp_path, monkeypat
         pytest.fail(f"the tree of {[f.id for f in faults]} does not build: {error}")
 
 
-@pytest.mark.parametrize("twin", ["wait_until_relaxed", "wait_until_gpu"])
-def test_the_weaker_waits_are_defined_and_called_by_no_kernel(twin):
-    comm = (REPO / "afdep/csrc/common/comm.cuh").read_text()
-    assert f"void {twin}(const u64* flag" in comm
-    kernels = [p.read_text() for p in (REPO / "afdep/csrc/impls").glob("*.cuh")]
-    assert not any(twin in text for text in kernels)
+@pytest.mark.parametrize(
+    "family, twin, load",
+    [
+        (Family.WEAKEN_ACQUIRE, "wait_until_relaxed", "ld_relaxed_sys"),
+        (Family.NARROW_SCOPE, "wait_until_gpu", "ld_acquire_gpu"),
+    ],
+)
+def test_a_weaker_wait_is_made_in_its_mutants_tree_only_and_builds(
+    family, twin, load, tmp_path, monkeypatch
+):
+    """The product defines no twin and no kernel calls one; the mutant's
+    tree defines it right after wait_until, its flag loads weakened, each of
+    its lines tagged, and the site calls it; that tree builds."""
+    monkeypatch.setenv("AFDEP_JIT_CACHE", str(tmp_path / "jit"))
+    sources = REPO / CATALOG.target.sources
+    assert definitions(sources, twin) == []
+    assert not any(twin in path.read_text() for path in source_files(sources))
+    fault = CATALOG.fault(f"gen.{family}.cf.ffn_place.count_wait")
+    tree = make_scratch(REPO, tmp_path / "tree")
+    apply_fault(tree, CATALOG, fault.id)
+    clean = (sources / "common/comm.cuh").read_text()
+    start = clean.index("__device__ __noinline__ void wait_until(")
+    end = clean.index("\n}\n", start) + 3
+    copy = clean[start:end].replace("void wait_until(", f"void {twin}(")
+    copy = copy.replace("ptx::ld_acquire_sys(flag)", f"ptx::{load}(flag)")
+    assert (copy.count(f"ptx::{load}(flag)"), copy.count("ld_acquire_sys")) == (2, 0)
+    tag = f"  // AFDFAULT {fault.id} twin {twin} of wait_until"
+    tagged = "".join(line + tag + "\n" for line in copy.splitlines())
+    comm = (tree / CATALOG.target.sources / "common/comm.cuh").read_text()
+    assert comm == clean[:end] + tagged + clean[end:]
+    [site] = [
+        s
+        for s in parse_tree(tree / CATALOG.target.sources)[0]
+        if s.name == "cf.ffn_place.count_wait"
+    ]
+    region = site.path.read_text().splitlines()[site.start : site.end - 1]
+    assert [line.strip() for line in region if "wait_until" in line] == [
+        f'{twin}(count_ready + source, epoch, "cf.ffn_place.count_wait", p);'
+    ]
+    digest = tree_digest(tree / CATALOG.target.sources)
+    try:
+        build_tree(CATALOG.target, tree, tmp_path / "out", digest, gpus=2)
+    except BuildError as error:
+        pytest.fail(f"the tree of {fault.id} does not build: {error}")

@@ -14,6 +14,7 @@ import pytest
 
 from faults.catalog import CatalogError, load_catalog
 from faults.catalog.model import Fault, Patch
+from faults.generate.site_faults import with_generated
 from faults.judge.verdict import Verdict
 from faults.pipeline.apply import apply_patches
 from faults.pipeline.erasure import ErasedCheck, SassError, find_tool, normalize
@@ -131,12 +132,19 @@ def text_fault(fault_id: str, file: str, old: str, new: str) -> Fault:
 
 
 ERASABLE = {
-    # The weaken-acquire mutants' twin, edited: no kernel on main calls it.
-    "E.twin": text_fault(
+    # A weaken-acquire mutant's twin alone: a copy of wait_until no site calls.
+    "E.twin": Fault(
         "E.twin",
-        "common/comm.cuh",
-        ": ptx::ld_acquire_gpu(flag);\n    if (static_cast<i64>(seen",  # the spin's load
-        ": ptx::ld_relaxed_sys(flag);\n    if (static_cast<i64>(seen",
+        "E.twin",
+        "fail",
+        (
+            dataclasses.replace(
+                with_generated(load_catalog(REPO / "catalogs/afdep.toml"), REPO)
+                .fault("gen.weaken-acquire.cf.ffn_place.count_wait")
+                .patches[1],
+                owner="E.twin",
+            ),
+        ),
     ),
     # A guard the compiler proves true: lane_idx is threadIdx.x % 32.
     "E.guard": text_fault(

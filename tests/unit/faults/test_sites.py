@@ -81,7 +81,7 @@ def test_good_fixture_parses(tmp_path):
             'x = 1;\nwait_until(flag, 1, "s", p);\n',
             "kernel.cuh:2: ordering primitive wait_until( outside any site",
         ),
-        (  # the mutants' weaker twins (common/comm.cuh) are waits too
+        (  # the weaker twins a mutant's tree defines (a rule's twin=) are waits too
             'wait_until_relaxed(flag, 1, "s", p);\n',
             "kernel.cuh:1: ordering primitive wait_until_relaxed( outside any site",
         ),

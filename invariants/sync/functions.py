@@ -1,0 +1,146 @@
+"""Function definitions in C and C++ source, read as text: where a function's
+declaration starts (its qualifier and template lines), where its body opens
+and closes, with comments, strings and preprocessor lines out of the way. The
+mutation operators copy a definition by it (a rule's twin,
+faults/catalog/mutation.py); it knows no target's words."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from invariants.sync.sites import source_files
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A function's definition in one file: from the first line of its
+    declaration (its qualifier and template lines) through the line of the
+    `}` that closes its body."""
+
+    path: Path
+    text: str  # the file's text
+    start: int  # offset of the declaration's first line (or of its first word)
+    name: int  # offset of the function's name
+    body: int  # offset of the `{` that opens its body
+    close: int  # offset of the `}` that closes it
+    end: int  # offset past the closing line (its newline included)
+
+    def where(self, sources: Path) -> str:
+        line = self.text.count("\n", 0, self.name) + 1
+        return f"{self.path.relative_to(sources).as_posix()}:{line}"
+
+    @property
+    def source(self) -> str:
+        return self.text[self.start : self.end]
+
+
+# A definition's parameter list is followed by its body, with at most these between.
+BODY_OPENS = re.compile(r"(?:\s|\b(?:const|volatile|noexcept|override|final)\b|&)*\{")
+
+
+def definitions(sources: Path, name: str) -> list[Definition]:
+    """Every definition of the function `name` in the source files under
+    `sources`: `name(` outside comments, strings and preprocessor lines,
+    not a member access, whose parameter list is followed by a body."""
+    call = re.compile(rf"(?<![\w.])(?<!->){re.escape(name)}\s*\(")
+    found = []
+    for path in source_files(sources):
+        text = path.read_text()
+        if name not in text:
+            continue
+        code = code_only(text)
+        for match in call.finditer(code):
+            after = _closing(code, match.end() - 1, "(", ")")
+            opens = BODY_OPENS.match(code, after + 1) if after is not None else None
+            close = _closing(code, opens.end() - 1, "{", "}") if opens else None
+            if close is None:
+                continue
+            found.append(
+                Definition(
+                    path,
+                    text,
+                    _declaration_start(code, match.start()),
+                    match.start(),
+                    opens.end() - 1,
+                    close,
+                    _line_end(code, close + 1),
+                )
+            )
+    return found
+
+
+def _closing(code: str, at: int, opening: str, closing: str) -> int | None:
+    """The offset of the bracket that closes the one at `at` (None: never closed)."""
+    depth = 0
+    for index in range(at, len(code)):
+        depth += {opening: 1, closing: -1}.get(code[index], 0)
+        if depth == 0:
+            return index
+    return None
+
+
+def _declaration_start(code: str, name: int) -> int:
+    """Where the declaration holding the name at `name` starts: its first
+    word after the last `;`, `{` or `}` (a preprocessor line counts as `;`),
+    or the start of its line when nothing else is on it before that word."""
+    boundary = max(code.rfind(char, 0, name) for char in ";{}") + 1
+    first = boundary + len(code[boundary:name]) - len(code[boundary:name].lstrip())
+    line = code.rfind("\n", 0, first) + 1
+    return line if not code[line:first].strip() else first
+
+
+def _line_end(code: str, at: int) -> int:
+    """Past the newline that ends the line at `at` when only blanks follow
+    there (a comment is blank), else `at`."""
+    newline = code.find("\n", at)
+    end = len(code) if newline < 0 else newline + 1
+    return end if not code[at:end].strip() else at
+
+
+def code_only(text: str) -> str:
+    """`text` with its comments, string and character literals blanked
+    (newlines kept, so offsets and lines stay), and each preprocessor line
+    (its continuations too) made a `;` and blanks."""
+    out = list(text)
+
+    def blank(start: int, end: int) -> None:
+        for index in range(start, end):
+            if out[index] != "\n":
+                out[index] = " "
+
+    index, size, line_start = 0, len(text), True
+    while index < size:
+        char = text[index]
+        if char == "\n" or (line_start and char in " \t"):
+            line_start = char == "\n" or line_start
+            index += 1
+            continue
+        if line_start and char == "#":
+            end = text.find("\n", index)
+            while end >= 0 and text[index:end].rstrip(" \t\r").endswith("\\"):
+                end = text.find("\n", end + 1)
+            end = size if end < 0 else end
+            blank(index, end)
+            out[index] = ";"
+            index = end
+            continue
+        line_start = False
+        if text.startswith("//", index):
+            end = text.find("\n", index)
+            end = size if end < 0 else end
+        elif text.startswith("/*", index):
+            end = text.find("*/", index + 2)
+            end = size if end < 0 else end + 2
+        elif char == '"' or (char == "'" and not text[index - 1 : index].isalnum()):
+            end = index + 1
+            while end < size and text[end] not in (char, "\n"):
+                end += 2 if text[end] == "\\" else 1
+            end = min(end + 1, size)
+        else:
+            index += 1
+            continue
+        blank(index, end)
+        index = end
+    return "".join(out)
