@@ -9,6 +9,7 @@ from enum import Enum
 from pathlib import Path
 
 from hostio import write_json
+from invariants.sync.finding import Finding
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 VERSION = "2.1.0"
@@ -29,29 +30,32 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class Finding:
+class Result:
+    """A finding under its rule and level; its file is the uri, relative to
+    the repository's top and '/'-separated."""
+
     rule: Rule
     level: Level
-    message: str
-    uri: str | None = None  # relative to the repository's top, '/'-separated
-    line: int | None = None  # 1-based; None: the whole file
+    finding: Finding
 
     def __post_init__(self) -> None:
-        if self.uri is not None and (self.uri.startswith("/") or "\\" in self.uri):
-            raise ValueError(f"SARIF uri {self.uri!r}: relative and '/'-separated")
-        if self.line is not None and self.line < 1:
-            raise ValueError(f"SARIF line {self.line}: lines start at 1")
+        uri, line = self.finding.file, self.finding.line
+        if uri is not None and (uri.startswith("/") or "\\" in uri):
+            raise ValueError(f"SARIF uri {uri!r}: relative and '/'-separated")
+        if line is not None and line < 1:
+            raise ValueError(f"SARIF line {line}: lines start at 1")
 
 
-def result(finding: Finding, rule_index: int) -> dict:
+def result(reported: Result, rule_index: int) -> dict:
+    finding = reported.finding
     entry = {
-        "ruleId": finding.rule.id,
+        "ruleId": reported.rule.id,
         "ruleIndex": rule_index,
-        "level": finding.level.value,
-        "message": {"text": finding.message},
+        "level": reported.level.value,
+        "message": {"text": finding.said},
     }
-    if finding.uri is not None:
-        location: dict = {"artifactLocation": {"uri": finding.uri, "uriBaseId": SOURCE_ROOT}}
+    if finding.file is not None:
+        location: dict = {"artifactLocation": {"uri": finding.file, "uriBaseId": SOURCE_ROOT}}
         if finding.line is not None:
             location["region"] = {"startLine": finding.line}
         entry["locations"] = [{"physicalLocation": location}]
@@ -59,7 +63,7 @@ def result(finding: Finding, rule_index: int) -> dict:
 
 
 def sarif_document(
-    tool: str, rules: list[Rule], findings: list[Finding], properties: dict | None = None
+    tool: str, rules: list[Rule], findings: list[Result], properties: dict | None = None
 ) -> dict:
     """One run of `tool`; `rules` are every kind it can report, found or not;
     `properties`: the run's property bag (what the run saw beside its findings)."""
@@ -88,7 +92,7 @@ def write_sarif(
     path: Path,
     tool: str,
     rules: list[Rule],
-    findings: list[Finding],
+    findings: list[Result],
     properties: dict | None = None,
 ) -> None:
     write_json(path, sarif_document(tool, rules, findings, properties))

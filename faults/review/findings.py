@@ -3,10 +3,12 @@ finding, at the file:line that holds it, under one rule per kind."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from faults.report.sarif import Finding, Level, Rule
+from faults.report.sarif import Level, Result, Rule
 from faults.review.model import Review
+from invariants.sync.finding import Finding
 
 TOOL = "faults review"
 CONTRACT = Rule("contract-violation", "a site's publish contract does not hold")
@@ -18,65 +20,66 @@ FAULT_MISSED = Rule("covering-fault-missed", "a fault covering a touched site mi
 RULES = [CONTRACT, UNSITED, UNCOVERED, CHANGE_FAILS, HARNESS, FAULT_MISSED]
 
 
-def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Finding]:
+def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]:
     """`prefix`: the tree's root relative to the repository's top (uris are
     named from the top); `catalog`: the harness's file, relative to the top,
     where a broken harness is reported."""
 
-    def uri(path: str) -> str:
-        return (prefix / path).as_posix()
+    def at_top(finding: Finding) -> Finding:
+        return replace(finding, file=(prefix / finding.file).as_posix())
 
-    found = [
-        Finding(CONTRACT, Level.ERROR, f.where.message, uri(f.where.path), f.where.line)
-        for f in result.contract.findings
-    ]
-    found += [Finding(UNSITED, Level.ERROR, u.message, uri(u.path), u.line) for u in result.unsited]
+    found = [Result(CONTRACT, Level.ERROR, at_top(f)) for f in result.contract.findings]
+    found += [Result(UNSITED, Level.ERROR, at_top(u)) for u in result.unsited]
     for cover in result.touched:
-        where = uri(result.site_path(cover)), cover.site.start
+        where = (prefix / result.site_path(cover)).as_posix(), cover.site.start
         found += [
-            Finding(UNCOVERED, Level.ERROR, f"{cover.site.name}: {gap}", *where)
+            Result(UNCOVERED, Level.ERROR, Finding(*where, gap, cover.site.name))
             for gap in cover.missing
         ]
         if result.runs is not None:
             found += [
-                Finding(
+                Result(
                     FAULT_MISSED,
                     Level.ERROR,
-                    f"{cover.site.name}: {r.fault} [{r.config}] {r.verdict}: {r.reason}",
-                    *where,
+                    Finding(
+                        *where, f"{r.fault} [{r.config}] {r.verdict}: {r.reason}", cover.site.name
+                    ),
                 )
                 for r in result.runs.faults
                 if r.fault in cover.faults and not r.ok
             ]
     if result.runs is not None:
-        found += change_fails(result, uri)
+        found += change_fails(result, prefix)
         found += [
-            Finding(HARNESS, Level.WARNING, sentence, catalog and catalog.as_posix())
+            Result(HARNESS, Level.WARNING, Finding(catalog and catalog.as_posix(), None, sentence))
             for sentence in result.runs.harness_broken
         ]
     return found
 
 
-def change_fails(result: Review, uri) -> list[Finding]:
+def change_fails(result: Review, prefix: Path) -> list[Result]:
     """The change failing the driver with no fault, said at every site it
     touched (the suspects, named), else at its first changed line."""
     failures = result.runs.change_fails
     if result.touched:
         return [
-            Finding(
+            Result(
                 CHANGE_FAILS,
                 Level.ERROR,
-                f"{cover.site.name}: {failure}",
-                uri(result.site_path(cover)),
-                cover.site.start,
+                Finding(
+                    (prefix / result.site_path(cover)).as_posix(),
+                    cover.site.start,
+                    str(failure),
+                    cover.site.name,
+                ),
             )
             for cover in result.touched
             for failure in failures
         ]
     path, line = first_changed(result)
+    file = path and (prefix / path).as_posix()
     return [
-        Finding(CHANGE_FAILS, Level.ERROR, str(failure), path and uri(path), line)
-        for failure in failures
+        Result(CHANGE_FAILS, Level.ERROR, Finding(file, line, str(failure))) for failure in failures
     ]
 
 

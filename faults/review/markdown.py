@@ -42,7 +42,7 @@ def site_contract(check: ContractCheck, cover: Coverage) -> str:
         return "not checked"
     found = check.at(cover.site.name)
     if found:
-        return "VIOLATED: " + "; ".join(str(f.where) for f in found)
+        return "VIOLATED: " + "; ".join(str(f) for f in found)
     if cover.site.kind in ("release", "wait"):
         return "ok"
     return f"none (a {cover.site.kind} site declares no publish contract)"
@@ -90,7 +90,7 @@ def markdown(result: Review) -> str:
     elsewhere = result.untouched_findings()
     if elsewhere:
         lines += ["", "## Contract violations at sites the change does not touch", ""]
-        lines += [f"- {finding.where}" for finding in elsewhere]
+        lines += [f"- {finding}" for finding in elsewhere]
     if result.runs is not None:
         lines += ["", "## Runs on the change's tree (controls first)", ""]
         lines += [

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from faults.review.coverage import Coverage
 from faults.review.runs import RunReport
-from faults.review.static import ContractCheck, ContractFinding, Located
+from faults.review.static import ContractCheck
+from invariants.sync.finding import Finding
 
 
 class ReviewVerdict(str, Enum):
@@ -50,7 +51,7 @@ class Review:
     sources: str  # the catalog's sources, relative to the tree's root
     changed: dict[str, set[int]]  # file (relative to the sources) -> lines changed by CHANGE
     touched: list[Coverage]
-    unsited: list[Located]  # ordering primitives the change adds outside any site
+    unsited: list[Finding]  # ordering primitives the change adds outside any site
     contract: ContractCheck
     runs: RunReport | None = None  # with --run
     older: OlderTree | None = None  # judged by a catalog not its own (--older-trees)
@@ -58,7 +59,7 @@ class Review:
     def site_path(self, cover: Coverage) -> str:
         return cover.site.path.relative_to(self.tree).as_posix()
 
-    def untouched_findings(self) -> list[ContractFinding]:
+    def untouched_findings(self) -> list[Finding]:
         """Contract findings at sites the change does not touch: they count
         too, since a change can break a site it never edits (a barrier removed
         above a release's region, a shared header changing the PTX)."""

@@ -27,7 +27,7 @@ from faults.review.diff import ReviewError, changed_lines, check_refs, in_repo
 from faults.review.markdown import markdown
 from faults.review.model import OlderTree, Review, ReviewVerdict
 from faults.review.runs import RunReport, run_review
-from faults.review.static import Located, check_contract
+from faults.review.static import check_contract
 from invariants.sync.sites import parse_tree
 
 __all__ = [
@@ -109,11 +109,7 @@ def review(
 
     covers = coverage(catalog, sites)
     touched = [covers[s.name] for s in sites if lines_of(s.path) & set(range(s.start, s.end + 1))]
-    unsited = [
-        Located(v.path.relative_to(tree).as_posix(), v.line, v.message)
-        for v in violations
-        if v.line in lines_of(v.path)
-    ]
+    unsited = [v.from_root(tree) for v in violations if v.line in lines_of(Path(v.file))]
     result = Review(
         base,
         change or "working tree",

@@ -8,26 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.review.diff import ReviewError
-from invariants.sync.contract import check_contracts, tree_relative
+from invariants.sync.contract import check_contracts
+from invariants.sync.finding import Finding
 from invariants.sync.ptx_read import PtxError
-
-
-@dataclass(frozen=True)
-class Located:
-    """A finding at a file:line of the changed tree (path relative to its root)."""
-
-    path: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
-
-
-@dataclass(frozen=True)
-class ContractFinding:
-    site: str
-    where: Located  # message: what is missing, the kernel variant first when the PTX showed it
 
 
 @dataclass
@@ -36,7 +19,7 @@ class ContractCheck:
     says so (never a silent pass)."""
 
     declared: bool
-    findings: list[ContractFinding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # files from the tree's root
     sites_checked: int = 0
     variants_checked: int = 0
 
@@ -44,7 +27,7 @@ class ContractCheck:
     def ok(self) -> bool:
         return not self.findings
 
-    def at(self, site: str) -> list[ContractFinding]:
+    def at(self, site: str) -> list[Finding]:
         return [finding for finding in self.findings if finding.site == site]
 
 
@@ -62,17 +45,5 @@ def check_contract(tree: Path, target) -> ContractCheck:
         report = check_contracts(tree, target, ptx=True)
     except PtxError as error:
         raise ReviewError(f"the changed tree's PTX: {error}") from None
-    findings = [
-        ContractFinding(
-            violation.site,
-            Located(
-                tree_relative(violation.path, tree),
-                violation.line,
-                f"{violation.site}"
-                + (f" [{violation.variant}]" if violation.variant else "")
-                + f": {violation.missing}",
-            ),
-        )
-        for violation in report.violations
-    ]
+    findings = [violation.from_root(tree) for violation in report.violations]
     return ContractCheck(True, findings, report.sites_checked, report.variants_checked)

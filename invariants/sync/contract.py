@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from invariants.sync.finding import Finding, tree_relative
 from invariants.sync.ptx_check import covers, ptx_findings, ptx_folder, read_index
 from invariants.sync.ptx_read import PtxError
 from invariants.sync.sites import Group, Scope, Site, parse_tree, site_body
@@ -32,7 +33,7 @@ from invariants.sync.spellings import ContractSpellings, ContractTarget, spellin
 
 __all__ = [
     "ContractReport",
-    "ContractViolation",
+    "Finding",
     "PtxError",
     "TreeContract",
     "check_contracts",
@@ -41,38 +42,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class ContractViolation:
-    site: str
-    path: Path
-    line: int
-    variant: str | None  # None: found on the source; else the kernel variant's label
-    missing: str
-
-    def __str__(self) -> str:
-        variant = f" [{self.variant}]" if self.variant else ""
-        return f"{self.path}:{self.line}: {self.site}{variant}: {self.missing}"
-
-    def from_root(self, tree: Path) -> ContractViolation:
-        """Its path from `tree`'s root: a scratch tree is gone once its report is read."""
-        return replace(self, path=Path(tree_relative(self.path, tree)))
-
-
-def tree_relative(path: Path, tree: Path) -> str:
-    """A checker's path as reports name it: relative to the tree's root (as
-    it was when it lies outside)."""
-    path = Path(path)
-    if path.is_absolute():
-        try:
-            return path.resolve().relative_to(tree.resolve()).as_posix()
-        except ValueError:
-            return path.as_posix()
-    return path.as_posix()
-
-
 @dataclass
 class ContractReport:
-    violations: list[ContractViolation] = field(default_factory=list)
+    violations: list[Finding] = field(default_factory=list)
     sites_checked: int = 0
     variants_checked: int = 0
     ptx_seconds: float = 0.0  # writing (or finding cached) and reading the PTX
@@ -138,7 +110,7 @@ def check_contracts(
         modules = read_index(folder)
         report.variants_checked = len(modules)
         found = ptx_findings(checked, sources, modules)
-        report.violations += [ContractViolation(*finding) for finding in found]
+        report.violations += found
         report.ptx_seconds = time.perf_counter() - started
     return report
 
@@ -181,10 +153,10 @@ def _barriers(site: Site, sp: ContractSpellings, group: Group) -> tuple[str, lis
 
 def source_findings(
     site: Site, by_name: dict[str, Site], spellings: ContractSpellings
-) -> list[ContractViolation]:
+) -> list[Finding]:
     check = _release_source if site.kind == "release" else _wait_source
     found = dict.fromkeys(check(site, by_name, spellings))
-    return [ContractViolation(site.name, site.path, line, None, what) for line, what in found]
+    return [Finding(str(site.path), line, what, site.name) for line, what in found]
 
 
 def _release_source(site: Site, by_name: dict[str, Site], sp: ContractSpellings) -> list:

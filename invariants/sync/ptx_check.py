@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hostio import run_logged
+from invariants.sync.finding import Finding
 from invariants.sync.ptx_instruction import SCOPE_RANK
 from invariants.sync.ptx_read import Function, Module, PtxError, read_module
 from invariants.sync.sites import Group, Site
@@ -32,8 +33,6 @@ from invariants.sync.spellings import ContractSpellings, ContractTarget
 
 BARRIER_PTX = {Group.WARP: "bar.warp.sync", Group.BLOCK: "bar.sync", Group.GRID: "bar.sync"}
 CACHE_ENTRIES = 8  # PTX folders kept per target: the trees a review compares, and some
-# A finding: site, source path, source line, variant label (None: every variant), what is missing.
-Finding = tuple[str, Path, int, "str | None", str]
 
 
 def default_cache(target: ContractTarget) -> Path:
@@ -130,10 +129,10 @@ def ptx_findings(
                 present.add(site.name)
                 check = release_findings if site.kind == "release" else wait_findings
                 found = dict.fromkeys(check(site, module, function, members, lines))
-                violations += [(site.name, site.path, n, label, m) for n, m in found]
+                violations += [Finding(str(site.path), n, m, site.name, label) for n, m in found]
     absent = "no instruction of the site in any variant"
     violations += [
-        (site.name, site.path, site.start, None, absent)
+        Finding(str(site.path), site.start, absent, site.name)
         for site in sites
         if site.name not in present
     ]

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from invariants.sync.finding import Finding
+
 KINDS = ("store", "release", "wait", "compute")
 
 
@@ -96,16 +98,6 @@ class Site:
         return f"{self.path}:{self.start}"
 
 
-@dataclass(frozen=True)
-class Violation:
-    path: Path
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
-
-
 def source_files(root: Path) -> list[Path]:
     root = Path(root)
     if root.is_file():
@@ -126,7 +118,7 @@ def _exempt(path: Path, root: Path) -> bool:
     return bool(parts) and parts[0] in EXEMPT_DIRS
 
 
-def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[Violation]]:
+def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[Finding]]:
     sites, violations = [], []
     open_site: tuple[str, dict[str, str], int] | None = None  # name, attributes, line
     for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
@@ -135,8 +127,8 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
             name, attrs = opened["name"], dict(ATTR.findall(opened["attrs"]))
             if open_site is not None:
                 violations.append(
-                    Violation(
-                        path,
+                    Finding(
+                        str(path),
                         number,
                         f"site {name} opens inside site "
                         f"{open_site[0]} (opened at line {open_site[2]})",
@@ -149,12 +141,12 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
             name = closed["name"]
             if open_site is None:
                 violations.append(
-                    Violation(path, number, f"@end {name or '(unnamed)'} without an open site")
+                    Finding(str(path), number, f"@end {name or '(unnamed)'} without an open site")
                 )
             elif name != open_site[0]:
                 violations.append(
-                    Violation(
-                        path,
+                    Finding(
+                        str(path),
                         number,
                         f"@end {name or '(unnamed)'} closes "
                         f"site {open_site[0]} (opened at line {open_site[2]})",
@@ -168,12 +160,14 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
             use = PRIMITIVE.search(_code(line))
             if use:
                 violations.append(
-                    Violation(
-                        path, number, f"ordering primitive {use[1] or use[2]}( outside any site"
+                    Finding(
+                        str(path),
+                        number,
+                        f"ordering primitive {use[1] or use[2]}( outside any site",
                     )
                 )
     if open_site is not None:
-        violations.append(Violation(path, open_site[2], f"site {open_site[0]} is never closed"))
+        violations.append(Finding(str(path), open_site[2], f"site {open_site[0]} is never closed"))
     return sites, violations
 
 
@@ -201,7 +195,7 @@ def _site(opened: tuple[str, dict[str, str], int], path: Path, end: int) -> Site
     )
 
 
-def _check_header(path: Path, number: int, name: str, attrs: dict, text: str) -> list[Violation]:
+def _check_header(path: Path, number: int, name: str, attrs: dict, text: str) -> list[Finding]:
     problems = []
     if not NAME.match(name):
         problems.append(
@@ -215,7 +209,7 @@ def _check_header(path: Path, number: int, name: str, attrs: dict, text: str) ->
     if unknown or leftovers:
         problems.append(f"site {name}: unknown attributes {unknown or [leftovers]}")
     problems += _contract_problems(name, kind, attrs)
-    return [Violation(path, number, message) for message in problems]
+    return [Finding(str(path), number, message) for message in problems]
 
 
 def _contract_problems(name: str, kind: str | None, attrs: dict) -> list[str]:
@@ -242,7 +236,7 @@ def _contract_problems(name: str, kind: str | None, attrs: dict) -> list[str]:
     return problems
 
 
-def parse_tree(root: Path) -> tuple[list[Site], list[Violation]]:
+def parse_tree(root: Path) -> tuple[list[Site], list[Finding]]:
     """Every site under `root` and every rule it breaks, across files."""
     root = Path(root)
     sites, violations = [], []
@@ -254,8 +248,8 @@ def parse_tree(root: Path) -> tuple[list[Site], list[Violation]]:
     for site in sites:
         if site.name in first:
             violations.append(
-                Violation(
-                    site.path,
+                Finding(
+                    str(site.path),
                     site.start,
                     f"site {site.name} defined again (first at {first[site.name].where()})",
                 )
@@ -266,14 +260,16 @@ def parse_tree(root: Path) -> tuple[list[Site], list[Violation]]:
         guarded = first.get(site.guards) if site.guards is not None else None
         if site.guards is not None and guarded is None:
             violations.append(
-                Violation(
-                    site.path, site.start, f"site {site.name} guards unknown site {site.guards}"
+                Finding(
+                    str(site.path),
+                    site.start,
+                    f"site {site.name} guards unknown site {site.guards}",
                 )
             )
         elif guarded is not None and guarded.kind not in GUARDABLE_KINDS:
             violations.append(
-                Violation(
-                    site.path,
+                Finding(
+                    str(site.path),
                     site.start,
                     f"site {site.name} guards {site.guards}, a {guarded.kind} site: "
                     f"a site guards a {' or '.join(GUARDABLE_KINDS)} site",

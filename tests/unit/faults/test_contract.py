@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import CatalogError, load_catalog
-from invariants.sync.contract import ContractViolation, PtxError, check_contracts
+from invariants.sync.contract import PtxError, check_contracts
+from invariants.sync.finding import Finding
 from invariants.sync.ptx_check import sources_digest
 from invariants.sync.ptx_read import parse_module, read_module
 from invariants.sync.spellings import spelling
@@ -109,7 +110,7 @@ def test_this_tree_keeps_every_contract_in_every_variant(ptx_cache, capsys):
 
 
 def test_a_violation_reads_path_line_site_variant_and_what_is_missing():
-    found = ContractViolation("a.b", Path("k.cuh"), 7, "k<1>", "no bar.sync")
+    found = Finding("k.cuh", 7, "no bar.sync", "a.b", "k<1>")
     assert str(found) == "k.cuh:7: a.b [k<1>]: no bar.sync"
     assert str(dataclasses.replace(found, variant=None)) == "k.cuh:7: a.b: no bar.sync"
 
@@ -481,7 +482,7 @@ def test_a_primitive_weakened_under_its_name_is_caught_in_the_ptx(
     shows that wait_until no longer acquires, or that the release is narrowed."""
     csrc = mutated(tmp_path, "common/ptx.cuh", old, new)
     report = check_contracts(REPO, NARROW_TARGET, sources=csrc, cache=ptx_cache)
-    assert {v.missing for v in report.violations} == {missing}
+    assert {v.message for v in report.violations} == {missing}
     assert all(v.variant is not None for v in report.violations)
     named = {v.site for v in report.violations}
     if kind == "wait":  # every wait calls wait_until

@@ -436,10 +436,10 @@ def test_a_scratch_tree_is_never_made_over_an_earlier_one(tmp_path):
 def test_a_contract_violation_is_said_from_its_trees_root(tmp_path):
     """A survivor's reason outlives its scratch tree: the contract's findings
     name files from the tree's root, as the review does."""
-    from invariants.sync.contract import ContractViolation
+    from invariants.sync.finding import Finding
 
     tree = tmp_path / "S1" / "tree"
-    found = ContractViolation("k.p", tree / "afdep/csrc/a.cuh", 12, "v1", "no bar.sync")
+    found = Finding(str(tree / "afdep/csrc/a.cuh"), 12, "no bar.sync", "k.p", "v1")
     assert str(found.from_root(tree)) == "afdep/csrc/a.cuh:12: k.p [v1]: no bar.sync"
-    outside = ContractViolation("k.p", Path("/elsewhere/a.cuh"), 1, None, "x")
+    outside = Finding("/elsewhere/a.cuh", 1, "x", "k.p")
     assert str(outside.from_root(tree)) == "/elsewhere/a.cuh:1: k.p: x"

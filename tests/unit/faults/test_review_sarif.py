@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from faults.report.sarif import SCHEMA, Finding, Level, Rule, sarif_document
+from faults.report.sarif import SCHEMA, Level, Result, Rule, sarif_document
+from invariants.sync.finding import Finding
 from tests.unit.faults.test_review import FIXTURE, SRC, edit, fixture_repo, git, main
 from tests.unit.faults.test_review_static import RELEASE_LINE, install_contract
 
@@ -61,9 +62,9 @@ def results(path: Path) -> list[tuple]:
 
 def test_a_document_holds_each_finding_at_its_line():
     findings = [
-        Finding(CHECK, Level.ERROR, "broken here", "src/a.cu", 12),
-        Finding(OTHER, Level.WARNING, "the whole file", "catalog.toml"),
-        Finding(CHECK, Level.ERROR, "nowhere in particular"),
+        Result(CHECK, Level.ERROR, Finding("src/a.cu", 12, "broken here")),
+        Result(OTHER, Level.WARNING, Finding("catalog.toml", None, "the whole file")),
+        Result(CHECK, Level.ERROR, Finding(None, None, "nowhere in particular")),
     ]
     document = sarif_document("faults review", [CHECK, OTHER], findings)
     assert_sarif_shape(document)
@@ -103,13 +104,13 @@ def test_a_document_holds_each_finding_at_its_line():
 )
 def test_a_finding_outside_the_repository_is_refused(uri, line, message):
     with pytest.raises(ValueError) as error:
-        Finding(CHECK, Level.ERROR, "x", uri, line)
+        Result(CHECK, Level.ERROR, Finding(uri, line, "x"))
     assert str(error.value) == message
 
 
 def test_a_finding_under_an_undeclared_rule_is_refused():
     with pytest.raises(ValueError) as error:
-        sarif_document("t", [CHECK], [Finding(OTHER, Level.ERROR, "x")])
+        sarif_document("t", [CHECK], [Result(OTHER, Level.ERROR, Finding(None, None, "x"))])
     assert str(error.value) == "SARIF findings under rules not declared: ['other']"
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from faults.review import static
+from invariants.sync.finding import Finding
 from invariants.sync.sites import parse_tree
 from tests.unit.faults.test_review import SRC, edit, fixture_repo, git, main, review
 
@@ -19,17 +20,8 @@ WAIT_LINE = 49  # main.cpp: fixture::wait_until(...) in fx.consumer.flag_wait
 
 
 @dataclass
-class ContractViolation:
-    site: str
-    path: Path
-    line: int
-    variant: str | None
-    missing: str
-
-
-@dataclass
 class ContractReport:
-    violations: list[ContractViolation]
+    violations: list[Finding]
     sites_checked: int
     variants_checked: int
 
@@ -38,7 +30,7 @@ class ContractReport:
         return not self.violations
 
 
-def violations(tree: Path, sources: str) -> list[ContractViolation]:
+def violations(tree: Path, sources: str) -> list[Finding]:
     """A release site must publish with release order (a source finding); the
     wait its helper header implements must load with acquire order (a
     compiled-code finding, reported under the variant `cpp`)."""
@@ -47,14 +39,10 @@ def violations(tree: Path, sources: str) -> list[ContractViolation]:
     for site in sites:
         body = site.path.read_text().splitlines()[site.start : site.end - 1]
         if site.kind == "release" and not any("memory_order_release" in line for line in body):
-            found.append(
-                ContractViolation(site.name, site.path, site.start + 1, None, "no release order")
-            )
+            found.append(Finding(str(site.path), site.start + 1, "no release order", site.name))
         helper = (tree / sources / "common/wait.h").read_text()
         if site.kind == "wait" and "memory_order_acquire" not in helper:
-            found.append(
-                ContractViolation(site.name, site.path, site.start + 1, "cpp", "no ld.acquire")
-            )
+            found.append(Finding(str(site.path), site.start + 1, "no ld.acquire", site.name, "cpp"))
     return found
 
 
