@@ -12,7 +12,7 @@ from pathlib import Path
 from faults.catalog.errors import CatalogError
 from faults.catalog.schedule import Schedule, ScheduleSpelling
 from faults.catalog.shrink import ShrinkSpec
-from hostio import known_names
+from hostio import RankMode, known_names
 from invariants.sync.spellings import (
     ContractSpellings,
 )
@@ -259,17 +259,6 @@ class Publisher:
 
 
 GROUPS = ("thread", "warp", "block", "grid")
-
-
-class RankMode(str, Enum):
-    """How a run places its ranks (docs/architecture.md, "One GPU, logical
-    ranks"): one per GPU, or all of them as logical ranks on one GPU."""
-
-    PER_GPU = "per-gpu"
-    LOGICAL = "logical"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

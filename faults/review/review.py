@@ -18,7 +18,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
-from faults.catalog.model import RankMode
 from faults.catalog.refs import without_missing_sites
 from faults.generate.site_faults import with_generated
 from faults.pipeline.scratch import make_scratch
@@ -28,6 +27,7 @@ from faults.review.markdown import markdown
 from faults.review.model import OlderTree, Review, ReviewVerdict
 from faults.review.runs import RunReport, run_review
 from faults.review.static import check_contract
+from hostio import RankMode
 from invariants.sync.sites import parse_tree
 
 __all__ = [

@@ -11,10 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, Config, load_catalog
-from faults.catalog.model import RankMode
 from faults.generate.site_faults import with_generated
 from faults.pipeline.engine import Engine, RunResult
 from faults.shrink.loop import Runner, ShrinkError
+from hostio import RankMode
 
 
 def shrink_catalog(catalog: Catalog) -> Catalog:

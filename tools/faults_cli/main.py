@@ -31,9 +31,8 @@ import sys
 from pathlib import Path
 
 from faults.catalog.errors import FaultsError
-from faults.catalog.model import RankMode
 from faults.catalog.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
-from hostio import OneLineParser, UsageError, entry_point, writable_dir
+from hostio import OneLineParser, RankMode, UsageError, entry_point, writable_dir
 from tools.faults_cli import (
     amplify,
     apply,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from faults.catalog.model import RankMode
 from hostio import (
+    RankMode,
     UsageError,
     writable_dir,
 )

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from faults.catalog import Catalog, load_catalog
 from faults.catalog.errors import FaultsError
-from faults.catalog.model import RankMode
 from faults.generate.site_faults import with_generated
 from faults.report.document import REQUIRED, ReportError, SweepReport, read_report
 from hostio import (
     KeptFolder,
+    RankMode,
     UsageError,
     gpu_count,
 )

@@ -15,9 +15,9 @@ import pytest
 
 import faults.shrink.report
 from faults.catalog import load_catalog
-from faults.catalog.model import RankMode
 from faults.shrink.report import ShrinkContext, paste_command, regression_test
 from faults.shrink.runs import shrink_catalog
+from hostio import RankMode
 from tools.faults_cli.main import main
 from tools.faults_cli.steps import program
 

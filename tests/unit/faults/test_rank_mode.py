@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import CatalogError, load_catalog
-from faults.catalog.model import RankMode
 from faults.pipeline.run import substitute
+from hostio import RankMode
 from tools.faults_cli.main import main as faults_main
 
 REPO = Path(__file__).parents[3]

@@ -288,8 +288,8 @@ def test_the_review_runs_its_controls_and_must_pass_faults_in_slots(monkeypatch,
 
 def test_the_review_runs_only_the_configs_its_covering_faults_run_under():
     from faults.catalog import load_catalog
-    from faults.catalog.model import RankMode
     from faults.review.runs import review_configs
+    from hostio import RankMode
 
     catalog = load_catalog(Path(__file__).parents[3] / "catalogs/afdep.toml")
     logical = catalog.in_rank_mode(RankMode.LOGICAL)

@@ -11,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faults.catalog import load_catalog
-from faults.catalog.model import RankMode
 from faults.catalog.shrink import Dimension, Relation, RelationOp, ShrinkSpec
 from faults.judge.verdict import Verdict
 from faults.pipeline.engine import RunResult
 from faults.shrink.loop import ShrinkLoop, option_value, override_args, relations_hold, start_input
 from faults.shrink.runs import shrink_catalog
+from hostio import RankMode
 
 REPO = Path(__file__).parents[3]
 SPEC = ShrinkSpec(
