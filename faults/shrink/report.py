@@ -1,11 +1,10 @@
 """What a shrink hands back (docs/architecture.md, "Shrinking"): the JSON
 and Markdown report of every probe, the command that reruns the minimal
-input by hand, and a pytest regression test that holds the fault KILLED
-there."""
+input by hand, and the regression case (tests/regress/shrunk/<fault>.json)
+that tests/regress/test_shrunk.py holds KILLED there."""
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import sys
@@ -140,49 +139,20 @@ def slug(fault: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", fault).strip("_")
 
 
-def regression_test(context: ShrinkContext, args: list[str]) -> str:
-    """A pytest module (ruff-clean as written): one run of the fault at
-    `args`, asserted KILLED; a target that needs GPUs marks it `gpu(n)` and
-    skips it, saying why, where there are fewer."""
-    gpus = context.gpus
-    marks = (
-        "@pytest.mark.gpu(GPUS)\n"
-        "@pytest.mark.skipif(gpu_count() < GPUS, "
-        'reason=f"needs {GPUS} GPUs (found {gpu_count()})")\n'
-        if gpus
-        else ""
-    )
-    listed = "".join(f"    {json.dumps(word)},\n" for word in args)
-    return f'''"""Regression: the fault
-{context.fault}
-stays KILLED at the input `shrink` found under {context.config}
-({context.rank_mode} ranks, on {context.machine})."""
-
-from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
-
-from faults.judge.verdict import Verdict
-from faults.shrink.runs import run_shrunk
-from hostio import gpu_count
-
-ROOT = Path(__file__).resolve().parents[2]
-CATALOG = {json.dumps(context.catalog)}
-FAULT = {json.dumps(context.fault)}
-CONFIG = {json.dumps(context.config)}
-RANK_MODE = {json.dumps(context.rank_mode)}
-GPUS = {gpus}
-ARGS = [
-{listed}]
+def regression_case(context: ShrinkContext, args: list[str]) -> dict:
+    """The regression case of a shrunk fault: one run of it at `args`, which
+    tests/regress/test_shrunk.py asserts KILLED (marked `gpu(n)`, and skipped
+    where there are fewer, when the target needs GPUs)."""
+    return {
+        "fault": context.fault,
+        "config": context.config,
+        "rank_mode": context.rank_mode,
+        "machine": context.machine,
+        "catalog": context.catalog,
+        "gpus": context.gpus,
+        "args": args,
+    }
 
 
-{marks}def test_{slug(context.fault)}_killed_when_shrunk(tmp_path):
-    result = run_shrunk(ROOT, ROOT / CATALOG, FAULT, CONFIG, RANK_MODE, ARGS, tmp_path)
-    assert result.verdict is Verdict.KILLED, result.reason
-'''
-
-
-def regression_test_path(root: Path, fault: str) -> Path:
-    return root / "tests" / "regress" / f"test_shrunk_{slug(fault)}.py"
+def regression_case_path(root: Path, fault: str) -> Path:
+    return root / "tests" / "regress" / "shrunk" / f"{slug(fault)}.json"

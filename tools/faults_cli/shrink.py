@@ -1,6 +1,7 @@
 """`afdep-faults shrink FAULT`: the smallest run input, by the catalog's
 [shrink] dimensions, that still kills a must-fail fault (docs/architecture.md,
-"Shrinking"), with a command to rerun it and, on --write-test, a regression test."""
+"Shrinking"), with a command to rerun it and, on --write-test, its regression
+case (tests/regress/shrunk/<fault>.json, run by tests/regress/test_shrunk.py)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ def shrink_command(args: argparse.Namespace) -> int:
     from faults.shrink.report import (
         ShrinkContext,
         minimal_args,
-        regression_test,
-        regression_test_path,
+        regression_case,
+        regression_case_path,
     )
     from faults.shrink.runs import engine_runner
 
@@ -71,11 +72,9 @@ def shrink_command(args: argparse.Namespace) -> int:
     if not shrunk.start_killed:
         raise UsageError(not_killed(args.id, config.name, shrunk))
     if args.write_test:
-        path = regression_test_path(args.root, args.id)
-        if not (path.parent / "__init__.py").exists():  # a package, as the other test folders
-            write_text(path.parent / "__init__.py", "")
-        write_text(path, regression_test(context, minimal_args(shrunk)))
-        print(f"regression test: {path}")
+        path = regression_case_path(args.root, args.id)
+        write_json(path, regression_case(context, minimal_args(shrunk)))
+        print(f"regression case: {path} (tests/regress/test_shrunk.py runs it)")
     return 0
 
 
@@ -83,7 +82,7 @@ def planned(args: argparse.Namespace) -> tuple[Catalog, Config, list[str], dict[
     """The catalog, config, run command and start input, every bad argument
     said in one line before any tree is copied."""
     from faults.shrink.loop import ShrinkError, start_input
-    from faults.shrink.report import regression_test_path
+    from faults.shrink.report import regression_case_path
     from faults.shrink.runs import chosen_config, shrink_catalog
 
     catalog = shrink_catalog(load(args))
@@ -104,7 +103,7 @@ def planned(args: argparse.Namespace) -> tuple[Catalog, Config, list[str], dict[
     if args.results_dir is not None:
         writable_dir(args.results_dir, "--results-dir")
     if args.write_test:
-        writable_dir(regression_test_path(args.root, args.id).parent, "--write-test's folder")
+        writable_dir(regression_case_path(args.root, args.id).parent, "--write-test's folder")
     return catalog, config, words, start
 
 
@@ -172,6 +171,6 @@ def add_parser(commands) -> None:
     shrink.add_argument(
         "--write-test",
         action="store_true",
-        help="write tests/regress/test_shrunk_<fault>.py, the fault KILLED at the minimal input",
+        help="write tests/regress/shrunk/<fault>.json: the fault KILLED at the minimal input",
     )
     shrink.set_defaults(handler=shrink_command)

@@ -4,7 +4,6 @@ input as one line (docs/architecture.md, "Shrinking")."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -15,9 +14,10 @@ import pytest
 
 import faults.shrink.report
 from faults.catalog import load_catalog
-from faults.shrink.report import ShrinkContext, paste_command, regression_test
+from faults.shrink.report import ShrinkContext, paste_command, regression_case
 from faults.shrink.runs import shrink_catalog
 from hostio import RankMode
+from tests.regress import test_shrunk
 from tools.faults_cli.main import main
 from tools.faults_cli.steps import program
 
@@ -48,11 +48,11 @@ def shrink(catalog: Path, tmp_path: Path, *args: str) -> int:
     return main([*top, "--workdir", str(tmp_path / "work"), "shrink", *args])
 
 
-def test_a_killed_fault_shrinks_to_its_minimal_input_and_writes_its_test(
+def test_a_killed_fault_shrinks_to_its_minimal_input_and_writes_its_case(
     catalog, tmp_path, capsys, monkeypatch
 ):
-    written = tmp_path / "tests/regress/test_shrunk_S1.py"
-    monkeypatch.setattr(faults.shrink.report, "regression_test_path", lambda root, f: written)
+    written = tmp_path / "tests/regress/shrunk/S1.json"
+    monkeypatch.setattr(faults.shrink.report, "regression_case_path", lambda root, f: written)
     status = shrink(catalog, tmp_path, "S1", "--results-dir", str(tmp_path), "--write-test")
     assert status == 0
     doc = json.loads((tmp_path / "shrink-S1-cpu.json").read_text())
@@ -69,15 +69,23 @@ def test_a_killed_fault_shrinks_to_its_minimal_input_and_writes_its_test(
     )
     markdown = (tmp_path / "shrink-S1-cpu.md").read_text()
     assert "Smaller than the start: tokens 8 -> 2, width 4 -> 2." in markdown
-    assert f"regression test: {written}" in capsys.readouterr().out
-    assert (written.parent / "__init__.py").read_text() == ""
-    # The written test, run here with the repository as its root, finds S1 killed.
-    spec = importlib.util.spec_from_file_location("test_shrunk_S1", written)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.ARGS == ["--tokens", "2", "--width", "2"] and module.GPUS == 0
-    module.ROOT = REPO
-    module.test_S1_killed_when_shrunk(tmp_path / "regress")
+    assert f"regression case: {written} (tests/regress/test_shrunk.py runs it)" in (
+        capsys.readouterr().out
+    )
+    case = json.loads(written.read_text())
+    assert case == {
+        "fault": "S1",
+        "config": "default",
+        "rank_mode": "per-gpu",
+        "machine": "cpu",
+        "catalog": str(catalog),
+        "gpus": 0,
+        "args": ["--tokens", "2", "--width", "2"],
+    }
+    # The case, run by the one regression test with the repository as its root, is killed.
+    [param] = test_shrunk.case_params(written.parent)
+    assert (param.id, param.marks) == ("S1", [])
+    test_shrunk.test_the_fault_stays_killed_at_its_shrunk_input(case, tmp_path / "regress")
 
 
 def test_the_rerun_command_reproduces_the_kill_by_hand(catalog, tmp_path):
@@ -114,7 +122,7 @@ def test_afdeps_rerun_command_fills_every_placeholder():
     )
 
 
-def test_a_generated_gpu_test_is_collected_and_skips_on_a_machine_without_gpus(tmp_path):
+def test_a_gpu_case_is_collected_and_skips_on_a_machine_without_gpus(tmp_path):
     context = ShrinkContext(
         "gen.skip.cf.ffn_place.count_wait",
         "bf16-graph",
@@ -125,12 +133,14 @@ def test_a_generated_gpu_test_is_collected_and_skips_on_a_machine_without_gpus(t
         1,
         1,
     )
-    path = tmp_path / "tests/regress/test_shrunk_gen_skip_cf_ffn_place_count_wait.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(regression_test(context, ["--tokens", "8", "--empty-prob", "0.0"]))
+    regress = tmp_path / "tests/regress"
+    (regress / "shrunk").mkdir(parents=True)
+    shutil.copy(REPO / "tests/regress/test_shrunk.py", regress)
+    case = regression_case(context, ["--tokens", "8", "--empty-prob", "0.0"])
+    (regress / "shrunk/gen_skip_cf_ffn_place_count_wait.json").write_text(json.dumps(case))
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": ""}
     ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(path)],
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(regress)],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -138,11 +148,6 @@ def test_a_generated_gpu_test_is_collected_and_skips_on_a_machine_without_gpus(t
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "needs 1 GPUs (found 0)" in ran.stdout and "1 skipped" in ran.stdout
-    ruff = shutil.which("ruff")
-    if ruff:  # as written, the test passes the repository's lint and format
-        config = ["--config", str(REPO / "pyproject.toml")]
-        assert subprocess.run([ruff, "check", *config, str(path)]).returncode == 0
-        assert subprocess.run([ruff, "format", "--check", *config, str(path)]).returncode == 0
 
 
 BAD = [
