@@ -18,6 +18,6 @@ shrink() {  # FAULT CONFIG BUDGET_S
 while [ $# -ge 3 ]; do shrink "$1" "$2" "$3"; shift 3; done
 timeout 120 python3 -m pytest -q -p no:cacheprovider -rs tests/regress >> "$LOG" 2>&1
 echo "== regression tests: rc=$?" | tee -a "$LOG"
-{ find /tmp/shrink-* -name '*.log' -size -2M; ls tests/regress/*.py; } 2>/dev/null \
-  | tar czf "$OUT/logs.tgz" -T - 2>/dev/null  # the logs and the written tests
+{ find /tmp/shrink-* -name '*.log' -size -2M; ls tests/regress/shrunk/*.json; } 2>/dev/null \
+  | tar czf "$OUT/logs.tgz" -T - 2>/dev/null  # the logs and the written cases
 exit 0
