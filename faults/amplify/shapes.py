@@ -34,7 +34,21 @@ AMPLIFIED_FAMILIES = (
 )
 
 
-class Publish(str, Enum):
+def litmus_name(kind: str, member: str) -> str:
+    """An enum's member as the litmus (litmus.cuh) names it: `RELEASE_SYS` of
+    `Publish` is `litmus::Publish::kReleaseSys`."""
+    return f"{NAMESPACE}::{kind}::k" + "".join(word.capitalize() for word in member.split("_"))
+
+
+class LitmusWord(str, Enum):
+    """An enum the litmus has too, under the same names."""
+
+    @property
+    def cpp(self) -> str:
+        return litmus_name(type(self).__name__, self.name)
+
+
+class Publish(LitmusWord):
     """How the producer publishes the flag (litmus::Publish)."""
 
     RELEASE_SYS = "release.sys"
@@ -42,35 +56,16 @@ class Publish(str, Enum):
     RELEASE_GPU = "release.gpu"
     FENCE_RELAXED_SYS = "fence.acq_rel.sys+relaxed.sys"
 
-    @property
-    def cpp(self) -> str:
-        names = {
-            Publish.RELEASE_SYS: "kReleaseSys",
-            Publish.RELAXED_SYS: "kRelaxedSys",
-            Publish.RELEASE_GPU: "kReleaseGpu",
-            Publish.FENCE_RELAXED_SYS: "kFenceRelaxedSys",
-        }
-        return f"{NAMESPACE}::Publish::{names[self]}"
 
-
-class Wait(str, Enum):
+class Wait(LitmusWord):
     """How the consumer loads the flag (litmus::Wait)."""
 
     ACQUIRE_SYS = "acquire.sys"
     RELAXED_SYS = "relaxed.sys"
     ACQUIRE_GPU = "acquire.gpu"
 
-    @property
-    def cpp(self) -> str:
-        names = {
-            Wait.ACQUIRE_SYS: "kAcquireSys",
-            Wait.RELAXED_SYS: "kRelaxedSys",
-            Wait.ACQUIRE_GPU: "kAcquireGpu",
-        }
-        return f"{NAMESPACE}::Wait::{names[self]}"
 
-
-class Read(str, Enum):
+class Read(LitmusWord):
     """How the consumer reads the payload (litmus::Read): L2, as the target's
     kernels read a peer's stores (ld.global.cg), or a plain load that L1 may
     serve stale."""
@@ -78,14 +73,11 @@ class Read(str, Enum):
     L2 = "ld.cg"
     CACHED = "ld"
 
-    @property
-    def cpp(self) -> str:
-        return f"{NAMESPACE}::Read::{'kL2' if self is Read.L2 else 'kCached'}"
-
 
 def group_cpp(group: Group) -> str:
-    names = {Group.THREAD: "kThread", Group.WARP: "kWarp", Group.BLOCK: "kBlock"}
-    return f"{NAMESPACE}::Group::{names[group]}"
+    if group is Group.GRID:
+        raise ValueError("the litmus has no grid group")
+    return litmus_name("Group", group.name)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ the file, where in it, and the field at fault."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from string import Formatter
 
@@ -68,3 +69,15 @@ def placeholders(word: str) -> list[str]:
         if spec:
             names += placeholders(spec)
     return names
+
+
+def regex(path: Path, where: str, key: str, text: str, empty: str = "empty text") -> re.Pattern:
+    """`text` compiled: a regular expression that matches something (a pattern
+    that matches `empty` would match everywhere)."""
+    try:
+        pattern = re.compile(text)
+    except re.error as error:
+        raise fail(path, where, f"{key}: {text!r} is not a regular expression: {error}") from None
+    if pattern.search(""):
+        raise fail(path, where, f"{key}: {text!r} matches {empty}")
+    return pattern

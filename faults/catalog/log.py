@@ -3,10 +3,9 @@ expression searched line by line (docs/architecture.md, "Log lines")."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from faults.catalog.fields import expect_type, fail
+from faults.catalog.fields import expect_type, fail, regex
 from faults.catalog.model import (
     LOG_KEYS,
     LogPatterns,
@@ -27,15 +26,7 @@ def log_table(path: Path, raw) -> LogPatterns:
         if key not in raw:
             raise fail(path, where, f"{key}: required")
         text = expect_type(path, where, key, raw[key], str, "a regular expression")
-        try:
-            pattern = re.compile(text)
-        except re.error as error:
-            raise fail(
-                path, where, f"{key}: {text!r} is not a regular expression: {error}"
-            ) from None
-        if pattern.search(""):
-            raise fail(path, where, f"{key}: {text!r} matches an empty line")
-        patterns[key] = pattern
+        patterns[key] = regex(path, where, key, text, empty="an empty line")
     if patterns["digest"].groups != 1:
         raise fail(
             path,

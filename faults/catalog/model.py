@@ -67,17 +67,14 @@ ORDER_FAMILIES = frozenset(
     }
 )
 
-# The families a catalog's `[[target.mutation]]` rewrites make; the others are
-# made by faults/generate/site_faults.py (site actions) or moved structurally (publish-early).
-REWRITE_FAMILIES = (
-    Family.REMOVE_BARRIER,
-    Family.REMOVE_WARP_SYNC,
-    Family.WEAKEN_RELEASE,
-    Family.WEAKEN_ACQUIRE,
-    Family.REMOVE_FENCE,
-    Family.NARROW_SCOPE,
-    Family.EPOCH_OFF_BY_ONE,
-    Family.WRONG_SLOT,
+# The families a catalog's `[[target.mutation]]` rewrites make: the order
+# families but publish-early (moved structurally, faults/generate/mutate.py),
+# and the two that rewrite a value; the site actions are faults/generate/site_faults.py's.
+REWRITE_FAMILIES = tuple(
+    family
+    for family in Family
+    if family in ORDER_FAMILIES - {Family.PUBLISH_EARLY}
+    or family in (Family.EPOCH_OFF_BY_ONE, Family.WRONG_SLOT)
 )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faults.catalog.errors import CatalogError, catalog_error
+from faults.catalog.fields import regex
 from faults.catalog.model import REWRITE_FAMILIES, Family, MutationRule
 from invariants.sync.functions import Definition, definitions
 from invariants.sync.sites import KINDS
@@ -64,7 +65,7 @@ def _rule(path: Path, index: int, entry: dict) -> MutationRule:
         raise catalog_error(
             path, where, f"kind: {entry['kind']!r} is not a site kind ({', '.join(KINDS)})"
         )
-    pattern = _regex(path, where, "pattern", entry["pattern"])
+    pattern = regex(path, where, "pattern", entry["pattern"])
     _check_groups(path, where, pattern, "replacement", entry["replacement"])
     expose = entry.get("expose")
     if expose is not None:
@@ -110,22 +111,9 @@ def _twin(path: Path, where: str, raw, replacement: str) -> MutationRule.Twin:
             f"twin.name: the replacement {replacement!r} does not call {raw['name']!r}: "
             "no site would call the twin",
         )
-    pattern = _regex(path, where, "twin.pattern", raw["pattern"])
+    pattern = regex(path, where, "twin.pattern", raw["pattern"])
     _check_groups(path, where, pattern, "twin.replacement", raw["replacement"])
     return MutationRule.Twin(raw["of"], raw["name"], pattern, raw["replacement"])
-
-
-def _regex(path: Path, where: str, key: str, text: str) -> re.Pattern[str]:
-    """`text` compiled: a regular expression that matches some text."""
-    try:
-        pattern = re.compile(text)
-    except re.error as error:
-        raise catalog_error(
-            path, where, f"{key}: {text!r} is not a regular expression: {error}"
-        ) from None
-    if pattern.search(""):
-        raise catalog_error(path, where, f"{key}: {text!r} matches empty text")
-    return pattern
 
 
 def _check_groups(path: Path, where: str, pattern: re.Pattern[str], key: str, text: str) -> None:

@@ -133,25 +133,16 @@ def _bump(patch: Patch, target: Target) -> str:
 @action("hold")
 def hold(body: list[str], patch: Patch, target: Target, indent: str) -> list[str]:
     """`code` -> `if (when) { wait for the cell to change, at most ns; marker }` then `code`."""
-    injected = _tag(
-        f"if ({patch.when}) {{ {_bounded_wait(patch, target)} {marker_line(patch, target)} }}",
-        indent,
-        patch,
-        f"hold at most {patch.ns} ns at start of {patch.site} for cell {patch.cell}",
-    )
-    return [injected, *body]
+    code = f"{_bounded_wait(patch, target)} {marker_line(patch, target)}"
+    note = f"hold at most {patch.ns} ns at start of {patch.site} for cell {patch.cell}"
+    return [_tag(f"if ({patch.when}) {{ {code} }}", indent, patch, note), *body]
 
 
 @action("signal")
 def signal(body: list[str], patch: Patch, target: Target, indent: str) -> list[str]:
     """`code` -> `code` then `if (when) { bump the cell }` (the held threads go on)."""
-    injected = _tag(
-        f"if ({patch.when}) {{ {_bump(patch, target)} }}",
-        indent,
-        patch,
-        f"signal cell {patch.cell} at end of {patch.site}",
-    )
-    return [*body, injected]
+    note = f"signal cell {patch.cell} at end of {patch.site}"
+    return [*body, _tag(f"if ({patch.when}) {{ {_bump(patch, target)} }}", indent, patch, note)]
 
 
 # Actions whose code needs lines at file scope, once per file.

@@ -88,9 +88,8 @@ def test_a_rank_that_raised_is_one_line_per_rank_not_a_traceback(tmp_path, capsy
     def run(args):
         return LocalWorld(2).run(body)
 
-    assert (
-        micro.run_main(PROG, expand.checked_arguments, run, ["--results-dir", str(tmp_path)]) == 1
-    )
+    main = micro.program(PROG, expand.checked_arguments, run)
+    assert main(["--results-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err.splitlines()
     raised_at = body.__code__.co_firstlineno + 2
     assert err[0] == (

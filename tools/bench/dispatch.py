@@ -34,7 +34,7 @@ from pathlib import Path
 from afdep.config import COUNT_FIRST_EVERY_BUCKET
 from afdep.vocab import Protocol
 from afdep.workspace import Geometry, GeometryError
-from hostio import OneLineParser, UsageError, at_least, entry_point
+from hostio import OneLineParser, UsageError, at_least
 from tools.bench import micro, micro_step
 from tools.bench.micro import (
     NUM_SMS,
@@ -168,9 +168,7 @@ def run(args: argparse.Namespace) -> int:
     return micro.finish(document, "dispatch", args.results_dir, table_lines)
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
-    return micro.run_main(PROG, checked_arguments, run, argv)
+main = micro.program(PROG, checked_arguments, run)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 
 from afdep.workspace import Geometry
-from hostio import OneLineParser, at_least, entry_point
+from hostio import OneLineParser, at_least
 from tools.bench import micro, micro_step
 from tools.bench.micro import (
     HBM_GBPS,
@@ -150,9 +150,7 @@ def run(args: argparse.Namespace) -> int:
     return micro.finish(document, "expand", args.results_dir, table_lines)
 
 
-@entry_point
-def main(argv: list[str] | None = None) -> int:
-    return micro.run_main(PROG, checked_arguments, run, argv)
+main = micro.program(PROG, checked_arguments, run)
 
 
 if __name__ == "__main__":

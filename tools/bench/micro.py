@@ -17,7 +17,7 @@ from pathlib import Path
 from afdep.jit import CSRC, source_digest
 from afdep.ranks import RankFailure, RankFailures
 from afdep.workspace import Geometry, GeometryError
-from hostio import OneLineParser, UsageError, at_least, write_json, write_text
+from hostio import OneLineParser, UsageError, at_least, entry_point, write_json, write_text
 from hostio.usage import writable_dir
 
 HIDDEN, TOP_K, NUM_EXPERTS, NUM_SMS = 2048, 8, 128, 24  # the benches' geometry (tools.bench.arms)
@@ -216,19 +216,24 @@ def finish(
     return 0 if all(row["bitwise"] for row in document["rows"]) else 1
 
 
-def run_main(prog: str, checked_arguments, run, argv: list[str] | None) -> int:
-    """A micro-bench's main: its arguments checked, then `run`; a usage error
-    is one line naming `prog`, exit 2, before any work; logical ranks that
-    raised are one line each (error and where), exit 1."""
-    try:
-        return run(checked_arguments(argv))
-    except UsageError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return 2
-    except RankFailures as failed:
-        for failure in failed.failures:
-            print(f"{prog}: {rank_failure_line(failure)}", file=sys.stderr)
-        return 1
+def program(prog: str, checked_arguments, run):
+    """A micro-bench's `main(argv)`: its arguments checked, then `run`; a usage
+    error is one line naming `prog`, exit 2, before any work; logical ranks
+    that raised are one line each (error and where), exit 1."""
+
+    @entry_point
+    def main(argv: list[str] | None = None) -> int:
+        try:
+            return run(checked_arguments(argv))
+        except UsageError as error:
+            print(f"{prog}: error: {error}", file=sys.stderr)
+            return 2
+        except RankFailures as failed:
+            for failure in failed.failures:
+                print(f"{prog}: {rank_failure_line(failure)}", file=sys.stderr)
+            return 1
+
+    return main
 
 
 def rank_failure_line(failure: RankFailure) -> str:
