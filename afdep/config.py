@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from afdep.vocab import Arm
+from hostio import folder_problem
 
 
 class ConfigError(ValueError):
@@ -220,12 +222,16 @@ class Config:
 
 
 def environment_error(environ: Mapping[str, str] | None = None) -> str | None:
-    """The one-line error for the `AFDEP_*` variables, or None when they parse:
-    entry points check it before any work starts."""
+    """The one-line error for the `AFDEP_*` variables, or None when they parse
+    and the cubin cache's folder is one or can be made (a read-only cache is
+    read all the same): entry points check it before any work starts."""
     try:
-        Config.from_env(environ)
+        config = Config.from_env(environ)
     except ConfigError as error:
         return str(error)
+    problem = folder_problem(Path(config.jit_cache).expanduser())
+    if problem is not None and problem != "not writable":
+        return f"AFDEP_JIT_CACHE={config.jit_cache!r}: {problem}"
     return None
 
 

@@ -19,6 +19,7 @@ from hostio.children import (
 )
 from hostio.files import KeptFolder, write_bytes, write_json, write_text
 from hostio.machine import (
+    CPU_MACHINE,
     RankMode,
     cuda_tool,
     cuda_toolkit_bin,
@@ -32,6 +33,7 @@ from hostio.usage import (
     UsageError,
     at_least,
     at_least_one,
+    folder_problem,
     known_names,
     positive_seconds,
     writable_dir,
@@ -39,6 +41,7 @@ from hostio.usage import (
 
 __all__ = [
     "CLI_STOP_SIGNALS",
+    "CPU_MACHINE",
     "GUARD_GRACE_S",
     "GUARD_SCRIPT",
     "STOP_WAIT_S",
@@ -52,6 +55,7 @@ __all__ = [
     "at_least_one",
     "die_with_parent",
     "entry_point",
+    "folder_problem",
     "cuda_tool",
     "cuda_toolkit_bin",
     "gpu_count",

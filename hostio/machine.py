@@ -6,6 +6,7 @@ a CPU machine."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from enum import Enum
@@ -46,22 +47,36 @@ def gpu_group(index: int, size: int, visible: str | None, count: int) -> list[st
     return group
 
 
+CPU_MACHINE = "cpu"  # the machine name of one without a GPU
+
+
 def machine_name() -> str:
     """`2xH200`, or `cpu`: the name results are filed under."""
     count = gpu_count()
     if not count:
-        return "cpu"
+        return CPU_MACHINE
     import torch
 
     return f"{count}x{torch.cuda.get_device_name(0).replace('NVIDIA ', '').split()[0]}"
 
 
-def results_stem(kind: str, machine: str, rank_mode: RankMode | str | None = None) -> str:
-    """`<kind>-<machine>`, `-logical` after it for logical ranks: the one name
-    rule of every results file, so one GPU's results never take the name of
-    a run with a GPU per rank (`sweep-1xH200-logical`, `validate-2xH200`)."""
+def results_stem(
+    kind: str,
+    machine: str,
+    rank_mode: RankMode | str | None = None,
+    qualifiers: tuple[str, ...] = (),
+) -> str:
+    """`<kind>-<machine>`, `-logical` after it for logical ranks, then `-<q>`
+    for each of `qualifiers` (what else tells two results of one machine
+    apart, `sweep-cpu-flag_payload-partial`; any run of characters but
+    letters, digits, '.' and '_' becomes '-'): the one name rule of every
+    results file, so one GPU's results never take the name of a run with a
+    GPU per rank (`sweep-1xH200-logical`, `validate-2xH200`)."""
     logical = rank_mode is not None and RankMode(rank_mode) is RankMode.LOGICAL
-    return f"{kind}-{machine}" + ("-logical" if logical else "")
+    said = [re.sub(r"[^A-Za-z0-9._]+", "-", q).strip("-") for q in qualifiers]
+    return (
+        f"{kind}-{machine}" + ("-logical" if logical else "") + "".join(f"-{q}" for q in said if q)
+    )
 
 
 def cuda_toolkit_bin() -> Path:

@@ -4,7 +4,9 @@ error, the parser whose errors are one line, and an argparse type."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import itertools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,8 +23,9 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def at_least(minimum: int):
-    """An argparse type: an int >= `minimum`, else a one-line error saying so."""
+def at_least(minimum: int, maximum: int | None = None):
+    """An argparse type: an int >= `minimum` (and <= `maximum`, when given),
+    else a one-line error saying so."""
 
     def parse(text: str) -> int:
         try:
@@ -31,6 +34,8 @@ def at_least(minimum: int):
             raise argparse.ArgumentTypeError(f"an integer, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"at most {maximum}, got {value}")
         return value
 
     return parse
@@ -57,6 +62,27 @@ def known_names(name: str, known: Iterable[str], listing: str) -> str:
 class UsageError(ValueError):
     """Bad input: said in one line naming the argument, knob or file at fault
     (exit 2), before any work starts."""
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why `path` cannot be a folder that takes files (`not a directory`,
+    `cannot create it (...)`, `not writable`), or None; found out before any
+    work without leaving anything made: the folders made to find out go again."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        return "not a directory"
+    missing = list(itertools.takewhile(lambda p: not p.exists(), (path, *path.parents)))
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            return "not writable"
+        return None
+    except OSError as error:
+        return f"cannot create it ({error.strerror})"
+    finally:
+        for made in missing:  # the deepest first
+            with contextlib.suppress(OSError):
+                made.rmdir()
 
 
 def writable_dir(path: Path, argument: str) -> Path:

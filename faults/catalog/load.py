@@ -28,6 +28,8 @@ def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
+    except UnicodeDecodeError:
+        raise CatalogError(f"{path}: cannot read: not UTF-8 text (a TOML catalog is)") from None
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise CatalogError(f"{path}: cannot read: {error}") from None
     catalog = catalog_from_tables(path, data)

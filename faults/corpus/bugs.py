@@ -15,8 +15,9 @@ objects, so it is quick), apply the patch and commit it, then run the review of
 HEAD..bug there - static always, and with --run (the target's GPUs needed) the
 covering faults as well - each writing SARIF. A bug is caught by a review that
 says CHANGES NEEDED and names its site. The result, per bug: its class, caught
-by static / run / both / missed, whether the culprit site was named, and the
-time each review took (docs/architecture.md, "The bug corpus").
+by static / run / both / missed, or not run (only a run catches it and none ran
+here: not judged), whether the culprit site was named, and the time each review
+took (docs/architecture.md, "The bug corpus").
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ class CaughtBy(str, Enum):
     RUN = "run"
     BOTH = "both"
     MISSED = "missed"
+    # Only a run catches it and none ran here (no --run, or not the GPUs):
+    # not judged, so neither caught nor missed.
+    NOT_RUN = "not run"
 
     def __str__(self) -> str:
         return self.value
@@ -93,14 +97,21 @@ class BugResult:
     bug: Bug
     static: ReviewOutcome
     run: ReviewOutcome | None = None
+    not_run_why: str = ""  # why no run review ran, when none did
 
     @property
     def caught_by(self) -> CaughtBy:
+        """How the bug was caught; NOT RUN for a bug only a run catches when
+        no run review ran and the static one did not catch it."""
         static = self.static.caught and self.bug.site in self.static.sites_named
         ran = self.run is not None and self.run.caught and self.bug.site in self.run.sites_named
         if static and ran:
             return CaughtBy.BOTH
-        return CaughtBy.STATIC if static else CaughtBy.RUN if ran else CaughtBy.MISSED
+        if static or ran:
+            return CaughtBy.STATIC if static else CaughtBy.RUN
+        if self.run is None and self.bug.catch is Catch.RUN:
+            return CaughtBy.NOT_RUN
+        return CaughtBy.MISSED
 
 
 def _header(path: Path) -> dict[str, str]:
@@ -137,7 +148,10 @@ def load_corpus(folder: Path, only: str | None = None) -> list[Bug]:
     folder = Path(folder)
     if not folder.is_dir():
         raise CorpusError(f"corpus {folder}: not a directory")
-    pattern = re.compile(only) if only else None
+    try:
+        pattern = re.compile(only) if only else None
+    except re.error as error:
+        raise CorpusError(f"--only {only!r}: not a regular expression ({error})") from None
     bugs = [
         load_bug(path)
         for path in sorted(folder.glob("*.patch"))
@@ -288,11 +302,13 @@ def run_corpus(
     rank_mode: str = "auto",
     slots: int = 1,
     exposure: bool = True,
+    not_run_why: str = "",
     say=print,
 ) -> list[BugResult]:
     """Each bug committed on a clone of HEAD, all of them first (a bug naming
     no site of HEAD, or one that does not apply, stops the command before any
-    review), then reviewed there one at a time (a review --run holds every GPU)."""
+    review), then reviewed there one at a time (a review --run holds every GPU).
+    Without `run`, `not_run_why` says why no run review runs."""
     from invariants.sync.sites import parse_tree
 
     known_sites = {site.name for site in parse_tree(Path(repo_root) / sources)[0]}
@@ -304,7 +320,7 @@ def run_corpus(
     for bug, (base, head) in zip(bugs, commits, strict=True):
         work = Path(workdir) / bug.name
         static = review_bug(work / "clone", base, head, work, run=False, known_sites=known_sites)
-        result = BugResult(bug, static)
+        result = BugResult(bug, static, not_run_why="" if run else not_run_why)
         if run:
             options = {"rank_mode": rank_mode, "slots": slots, "exposure": exposure}
             clone = work / "clone"
@@ -313,7 +329,9 @@ def run_corpus(
             )
         say(
             f"{bug.name} class={bug.bug_class} expected={bug.catch} caught_by={result.caught_by} "
-            f"static_s={static.seconds}" + (f" run_s={result.run.seconds}" if result.run else "")
+            f"static_s={static.seconds}"
+            + (f" run_s={result.run.seconds}" if result.run else "")
+            + (f" ({result.not_run_why})" if result.caught_by is CaughtBy.NOT_RUN else "")
         )
         results.append(result)
     return results

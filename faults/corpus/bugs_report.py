@@ -34,19 +34,27 @@ def document(
                 "run": asdict(result.run) if result.run else None,
             }
         )
+        if result.caught_by is CaughtBy.NOT_RUN:
+            rows[-1]["not_run_why"] = result.not_run_why
     return with_totals(
         {"machine": machine, "rank_mode": rank_mode, "native_source_sha256": digest}, rows
     )
 
 
 def with_totals(head: dict, rows: list[dict]) -> dict:
-    """The document of `rows` (one per bug) under `head`, with its totals."""
+    """The document of `rows` (one per bug) under `head`, with its totals: a
+    bug NOT RUN (only a run catches it, and none ran) is neither caught nor
+    missed, and `judged` leaves it out."""
     caught_statically = (str(CaughtBy.STATIC), str(CaughtBy.BOTH))
+    caught = (str(CaughtBy.STATIC), str(CaughtBy.RUN), str(CaughtBy.BOTH))
+    not_run = sum(row["caught_by"] == str(CaughtBy.NOT_RUN) for row in rows)
     return {
         **head,
         "bugs": len(rows),
         "classes": sorted({row["class"] for row in rows}),
-        "caught": sum(row["caught_by"] != str(CaughtBy.MISSED) for row in rows),
+        "caught": sum(row["caught_by"] in caught for row in rows),
+        "not_run": not_run,
+        "judged": len(rows) - not_run,
         "static_expected_caught_statically": all(
             row["caught_by"] in caught_statically
             for row in rows
@@ -81,7 +89,9 @@ def markdown(doc: dict) -> str:
         + (" (logical ranks on one GPU)" if doc.get("rank_mode") == "logical" else ""),
         "",
         f"Source digest `{doc['native_source_sha256']}`; {doc['bugs']} bugs in "
-        f"{len(doc['classes'])} classes; caught {doc['caught']}.",
+        f"{len(doc['classes'])} classes; caught {doc['caught']}"
+        + (f" of the {doc['judged']} judged; {doc['not_run']} not run" if doc["not_run"] else "")
+        + ".",
         "",
         "| bug | class | site | expected | caught by | static s | run s |",
         "|---|---|---|---|---|---|---|",

@@ -7,18 +7,6 @@ from __future__ import annotations
 from faults.catalog.model import Family
 from faults.judge.verdict import FaultSummary, Verdict
 
-
-def scores(summaries: list[FaultSummary]) -> tuple[float | None, float | None]:
-    """Mutation score (killed / must-fail that fired) and firing rate."""
-    must_fail = [
-        s for s in summaries if s.expect == "fail" and s.fired and s.verdict is not Verdict.ERASED
-    ]
-    killed = sum(s.verdict == Verdict.KILLED for s in must_fail)
-    mutation = round(killed / len(must_fail), 4) if must_fail else None
-    fired = sum(bool(s.fired) for s in summaries)
-    return mutation, round(fired / len(summaries), 4) if summaries else None
-
-
 # How a must-fail fault's summary counts in its family's score: the verdicts a
 # judged run can end in, each its own column (docs/architecture.md, "Mutation
 # operators"); NOT FIRED and the apply, build and tree errors judged nothing.
@@ -41,6 +29,25 @@ UNJUDGED = {
 HAND_WRITTEN = "catalog"  # the family column of a hand-written fault
 
 
+def mutation_score(must_fail: list[FaultSummary]) -> float | None:
+    """killed / (killed + survived + unobservable + flaky + hung + broke) over
+    `must_fail`, None when none was judged: the one computation of the
+    sweep's score and of each family's."""
+    verdicts = [Verdict(s.verdict) for s in must_fail]
+    judged = sum(verdict in SCORED for verdict in verdicts)
+    killed = sum(verdict is Verdict.KILLED for verdict in verdicts)
+    return round(killed / judged, 4) if judged else None
+
+
+def scores(summaries: list[FaultSummary]) -> tuple[float | None, float | None]:
+    """The mutation score over every must-fail fault (as each family's,
+    mutation_score: EQUIVALENT, ERASED, NOT FIRED and errors outside it) and
+    the firing rate (faults that fired / faults)."""
+    mutation = mutation_score([s for s in summaries if s.expect == "fail"])
+    fired = sum(bool(s.fired) for s in summaries)
+    return mutation, round(fired / len(summaries), 4) if summaries else None
+
+
 def family_scores(summaries: list[FaultSummary]) -> dict[str, dict]:
     """Per family of must-fail faults (hand-written ones under "catalog"): each
     verdict's count, and score = killed / (killed + survived + unobservable +
@@ -57,7 +64,6 @@ def family_scores(summaries: list[FaultSummary]) -> dict[str, dict]:
         verdict = Verdict(summary.verdict)
         row["faults"] += 1
         row[SCORED.get(verdict) or UNJUDGED.get(verdict) or "errors"] += 1
-    for row in families.values():
-        judged = sum(row[column] for column in SCORED.values())
-        row["score"] = round(row["killed"] / judged, 4) if judged else None
+    for name, row in families.items():
+        row["score"] = mutation_score([s for s in must_fail if (s.family or HAND_WRITTEN) == name])
     return families

@@ -6,7 +6,9 @@ fault engine", item 5), its output kept in a log."""
 from __future__ import annotations
 
 import os
+import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from faults.catalog import Config, Target
@@ -28,8 +30,38 @@ def stage_env(target: Target, tree: Path, extra: dict[str, str] | None = None) -
     return env
 
 
+def overridden_env(target: Target, environ: Mapping[str, str] | None = None) -> str | None:
+    """One line naming each variable the target's env (the catalog's
+    [target.env]) sets that `environ` (default: this process's) sets to
+    another value: every stage runs with the catalog's. None when there is none."""
+    environ = os.environ if environ is None else environ
+    clashes = [
+        f"{name}={value} (yours: {environ[name]})"
+        for name, value in target.env.items()
+        if name in environ and environ[name] != value
+    ]
+    if not clashes:
+        return None
+    return f"the catalog's [target.env] wins over your environment: {', '.join(clashes)}"
+
+
 class BuildError(RuntimeError):
-    """The scratch tree did not build; the message carries the build log's tail."""
+    """The scratch tree did not build; the message's first line carries the
+    build log's last error lines (log_said), the lines after it the log's tail."""
+
+
+# A log line that says what went wrong: a compiler's `error:`, an exception's name.
+ERROR_LINE = re.compile(r"error", re.IGNORECASE)
+SAID_LINES = 3  # the most lines of a failed build's log its reason's first line holds
+
+
+def log_said(log: str, tree: Path) -> str:
+    """What a failed stage's log says, in one line: its last lines that say
+    "error" (else its last lines), at most SAID_LINES, joined by " | ", with
+    the scratch tree's path taken out of them ("" for an empty log)."""
+    lines = [line.strip().replace(f"{tree}/", "") for line in log.splitlines() if line.strip()]
+    said = [line for line in lines if ERROR_LINE.search(line)] or lines
+    return " | ".join(said[-SAID_LINES:])
 
 
 class RunError(RuntimeError):
@@ -63,10 +95,15 @@ def build_tree(
     except OSError as error:
         raise BuildError(f"build of {tree} could not start {command[0]!r}: {error}") from None
     if outcome.exit_code != 0:
-        log = Path(outcome.log_path).read_text(errors="replace")[-4000:]
-        if outcome.outer_timeout:
-            raise BuildError(f"build of {tree} timed out after {target.timeout_s:g} s:\n{log}")
-        raise BuildError(f"build of {tree} failed (exit {outcome.exit_code}):\n{log}")
+        log = Path(outcome.log_path).read_text(errors="replace")
+        said, tail = log_said(log, tree), log[-4000:]
+        if outcome.outer_timeout:  # the timeout is the reason; what the log said, if anything
+            said = f" {said}" if said else ""
+            raise BuildError(
+                f"build of {tree} timed out after {target.timeout_s:g} s:{said}\n{tail}"
+            )
+        said = said or "its log is empty"
+        raise BuildError(f"build of {tree} failed (exit {outcome.exit_code}): {said}\n{tail}")
     return outcome
 
 

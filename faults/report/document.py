@@ -19,7 +19,7 @@ from faults.judge.seeds import run_id
 from faults.judge.verdict import FaultSummary, Verdict
 from faults.pipeline.engine import RunResult
 from faults.report.markdown import junit, markdown
-from hostio import RankMode, results_stem, write_json, write_text
+from hostio import CPU_MACHINE, RankMode, results_stem, write_json, write_text
 
 # Verdicts that meet their expectation yet say why: a known survivor, a
 # survivor the static contract catches.
@@ -100,6 +100,7 @@ class SweepReport:
 
     catalog: str = ""
     catalog_sha256: str = ""
+    target: str = ""  # the catalog's target's name ("" in a report from before it)
     machine: str = ""
     native_source_sha256: str = ""  # the user's tree, before and after (its sources' digest)
     rank_mode: str = str(RankMode.PER_GPU)
@@ -117,6 +118,7 @@ class SweepReport:
     # Seconds per stage; None: summed from the runs (a merge keeps each shard's sum).
     stage_seconds: dict[str, float] | None = None
     sites: list[str] = field(default_factory=list)
+    only: list[str] = field(default_factory=list)  # --only's patterns: a partial sweep
     budget_s: float | None = None
     unrun: list[str] = field(default_factory=list)  # the faults the budget left
     schedules: dict | None = None  # with --seeds: each seed's run, the kill rates
@@ -147,10 +149,22 @@ class SweepReport:
         `rejudge` pass's, else the sweep's."""
         return self.rejudged[-1]["catalog_sha256"] if self.rejudged else self.catalog_sha256
 
+    @property
+    def partial(self) -> bool:
+        """A sweep of the faults --only chose, or a merge of shards that left
+        some of the catalog's faults out."""
+        return bool(self.only or self.not_selected)
+
     def stem(self, results_dir: Path) -> Path:
         """`sweep-<machine>[-logical]` under `results_dir`: a one-GPU report never
-        takes a per-GPU one's name."""
-        return Path(results_dir) / results_stem("sweep", self.machine, self.rank_mode)
+        takes a per-GPU one's name. A CPU report, which every catalog's sweep
+        files under one folder, also names its target and, `-partial`, a
+        partial sweep: `sweep-cpu-afdep`, `sweep-cpu-flag_payload-partial`, so
+        neither another catalog's sweep nor a partial one replaces it."""
+        qualifiers: tuple[str, ...] = ()
+        if self.machine == CPU_MACHINE:
+            qualifiers = (self.target, "partial" if self.partial else "")
+        return Path(results_dir) / results_stem("sweep", self.machine, self.rank_mode, qualifiers)
 
     def to_json(self) -> dict:
         mutation, firing = scores(self.faults)

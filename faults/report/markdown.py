@@ -83,7 +83,8 @@ def _header(document: dict) -> list[str]:
         f"- tree `{document['native_source_sha256'][:12]}` on {document['machine']}"
         f"{_mode(document)}, {document['written']}",
         f"- mutation score {_score(document['mutation_score'])} "
-        f"(killed / must-fail that fired), firing rate {_score(document['firing_rate'])}",
+        f"(killed / must-fail that fired{_aside(document)}), "
+        f"firing rate {_score(document['firing_rate'])}",
         _controls_line(document["controls"]),
         *_shards(document.get("shards")),
         *_superseded(document.get("superseded")),
@@ -92,6 +93,15 @@ def _header(document: dict) -> list[str]:
         *_rejudged(document.get("rejudged")),
         "",
     ]
+
+
+def _aside(document: dict) -> str:
+    """The mutants that fired yet are outside the score (EQUIVALENT, ERASED),
+    as in each family's: faults/judge/scores.py computes both one way."""
+    families = (document.get("mutation_score_by_family") or {}).values()
+    counts = {c: sum(row.get(c, 0) for row in families) for c in ("equivalent", "erased")}
+    said = ", ".join(f"{n} {c}" for c, n in counts.items() if n)
+    return f"; outside it, as in each family's score: {said}" if said else ""
 
 
 def _shards(shards: list[dict] | None) -> list[str]:

@@ -58,6 +58,7 @@ def merged(shards: list[Shard], catalog: Catalog, rerun_wins: bool = False) -> S
     return SweepReport(
         catalog=str(catalog.path),
         catalog_sha256=first.judged_by(),
+        target=first.target,
         machine=first.machine,
         native_source_sha256=first.native_source_sha256,
         rank_mode=first.rank_mode,

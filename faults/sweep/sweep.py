@@ -26,6 +26,7 @@ from faults.judge.seeds import kill_rates, seed_rows, summaries_over_seeds, with
 from faults.judge.verdict import FaultSummary, summarize_fault
 from faults.pipeline.engine import Engine, RunResult, TreeContract
 from faults.pipeline.erasure import ErasedDecision, erasure_baseline
+from faults.pipeline.run import overridden_env
 from faults.pipeline.scratch import UserTreeGuard
 from faults.pipeline.slots import sweep
 from faults.report.document import SweepReport, catalog_sha256, summary_line, write_report
@@ -101,6 +102,18 @@ def check_history(path: Path) -> None:
         raise SweepError(f"--history {path}: not a sweep history ({error})") from None
 
 
+def outside_sources(path: Path, root: Path, catalog: Catalog, argument: str) -> None:
+    """SweepError when `path` lies in the target's sources: what the sweep
+    writes there would change the tree it judges."""
+    sources = (root / catalog.target.sources).resolve()
+    where = Path(path).resolve()
+    if where == sources or sources in where.parents:
+        raise SweepError(
+            f"{argument} {path}: inside the target's sources ({catalog.target.sources}); "
+            "the sweep's files would change the tree it judges"
+        )
+
+
 def covered_by_catalog(catalog: Catalog) -> set[str]:
     """Sites some hand-written fault patches."""
     return {
@@ -161,8 +174,11 @@ class Sweep:
         else:
             too_big = []
         default = Path("docs/results") if runnable and catalog.target.gpus else CPU_RESULTS
-        results_dir = writable_dir(options.results_dir or root / default, "--results-dir")
+        results_dir = options.results_dir or root / default
+        outside_sources(results_dir, root, catalog, "--results-dir")
         history = options.history or results_dir / "sweep-history.sqlite"
+        outside_sources(history, root, catalog, "--history")
+        writable_dir(results_dir, "--results-dir")
         writable_dir(history.parent, "--history")
         check_history(history)
         return cls(
@@ -186,6 +202,9 @@ class Sweep:
         started = time.perf_counter()
         budget = self.options.budget_s
         deadline = None if budget is None else time.monotonic() + budget
+        overridden = overridden_env(self.catalog.target)
+        if overridden:
+            say(overridden)
         with UserTreeGuard(self.root / self.catalog.target.sources) as guard:
             if self.runnable:
                 say(f"rank mode: {self.catalog.rank_mode} ({self.machine})")
@@ -198,6 +217,15 @@ class Sweep:
     def _build_faults(self, say, advance) -> None:
         """No GPUs for the target: apply and build every fault (the clean tree
         first: if it does not build, no fault can)."""
+        needs: dict[int, list[str]] = {}
+        for config in self.configs:
+            needs.setdefault(self.catalog.gpus_for(config), []).append(config.name)
+        by_count = "; ".join(f"{n} for {', '.join(names)}" for n, names in sorted(needs.items()))
+        found = "no GPU" if not self.gpus else f"{self.gpus} GPU{'s' if self.gpus > 1 else ''}"
+        say(
+            f"{found} found: applying and building every fault only, no run; "
+            f"its {len(self.needed_runs())} runs need GPUs ({by_count}), listed in the report"
+        )
         engine = Engine(self.catalog, self.root, self.workdir, erased=self.options.erased)
         clean = engine.prepare("control.clean")
         if clean.error:
@@ -209,11 +237,11 @@ class Sweep:
         for fault_id in self.fault_ids:
             prepared = engine.prepare(fault_id, fault_id)
             row = built_row(fault_id, prepared)
-            erased = f": {row['reason']}" if prepared.erased else ""
+            why = f": {row['reason'].splitlines()[0]}" if row["reason"] else ""
             say(
                 f"{fault_id} tree={prepared.digest[:8]} {row['state']}"
                 f" (apply {prepared.apply_s:.2f} s, build {prepared.build_s:.2f} s,"
-                f" sass {prepared.sass_s:.2f} s){erased}"
+                f" sass {prepared.sass_s:.2f} s){why}"
             )
             self.built.append(row)
             advance()
@@ -311,14 +339,16 @@ class Sweep:
             history.close()
 
     # ----------------------------------------------------------------- write
-    def report(self) -> SweepReport:
+    def needed_runs(self) -> list[str]:
+        """Every (fault, config) run of the sweep, as `<fault>:<config>`."""
         names = [c.name for c in self.configs]
-        needed = [
-            f"{f}:{c.name}" for f in self.fault_ids for c in self.catalog.configs_for(f, names)
-        ]
+        return [f"{f}:{c.name}" for f in self.fault_ids for c in self.catalog.configs_for(f, names)]
+
+    def report(self) -> SweepReport:
         return SweepReport(
             catalog=str(self.catalog.path),
             catalog_sha256=catalog_sha256(self.catalog.path),
+            target=self.catalog.target.name,
             machine=self.machine,
             native_source_sha256=self.user_digest,
             rank_mode=str(self.catalog.rank_mode),
@@ -332,6 +362,7 @@ class Sweep:
             wall_s=round(self.wall_s, 2),
             slots=self.options.slots,
             sites=self.sites,
+            only=list(self.options.only or []),
             budget_s=self.options.budget_s,
             unrun=self.unrun,
             schedules=self.schedules(),
@@ -339,7 +370,7 @@ class Sweep:
             configs_not_run={
                 c.name: f"needs {self.catalog.gpus_for(c)} GPUs" for c in self.too_big
             },
-            gpu_runs_needed=[] if self.runnable else needed,
+            gpu_runs_needed=[] if self.runnable else self.needed_runs(),
         )
 
     def schedules(self) -> dict | None:
@@ -357,6 +388,26 @@ class Sweep:
         if self.runnable:
             return report.ok
         return bool(self.built) and all(b["ok"] for b in self.built)
+
+    def why_not_ok(self, report: SweepReport) -> str | None:
+        """Why the sweep is not ok (what its exit status 1 means), in one
+        line; None when it is ok."""
+        if self.ok(report):
+            return None
+        if not self.runnable:
+            failed = [f"{b['fault']} ({b['state']})" for b in self.built if not b["ok"]]
+            return f"{len(failed)} of {len(self.built)} trees not ok: {', '.join(failed)}"
+        if not self.harness_ok:
+            return "the harness is broken: a control is wrong, no fault was judged"
+        missed = [f"{s.fault} (expect {s.expect}: {s.verdict})" for s in report.faults if not s.ok]
+        said = [f"{n_faults(len(missed))} missed the expectation: {', '.join(missed)}"]
+        if self.unrun:
+            said.append(f"{n_faults(len(self.unrun))} not run (the budget was spent)")
+        return "; ".join(said[0 if missed else 1 :])
+
+
+def n_faults(count: int) -> str:
+    return f"{count} fault" + ("" if count == 1 else "s")
 
 
 def built_row(fault_id: str, prepared) -> dict:

@@ -16,6 +16,7 @@ PYTHONPATH = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])  # t
 FIXTURE = REPO / "tests/fixtures/flag_payload"
 FIXTURE_CATALOG = str(FIXTURE / "catalog.toml")
 AFDEP_CATALOG = str(REPO / "catalogs/afdep.toml")
+PROG = "python -m faults"  # what the one line starts with
 
 
 def faults(*words: str, cwd: Path = REPO, tmp: Path | None = None):
@@ -110,6 +111,40 @@ ROWS = {
         fixture("review", "HEAD", "HEAD"),
         "BASE HEAD and CHANGE HEAD are one commit: nothing to review",
     ),
+    # Rows whose message is the whole line (the newcomer's trial).
+    "a catalog that is a binary file": (
+        ["--catalog", sys.executable, "list"],
+        f"{PROG}: error: {sys.executable}: cannot read: not UTF-8 text (a TOML catalog is)",
+    ),
+    "corpus --only not a regular expression": (
+        ["corpus", "corpus/afdep", "--only", "("],
+        f"{PROG}: error: --only '(': not a regular expression (missing ), unterminated "
+        "subpattern at position 0)",
+    ),
+    "--results-dir in the target's sources": (
+        ["sweep", "--results-dir", "afdep/csrc"],
+        f"{PROG}: error: --results-dir afdep/csrc: inside the target's sources (afdep/csrc); "
+        "the sweep's files would change the tree it judges",
+    ),
+    "--results-dir under the target's sources": (
+        fixture("sweep", "--results-dir", "tests/fixtures/flag_payload/out"),
+        f"{PROG}: error: --results-dir tests/fixtures/flag_payload/out: inside the target's "
+        "sources (tests/fixtures/flag_payload); the sweep's files would change the tree it judges",
+    ),
+    "--history in the target's sources": (
+        fixture("sweep", "--history", "tests/fixtures/flag_payload/h.sqlite"),
+        f"{PROG}: error: --history tests/fixtures/flag_payload/h.sqlite: inside the target's "
+        "sources (tests/fixtures/flag_payload); the sweep's files would change the tree it judges",
+    ),
+    "sites --check of a file that is not a source": (
+        ["sites", "--check", "README.md"],
+        f"{PROG}: error: sites: README.md: not a source file (a source ends in .cuh, .cu, .h, "
+        ".hpp, .cpp or .cc)",
+    ),
+    "--seeds past 1000": (
+        fixture("sweep", "--seeds", "1000000"),
+        f"{PROG} sweep: error: argument --seeds: at most 1000, got 1000000",
+    ),
 }
 
 
@@ -121,6 +156,8 @@ def test_bad_input_is_one_line_naming_it(words, message, tmp_path):
     assert message in result.stderr
     assert result.returncode == 2
     assert list(tmp_path.iterdir()) == []  # nothing was built
+    assert not (FIXTURE / "out").exists() and not (FIXTURE / "h.sqlite").exists()
+    assert not list((REPO / "afdep/csrc").glob("sweep-*"))  # no report among the sources
 
 
 def catalog_with(tmp_path: Path, old: str, new: str) -> str:

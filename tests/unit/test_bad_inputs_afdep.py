@@ -20,6 +20,20 @@ UNKNOWN = "error: unknown afdep variable AFDEP_TIMOUT_MS; known: ['AFDEP_COMBINE
 NO_GPUS = {"CUDA_VISIBLE_DEVICES": ""}
 
 A_FILE = str(ROOT / "README.md")  # in the way of a folder
+NO_FOLDER = f"{A_FILE}/logs"  # a folder no one can make (a file is in the way)
+
+
+def mkdir_error(path: str) -> str:
+    """Why this machine cannot make `path` (the message's words depend on the user)."""
+    try:
+        os.mkdir(path)
+    except OSError as error:
+        return error.strerror
+    os.rmdir(path)
+    raise AssertionError(f"{path} could be made")
+
+
+PROC_NOPE = mkdir_error("/proc/nope")  # the trial's row: root is told ENOENT
 # (words, the exact line): the arguments of validate and bench, through the
 # `afdep` dispatcher and the modules.
 COMMAND_ROWS = [
@@ -149,6 +163,45 @@ COMMAND_ROWS = [
         ["tools.sanitize", "--wait-timeout-ms", "0"],
         "afdep sanitize: error: argument --wait-timeout-ms: at least 1, got 0",
     ),
+    (
+        ["tools.afdep_cli", "validate", "--logs-dir", "/proc/nope"],
+        f"afdep validate: error: argument --logs-dir: /proc/nope: cannot create it ({PROC_NOPE})",
+    ),
+    (
+        ["tools.validate", "--logs-dir", NO_FOLDER],
+        f"afdep validate: error: argument --logs-dir: {NO_FOLDER}: cannot create it "
+        "(Not a directory)",
+    ),
+    (
+        ["tools.afdep_cli", "validate", "--results-dir", NO_FOLDER],
+        f"afdep validate: error: argument --results-dir: {NO_FOLDER}: cannot create it "
+        "(Not a directory)",
+    ),
+    (
+        ["tools.driver", "--tokens", "-1"],
+        "afdep drive: error: argument --tokens: at least 0, got -1",
+    ),
+    (
+        ["tools.driver", "--capacity", "0"],
+        "afdep drive: error: argument --capacity: at least 1, got 0",
+    ),
+    (
+        ["tools.driver", "--hidden-size", "0"],
+        "afdep drive: error: argument --hidden-size: at least 1, got 0",
+    ),
+    (["tools.driver", "--top-k", "0"], "afdep drive: error: argument --top-k: at least 1, got 0"),
+    (
+        ["tools.driver", "--num-sms", "0"],
+        "afdep drive: error: argument --num-sms: at least 1, got 0",
+    ),
+    (
+        ["tools.driver", "--tokens", "8", "4096"],
+        "afdep drive: error: argument --tokens: 4096 is more than --capacity 2048",
+    ),
+    (
+        ["tools.afdep_cli", "drive", "--num-sms", "0"],
+        "afdep drive: error: argument --num-sms: at least 1, got 0",
+    ),
 ]
 
 ROWS = [
@@ -179,6 +232,24 @@ ROWS = [
         "error: --top-k 64: top_k=64 must be <= min(32, num_experts)",
     ),
     (["tools.build"], STRAY, UNKNOWN),
+    (["tools.driver"], STRAY, f"afdep drive: {UNKNOWN}"),
+    (["tools.driver.drive"], STRAY, f"afdep drive: {UNKNOWN}"),
+    (["tools.afdep_cli", "drive", "--tokens", "8"], STRAY, f"afdep drive: {UNKNOWN}"),
+    (
+        ["tools.build"],
+        {"AFDEP_JIT_CACHE": NO_FOLDER},
+        f"error: AFDEP_JIT_CACHE={NO_FOLDER!r}: cannot create it (Not a directory)",
+    ),
+    (
+        ["tools.afdep_cli", "build"],
+        {"AFDEP_JIT_CACHE": "/proc/nope"},
+        f"error: AFDEP_JIT_CACHE='/proc/nope': cannot create it ({PROC_NOPE})",
+    ),
+    (
+        ["tools.validate"],
+        {"AFDEP_JIT_CACHE": NO_FOLDER},
+        f"afdep validate: error: AFDEP_JIT_CACHE={NO_FOLDER!r}: cannot create it (Not a directory)",
+    ),
     (["tools.validate"], STRAY, f"afdep validate: {UNKNOWN}"),
     (["tools.bench"], STRAY, f"afdep bench: {UNKNOWN}"),
     (["tools.bench.screen"], STRAY, UNKNOWN),
@@ -279,3 +350,17 @@ def test_geometry_errors_name_their_field_and_value():
         with pytest.raises(GeometryError) as error:
             geometry(**fields)
         assert (error.value.field, error.value.value) == (field, value), fields
+
+
+def test_a_folder_is_checked_without_leaving_one_made(tmp_path):
+    """hostio.folder_problem: what --logs-dir, --results-dir and
+    AFDEP_JIT_CACHE are checked with before any work; a folder it made to
+    find out is gone again."""
+    from hostio import folder_problem
+
+    (tmp_path / "file").write_text("in the way")
+    assert folder_problem(tmp_path / "a" / "b") is None
+    assert list(tmp_path.iterdir()) == [tmp_path / "file"]
+    assert folder_problem(tmp_path / "file") == "not a directory"
+    assert folder_problem(tmp_path / "file" / "x") == "cannot create it (Not a directory)"
+    assert folder_problem(tmp_path) is None and (tmp_path / "file").exists()

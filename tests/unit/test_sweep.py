@@ -336,3 +336,111 @@ def test_the_other_endings_render_exactly():
         "Runs need GPUs (2 for bf16, fp8; or all on one GPU as logical ranks, the default "
         "with fewer GPUs): 2 (fault, config) runs" in one_gpu
     )
+
+
+def test_the_mutation_score_is_one_computation_overall_and_per_family():
+    """An EQUIVALENT or ERASED mutant is outside the score, overall as in its
+    family's (they once disagreed: 0.6 and 0.75 for the fixture's sweep)."""
+    from faults.judge.scores import family_scores
+
+    summaries = [
+        summary("S1", "KILLED"),
+        summary("gen.skip.a", "KILLED"),
+        summary("S2", "SURVIVED"),
+        summary("gen.publish-early.a", "EQUIVALENT"),
+        summary("gen.x.a", "ERASED"),
+        summary("N1", "NOT FIRED", "pass", ok=False),
+    ]
+    assert scores(summaries) == (round(2 / 3, 4), 1.0)
+    [row] = family_scores(summaries).values()
+    assert (row["score"], row["equivalent"], row["erased"]) == (round(2 / 3, 4), 1, 1)
+
+
+def faults_command(*words: str, cwd: Path = REPO):
+    """`python -m faults WORDS` as a user runs it on a CPU machine."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AFDEP_")}
+    env.update(PYTHONPATH=str(REPO), CUDA_VISIBLE_DEVICES="")
+    return subprocess.run(
+        [sys.executable, "-m", "faults", *words],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_the_fixtures_sweep_says_why_it_exits_1_and_files_under_its_target(tmp_path):
+    """The fixture's whole sweep exits 1 by design (N1 never fires): its last
+    line says so; its score is the families'; a partial sweep of the same
+    catalog into the same folder takes another name and leaves it whole."""
+    results = tmp_path / "results"
+    top = ["--catalog", str(CATALOG), "--root", str(REPO), "--workdir", str(tmp_path / "w")]
+    full = faults_command(*top, "sweep", "--results-dir", str(results))
+    assert full.returncode == 1, full.stderr
+    lines = full.stdout.splitlines()
+    assert lines[-2:] == [
+        f"reports: {results}/sweep-cpu-flag_payload.json .md .xml",
+        "exit 1: 1 fault missed the expectation: N1 (expect pass: NOT FIRED)",
+    ]
+    document = json.loads((results / "sweep-cpu-flag_payload.json").read_text())
+    families = document["mutation_score_by_family"].values()
+    killed = sum(row["killed"] for row in families)
+    judged = sum(
+        row[c]
+        for row in families
+        for c in ("killed", "survived", "unobservable", "flaky", "hung", "broke")
+    )
+    assert (killed, judged, document["mutation_score"]) == (3, 4, 0.75)
+    assert (
+        "- mutation score 0.75 (killed / must-fail that fired; outside it, as in each family's "
+        "score: 1 equivalent), firing rate 0.9"
+    ) in lines
+    assert (document["target"], document["only"]) == ("flag_payload", [])
+    before = (results / "sweep-cpu-flag_payload.json").read_text()
+    partial = faults_command(*top, "sweep", "--only", "D1", "--results-dir", str(results))
+    assert partial.returncode == 0, partial.stderr
+    assert partial.stdout.splitlines()[-1] == (
+        f"reports: {results}/sweep-cpu-flag_payload-partial.json .md .xml"
+    )
+    assert (results / "sweep-cpu-flag_payload.json").read_text() == before
+    assert json.loads((results / "sweep-cpu-flag_payload-partial.json").read_text())["only"] == [
+        "D1"
+    ]
+
+
+def test_a_sweep_without_the_gpus_says_so_at_its_start(tmp_path):
+    """On a CPU the afdep sweep says first that it found no GPU and will
+    apply and build only, with the runs that need GPUs."""
+    from faults.report.markdown import _needs
+
+    results = tmp_path / "results"
+    done = faults_command(
+        *("--catalog", str(REPO / "catalogs/afdep.toml"), "--no-generated"),
+        *("sweep", "--only", "P1", "--results-dir", str(results)),
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads((results / "sweep-cpu-afdep-partial.json").read_text())
+    runs, needs = len(document["gpu_runs_needed"]), _needs(document["gpus_needed"])
+    assert done.stdout.splitlines()[0] == (
+        f"no GPU found: applying and building every fault only, no run; its {runs} runs need "
+        f"GPUs ({needs}), listed in the report"
+    )
+    assert runs > 0 and "bf16-eager" in needs
+
+
+def test_a_cpu_report_names_its_target_and_a_partial_sweep_gpu_reports_keep_their_names():
+    from faults.report.document import SweepReport
+
+    def stem(**fields) -> str:
+        return SweepReport(**fields).stem(Path("out")).name
+
+    assert stem(machine="cpu", target="afdep") == "sweep-cpu-afdep"
+    assert stem(machine="cpu", target="afdep", only=["P1"]) == "sweep-cpu-afdep-partial"
+    assert stem(machine="cpu", target="a b/c", not_selected=["X"]) == "sweep-cpu-a-b-c-partial"
+    assert stem(machine="2xH200", target="afdep", only=["P1"]) == "sweep-2xH200"
+    assert stem(machine="1xH200", target="afdep", rank_mode="logical") == "sweep-1xH200-logical"

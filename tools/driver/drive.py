@@ -15,8 +15,8 @@ from hostio import entry_point
 def main(argv: list[str] | None = None) -> int:
     """Check the driver's arguments and the GPUs here, then replace this
     process by torchrun running the driver (its ranks die with it)."""
-    from hostio import RankMode, gpu_count
-    from tools.driver.driver import parse_args
+    from hostio import RankMode, UsageError, gpu_count
+    from tools.driver.driver import parse_args, refuse_a_bad_environment
     from tools.driver.launch import DRIVER, driver_command, torchrun_command
 
     argv = sys.argv[1:] if argv is None else argv
@@ -27,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         nproc, argv = int(argv[1]), argv[2:]
     args = parse_args(argv)  # a bad argument is one line here, not one per rank
+    try:
+        refuse_a_bad_environment()
+    except UsageError as error:
+        print(f"afdep drive: error: {error}", file=sys.stderr)
+        return 2
     if args.mode == RankMode.LOGICAL:  # every rank in one process, on one GPU
         if gpu_count() < 1:
             print("afdep drive: error: --mode logical: needs a GPU, found 0", file=sys.stderr)

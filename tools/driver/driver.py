@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 import afdep
+from afdep.config import environment_error
 from afdep.ranks import rank_mode_label
 from afdep.vocab import MISMATCH, RouteKind, digest_line, result_line
 from hostio import OneLineParser, RankMode, UsageError, at_least
@@ -60,6 +61,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.num_experts = args.experts_per_ffn * args.ffn_ranks
     if args.invalid_execution is not None:
         args.graph = args.invalid_execution == "graph"
+    if max(args.tokens) > args.capacity:
+        parser.error(
+            f"argument --tokens: {max(args.tokens)} is more than --capacity {args.capacity}"
+        )
     if args.invalid_route is not None and max(args.tokens) >= args.capacity:
         parser.error("--invalid-route needs a token count below --capacity (dummy uses padding)")
     if args.steps < 1 or args.invalid_route and args.steps <= INVALID_STEP:
@@ -67,22 +72,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def refuse_a_bad_environment() -> None:
+    """A stray or bad `AFDEP_*` variable, as UsageError, before any GPU work."""
+    problem = environment_error()
+    if problem is not None:
+        raise UsageError(problem)
+
+
 def add_geometry_options(parser: argparse.ArgumentParser) -> None:
     """The geometry and how the steps run (payload, ranks, sizes, graphs)."""
     parser.add_argument("--payload", choices=("bf16", "fp8"), default="bf16")
-    parser.add_argument("--ffn-ranks", type=int, default=1)
-    parser.add_argument("--num-experts", type=int, default=128)
+    parser.add_argument("--ffn-ranks", type=at_least(1), default=1)
+    parser.add_argument("--num-experts", type=at_least(1), default=128)
     parser.add_argument(
         "--experts-per-ffn",
-        type=int,
+        type=at_least(1),
         default=None,
         help="overrides --num-experts: experts = this x ffn ranks",
     )
-    parser.add_argument("--capacity", type=int, default=2048)
-    parser.add_argument("--hidden-size", type=int, default=2048)
-    parser.add_argument("--top-k", type=int, default=8)
-    parser.add_argument("--num-sms", type=int, default=24)
-    parser.add_argument("--tokens", type=int, nargs="+", default=[1, 8, 128, 512, 2048])
+    parser.add_argument("--capacity", type=at_least(1), default=2048)
+    parser.add_argument("--hidden-size", type=at_least(1), default=2048)
+    parser.add_argument("--top-k", type=at_least(1), default=8)
+    parser.add_argument("--num-sms", type=at_least(1), default=24)
+    parser.add_argument("--tokens", type=at_least(0), nargs="+", default=[1, 8, 128, 512, 2048])
     execution = parser.add_mutually_exclusive_group()
     execution.add_argument("--graph", dest="graph", action="store_true")
     execution.add_argument("--eager", dest="graph", action="store_false")
@@ -216,6 +228,7 @@ def run(args: argparse.Namespace, rank: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        refuse_a_bad_environment()
         resolve_rank_mode(args, os.environ)
     except UsageError as error:
         print(f"afdep drive: error: {error}", file=sys.stderr)

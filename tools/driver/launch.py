@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from afdep.vocab import LogFacts
-from hostio import ProcessOutcome, RankMode
+from hostio import ProcessOutcome, RankMode, folder_problem
 
 DRIVER = "tools.driver"
 
@@ -51,10 +51,14 @@ def outcome_record(outcome: ProcessOutcome, facts: LogFacts) -> dict:
 
 def folder(text: str) -> Path:
     """argparse type for a folder a command writes into (--logs-dir,
-    --results-dir): refused before any run when a file is in the way."""
+    --results-dir): refused before any run when a file is in the way, or it
+    cannot be made or written (hostio.folder_problem; nothing is made here)."""
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: not a folder")
+    problem = folder_problem(path)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text}: {problem}")
     return path
 
 

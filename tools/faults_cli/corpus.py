@@ -21,11 +21,14 @@ def corpus_command(args: argparse.Namespace) -> int:
         return neutral_command(args)
     catalog = load(args)
     bugs = load_corpus(args.dir, args.only)
-    needed = catalog.gpus_needed
-    if args.run and gpu_count() < needed:
-        raise UsageError(
-            f"corpus --run: the target needs {needed} GPUs, this machine has {gpu_count()}"
-        )
+    needed, gpus = catalog.gpus_needed, gpu_count()
+    if args.run and gpus < needed:
+        raise UsageError(f"corpus --run: the target needs {needed} GPUs, this machine has {gpus}")
+    not_run_why = (
+        f"only a run catches it: the target's runs need {needed} GPUs, this machine has {gpus}"
+        if gpus < needed
+        else "only a run catches it: corpus --run"
+    )
     with workdir(args, "corpus") as work:
         results = run_corpus(
             args.root,
@@ -36,15 +39,18 @@ def corpus_command(args: argparse.Namespace) -> int:
             rank_mode=str(catalog.rank_mode),
             slots=args.slots,
             exposure=not args.no_exposure,
+            not_run_why=not_run_why,
         )
         digest = tree_digest(args.root / catalog.target.sources)
         doc = document(results, machine_name(), digest, str(catalog.rank_mode))
-        work.failed = doc["caught"] < len(results)
+        work.failed = doc["caught"] < doc["judged"]  # a bug not run is no failed run
     every_bug = {bug.name for bug in load_corpus(args.dir, None)}
     stem = write_results(doc, args.results_dir, every_bug) if args.results_dir else None
     where = f"; reports: {stem}.json .md" if stem else ""
-    print(f"{doc['caught']} of {doc['bugs']} bugs caught{where}")
-    return 0 if doc["caught"] == doc["bugs"] and doc["static_expected_caught_statically"] else 1
+    not_run = f"; {doc['not_run']} not run ({not_run_why})" if doc["not_run"] else ""
+    print(f"{doc['caught']} of {doc['judged']} bugs caught{not_run}{where}")
+    judged_ok = doc["caught"] == doc["judged"]
+    return 0 if judged_ok and doc["static_expected_caught_statically"] else 1
 
 
 def check_corpus_words(args: argparse.Namespace) -> None:

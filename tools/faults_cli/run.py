@@ -18,6 +18,7 @@ from tools.faults_cli.steps import fitting_configs, load, workdir
 
 def run_command(args: argparse.Namespace) -> int:
     from faults.pipeline.engine import Engine
+    from faults.pipeline.run import overridden_env
     from faults.report.document import SweepReport, catalog_sha256, summary_line
 
     catalog = load(args)
@@ -28,6 +29,9 @@ def run_command(args: argparse.Namespace) -> int:
             f"run: fault {args.id} runs under {list(catalog.fault(args.id).configs)}, "
             "none of them chosen or fitting here"
         )
+    overridden = overridden_env(catalog.target)
+    if overridden:
+        print(overridden)
     started = time.perf_counter()
     with workdir(args, "run") as work:
         engine = Engine(catalog, args.root, work.path)
@@ -40,6 +44,7 @@ def run_command(args: argparse.Namespace) -> int:
         report = SweepReport(
             catalog=str(args.catalog),
             catalog_sha256=catalog_sha256(args.catalog),
+            target=catalog.target.name,
             machine=machine_name(),
             native_source_sha256=guard.before,
             rank_mode=str(catalog.rank_mode),

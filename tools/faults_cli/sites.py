@@ -17,7 +17,7 @@ from invariants.sync.sites import parse_tree
 
 # --------------------------------------------------------------------- commands
 def sites_command(args: argparse.Namespace) -> int:
-    from invariants.sync.sites import source_files
+    from invariants.sync.sites import SOURCE_SUFFIXES, source_files
 
     if not Path(args.dir).exists():
         raise UsageError(f"sites: {args.dir}: no such file or directory")
@@ -27,6 +27,11 @@ def sites_command(args: argparse.Namespace) -> int:
         sites, violations = parse_tree(Path(args.dir))
     except UnicodeDecodeError as error:
         raise UsageError(f"sites: {args.dir}: not a text source ({error.reason})") from None
+    if Path(args.dir).is_file() and Path(args.dir).suffix not in SOURCE_SUFFIXES:
+        raise UsageError(
+            f"sites: {args.dir}: not a source file (a source ends in "
+            f"{', '.join(SOURCE_SUFFIXES[:-1])} or {SOURCE_SUFFIXES[-1]})"
+        )
     if not args.check:
         for site in sites:
             contract = {

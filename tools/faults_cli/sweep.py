@@ -18,6 +18,11 @@ from hostio import (
 from tools.faults_cli.run import add_config_arguments
 from tools.faults_cli.steps import load, read_sweep, workdir
 
+# Each seed is a tree of its own per scheduled fault, built and run: 1000
+# seeds of one fault are already about a thousand builds and runs (hours on
+# afdep's 2 GPUs), so a larger count is a typo, refused before any work.
+MAX_SEEDS = 1000
+
 
 def sweep_command(args: argparse.Namespace) -> int:
     from rich.progress import Progress
@@ -50,6 +55,9 @@ def sweep_command(args: argparse.Namespace) -> int:
     if unrecorded:
         print(unrecorded)
     print(f"reports: {stem}.json .md .xml")
+    why = plan.why_not_ok(report)
+    if why:
+        print(f"exit 1: {why}")
     return 0 if plan.ok(report) else 1
 
 
@@ -109,9 +117,10 @@ def add_parser(commands) -> None:
     add_config_arguments(sweep)
     sweep.add_argument(
         "--seeds",
-        type=at_least_one,
+        type=at_least(1, MAX_SEEDS),
         default=None,
-        help="run each fault with a scheduled delay once per seed (its own tree)",
+        help=f"run each fault with a scheduled delay once per seed (its own tree; at most "
+        f"{MAX_SEEDS})",
     )
     sweep.add_argument(
         "--seed-base", type=at_least(0), default=0, help="the first seed of --seeds (default 0)"

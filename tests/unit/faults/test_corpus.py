@@ -311,3 +311,67 @@ def test_the_committed_corpus_is_what_make_corpus_writes(tmp_path):
         bug["name"] for bug in tomllib.loads((clone / "corpus/afdep.toml").read_text())["bug"]
     }
     assert {path.stem for path in (clone / "corpus/afdep").glob("*.patch")} == listed
+
+
+def test_a_run_only_bug_without_a_run_is_not_run_not_missed(tmp_path):
+    """A bug only a run catches, reviewed with no run (no --run, or no GPUs):
+    NOT RUN, saying why, outside the caught and judged counts; caught
+    statically all the same, it is caught."""
+    run_bug = Bug("b02", tmp_path / "b02.patch", "epoch-off-by-one", "k.w", Catch.RUN, "t2")
+    static_bug = Bug("b01", tmp_path / "b01.patch", "remove-barrier", "k.p", Catch.STATIC, "t1")
+    why = "only a run catches it: the target's runs need 2 GPUs, this machine has 0"
+    assert BugResult(run_bug, outcome(0), None, why).caught_by is CaughtBy.NOT_RUN
+    assert BugResult(run_bug, outcome(1, "k.w"), None, why).caught_by is CaughtBy.STATIC
+    assert BugResult(run_bug, outcome(0), outcome(0)).caught_by is CaughtBy.MISSED  # it ran
+    assert BugResult(static_bug, outcome(0), None, why).caught_by is CaughtBy.MISSED
+    doc = document(
+        [BugResult(static_bug, outcome(1, "k.p")), BugResult(run_bug, outcome(0), None, why)],
+        "cpu",
+        "ab" * 32,
+    )
+    assert (doc["bugs"], doc["caught"], doc["not_run"], doc["judged"]) == (2, 1, 1, 1)
+    assert doc["results"][1]["caught_by"] == "not run"
+    assert doc["results"][1]["not_run_why"] == why
+    assert "not_run_why" not in doc["results"][0]
+    lines = markdown(doc).splitlines()
+    assert lines[2] == (
+        f"Source digest `{'ab' * 32}`; 2 bugs in 2 classes; caught 1 of the 1 judged; 1 not run."
+    )
+    assert lines[-1] == "| b02 | epoch-off-by-one | `k.w` | run | not run | 1.5 | - |"
+
+
+@pytest.mark.skipif(
+    not (Path(__file__).parents[3] / ".git").exists(),
+    reason="the corpus is committed on a clone of HEAD",
+)
+def test_the_corpus_on_a_cpu_judges_only_what_ran(tmp_path):
+    """`corpus corpus/afdep` on a CPU: a run-only bug is not run (said why),
+    the exit status is of what was judged, and the work folder goes."""
+    import os
+    import sys
+
+    repo = Path(__file__).resolve().parents[3]
+    temp, results = tmp_path / "tmp", tmp_path / "results"
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AFDEP_")}
+    env.update(PYTHONPATH=str(repo), CUDA_VISIBLE_DEVICES="", TMPDIR=str(temp))
+    done = subprocess.run(
+        [sys.executable, "-m", "faults", "corpus", "corpus/afdep", "--only", "b15-row-wait-epoch"]
+        + ["--results-dir", str(results)],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    why = "only a run catches it: the target's runs need 2 GPUs, this machine has 0"
+    assert done.returncode == 0, done.stdout + done.stderr
+    line, last = done.stdout.splitlines()
+    assert line.startswith("b15-row-wait-epoch class=epoch-off-by-one expected=run ")
+    assert line.endswith(f" ({why})") and " caught_by=not run " in line
+    assert last == (
+        f"0 of 0 bugs caught; 1 not run ({why}); reports: {results}/review-corpus-cpu.json .md"
+    )
+    assert list(temp.iterdir()) == []  # no work folder kept: no run failed
+    [row] = json.loads((results / "review-corpus-cpu.json").read_text())["results"]
+    assert (row["caught_by"], row["not_run_why"]) == ("not run", why)

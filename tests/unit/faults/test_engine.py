@@ -383,6 +383,101 @@ def test_a_build_past_the_timeout_says_it_timed_out(tmp_path):
     assert prepared.error.reason == f"build of {tmp_path}/work/clean/tree timed out after 0.5 s:\n"
 
 
+BAD_WHEN = ('when = "round_idx < 0"', 'when = "round_idx <<< 0"')  # not C: g++ fails
+
+
+def compiler_error(log: Path, tree: Path) -> str:
+    """The compiler's one error line in a build log, the scratch tree's path taken out."""
+    [line] = [line for line in log.read_text().splitlines() if ": error: " in line]
+    return line.replace(f"{tree}/", "")
+
+
+def test_a_build_error_says_the_compilers_error_line(tmp_path):
+    catalog = fixture_catalog(tmp_path, when=BAD_WHEN)
+    [result] = Engine(catalog, REPO, tmp_path / "work").evaluate("N1", list(catalog.configs))
+    tree = tmp_path / "work/N1/tree"
+    error = compiler_error(tmp_path / "work/N1/build.log", tree)
+    assert error.startswith("tests/fixtures/flag_payload/main.cpp:")  # the tree's path taken out
+    assert (result.verdict, result.ok) == (Verdict.BUILD_ERROR, False)
+    first, tail = result.reason.split("\n", 1)
+    assert first == f"build of {tree} failed (exit 1): {error}"
+    assert tail == (tmp_path / "work/N1/build.log").read_text()  # the log's tail after it
+    assert (
+        summary_line(result) == f"N1@default#0 tree={result.tree_digest[:8]} BUILD ERROR: {first}"
+    )
+
+
+def test_run_prints_the_build_errors_reason(tmp_path, capsys):
+    catalog = fixture_catalog(tmp_path, when=BAD_WHEN).path
+    work = tmp_path / "work"
+    top = ["--catalog", str(catalog), "--root", str(REPO), "--workdir", str(work)]
+    assert main([*top, "run", "N1"]) == 1
+    tree = work / "N1/tree"
+    error = compiler_error(work / "N1/build.log", tree)
+    [line] = capsys.readouterr().out.splitlines()
+    assert line == (
+        f"N1@default#0 tree={tree_digest(tree / 'tests/fixtures/flag_payload')[:8]} "
+        f"BUILD ERROR: build of {tree} failed (exit 1): {error}"
+    )
+
+
+def test_a_build_log_says_its_last_error_lines_in_one_line(tmp_path):
+    from faults.pipeline.run import log_said
+
+    tree = tmp_path / "tree"
+    log = "\n".join(
+        [
+            "compiling",
+            f"{tree}/a.cu(3): error: one",
+            f"{tree}/a.cu(4): error: two",
+            "  context",
+            "Traceback (most recent call last):",
+            "CompileError: three",
+            "",
+        ]
+    )
+    assert log_said(log, tree) == "a.cu(3): error: one | a.cu(4): error: two | CompileError: three"
+    assert log_said("no word of it\nlast\n", tree) == "no word of it | last"
+    assert log_said("", tree) == ""
+
+
+def test_the_afdep_builds_refusal_of_a_stray_variable_is_the_reason(tmp_path, monkeypatch, capsys):
+    """A stray AFDEP_* variable: afdep's build command refuses it in one line,
+    and that line is the unpatched tree's BUILD ERROR reason (the engine
+    knows no AFDEP_)."""
+    from afdep.config import KNOBS
+
+    monkeypatch.setenv("AFDEP_TIMOUT_MS", "3")
+    work = tmp_path / "work"
+    top = ["--catalog", str(REPO / "catalogs/afdep.toml"), "--root", str(REPO)]
+    top += ["--no-generated", "--workdir", str(work), "sweep", "--only", "P1"]
+    assert main([*top, "--results-dir", str(tmp_path / "results")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        f"the unpatched tree does not build: build of {work}/control.clean/tree failed (exit 2): "
+        f"error: unknown afdep variable AFDEP_TIMOUT_MS; known: {sorted(KNOBS)}"
+    ) in lines
+    assert lines[-1] == "exit 1: 1 of 1 trees not ok: control.clean (BUILD ERROR)"
+
+
+def test_the_catalogs_target_env_over_yours_is_said_at_the_start(tmp_path, monkeypatch, capsys):
+    catalog = fixture_catalog(
+        tmp_path, env=("timeout_s = 60", 'timeout_s = 60\nenv = { FX_A = "1", FX_B = "2" }')
+    ).path
+    monkeypatch.setenv("FX_A", "5")  # differs: said
+    monkeypatch.setenv("FX_B", "2")  # the same: nothing to say
+    top = ["--catalog", str(catalog), "--root", str(REPO), "--no-generated"]
+    said = "the catalog's [target.env] wins over your environment: FX_A=1 (yours: 5)"
+    assert main([*top, "--workdir", str(tmp_path / "run"), "run", "D1"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == said
+    sweep = ["sweep", "--only", "D1", "--results-dir", str(tmp_path / "results")]
+    assert main([*top, "--workdir", str(tmp_path / "sweep"), *sweep]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == said
+    monkeypatch.delenv("FX_A")
+    assert main([*top, "--workdir", str(tmp_path / "again"), "run", "D1"]) == 0
+    assert "[target.env]" not in capsys.readouterr().out
+
+
 def test_gpus_in_a_build_word_is_the_largest_configs(tmp_path):
     catalog = fixture_catalog(
         tmp_path,
