@@ -212,3 +212,21 @@ def make_source_inputs(
         x, scales = quantize_fp8(x_f32)
     inputs = SourceInputs(x, scales, topk_idx, weights, num_tokens)
     return inputs.to(device)
+
+
+def inputs_of(geometry, *, rank: int, step: int, seed: int, num_tokens: int, device, **options):
+    """make_source_inputs in the shape of `geometry` (its capacity, hidden
+    size, top-k, experts and payload)."""
+    return make_source_inputs(
+        rank=rank,
+        step=step,
+        seed=seed,
+        capacity=geometry.capacity,
+        hidden=geometry.hidden,
+        top_k=geometry.top_k,
+        num_experts=geometry.num_experts,
+        num_tokens=num_tokens,
+        payload=geometry.payload,
+        device=device,
+        **options,
+    )

@@ -28,14 +28,15 @@ from afdep.vocab import BENCH, Protocol, Role
 from invariants.data.inputs import (
     SourceInputs,
     graph_inputs,
+    inputs_of,
     load_graph_inputs,
-    make_source_inputs,
 )
 from tools.bench.arms import TREE
 from tools.bench.overlap import gemm_operands, overlap_us
 from tools.bench.pipeline import nccl_pipeline_round_trip
 from tools.bench.timing import round_trip_us
 from tools.bench.traces import ProfilerUnavailable, aligned_lines, record_spans
+from tools.driver.parts import buffer_arguments
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -86,16 +87,7 @@ class ArmTimer:
 
     def __init__(self, args, config: Config, sources: Path | None = None) -> None:
         self.buffer = buffer = afdep.Buffer(
-            num_experts=args.num_experts,
-            hidden=args.hidden_size,
-            capacity=args.capacity,
-            top_k=args.top_k,
-            payload=args.payload,
-            ffn_ranks=args.ffn_ranks,
-            num_sms=args.num_sms,
-            collect_view=args.collect_view,
-            config=config,
-            sources=sources,
+            **buffer_arguments(args), config=config, sources=sources
         )
         g = buffer.geometry
         self.inputs = graph_inputs(g, buffer.device)
@@ -288,18 +280,7 @@ def trace_lines(title: str, spans: list, replays: int) -> list[str]:
 def bucket_inputs(rank: int, bucket: int, geometry, device) -> SourceInputs:
     """This rank's inputs at `bucket` tokens: routes drawn for each source rank
     from (seed, bucket, rank), as a real batch's would differ per rank."""
-    return make_source_inputs(
-        rank=rank,
-        step=bucket,
-        seed=1,
-        capacity=geometry.capacity,
-        hidden=geometry.hidden,
-        top_k=geometry.top_k,
-        num_experts=geometry.num_experts,
-        num_tokens=bucket,
-        payload=geometry.payload,
-        device=device,
-    )
+    return inputs_of(geometry, rank=rank, step=bucket, seed=1, num_tokens=bucket, device=device)
 
 
 def measure_bucket(args, bucket: int, timers, results, traces, copy, gemm) -> None:

@@ -30,10 +30,12 @@ from tools.driver.parts import (
     INVALID_STEP,
     ROLES,
     apply_role_env,
+    buffer_arguments,
     failure_line,
     log,
     parse_role_env,
     protocol_name,
+    run_summary,
     step_sources,
 )
 from tools.driver.skew import LaunchSkew, launch_delay
@@ -169,16 +171,7 @@ def resolve_skew_options(parser: argparse.ArgumentParser, args: argparse.Namespa
 
 
 def run(args: argparse.Namespace, rank: int) -> dict:
-    buffer = afdep.Buffer(
-        num_experts=args.num_experts,
-        hidden=args.hidden_size,
-        capacity=args.capacity,
-        top_k=args.top_k,
-        payload=args.payload,
-        ffn_ranks=args.ffn_ranks,
-        num_sms=args.num_sms,
-        collect_view=args.collect_view,
-    )
+    buffer = afdep.Buffer(**buffer_arguments(args))
     g = buffer.geometry
     runner = StepRunner(buffer, graph=args.graph)
     checks, mismatches, protocols, timings = 0, [], [], {}
@@ -256,23 +249,13 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(1)
     gathered: list[dict | None] = [None] * dist.get_world_size()
     dist.all_gather_object(gathered, result)
-    ok = all(r["mismatches"] == 0 for r in gathered)
+    summary = run_summary(
+        gathered, digest, args.mode, label, args, afdep.Config.from_env(), started
+    )
     if rank == 0:
-        summary = {
-            "ok": ok,
-            "checks": sum(r["checks"] for r in gathered),
-            "mismatches": sum(r["mismatches"] for r in gathered),
-            "native_source_sha256": digest,
-            "afdep_file": afdep.__file__,
-            "mode": args.mode,
-            "rank_mode": label,
-            "config": {**vars(args), "afdep": afdep.Config.from_env().__dict__},
-            "wall_s": round(time.perf_counter() - started, 3),
-            "ranks": gathered,
-        }
         print(result_line(summary), flush=True)
     dist.destroy_process_group()
-    return 0 if ok else 1
+    return 0 if summary["ok"] else 1
 
 
 if __name__ == "__main__":

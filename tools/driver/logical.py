@@ -29,11 +29,13 @@ from hostio import RankMode, UsageError, at_least
 from tools.driver.logical_steps import LogicalStepper
 from tools.driver.parts import (
     INVALID_STEP,
+    buffer_arguments,
     failure_line,
     log,
     parse_role_env,
     protocol_name,
     role_of,
+    run_summary,
     step_sources,
 )
 from tools.driver.ranklog import RankTags, tagged_output
@@ -207,19 +209,6 @@ def fail_ranks(tags: RankTags, failures: list[tuple[int, BaseException, str]], d
     os._exit(1)
 
 
-def buffer_arguments(args: argparse.Namespace) -> dict:
-    return {
-        "num_experts": args.num_experts,
-        "hidden": args.hidden_size,
-        "capacity": args.capacity,
-        "top_k": args.top_k,
-        "payload": args.payload,
-        "ffn_ranks": args.ffn_ranks,
-        "num_sms": args.num_sms,
-        "collect_view": args.collect_view,
-    }
-
-
 def main_logical(args: argparse.Namespace) -> int:
     """The driver's logical mode (args resolved: `args.ranks` logical ranks)."""
     for name, value in CONNECTIONS.items():
@@ -248,18 +237,7 @@ def main_logical(args: argparse.Namespace) -> int:
         except Exception as error:  # one context: a CUDA error ends every rank
             trace = traceback.format_exc()
             fail_ranks(tags, [(rank, error, trace) for rank in range(args.ranks)], digest)
-        ok = all(r["mismatches"] == 0 for r in results)
-        summary = {
-            "ok": ok,
-            "checks": sum(r["checks"] for r in results),
-            "mismatches": sum(r["mismatches"] for r in results),
-            "native_source_sha256": digest,
-            "afdep_file": afdep.__file__,
-            "mode": RankMode.LOGICAL,
-            "rank_mode": label,
-            "config": {**vars(args), "afdep": afdep.Config.from_env(environs[0]).__dict__},
-            "wall_s": round(time.perf_counter() - started, 3),
-            "ranks": results,
-        }
+        config = afdep.Config.from_env(environs[0])
+        summary = run_summary(results, digest, RankMode.LOGICAL, label, args, config, started)
         print(result_line(summary), flush=True)
-    return 0 if ok else 1
+    return 0 if summary["ok"] else 1

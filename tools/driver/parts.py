@@ -1,14 +1,17 @@
 """What the correctness driver's two rank modes share (tools.driver.driver:
 a rank per GPU under torchrun; tools.driver.logical: logical ranks on one
-GPU): the invalid step, the per-role environment, the rank's log line."""
+GPU): the invalid step, the per-role environment, a rank's Buffer from the
+arguments, a step's inputs, the rank's log line and the run's summary."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import time
 
+import afdep
 from afdep.vocab import Protocol, Role, result_line
-from invariants.data.inputs import make_source_inputs
+from invariants.data.inputs import inputs_of
 
 INVALID_STEP = 1  # one valid step runs first, so the pipeline is warm when it breaks
 ROLES = [role.value for role in Role]
@@ -47,16 +50,12 @@ def step_sources(args: argparse.Namespace, g, device, step: int, num_tokens: int
     """Every attention rank's inputs of `step` (step-encoded: inputs.py), the
     same in both rank modes."""
     return [
-        make_source_inputs(
+        inputs_of(
+            g,
             rank=a,
             step=step,
             seed=args.seed,
-            capacity=g.capacity,
-            hidden=g.hidden,
-            top_k=g.top_k,
-            num_experts=g.num_experts,
             num_tokens=num_tokens,
-            payload=g.payload,
             device=device,
             empty_prob=args.empty_prob,
             skew=args.route_skew,
@@ -75,3 +74,33 @@ def failure_line(rank: int, error: BaseException, digest: str) -> str:
         "native_source_sha256": digest,
     }
     return result_line(failure)
+
+
+def buffer_arguments(args: argparse.Namespace) -> dict:
+    return {
+        "num_experts": args.num_experts,
+        "hidden": args.hidden_size,
+        "capacity": args.capacity,
+        "top_k": args.top_k,
+        "payload": args.payload,
+        "ffn_ranks": args.ffn_ranks,
+        "num_sms": args.num_sms,
+        "collect_view": args.collect_view,
+    }
+
+
+def run_summary(ranks: list[dict], digest: str, mode, label: str, args, config, started: float):
+    """The run's result, over every rank's: what `AFDEP_RESULT` says (its
+    checks and mismatches summed, the tree that ran, the mode, the config)."""
+    return {
+        "ok": all(r["mismatches"] == 0 for r in ranks),
+        "checks": sum(r["checks"] for r in ranks),
+        "mismatches": sum(r["mismatches"] for r in ranks),
+        "native_source_sha256": digest,
+        "afdep_file": afdep.__file__,
+        "mode": mode,
+        "rank_mode": label,
+        "config": {**vars(args), "afdep": config.__dict__},
+        "wall_s": round(time.perf_counter() - started, 3),
+        "ranks": ranks,
+    }
