@@ -51,6 +51,23 @@ def sweep(
     on_results(controls)
     if not all(r.ok for r in controls):
         return controls, []
+    results = run_faults(engines, fault_ids, config_names, repeats, on_results, slots, deadline)
+    order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
+    return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
+
+
+def run_faults(
+    engines: list[Engine],
+    fault_ids: list[str],
+    config_names: list[str] | None,
+    repeats: int,
+    on_results: Callable[[list[RunResult]], None],
+    slots: int,
+    deadline: float | None,
+) -> list[RunResult]:
+    """The faults of a sweep whose controls were right: the shared phase,
+    then the faults that run alone, their trees built meanwhile."""
+    catalog = engines[0].catalog
     shared_phase, alone_phase = phases(engines, catalog, fault_ids, slots)
     results: list[RunResult] = []
     lock = threading.Lock()
@@ -89,8 +106,7 @@ def sweep(
         # The faults that run alone need quiet GPUs and CPUs: every build ends first.
         wait(list(built.values()))
         _run_phase(alone_phase, work, stop)
-    order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
-    return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
+    return results
 
 
 def phases(

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, Config
-from faults.catalog.errors import FaultsError
-from faults.catalog.model import FAULTS_LISTED
-from faults.generate.site_faults import is_generated
 from faults.judge.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
 from faults.judge.verdict import FaultSummary, summarize_fault
 from faults.pipeline.engine import Engine, RunResult, TreeContract
@@ -31,19 +27,22 @@ from faults.pipeline.scratch import UserTreeGuard
 from faults.pipeline.slots import sweep
 from faults.report.document import SweepReport, catalog_sha256, summary_line, write_report
 from faults.sweep.history import History
+from faults.sweep.selection import (
+    SweepError,
+    check_history,
+    covered_by_catalog,
+    outside_sources,
+    select_configs,
+    select_faults,
+)
 from hostio import (
     gpu_group,
-    known_names,
     machine_name,
     writable_dir,
 )
 from invariants.sync.sites import parse_tree
 
 CPU_RESULTS = Path("build/faults")  # a sweep that judges nothing files its report here
-
-
-class SweepError(FaultsError):
-    """A sweep that cannot start as asked; the message names the argument."""
 
 
 @dataclass
@@ -64,65 +63,6 @@ class SweepOptions:
     # Past this many seconds from the start no fault starts (None: no limit);
     # the report lists the faults not run, so a next shard can take them.
     budget_s: float | None = None
-
-
-def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
-    """The fault ids `only` names (each pattern matches whole ids), in catalog order."""
-    if not only:
-        return list(catalog.faults)
-    chosen = set()
-    for pattern in only:
-        try:
-            compiled = re.compile(pattern)
-        except re.error as error:
-            raise SweepError(f"--only {pattern!r}: not a regular expression ({error})") from None
-        matched = {f for f in catalog.faults if compiled.fullmatch(f)}
-        if not matched:
-            raise SweepError(
-                f"--only {pattern!r} matches no fault id (a pattern matches whole ids); "
-                f"{known_names(pattern, catalog.faults, FAULTS_LISTED)}"
-            )
-        chosen |= matched
-    return [f for f in catalog.faults if f in chosen]
-
-
-def select_configs(catalog: Catalog, names: list[str] | None) -> list[Config]:
-    known = [c.name for c in catalog.configs]
-    for name in names or []:
-        if name not in known:
-            raise SweepError(f"--config {name!r}: no such config; known: {', '.join(known)}")
-    return [c for c in catalog.configs if names is None or c.name in names]
-
-
-def check_history(path: Path) -> None:
-    """The history opens as SQLite now, not after the whole sweep."""
-    try:
-        History(path).close()
-    except sqlite3.Error as error:
-        raise SweepError(f"--history {path}: not a sweep history ({error})") from None
-
-
-def outside_sources(path: Path, root: Path, catalog: Catalog, argument: str) -> None:
-    """SweepError when `path` lies in the target's sources: what the sweep
-    writes there would change the tree it judges."""
-    sources = (root / catalog.target.sources).resolve()
-    where = Path(path).resolve()
-    if where == sources or sources in where.parents:
-        raise SweepError(
-            f"{argument} {path}: inside the target's sources ({catalog.target.sources}); "
-            "the sweep's files would change the tree it judges"
-        )
-
-
-def covered_by_catalog(catalog: Catalog) -> set[str]:
-    """Sites some hand-written fault patches."""
-    return {
-        p.site
-        for f in catalog.faults.values()
-        if not is_generated(f.id)
-        for p in f.patches
-        if p.site
-    }
 
 
 @dataclass

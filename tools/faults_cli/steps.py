@@ -47,7 +47,7 @@ def workdir(args: argparse.Namespace, command: str) -> KeptFolder:
 def fitting_configs(catalog: Catalog, names: list[str] | None) -> list[str]:
     """The chosen configs (all by default) that fit this machine's GPUs; the
     others are said. None fitting is an error naming what each needs."""
-    from faults.sweep.sweep import select_configs
+    from faults.sweep.selection import select_configs
 
     chosen = select_configs(catalog, names)
     needs = {c.name: catalog.gpus_for(c) for c in chosen}

@@ -1,0 +1,82 @@
+"""What a sweep takes on before any tree is built: the faults `--only`
+chooses, the configs `--config` names, a history that opens, an output that
+lies outside the target's sources, and the sites the catalog's own faults
+cover; each refusal a SweepError naming the argument."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+from faults.catalog import Catalog, Config
+from faults.catalog.errors import FaultsError
+from faults.catalog.model import FAULTS_LISTED
+from faults.generate.site_faults import is_generated
+from faults.sweep.history import History
+from hostio import (
+    known_names,
+)
+
+
+class SweepError(FaultsError):
+    """A sweep that cannot start as asked; the message names the argument."""
+
+
+def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
+    """The fault ids `only` names (each pattern matches whole ids), in catalog order."""
+    if not only:
+        return list(catalog.faults)
+    chosen = set()
+    for pattern in only:
+        try:
+            compiled = re.compile(pattern)
+        except re.error as error:
+            raise SweepError(f"--only {pattern!r}: not a regular expression ({error})") from None
+        matched = {f for f in catalog.faults if compiled.fullmatch(f)}
+        if not matched:
+            raise SweepError(
+                f"--only {pattern!r} matches no fault id (a pattern matches whole ids); "
+                f"{known_names(pattern, catalog.faults, FAULTS_LISTED)}"
+            )
+        chosen |= matched
+    return [f for f in catalog.faults if f in chosen]
+
+
+def select_configs(catalog: Catalog, names: list[str] | None) -> list[Config]:
+    known = [c.name for c in catalog.configs]
+    for name in names or []:
+        if name not in known:
+            raise SweepError(f"--config {name!r}: no such config; known: {', '.join(known)}")
+    return [c for c in catalog.configs if names is None or c.name in names]
+
+
+def check_history(path: Path) -> None:
+    """The history opens as SQLite now, not after the whole sweep."""
+    try:
+        History(path).close()
+    except sqlite3.Error as error:
+        raise SweepError(f"--history {path}: not a sweep history ({error})") from None
+
+
+def outside_sources(path: Path, root: Path, catalog: Catalog, argument: str) -> None:
+    """SweepError when `path` lies in the target's sources: what the sweep
+    writes there would change the tree it judges."""
+    sources = (root / catalog.target.sources).resolve()
+    where = Path(path).resolve()
+    if where == sources or sources in where.parents:
+        raise SweepError(
+            f"{argument} {path}: inside the target's sources ({catalog.target.sources}); "
+            "the sweep's files would change the tree it judges"
+        )
+
+
+def covered_by_catalog(catalog: Catalog) -> set[str]:
+    """Sites some hand-written fault patches."""
+    return {
+        p.site
+        for f in catalog.faults.values()
+        if not is_generated(f.id)
+        for p in f.patches
+        if p.site
+    }
