@@ -9,7 +9,7 @@ epoch lives on the device.
 
 A Buffer's peers are a RankGroup (afdep.ranks): a rank per GPU through
 torch.distributed, or logical ranks sharing one GPU in one process
-(afdep.logical; docs/architecture.md, "One GPU, logical ranks").
+(afdep.logical; docs/synchronization.md, "One GPU, logical ranks").
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from afdep.workspace import Geometry, pack_params, symmetric_layout
 
 @dataclass(frozen=True)
 class CollectBatch:
-    """One row per received (source, token): see docs/architecture.md."""
+    """One row per received (source, token) (docs/data-layout.md, "Collect view")."""
 
     x: torch.Tensor
     x_scales: torch.Tensor | None

@@ -1,8 +1,9 @@
 """Compile every kernel for a set of configurations, with no GPU needed:
 the variants either role launches, their cubins through the cache (each
 written whole the moment it is made, for the fault engine's erasure check,
-docs/architecture.md, "Erased faults"), or their PTX with line info (what the
-publish contract reads, "The publish contract"). The command is tools/build.py."""
+docs/verdicts.md, "Erased faults"), or their PTX with line info (what the
+publish contract reads, docs/synchronization.md, "The publish contract"). The
+command is tools/build.py."""
 
 from __future__ import annotations
 

@@ -224,7 +224,7 @@ def include_digest(spec: KernelSpec, root: Path) -> str:
 
 def compile_ptx(spec: KernelSpec, root: Path | None = None, *, arch: str = ARCH) -> str:
     """The PTX of `spec` for the sources under `root` (default: this package's),
-    with line info, for the static publish contract (docs/architecture.md, "The
+    with line info, for the static publish contract (docs/synchronization.md, "The
     publish contract"). Cached beside the cubins (`ptx/`), keyed by the files
     the kernel includes, so a change to one kernel recompiles only its variants."""
     root = CSRC if root is None else Path(root)

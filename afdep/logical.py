@@ -2,7 +2,7 @@
 with no torch.distributed (afdep.ranks.LocalWorld), a stream each, and the
 check that their kernels can all be resident at once (afdep.residency).
 The kernels are the ones a rank per GPU runs: only the peer table differs
-(docs/architecture.md, "One GPU, logical ranks")."""
+(docs/synchronization.md, "One GPU, logical ranks")."""
 
 from __future__ import annotations
 

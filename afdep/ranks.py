@@ -1,7 +1,7 @@
 """A rank group's host-side collectives (config agreement, barriers, the
 exchange of symmetric-workspace addresses), in two kinds: one rank per GPU
 through torch.distributed (the NVLink mode), or N logical ranks on threads of
-one process sharing one GPU (docs/architecture.md, "One GPU, logical ranks").
+one process sharing one GPU (docs/synchronization.md, "One GPU, logical ranks").
 torch loads on first use: the tools that only build commands import this too."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Can every logical rank's kernels of a step be resident on one GPU at once?
 A consumer spins until its producer runs; if the spinning CTAs hold every SM,
 the producer never starts and the step hangs until the device timeout. So the
-one-GPU mode counts before it launches (docs/architecture.md, "One GPU,
+one-GPU mode counts before it launches (docs/synchronization.md, "One GPU,
 logical ranks"). A pure function of the geometry, the protocols, the
 expansion grids and the SM count.
 

@@ -1,4 +1,4 @@
-"""Host-side route validation (docs/architecture.md, "Route validity").
+"""Host-side route validation (docs/data-layout.md, "Route validity").
 
 The device kernel (attention_route) applies the same rules and kind names; with
 one invalid entry it reports that entry, so the host check is the oracle the

@@ -2,7 +2,7 @@
 log-line contract. Every line the correctness driver (host) and the kernels
 (device printf, `common/comm.cuh`) write for a tool to read is defined here,
 and so is how it is read: what the driver prints is what the tools and the
-fault catalog parse (docs/architecture.md, "The log-line contract")."""
+fault catalog parse (docs/log-lines.md, "The log-line contract")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The fault engine: named delays, skipped waits and mutants applied to
 scratch copies of a target's sources, rebuilt, run and judged. Generic: it
 knows sites and text, never afdep; a target's words live in its catalog.
-By stage (docs/architecture.md, "Pipeline of the fault engine"): catalog/
+By stage (docs/catalog.md, "Pipeline of the fault engine"): catalog/
 (the model and one module per table), generate/ (faults made from the
 sites), pipeline/ (scratch, apply, build and run, parse, the erasure check,
 the engine, slots), judge/ (verdicts, scores, seeds), report/ (one sweep

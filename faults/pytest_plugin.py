@@ -2,7 +2,7 @@
 `-p faults.pytest_plugin`): the `--faults-*` options and the `faults` marker,
 the parametrization of a `catalog_case` fixture over catalog x fault x config,
 the session's `engines` with each xdist worker's own GPU group, the session
-header and the `fault runs` section (docs/architecture.md, the fault engine).
+header and the `fault runs` section (docs/catalog.md, "Pipeline of the fault engine").
 
 A test module only asks for the fixtures:
 

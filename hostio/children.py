@@ -1,4 +1,4 @@
-"""Child processes that die with their parent (docs/architecture.md,
+"""Child processes that die with their parent (docs/catalog.md,
 "Pipeline of the fault engine", item 5): run_logged starts every command
 through the guard (hostio/guard.py, run as a script), which leads the child's
 process group and ends its whole tree when the parent dies or signals it; the

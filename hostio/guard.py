@@ -1,6 +1,6 @@
 """The guard every child of hostio.run_logged starts through, run as a
 script: `python -I -S hostio/guard.py --guard PARENT_PID STATUS_FD --
-COMMAND...` (docs/architecture.md, "Pipeline of the fault engine", item 5).
+COMMAND...` (docs/catalog.md, "Pipeline of the fault engine", item 5).
 It leads the child's process group, is the subreaper of everything below it,
 and kills that whole tree when its parent dies (Linux's parent-death signal)
 or when it is signalled. Linux only: prctl and /proc.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 class RankMode(str, Enum):
-    """Where a run's ranks go (docs/architecture.md, "One GPU, logical ranks"):
+    """Where a run's ranks go (docs/synchronization.md, "One GPU, logical ranks"):
     a GPU per rank (over NVLink), or every rank as a logical rank on one GPU.
     Every tool, document and command line spells it so."""
 

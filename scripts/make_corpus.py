@@ -6,7 +6,7 @@ Each bug's edits (exact-once `old` -> `new`; `{A}` stands for the attributes
 of the bug's site header, so an edit survives a contract change) or its move
 (`release-above-store`: the bug's release site moved above its guarded store
 site) are applied to a shared clone of HEAD, and `git diff` under the bug's
-header is its patch (docs/architecture.md, "The bug corpus"). Run it again
+header is its patch (docs/review.md, "The bug corpus"). Run it again
 when the kernels change: a bug whose edit no longer applies stops it, named.
 """
 

@@ -7,11 +7,11 @@
 CI runs it; on a GPU machine it warms the cubin cache before the ranks start.
 `--ptx DIR` writes each kernel's PTX with line info instead (`<variant>.ptx`
 and `index.json`, file name -> kernel label), what the fault engine's publish
-contract reads (docs/architecture.md, "The publish contract"); `--csrc DIR`
+contract reads (docs/synchronization.md, "The publish contract"); `--csrc DIR`
 compiles the kernel sources under DIR instead of this package's. `--cubin
 DIR` builds through the cache and also writes each cubin there
 (`<variant>.cubin` and `index.json`), what the fault engine disassembles to
-find a fault the compiler erased (docs/architecture.md, "Erased faults");
+find a fault the compiler erased (docs/verdicts.md, "Erased faults");
 those cubins are cached by the files each kernel includes, as PTX is, so a
 fault in one kernel recompiles only that kernel's variants, and each is
 written the moment it is made, so the engine may stop the command at the

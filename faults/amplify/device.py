@@ -1,4 +1,4 @@
-"""Launching the litmus on the GPU (docs/architecture.md, "Amplification").
+"""Launching the litmus on the GPU (docs/operators.md, "Amplification").
 
 One run is one shape under one stress: launches of `pairs` producer CTAs and
 `pairs` consumer CTAs (consumer slot j runs instance perm[j], a permutation

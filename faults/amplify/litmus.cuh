@@ -1,4 +1,4 @@
-// Message-passing litmus, MC Mutants' way (docs/architecture.md,
+// Message-passing litmus, MC Mutants' way (docs/operators.md,
 // "Amplification"): producer CTA i writes a payload of kWords 64-bit words,
 // each on its own cache line, then publishes flag i with the publish op under
 // test; the consumer CTA of instance i (perm maps consumer slots to instances,

@@ -1,6 +1,6 @@
 """Which litmus shapes an amplify run needs and in what order (controls
 first), every shape run under every stress in its share of the budget, and
-the report's header (docs/architecture.md, "Amplification")."""
+the report's header (docs/operators.md, "Amplification")."""
 
 from __future__ import annotations
 

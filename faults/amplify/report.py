@@ -1,4 +1,4 @@
-"""Verdicts, bounds and the amplify report (docs/architecture.md, "Amplification").
+"""Verdicts, bounds and the amplify report (docs/operators.md, "Amplification").
 
 A mutant's litmus runs n steps (observations) under each stress; k of them
 were weak. Its rate is k/n, and MC Mutants' reproducibility bound: with k

@@ -1,5 +1,5 @@
 """The litmus shapes and the map from a mutant to its shape
-(docs/architecture.md, "Amplification").
+(docs/operators.md, "Amplification").
 
 A shape is one instantiation of `litmus.cuh`'s message-passing kernel: how the
 flag is published and awaited, who writes the payload and whether their

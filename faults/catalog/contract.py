@@ -1,5 +1,5 @@
 """[target.contract]: the target's spellings of what the publish contract looks
-for, and the command that writes its PTX (docs/architecture.md, "The publish contract")."""
+for, and the command that writes its PTX (docs/synchronization.md, "The publish contract")."""
 
 from __future__ import annotations
 

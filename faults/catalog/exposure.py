@@ -1,5 +1,5 @@
 """The catalog's [exposure] table: the real-size twin every config gets in the
-sweep (docs/architecture.md, "Exposure at real sizes")."""
+sweep (docs/catalog.md, "Exposure at real sizes")."""
 
 from __future__ import annotations
 

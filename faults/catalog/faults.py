@@ -17,7 +17,7 @@ from faults.catalog.schedule import patch_schedule
 ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
     "delay": {"ns", "at", "when", "marker", "schedule"},
     "skip": {"marker"},
-    # forced order (docs/architecture.md, "Delays that expose")
+    # forced order (docs/operators.md, "Delays that expose")
     "hold": {"ns", "when", "marker", "cell"},
     "signal": {"when", "cell"},
 }

@@ -1,6 +1,6 @@
 """A catalog read from TOML and checked table by table into its model
 (faults/catalog/model.py): every error names the file, the fault and the
-field at fault (docs/architecture.md, "Pipeline of the fault engine", item 1)."""
+field at fault (docs/catalog.md, "Pipeline of the fault engine", item 1)."""
 
 from __future__ import annotations
 

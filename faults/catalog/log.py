@@ -1,5 +1,5 @@
 """[target.log]: how the target's log says what happened, each key a regular
-expression searched line by line (docs/architecture.md, "Log lines")."""
+expression searched line by line (docs/log-lines.md, "Log lines")."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ PTX_PLACEHOLDERS = ("tree", "sources", "out", "python")
 
 
 class Family(str, Enum):
-    """What a generated fault does to its site (docs/architecture.md,
+    """What a generated fault does to its site (docs/operators.md,
     "Mutation operators"); faults/generate/mutate.py makes the text rewrites."""
 
     SKIP_WAIT = "skip-wait"
@@ -89,7 +89,7 @@ class Config:
 
 @dataclass(frozen=True)
 class Exposure:
-    """[exposure]: the real-size runs the sweep adds (docs/architecture.md,
+    """[exposure]: the real-size runs the sweep adds (docs/catalog.md,
     "Exposure at real sizes"): every config gets a twin `<config>@<name>`
     whose run command ends with `args` and whose environment adds `env`;
     the config's faults run under it too."""
@@ -134,7 +134,7 @@ class MutationRule:
     replacement: str
     # Which producers the mutant's own exposing delay holds back at the store
     # its release publishes or its wait guards: a condition, with the
-    # pattern's groups (None: no delay; docs/architecture.md, "Delays that
+    # pattern's groups (None: no delay; docs/operators.md, "Delays that
     # expose").
     expose: str | None = None
     twin: MutationRule.Twin | None = None  # the copy the rewritten site calls
@@ -153,13 +153,13 @@ class Patch:
     old: str | None = None
     new: str | None = None
     # A text patch's marker goes at the start of this site's region; None: the
-    # region that holds the change (docs/architecture.md, "apply").
+    # region that holds the change (docs/catalog.md, "Pipeline of the fault engine").
     marker_site: str | None = None
     # hold / signal: the forced-order marker cell, an index expression (one
-    # cell per warp or per CTA; docs/architecture.md, "Delays that expose").
+    # cell per warp or per CTA; docs/operators.md, "Delays that expose").
     cell: str = "0"
     # delay: which threads it holds back and how long, drawn from a seed
-    # (docs/architecture.md, "Seeded schedules and replay"); None: `when`, `ns`.
+    # (docs/operators.md, "Seeded schedules and replay"); None: `when`, `ns`.
     schedule: Schedule | None = None
 
 
@@ -178,7 +178,7 @@ class Fault:
 @dataclass(frozen=True)
 class LogPatterns:
     """How a target's log says what happened: each a regular expression
-    searched line by line (docs/architecture.md, "Pipeline of the fault engine")."""
+    searched line by line (docs/catalog.md, "Pipeline of the fault engine")."""
 
     mismatch: re.Pattern[str]  # a check that failed
     timeout: re.Pattern[str]  # a wait that gave up, naming its site

@@ -1,5 +1,5 @@
 """[[target.mutation]]: the target's rewrites that make the mutation
-operators' mutants (docs/architecture.md, "Mutation operators"), each
+operators' mutants (docs/operators.md, "Mutation operators"), each
 entry checked: a known rewrite family, a site kind, a pattern that matches
 some text, a replacement and an exposing condition whose group references
 the pattern has, and a twin (the copy of a function the rewritten site

@@ -4,7 +4,7 @@
     catalogs = ["catalogs/target.toml", "tests/fixtures/other/catalog.toml"]
 
 The first is the CLIs' default catalog; the pytest plugin parametrizes over
-every one that exists (docs/architecture.md, the fault engine)."""
+every one that exists (docs/catalog.md, "The catalog format")."""
 
 from __future__ import annotations
 

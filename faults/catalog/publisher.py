@@ -1,7 +1,6 @@
 """[target.publisher], checked: who publishes a release of each producers=
-group and whom the delays that expose hold back (docs/architecture.md,
-"Delays that expose"). Apart from faults/catalog/checks.py to keep each
-module to one table's worth of checks."""
+group and whom the delays that expose hold back (docs/operators.md,
+"Delays that expose"): one table, one module, as every catalog table."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """What a catalog names must exist: the configs and fault ids its faults
 name (and no include cycle), the sites its patches and `[generate]` name in
 the tree's sources, and the functions its mutation rules' twins copy
-(docs/architecture.md, "Pipeline of the fault engine", item 1, and
-"Mutation operators")."""
+(docs/catalog.md, "Pipeline of the fault engine", item 1, and
+docs/operators.md, "Mutation operators")."""
 
 from __future__ import annotations
 

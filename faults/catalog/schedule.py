@@ -1,5 +1,5 @@
 """[target.schedule] and a delay patch's `schedule = {...}`: their types and
-their checks (docs/architecture.md, "Seeded schedules and replay"); the draw
+their checks (docs/operators.md, "Seeded schedules and replay"); the draw
 of a schedule from its seed is faults/generate/schedule.py."""
 
 from __future__ import annotations

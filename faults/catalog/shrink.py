@@ -1,7 +1,7 @@
 """The catalog's [shrink] table: the dimensions of a run's input that
 `afdep-faults shrink` may make smaller, how each is spelled on the run
 command, its ladder of smaller values, and the relations every probed input
-keeps (docs/architecture.md, "Shrinking")."""
+keeps (docs/operators.md, "Shrinking")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The review measured on real commits (docs/architecture.md, "The bug
+"""The review measured on real commits (docs/review.md, "The bug
 corpus"): bug commits and what the review makes of each (bugs.py,
 bugs_report.py), and its other half, real commits that must be approved
 (neutral.py, neutral_report.py)."""

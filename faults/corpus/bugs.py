@@ -17,7 +17,7 @@ covering faults as well - each writing SARIF. A bug is caught by a review that
 says CHANGES NEEDED and names its site. The result, per bug: its class, caught
 by static / run / both / missed, or not run (only a run catches it and none ran
 here: not judged), whether the culprit site was named, and the time each review
-took (docs/architecture.md, "The bug corpus").
+took (docs/review.md, "The bug corpus").
 """
 
 from __future__ import annotations

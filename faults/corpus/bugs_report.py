@@ -2,7 +2,7 @@
 caught and the time of each review, merged by bug across commands (a corpus
 run in shards builds one document), written as
 docs/results/review-corpus-<machine>[-logical].{json,md}
-(docs/architecture.md, "The bug corpus")."""
+(docs/review.md, "The bug corpus")."""
 
 from __future__ import annotations
 

@@ -20,8 +20,7 @@ A commit is expected to be approved unless FILE lists it:
 
 A commit expected `ok` that the review says CHANGES NEEDED is a false
 positive; one it cannot judge (exit 2, or out of time) is said as such. The
-report is written by faults/corpus/neutral_report.py (docs/architecture.md, "The bug
-corpus").
+report is written by faults/corpus/neutral_report.py (docs/review.md, "Neutral commits").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Delays that expose a missing barrier instead of hiding it
-(docs/architecture.md, "Delays that expose"). For every release site whose
+(docs/operators.md, "Delays that expose"). For every release site whose
 producers are more than its publishing thread, two must-pass faults:
 
 - `gen.uneven-delay.<release>`: the other producers (the other lanes of a

@@ -1,5 +1,5 @@
 """Mutation operators: realistic ordering bugs generated from the sites
-(docs/architecture.md, "Mutation operators"). The operators are generic text
+(docs/operators.md, "Mutation operators"). The operators are generic text
 rewrites inside a site's region; the target's spellings (its barrier, its
 release store, its wait helper) come from the catalog's `[[target.mutation]]`
 entries. One structural operator, publish-early, moves a release above the
@@ -40,7 +40,7 @@ def tagged(line: str, owner: str, note: str) -> str:
 
 
 # Why a must-fail mutant of each family can run clean, and what opens its
-# window (docs/architecture.md, "Mutation operators").
+# window (docs/operators.md, "Mutation operators").
 HINTS = {
     Family.REMOVE_BARRIER: "the publishing group reached the release together: hold back a "
     "subset of its warps before their stores (uneven-delay) or make them wait for a marker the "
@@ -131,7 +131,7 @@ def _patches(
     """The rewrite, its marker opening the mutated site; then its twin, when
     the rule has one (_twin_patch); then, when the rule exposes, a delay of
     the producers its condition names at the start of the store the release
-    publishes, or the wait guards (docs/architecture.md, "Delays that
+    publishes, or the wait guards (docs/operators.md, "Delays that
     expose"): the mutant's window held open, silent (the rewrite's marker
     says it fired)."""
     rewrite = Patch(

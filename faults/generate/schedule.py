@@ -1,4 +1,4 @@
-"""Seeded schedules of a delay (docs/architecture.md, "Seeded schedules and
+"""Seeded schedules of a delay (docs/operators.md, "Seeded schedules and
 replay"). A delay patch may carry a schedule: which warps, lanes, CTAs or
 steps it holds back and for how long, drawn on the host from a seed into
 constants of the injected code. One seed gives one patch text, so one tree

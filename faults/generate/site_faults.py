@@ -85,7 +85,7 @@ def with_generated(catalog: Catalog, tree_root: Path) -> Catalog:
     sites, _ = parse_tree(sources)
     generated = generated_faults(sites, catalog.generate)
     generated.update(mutants(sites, catalog.target.mutations, catalog.generate, sources))
-    generated.update(expose_faults(sites, catalog))  # docs/architecture.md, "Delays that expose"
+    generated.update(expose_faults(sites, catalog))  # docs/operators.md, "Delays that expose"
     for key, _ in catalog.generate.survivor_ok:
         if key.startswith(GENERATED_PREFIX) and key not in generated:
             raise catalog_error(

@@ -1,5 +1,5 @@
 """The sweep's scores: the mutation score and firing rate over its faults, and
-the score per family of must-fail faults (docs/architecture.md, "Mutation
+the score per family of must-fail faults (docs/operators.md, "Mutation
 operators")."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from faults.catalog.model import Family
 from faults.judge.verdict import FaultSummary, Verdict
 
 # How a must-fail fault's summary counts in its family's score: the verdicts a
-# judged run can end in, each its own column (docs/architecture.md, "Mutation
+# judged run can end in, each its own column (docs/operators.md, "Mutation
 # operators"); NOT FIRED and the apply, build and tree errors judged nothing.
 SCORED = {
     Verdict.KILLED: "killed",

@@ -1,5 +1,5 @@
 """Faults with seeded schedules over many seeds, and run ids
-(docs/architecture.md, "Seeded schedules and replay"). A fault whose delay has
+(docs/operators.md, "Seeded schedules and replay"). A fault whose delay has
 a schedule runs, in a sweep with `--seeds K`, once per seed as its own fault
 `<fault>~s<seed>` (its own tree); a run is named `<fault>@<config>#<repeat>`,
 so a report's line says what `replay` takes."""

@@ -1,7 +1,7 @@
 """The verdict stage: an outcome against its fault's expectation, through one
 table of rules (mutmut's way): the first rule whose condition holds decides.
 A must-fail fault that ran clean is UNOBSERVABLE, not SURVIVED, when the
-static contract flags its tree (docs/architecture.md, "Mutation operators")."""
+static contract flags its tree (docs/operators.md, "Mutation operators")."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class Verdict(str, Enum):
     WRONG_TREE = "WRONG TREE"
     APPLY_ERROR = "APPLY ERROR"
     BUILD_ERROR = "BUILD ERROR"
-    # Amplification's (docs/architecture.md, "Amplification"): a mutant with no
+    # Amplification's (docs/operators.md, "Amplification"): a mutant with no
     # litmus shape, one whose litmus did not run here, and one left unjudged
     # because a control showed a weak outcome (the harness is broken).
     NOT_MAPPED = "NOT MAPPED"

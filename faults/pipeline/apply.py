@@ -73,7 +73,7 @@ def skip(body: list[str], patch: Patch, target: Target, indent: str) -> list[str
     return [_tag(marker_line(patch, target), indent, patch, f"skip {patch.site}")]
 
 
-# Forced order (docs/architecture.md, "Delays that expose"): the held threads
+# Forced order (docs/operators.md, "Delays that expose"): the held threads
 # wait, bounded, for a marker cell the publisher bumps right after its
 # release. The cell lives in memory its group shares (a CTA's shared memory on
 # a GPU), reached through one function each patched file defines once; it is
@@ -246,7 +246,7 @@ def apply_patches(
 ) -> list[Path]:
     """Apply `patches` in order to the scratch `tree`; returns the files changed.
     `marked`: text patches get markers (a fault's; a control needs none);
-    `bare`: no marker anywhere (docs/architecture.md, "Erased faults")."""
+    `bare`: no marker anywhere (docs/verdicts.md, "Erased faults")."""
     sources = Path(tree) / catalog.target.sources
     target = catalog.target if marked and not bare else None
     changed = []

@@ -59,7 +59,7 @@ class RunResult:
     tree_digest: str
     seconds: dict[str, float] = field(default_factory=dict)
     outcome: dict | None = None
-    # A scheduled fault's seed and what it drew (docs/architecture.md, "Seeded
+    # A scheduled fault's seed and what it drew (docs/operators.md, "Seeded
     # schedules and replay"); None and "" for any other run.
     seed: int | None = None
     schedule: str = ""
@@ -89,7 +89,7 @@ class Engine:
         self.workdir = Path(workdir)
         self.ref = ref
         self.env = env or {}  # e.g. this worker's CUDA_VISIBLE_DEVICES
-        # A tree's static contract violations (docs/architecture.md, "Mutation
+        # A tree's static contract violations (docs/operators.md, "Mutation
         # operators"): the injected check, else invariants.sync.contract's (when there is one).
         self.contract = contract or static_contract(catalog.target)
         self._prepared: dict[str, Prepared] = {}  # one tree per label, shared by its configs

@@ -1,4 +1,4 @@
-"""Erased faults (docs/architecture.md, "Erased faults"): a fault whose tree,
+"""Erased faults (docs/verdicts.md, "Erased faults"): a fault whose tree,
 its markers left out, compiles to the clean tree's machine code changes
 nothing the hardware executes, so no run of it can show anything. The
 catalog's `[target.sass] cubin` command writes the cubin of every kernel

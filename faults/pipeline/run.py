@@ -1,6 +1,6 @@
 """The build and run stages: a command in a scratch tree, through
 hostio.run_logged's guard, with an outer timeout that kills its whole tree
-(no orphan process holding a GPU, docs/architecture.md, "Pipeline of the
+(no orphan process holding a GPU, docs/catalog.md, "Pipeline of the
 fault engine", item 5), its output kept in a log."""
 
 from __future__ import annotations

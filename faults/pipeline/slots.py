@@ -2,7 +2,7 @@
 controls first, then the faults that tolerate neighbours `slots` at a time
 on each engine's group while their trees build, then, one at a time per
 group, the faults whose kill needs the window a delay opens
-(docs/architecture.md, "From a fault id to its verdict")."""
+(docs/tools.md, "The sweep")."""
 
 from __future__ import annotations
 
@@ -144,8 +144,9 @@ def _run_phase(phase: Phase, work, stop: threading.Event) -> None:
 
 
 def needs_quiet_gpus(catalog: Catalog, fault_id: str) -> bool:
-    """A must-fail fault that skips a wait while a delay holds the guarded
-    store back: its kill depends on that window, so it runs alone."""
+    """A must-fail fault with a delay (a skipped wait whose guarded store a
+    delay holds back, an exposed mutant): its kill depends on the window the
+    delay opens, so it runs alone."""
     return catalog.fault(fault_id).expect == "fail" and any(
         patch.action == "delay" for patch in catalog.all_patches(fault_id)
     )

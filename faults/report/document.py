@@ -1,7 +1,7 @@
 """The sweep report: one summary line per run, and one document per sweep
 (SweepReport), the one type that `sweep` and `run --report` write, a shard
 is, `merge` makes of shards, `rejudge` judges again and `compare` reads
-(docs/architecture.md, "Sharded sweeps"). Its derived figures (ok, the
+(docs/tools.md, "Sharded sweeps"). Its derived figures (ok, the
 mutation score by family, the firing rate, stage seconds, the engine's share,
 the summary lines) are computed here, once, from its runs and summaries."""
 

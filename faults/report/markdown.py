@@ -221,7 +221,7 @@ OUTSIDE_COLUMNS = ("equivalent", "erased", "not_fired", "errors")  # outside the
 def _family_table(families: dict[str, dict]) -> list[str]:
     """The mutation score per family of must-fail faults: killed / (killed +
     survived + unobservable + flaky + hung + broke); EQUIVALENT, ERASED, NOT
-    FIRED and errors beside it, outside the score (docs/architecture.md,
+    FIRED and errors beside it, outside the score (docs/operators.md,
     "Mutation operators"; a report from before ERASED counts none)."""
     if not families:
         return []

@@ -1,4 +1,4 @@
-"""The sweep's Markdown of seeded schedules (docs/architecture.md, "Seeded
+"""The sweep's Markdown of seeded schedules (docs/operators.md, "Seeded
 schedules and replay"): the kill rate per schedule family and per fault over
 its seeds, and each seed's run ids, what it drew and its verdict."""
 

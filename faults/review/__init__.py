@@ -1,4 +1,4 @@
-"""The pre-merge ordering review (docs/architecture.md, "The pre-merge
+"""The pre-merge ordering review (docs/review.md, "The pre-merge
 review"): what a change touches (diff.py, coverage.py), the static contract of
 its tree (static.py), its runs (runs.py), the review itself (review.py, model.py)
 and its Markdown and SARIF (markdown.py, findings.py)."""

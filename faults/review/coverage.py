@@ -1,5 +1,5 @@
 """Which faults cover a site: the rule the review applies to every site a
-change touches (docs/architecture.md, "The pre-merge review")."""
+change touches (docs/review.md, "The pre-merge review")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """One review: what the change touches, what the static contract and the runs
-said, and the verdict that follows (docs/architecture.md, "The pre-merge review")."""
+said, and the verdict that follows (docs/review.md, "The pre-merge review")."""
 
 from __future__ import annotations
 

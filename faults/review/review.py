@@ -10,7 +10,7 @@ it - a must-pass fault that delays it and a must-fail fault that exercises it,
 from the catalog or generated from the sites. With --run (and the hardware
 the target needs) the change's own tree runs first, then the covering faults,
 in scratch trees. Without --run it is the static review, the one the
-pre-commit hook runs (docs/architecture.md, "The pre-merge review").
+pre-commit hook runs (docs/review.md, "The pre-merge review").
 """
 
 from __future__ import annotations

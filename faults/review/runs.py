@@ -2,7 +2,7 @@
 and with the forced failure, then the faults covering the sites it touches.
 When the change's tree fails with no fault, BASE's tree runs too, to tell a
 broken change (BASE passes) from a broken harness (BASE fails as well)
-(docs/architecture.md, "The pre-merge review")."""
+(docs/review.md, "The pre-merge review")."""
 
 from __future__ import annotations
 

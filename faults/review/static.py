@@ -1,6 +1,6 @@
 """The review's static half, with no GPU and no run: the publish contract of
 every release and wait site, checked on the changed tree by invariants.sync.contract
-(docs/architecture.md, "The pre-merge review")."""
+(docs/review.md, "The pre-merge review")."""
 
 from __future__ import annotations
 

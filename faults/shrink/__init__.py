@@ -1,3 +1,3 @@
-"""`shrink` (docs/architecture.md, "Shrinking"): the loop that makes a killing
+"""`shrink` (docs/operators.md, "Shrinking"): the loop that makes a killing
 run input smaller (loop.py), its runs through the engine (runs.py) and what it
 hands back (report.py)."""

@@ -1,4 +1,4 @@
-"""The shrink loop (docs/architecture.md, "Shrinking"): from a run input that
+"""The shrink loop (docs/operators.md, "Shrinking"): from a run input that
 kills a must-fail fault, a greedy walk down each dimension's ladder of the
 catalog's [shrink] table, keeping a smaller value whenever the fault is still
 KILLED there, until no dimension shrinks or the time budget is spent.

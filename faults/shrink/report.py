@@ -1,4 +1,4 @@
-"""What a shrink hands back (docs/architecture.md, "Shrinking"): the JSON
+"""What a shrink hands back (docs/operators.md, "Shrinking"): the JSON
 and Markdown report of every probe, the command that reruns the minimal
 input by hand, and the regression case (tests/regress/shrunk/<fault>.json)
 that tests/regress/test_shrunk.py holds KILLED there."""

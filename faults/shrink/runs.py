@@ -1,4 +1,4 @@
-"""The shrink loop's runs through the engine (docs/architecture.md,
+"""The shrink loop's runs through the engine (docs/operators.md,
 "Shrinking"): the fault's tree applied and built once, each probe its
 config's run command with the probe's arguments appended (the target's
 parser takes the last value of an option). A generated regression test

@@ -1,4 +1,4 @@
-"""Shards of one sweep made one report (docs/architecture.md, "Sharded
+"""Shards of one sweep made one report (docs/tools.md, "Sharded
 sweeps"). A sweep longer than one device command runs as shards (`sweep
 --only`, then `--rest-of` the last shard); `afdep-faults merge SHARD.json ...
 --results-dir DIR` writes the report one sweep of them all would have:

@@ -1,5 +1,5 @@
 """Recorded runs judged again by today's rules, with no GPU
-(docs/architecture.md, "Judging recorded runs again").
+(docs/verdicts.md, "Judging recorded runs again").
 
 A sweep report keeps each run's outcome: its exit, the lines the log named,
 its markers and the digest of the tree that ran. When the verdict rules or
@@ -9,7 +9,7 @@ CPU. A tree whose digest is not the one that ran is refused, naming the
 fault: the fault or the sources changed since, and only a new run can say.
 With `drop_changed` such a fault is dropped from the report instead, said in
 the pass: a shard judged by an older catalog merges with the shards that run
-the changed faults again (docs/architecture.md, "Judging recorded runs again").
+the changed faults again (docs/verdicts.md, "Judging recorded runs again").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One run of a sweep report run again, its schedule applied as recorded
-(docs/architecture.md, "Seeded schedules and replay"): the recorded run,
+(docs/operators.md, "Seeded schedules and replay"): the recorded run,
 the tree applied only (--no-run), both sides compared, and the Markdown."""
 
 from __future__ import annotations

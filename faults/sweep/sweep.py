@@ -4,7 +4,7 @@ Markdown and JUnit, and a SQLite history that says what changed since the
 last sweep of the target. With fewer GPUs than the target needs, every fault
 is applied and built and the runs that need GPUs are listed.
 
-A `Sweep` goes plan -> run -> record -> write (docs/architecture.md, "The
+A `Sweep` goes plan -> run -> record -> write (docs/tools.md, "The
 sweep"); `plan` refuses bad input before any tree is built.
 """
 

@@ -1,4 +1,4 @@
-"""Deterministic per-step inputs of one attention rank (architecture.md, "Inputs")."""
+"""Deterministic per-step inputs of one attention rank (docs/data-layout.md, "Inputs")."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def _step_seed(seed: int, step: int, rank: int) -> int:
 
 
 def step_rows(capacity: int, hidden: int, step: int, generator: torch.Generator) -> torch.Tensor:
-    """fp32 [C, H] rows that encode `step` (architecture.md, "Stale data and
+    """fp32 [C, H] rows that encode `step` (docs/synchronization.md, "Stale data and
     launch skew"): with `band = 2 ** STEP_BANDS[step % 3]`,
 
     - channel `128 b` (each block's lead) is `±band * [1, 2]`, every other channel

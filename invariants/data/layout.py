@@ -1,4 +1,4 @@
-"""Checks that a dispatch result obeys architecture.md, bit for bit.
+"""Checks that a dispatch result obeys docs/data-layout.md, bit for bit.
 
 The checks derive everything from the sources (not from dispatch_reference), so
 they can judge the reference as well as the kernels. Output buffers may be

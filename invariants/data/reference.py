@@ -1,4 +1,4 @@
-"""Pure-torch reference of dispatch, expert function and combine (architecture.md).
+"""Pure-torch reference of dispatch, expert function and combine (docs/data-layout.md).
 
 Everything is vectorized over tokens and hidden; loops run only over ranks and
 top-k slots. Tensors are created on the inputs' device.

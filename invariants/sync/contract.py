@@ -1,4 +1,4 @@
-"""The publish contract, checked with no GPU (docs/architecture.md, "The
+"""The publish contract, checked with no GPU (docs/synchronization.md, "The
 publish contract"). Each release site declares whose stores it publishes and
 at what scope, each wait who reads after it and at what scope; this module
 proves each declaration twice:

@@ -1,5 +1,5 @@
 """The publish contract on the PTX of every kernel variant, the compiler's
-truth (docs/architecture.md, "The publish contract"): the catalog's `ptx`
+truth (docs/synchronization.md, "The publish contract"): the catalog's `ptx`
 command writes it (cached by the digest of the sources and that command),
 invariants/sync/ptx_read.py reads it, and each release and wait site is held to its
 contract through the source lines `.loc` gives its instructions:

@@ -1,4 +1,4 @@
-"""One PTX instruction as the publish contract reads it (docs/architecture.md,
+"""One PTX instruction as the publish contract reads it (docs/synchronization.md,
 "The publish contract"): its opcode and operands, the source line it came from
 (`.loc`, `inlined_at`), and what it does to memory ordering: a data store or
 load, a release, an acquire or a fence at a scope, a barrier of a group, a

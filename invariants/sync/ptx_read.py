@@ -1,4 +1,4 @@
-"""PTX as the publish contract reads it (docs/architecture.md, "The publish
+"""PTX as the publish contract reads it (docs/synchronization.md, "The publish
 contract"): a module's functions, their instructions with the source line each
 came from (`.loc`, `inlined_at`), the control-flow graph of each function, and
 walks over the graph; what one instruction does to memory ordering is

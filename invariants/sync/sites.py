@@ -7,7 +7,7 @@ refer to. A region is
     <code>
     // @end <name>
 
-A release and a wait carry their publish contract (docs/architecture.md, "The
+A release and a wait carry their publish contract (docs/synchronization.md, "The
 publish contract"): `producers` is whose stores the release publishes (thread,
 warp, block, grid), `consumers` who reads after the wait (thread, warp,
 block), `scope` the scope of the release or acquire (sys, gpu, cta), `guards`
@@ -213,7 +213,7 @@ def _check_header(path: Path, number: int, name: str, attrs: dict, text: str) ->
 
 
 def _contract_problems(name: str, kind: str | None, attrs: dict) -> list[str]:
-    """What the header's contract attributes get wrong (docs/architecture.md,
+    """What the header's contract attributes get wrong (docs/synchronization.md,
     "The publish contract"): a release or a wait declares all of its own, no
     other kind any, and every value is one its enum knows."""
     problems = []

@@ -1,7 +1,7 @@
 """How a target spells what the publish contract looks for (its release,
 acquire, fence, barrier and warp sync calls), and what the contract needs to
 know of a target to check it: the engine's catalog holds one of each per
-target (docs/architecture.md, "The publish contract")."""
+target (docs/synchronization.md, "The publish contract")."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Protocol
 @dataclass(frozen=True)
 class ContractSpellings:
     """[target.contract]: how the target's source spells what the publish
-    contract looks for (docs/architecture.md, "The publish contract"), each a
+    contract looks for (docs/synchronization.md, "The publish contract"), each a
     regular expression matching a called name, and the command that writes the
     PTX of every kernel variant (`<file>.ptx` and `index.json`, file -> label)."""
 

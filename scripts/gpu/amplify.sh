@@ -1,6 +1,6 @@
 #!/bin/bash
 # The order-weakening mutants as litmus tests on the GPUs here (docs/
-# architecture.md, "Amplification"): the GPU tests first (the controls clean),
+# docs/operators.md, "Amplification"): the GPU tests first (the controls clean),
 # then `afdep-faults amplify` without stress and with memory stress (nvlink too
 # on two GPUs), the payload read as the kernels do (READ=l2) unless READ=cached.
 # Back: results/amplify-<machine>.{json,md}, results/gpu-tests.log, console.log.

@@ -1,7 +1,7 @@
 """Probe prints in a scratch tree of the count_wait epoch mutant (usage:
 count_wait_probe.py TREE): globaltimer at attention_dispatch's start and count
 release, and at ffn_place's entry (with the count flag it saw) and end (with the
-row total it placed). docs/architecture.md, "Delays that expose", has what
+row total it placed). docs/history.md, "Delays that expose", has what
 they showed; scripts/gpu/count_wait_probe.sh runs them."""
 
 import sys

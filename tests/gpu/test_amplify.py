@@ -1,4 +1,4 @@
-"""The litmus on one GPU (`pytest -m gpu`, docs/architecture.md,
+"""The litmus on one GPU (`pytest -m gpu`, docs/operators.md,
 "Amplification"): the control (release.sys / acquire.sys) shows no weak
 outcome with and without memory stress, and a relaxed publish runs to a
 numeric rate over real observations."""

@@ -1,5 +1,5 @@
 """A trap on the device reaches the log as a line the afdep catalog's
-`device_error` pattern reads (docs/architecture.md, "The log-line contract"):
+`device_error` pattern reads (docs/log-lines.md, "The log-line contract"):
 a fault that makes a kernel trap is KILLED for it, not judged BROKE."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 process match the reference bitwise at every shape, a wait that cannot
 complete times out naming its site (it never hangs), and a geometry whose
 kernels cannot all be resident is refused before any launch
-(docs/architecture.md, "One GPU, logical ranks")."""
+(docs/synchronization.md, "One GPU, logical ranks")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The one-GPU micro-benches on a GPU (`pytest -m gpu`): each runs one small
 size end to end with this tree and its rows come back bitwise right, with the
-grids it was asked for (docs/architecture.md, "Performance targets")."""
+grids it was asked for (docs/tools.md, "Performance targets")."""
 
 from __future__ import annotations
 

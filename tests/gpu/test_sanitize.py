@@ -1,7 +1,7 @@
 """afdep sanitize on one GPU (`pytest -m gpu`): compute-sanitizer's real
 reports read into the findings the stage records (a probe kernel with a
 known bug per tool), and memcheck's eager run of the driver is clean
-(docs/architecture.md, "compute-sanitizer stage")."""
+(docs/tools.md, "compute-sanitizer stage")."""
 
 from __future__ import annotations
 

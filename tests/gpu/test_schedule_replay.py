@@ -1,7 +1,7 @@
 """A seeded schedule replayed on one GPU (`pytest -m gpu`, logical ranks):
 a sweep runs the must-pass `P5s.pct` under one seed, and `replay` of its run
 id applies the same schedule to the same tree and passes again
-(docs/architecture.md, "Seeded schedules and replay")."""
+(docs/operators.md, "Seeded schedules and replay")."""
 
 from __future__ import annotations
 

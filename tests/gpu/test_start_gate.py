@@ -1,6 +1,6 @@
 """The logical ranks' start gate on a GPU (`pytest -m gpu`): a held stream
 runs nothing until the step's gate opens, then everything it holds
-(docs/architecture.md, "Launch skew")."""
+(docs/synchronization.md, "Launch skew")."""
 
 from __future__ import annotations
 

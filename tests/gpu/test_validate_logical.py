@@ -1,7 +1,7 @@
 """afdep validate in logical mode on one GPU (`pytest -m gpu`): a row of each
 expectation (pass at 2 and 4 ranks, the timed row, route at 2 and 4 ranks,
 timeout, agreement) meets it, judged by the logical rules, into
-validate-<1xGPU>-logical.json (docs/architecture.md, "One GPU, logical ranks")."""
+validate-<1xGPU>-logical.json (docs/synchronization.md, "One GPU, logical ranks")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The device scripts (scripts/gpu/*.sh, scripts/four_gpus.sh) name only
 options and subcommands their tools have: a stale one costs a device call
-that fails in seconds (docs/architecture.md, "Device scripts"). And they
+that fails in seconds (docs/tools.md, "Device scripts"). And they
 refuse bad input in one line, exit 2, before any work (no wheel installed,
 no kernel built)."""
 

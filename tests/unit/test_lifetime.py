@@ -1,4 +1,4 @@
-"""No child outlives its parent (docs/architecture.md, "Pipeline of the fault
+"""No child outlives its parent (docs/catalog.md, "Pipeline of the fault
 engine", item 5): a `python -m faults run` whose fixture binary spins is
 interrupted (Ctrl-C, SIGTERM, SIGKILL) and no process of it is left; Ctrl-C
 and SIGTERM end with one line on stderr. The run's processes are found by a

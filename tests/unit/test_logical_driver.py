@@ -1,7 +1,7 @@
 """The driver's logical mode on the CPU: the mode and rank count a process
 resolves to, each rank's environment, the tagged log lines as the log-line
 contract reads them, and the order a step issues its launches in
-(docs/architecture.md, "One GPU, logical ranks")."""
+(docs/synchronization.md, "One GPU, logical ranks")."""
 
 from __future__ import annotations
 

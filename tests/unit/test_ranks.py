@@ -1,6 +1,6 @@
 """afdep.ranks on the CPU: the logical ranks' peer table and workspace slices,
 their in-process collectives, and the config agreement run through them
-(docs/architecture.md, "One GPU, logical ranks")."""
+(docs/synchronization.md, "One GPU, logical ranks")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The one-GPU mode's SM budget: every logical rank's kernels of a step
-resident at once, counted before any launch (docs/architecture.md, "One GPU,
+resident at once, counted before any launch (docs/synchronization.md, "One GPU,
 logical ranks")."""
 
 from __future__ import annotations

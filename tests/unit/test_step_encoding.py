@@ -1,4 +1,4 @@
-"""Stale data is never bitwise-equal to fresh data (architecture.md, "Stale data
+"""Stale data is never bitwise-equal to fresh data (docs/synchronization.md, "Stale data
 and launch skew"): at the shapes the fault catalog runs, no row, scale row,
 weight row, partial or combined output of a step equals one of the step before,
 at the same token index or any other."""

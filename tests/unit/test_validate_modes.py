@@ -1,6 +1,6 @@
 """validate's rank modes: the command each mode builds, the automatic
 choice, the logical judging of route rows, the results' names, every logical
-row accepted by the driver and resident on an H200 (docs/architecture.md,
+row accepted by the driver and resident on an H200 (docs/synchronization.md,
 "One GPU, logical ranks")."""
 
 from __future__ import annotations

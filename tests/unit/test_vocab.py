@@ -100,7 +100,7 @@ def printed(fmt: str, *values) -> str:
 
 def test_every_line_the_kernels_print_is_parsed():
     """Each complete printf format in comm.cuh, filled in, reads back as its facts."""
-    # Distinct formats: the weaker twins of wait_until (docs/architecture.md,
+    # Distinct formats: the weaker twins of wait_until (docs/operators.md,
     # "Mutation operators") print its timeout line as it does.
     formats = sorted(set(re.findall(r'printf\(\s*"(afdep [^"]*)\\n"', COMM)))
     (timeout,) = [f for f in formats if f.startswith(TIMEOUT)]

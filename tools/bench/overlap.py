@@ -2,7 +2,7 @@
 rank times a chain of bf16 GEMMs on a compute stream alone, then again while
 its dispatch and combine graphs replay on the communication stream (the FFN
 rank's streaming epilogue holds SMs the GEMMs want). The gate: the FFN rank's
-GEMM ≤ 1 µs slower beside the exchange than alone (docs/architecture.md,
+GEMM ≤ 1 µs slower beside the exchange than alone (docs/tools.md,
 "Performance targets")."""
 
 from __future__ import annotations

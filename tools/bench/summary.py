@@ -49,7 +49,7 @@ def summarize(processes: list[dict], arms: list[str], buckets: list[int]) -> lis
 
 
 def targets(rows: list[dict], arms: list[str], row_bytes: int) -> dict:
-    """The performance targets (docs/architecture.md) as ratios in this run,
+    """The performance targets (docs/tools.md, "Performance targets") as ratios in this run,
     reported, never gated here."""
     report = {}
     by_tokens = {row["tokens"]: row for row in rows}

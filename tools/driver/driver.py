@@ -146,7 +146,7 @@ def add_failure_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_skew_options(parser: argparse.ArgumentParser) -> None:
-    """--skew and --skew-seed (architecture.md, "Stale data and launch skew")."""
+    """--skew and --skew-seed (docs/synchronization.md, "Launch skew")."""
     parser.add_argument(
         "--skew",
         choices=[mode.value for mode in LaunchSkew],

@@ -65,7 +65,7 @@ def folder(text: str) -> Path:
 def driver_command(mode: RankMode, ranks: int | None, args: list[str]) -> list[str]:
     """The driver on `ranks` ranks (None: its default): under torchrun, a rank
     per GPU (per-gpu), or one plain process holding every rank on one GPU
-    (logical, docs/architecture.md "One GPU, logical ranks")."""
+    (logical, docs/synchronization.md "One GPU, logical ranks")."""
     if mode == RankMode.LOGICAL:
         count = [] if ranks is None else ["--ranks", str(ranks)]
         return [sys.executable, "-m", DRIVER, "--mode", str(mode), *count, *args]

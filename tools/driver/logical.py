@@ -1,5 +1,5 @@
 """The correctness driver's rank modes, and its logical mode: every rank of the
-run in this one process on one GPU (docs/architecture.md, "One GPU, logical
+run in this one process on one GPU (docs/synchronization.md, "One GPU, logical
 ranks").
 
     python -m tools.driver --mode logical --ranks 4 --ffn-ranks 1 --graph

@@ -1,5 +1,5 @@
 """One driver step of N logical ranks, issued by one host thread on N streams
-(docs/architecture.md, "One GPU, logical ranks").
+(docs/synchronization.md, "One GPU, logical ranks").
 
 Nothing that blocks the host may run while a step's kernels are pending: they
 spin until every rank's kernels run, and a rank not yet issued never would (a
@@ -22,7 +22,7 @@ another, so a sleep queued before the copies would spend its cycles while the
 host is still issuing, and a rank issued later (the FFN) would hardly lead.
 Even after the copies the FFN's first kernel started 40-153 µs after the
 attention's dispatch, longer than the skew's longest sleep
-(docs/architecture.md, "Delays that expose"), so every rank's stream also
+(docs/synchronization.md, "Launch skew"), so every rank's stream also
 waits there on a start gate (`start_gate.py`) that opens once the whole step
 is issued: the ranks start together, and the skew is what tells them apart."""
 

@@ -1,7 +1,7 @@
 """Ranks kept alive across test cases, so a Hypothesis property can draw many
 routes without paying a torchrun start per example: RankPair's worker
 processes each hold a Buffer on their own GPU; LogicalRankPair holds every
-rank in this process on one GPU (docs/architecture.md, "One GPU, logical
+rank in this process on one GPU (docs/synchronization.md, "One GPU, logical
 ranks"). Both run one eager step per request."""
 
 from __future__ import annotations

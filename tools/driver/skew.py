@@ -1,6 +1,6 @@
 """Seeded launch skew: per step, which rank starts first and how late the
 others start, so that a consumer sometimes waits on its producer
-(architecture.md, "Stale data and launch skew").
+(docs/synchronization.md, "Launch skew").
 
 The schedule is a pure function of (seed, step, world size): every rank (or
 every logical rank of one process) computes the same one and applies its own

@@ -1,4 +1,4 @@
-"""A common start for the logical ranks of one step (docs/architecture.md,
+"""A common start for the logical ranks of one step (docs/synchronization.md,
 "Launch skew"): each rank's stream waits, after its input copies and before
 its launch skew, for a word in pinned host memory that the host sets only
 once every rank's launches of the step are issued. One host thread issues the

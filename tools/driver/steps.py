@@ -101,7 +101,7 @@ class StepRunner:
     ) -> None:
         """One step of `bucket` tokens (every rank passes the same bucket),
         its kernels queued `delay_cycles` late on the current stream (the
-        launch skew, architecture.md "Stale data and launch skew")."""
+        launch skew, docs/synchronization.md "Launch skew")."""
         self.bucket = bucket
         self._load(sources)
         # Ranks start each step together. The last step's host-side checks take

@@ -1,4 +1,4 @@
-"""The host's deadline on one driver step (docs/architecture.md, "The host's
+"""The host's deadline on one driver step (docs/synchronization.md, "The host's
 step deadline").
 
 Every device wait times out by itself (AFDEP_TIMEOUT_MS), prints its site and

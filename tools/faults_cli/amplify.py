@@ -1,5 +1,5 @@
 """`afdep-faults amplify`: the order-weakening mutants of the catalog run as
-message-passing litmus tests under stress (docs/architecture.md,
+message-passing litmus tests under stress (docs/operators.md,
 "Amplification"), the controls first; writes amplify-<machine>.{json,md}."""
 
 from __future__ import annotations

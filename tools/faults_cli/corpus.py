@@ -1,6 +1,6 @@
 """`afdep-faults corpus DIR` (every bug commit of a corpus) and `corpus
 --neutral REV_RANGE` (every real commit that must be approved)
-(docs/architecture.md, "The bug corpus")."""
+(docs/review.md, "The bug corpus")."""
 
 from __future__ import annotations
 

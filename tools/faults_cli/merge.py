@@ -1,5 +1,5 @@
 """`afdep-faults merge SHARD... --results-dir DIR`: a sweep's shards made one
-report (docs/architecture.md, "Sharded sweeps")."""
+report (docs/tools.md, "Sharded sweeps")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`afdep-faults replay RUN_ID --from REPORT`: that run again, as recorded
-(docs/architecture.md, "Seeded schedules and replay")."""
+(docs/operators.md, "Seeded schedules and replay")."""
 
 from __future__ import annotations
 

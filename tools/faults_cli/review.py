@@ -1,5 +1,5 @@
 """`afdep-faults review BASE [CHANGE]`: what a change does to the
-synchronization (docs/architecture.md, "The pre-merge review")."""
+synchronization (docs/review.md, "The pre-merge review")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`afdep-faults shrink FAULT`: the smallest run input, by the catalog's
-[shrink] dimensions, that still kills a must-fail fault (docs/architecture.md,
+[shrink] dimensions, that still kills a must-fail fault (docs/operators.md,
 "Shrinking"), with a command to rerun it and, on --write-test, its regression
 case (tests/regress/shrunk/<fault>.json, run by tests/regress/test_shrunk.py)."""
 

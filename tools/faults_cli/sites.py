@@ -1,5 +1,5 @@
 """`afdep-faults sites [--check] DIR`: the sites under DIR, or their rules
-and publish contracts checked (docs/architecture.md, "The publish contract")."""
+and publish contracts checked (docs/synchronization.md, "The publish contract")."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def sites_command(args: argparse.Namespace) -> int:
 
 
 def contract_check(args: argparse.Namespace) -> int:
-    """The publish contract of the sources under DIR (docs/architecture.md, "The
+    """The publish contract of the sources under DIR (docs/synchronization.md, "The
     publish contract"), when their catalog has [target.contract]: on the source,
     and on the PTX unless --no-ptx. Its violations are printed and counted."""
     from invariants.sync.contract import check_contracts

@@ -1,5 +1,5 @@
 """What one compute-sanitizer run found, read from the tool's text log, and
-the verdict on the run (docs/architecture.md, "compute-sanitizer stage").
+the verdict on the run (docs/tools.md, "compute-sanitizer stage").
 
 The text format is the one the Compute Sanitizer user guide documents
 (https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer): every line

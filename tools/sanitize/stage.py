@@ -1,6 +1,6 @@
 """afdep sanitize: the correctness driver in its one-GPU mode (every rank in
 one process) under compute-sanitizer's memcheck, racecheck, synccheck and
-initcheck (docs/architecture.md, "compute-sanitizer stage").
+initcheck (docs/tools.md, "compute-sanitizer stage").
 
     afdep sanitize [--tool memcheck racecheck synccheck initcheck]
                    [--execution eager graph] [--ranks 2] [--results-dir docs/results]

@@ -1,5 +1,5 @@
 """Where validate's runs put their ranks: a rank per GPU under torchrun, or
-every rank of a run in one process on one GPU (docs/architecture.md, "One
+every rank of a run in one process on one GPU (docs/synchronization.md, "One
 GPU, logical ranks"). The command of a run in each mode, the runs a mode
 holds, and the names its results are filed under."""
 

@@ -124,7 +124,7 @@ __device__ __forceinline__ void wait_prerequisites() {
 
 
 /// ---------------------------------------------------------------- weaker twins
-// What the mutation operators switch an ordering call to (docs/architecture.md,
+// What the mutation operators switch an ordering call to (docs/operators.md,
 // "Mutation operators"): the same access at a narrower scope or a weaker order.
 // No kernel calls them; they sit last so no line above them moves.
 __device__ __forceinline__ u64 ld_acquire_gpu(const u64* ptr) {

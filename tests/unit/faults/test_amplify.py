@@ -1,4 +1,4 @@
-"""Amplification on the CPU (docs/architecture.md, "Amplification"): every
+"""Amplification on the CPU (docs/operators.md, "Amplification"): every
 litmus variant compiles with NVRTC, the real catalog's mutants map to their
 exact shapes, the bounds' arithmetic, the verdicts, the report's table and
 the command's one-line errors. The runs themselves are tests/gpu/test_amplify.py."""

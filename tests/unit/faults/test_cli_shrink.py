@@ -1,6 +1,6 @@
 """`afdep-faults shrink` on the CPU fixture, end to end (real trees, builds
 and runs), its reports, rerun command and regression test, and every bad
-input as one line (docs/architecture.md, "Shrinking")."""
+input as one line (docs/operators.md, "Shrinking")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The publish contract (docs/architecture.md, "The publish contract"): the
+"""The publish contract (docs/synchronization.md, "The publish contract"): the
 kernels of this tree keep it on the source and in the PTX of every variant,
 and each realistic ordering bug, made in a copy of the sources, is reported
 exactly, at its site, line and variant. The catalog's [target.contract] is

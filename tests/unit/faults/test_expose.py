@@ -17,7 +17,7 @@ from invariants.sync.sites import Site, parse_tree, published_store
 
 REPO = Path(__file__).parents[3]
 AFDEP = REPO / "catalogs/afdep.toml"
-# The producers= of afdep's releases (docs/architecture.md, "Synchronization"),
+# The producers= of afdep's releases (docs/synchronization.md, "Synchronization"),
 # for a tree whose site headers do not declare them yet.
 PRODUCERS = {
     "cf.attention_dispatch.count_release": "block",

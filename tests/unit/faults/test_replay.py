@@ -1,4 +1,4 @@
-"""`sweep --seeds` and `replay` (docs/architecture.md, "Seeded schedules and
+"""`sweep --seeds` and `replay` (docs/operators.md, "Seeded schedules and
 replay") on the CPU fixture: a scheduled delay of the producer whose seed
 decides whether a skipped wait is killed, swept over seeds, then one killed
 run replayed: the same schedule, the same tree, the same verdict. And the

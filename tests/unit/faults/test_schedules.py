@@ -1,4 +1,4 @@
-"""Seeded schedules (docs/architecture.md, "Seeded schedules and replay"): the
+"""Seeded schedules (docs/operators.md, "Seeded schedules and replay"): the
 draw for a seed, the patch it gives (the same seed, the same tree), run ids,
 the catalog's checks, the summaries over seeds and the kill-rate tables."""
 

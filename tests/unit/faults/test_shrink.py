@@ -1,4 +1,4 @@
-"""The shrink loop against fake runners (docs/architecture.md, "Shrinking"):
+"""The shrink loop against fake runners (docs/operators.md, "Shrinking"):
 its ladders, its relations, the budget, repeats, and, with Hypothesis, that
 over any monotone kill region it ends on an input that kills and whose every
 dimension's next rung down does not."""

@@ -1,5 +1,5 @@
 """A sweep's stage seconds and the engine's own share of them
-(docs/architecture.md, "Performance targets")."""
+(docs/tools.md, "Performance targets")."""
 
 from __future__ import annotations
 
