@@ -1,5 +1,5 @@
 """The bug corpus (corpus/afdep): every bug the static review must catch is
-caught by it, with no GPU, naming the bug's site (docs/architecture.md, "The
+caught by it, with no GPU, naming the bug's site (docs/review.md, "The
 bug corpus"). Bugs only a run can show are reviewed on a GPU machine by
 `afdep-faults corpus corpus/afdep --run`."""
 
