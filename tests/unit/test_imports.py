@@ -332,3 +332,30 @@ def test_the_size_rule_names_a_long_function_and_a_long_module(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n" + body + "\n" * 340)
     assert oversized([module], tmp_path) == ["m.py: 401 lines", "m.py:1: f is 61 lines"]
+
+
+def unmirrored(tests: Path, root: Path) -> list[str]:
+    """Each folder under `tests` that names no package folder of `root`
+    (tests/unit/faults/pipeline tests faults/pipeline)."""
+    return sorted(
+        str(folder.relative_to(root))
+        for folder in tests.rglob("*")
+        if folder.is_dir()
+        and folder.name != "__pycache__"
+        and not (root / folder.relative_to(tests)).is_dir()
+    )
+
+
+def test_the_unit_tests_mirror_the_packages():
+    assert unmirrored(REPO / "tests/unit", REPO) == []
+    assert sorted(path.name for path in (REPO / "tests/unit").glob("test_*.py")) == [
+        "test_docs.py",
+        "test_imports.py",
+    ]  # the two that hold the whole repository
+
+
+def test_the_mirror_rule_names_a_folder_with_no_package(tmp_path):
+    (tmp_path / "faults/judge").mkdir(parents=True)
+    (tmp_path / "tests/unit/faults/judge").mkdir(parents=True)
+    (tmp_path / "tests/unit/faults/verdicts").mkdir(parents=True)
+    assert unmirrored(tmp_path / "tests/unit", tmp_path) == ["tests/unit/faults/verdicts"]

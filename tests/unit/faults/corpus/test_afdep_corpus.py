@@ -1,0 +1,41 @@
+"""The bug corpus (corpus/afdep): every bug the static review must catch is
+caught by it, with no GPU, naming the bug's site (docs/review.md, "The
+bug corpus"). Bugs only a run can show are reviewed on a GPU machine by
+`afdep-faults corpus corpus/afdep --run`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faults.corpus.bugs import BugResult, Catch, CaughtBy, bug_commit, load_corpus, review_bug
+from invariants.sync.sites import parse_tree
+
+REPO = Path(__file__).parents[4]
+CORPUS = load_corpus(REPO / "corpus/afdep")
+KNOWN_SITES = {site.name for site in parse_tree(REPO / "afdep/csrc")[0]}
+
+
+def test_the_corpus_spans_the_bug_classes():
+    assert len(CORPUS) >= 20
+    assert len({bug.bug_class for bug in CORPUS}) >= 8
+    assert {bug.site for bug in CORPUS} <= KNOWN_SITES
+
+
+@pytest.mark.skipif(
+    not (REPO / ".git").exists(), reason="the corpus is committed on a clone of HEAD"
+)
+@pytest.mark.parametrize(
+    "bug", [b for b in CORPUS if b.catch is Catch.STATIC], ids=lambda bug: bug.name
+)
+def test_the_static_review_catches_the_bug_at_its_site(bug, tmp_path):
+    base, head = bug_commit(REPO, bug, tmp_path / "clone")
+    static = review_bug(
+        tmp_path / "clone", base, head, tmp_path, run=False, known_sites=KNOWN_SITES
+    )
+    log = Path(static.log).read_text()
+    assert static.exit_code == 1, log
+    assert "Verdict: CHANGES NEEDED" in log
+    assert bug.site in static.sites_named, log
+    assert BugResult(bug, static).caught_by is CaughtBy.STATIC

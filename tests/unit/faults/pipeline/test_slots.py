@@ -1,0 +1,96 @@
+"""How a sweep spreads its faults (faults/pipeline/slots.py): trees build in run order
+while runs go, each run waits for its own tree only, and an interrupt starts
+no queued build or fault."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import faults.pipeline.slots as slots_module
+from faults.catalog import load_catalog
+
+REPO = Path(__file__).parents[4]
+CATALOG = REPO / "tests/fixtures/flag_payload/catalog.toml"
+
+
+class InterruptedEngine:
+    """An engine whose first build (`stage="prepare"`) or first run
+    (`stage="evaluate"`) is interrupted; the others count themselves."""
+
+    catalog = load_catalog(CATALOG)
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self.started: list[str] = []
+
+    def controls(self, configs, slots):
+        return []
+
+    def prepare(self, label, fault_id):
+        return self._stage("prepare", label)
+
+    def evaluate(self, fault_id, configs, repeats):
+        return self._stage("evaluate", fault_id) or []
+
+    def _stage(self, stage: str, label: str):
+        if stage != self.stage:
+            return None
+        self.started.append(label)
+        if len(self.started) == 1:
+            raise KeyboardInterrupt
+        time.sleep(0.5)  # the one its worker may have taken before the stop
+        return None
+
+
+def test_an_interrupted_build_phase_starts_no_queued_build(monkeypatch):
+    """Ctrl-C (here: the first build raising it) cancels the builds still
+    queued, each of which would copy, patch and build its tree first."""
+
+    monkeypatch.setattr(slots_module, "BUILDS_AT_ONCE", 1)
+    engine = InterruptedEngine("prepare")
+    faults = list(engine.catalog.faults)
+    with pytest.raises(KeyboardInterrupt):
+        slots_module.sweep([engine], faults * 3, None, 1, lambda found: None)
+    assert engine.started[0] == faults[0]  # trees build in run order, each once
+    assert len(engine.started) <= 2  # not 4
+
+
+def test_a_run_waits_for_its_own_tree_only(monkeypatch):
+    """The first fault runs while later trees still build (pipelined), and
+    each tree is built once however often its fault is named."""
+
+    events: list[str] = []
+    lock = threading.Lock()
+
+    class SlowBuilds(InterruptedEngine):
+        def prepare(self, label, fault_id):
+            time.sleep(0.3 if label != "D1" else 0.0)
+            with lock:
+                events.append(f"built {label}")
+
+        def evaluate(self, fault_id, configs, repeats):
+            with lock:
+                events.append(f"ran {fault_id}")
+            return []
+
+    monkeypatch.setattr(slots_module, "BUILDS_AT_ONCE", 1)
+    faults = ["D1", "S1", "S2", "N1"]
+    monkeypatch.setattr(slots_module, "needs_quiet_gpus", lambda catalog, f: False)
+    slots_module.sweep([SlowBuilds("none")], faults + faults, None, 1, lambda found: None)
+    assert sorted(e for e in events if e.startswith("built")) == sorted(
+        f"built {f}" for f in faults
+    )
+    assert events.index("ran D1") < events.index("built N1")  # D1 ran before the last build
+
+
+def test_an_interrupted_run_phase_stops_every_worker_at_its_next_fault():
+    """Two workers of five faults each: the first run is interrupted, and the
+    other worker ends its current fault and starts no other."""
+    engine = InterruptedEngine("evaluate")
+    with pytest.raises(KeyboardInterrupt):
+        slots_module.sweep([engine], ["D1"] * 10, None, 1, lambda found: None, slots=2)
+    assert len(engine.started) <= 3  # not 6: the interrupted worker's one and the other's five

@@ -1,0 +1,123 @@
+"""The pre-commit hook the repository ships (.pre-commit-hooks.yaml): its
+command line, run as pre-commit runs it (from the top of a checkout, the
+staged change against HEAD, no argument added), and the review's bad input."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import tempfile
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from tests.unit.faults.review.test_review import SRC, edit, fixture_repo, git
+from tests.unit.faults.review.test_static import RELEASE_LINE, install_contract
+from tools.faults_cli.main import main as faults_main
+from tools.faults_cli.steps import program
+
+REPO = Path(__file__).parents[4]
+
+
+def hooks() -> dict[str, dict[str, str]]:
+    """.pre-commit-hooks.yaml, a list of flat mappings, read without a YAML library."""
+    found: dict[str, dict[str, str]] = {}
+    for line in (REPO / ".pre-commit-hooks.yaml").read_text().splitlines():
+        match = re.fullmatch(r"(- |  )(\w+): (.*)", line)
+        if match is None:
+            continue
+        if match[1] == "- ":
+            found[match[3]] = hook = {}
+        hook[match[2]] = match[3]
+    return found
+
+
+def test_the_hook_runs_the_static_review_against_head():
+    hook = hooks()["faults-review"]
+    assert hook["entry"] == "afdep-faults review HEAD"
+    assert (hook["language"], hook["pass_filenames"]) == ("system", "false")
+    program = shlex.split(hook["entry"])[0]
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts[program] == "tools.faults_cli.main:main"  # the command the hook runs is this CLI
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    """A checkout whose pyproject.toml names the fixture's catalog, as pre-commit
+    finds it: the current folder, the change staged."""
+    repo = fixture_repo(tmp_path)
+    (repo / "pyproject.toml").write_text(f'[tool.faults]\ncatalogs = ["{SRC}/catalog.toml"]\n')
+    git(repo, "add", "pyproject.toml")
+    git(repo, "commit", "-qm", "the project's catalogs")
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # what the review leaves
+    (tmp_path / "tmp").mkdir()
+    return repo
+
+
+def run_hook(repo: Path) -> int:
+    git(repo, "add", "-A")
+    words = shlex.split(hooks()["faults-review"]["entry"])
+    return faults_main(words[1:])
+
+
+def test_the_hook_passes_an_ordering_neutral_change(project, capsys, monkeypatch):
+    install_contract(monkeypatch)
+    edit(project, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
+    assert run_hook(project) == 0
+    out = capsys.readouterr().out
+    assert "`fx.consumer.flag_wait` (wait" in out and out.endswith("Verdict: ok\n\n")
+    assert list((project.parent / "tmp").iterdir()) == []
+
+
+def test_the_hook_stops_a_change_the_contract_flags_naming_the_site(project, capsys, monkeypatch):
+    install_contract(monkeypatch)
+    edit(project, "std::memory_order_release);", "std::memory_order_relaxed);")
+    assert run_hook(project) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"  - contract: VIOLATED: {SRC}/main.cpp:{RELEASE_LINE}: fx.producer.flag_release: "
+        "no release order\n"
+    ) in out
+    assert out.endswith("Verdict: CHANGES NEEDED\n\n")
+
+
+BAD = {
+    "unknown BASE": (["origni/main"], "unknown git ref 'origni/main' given as BASE"),
+    "unknown CHANGE": (["HEAD", "nope"], "unknown git ref 'nope' given as CHANGE"),
+    "SARIF where no folder can be": (
+        ["HEAD", "--sarif", "/dev/null/r.sarif"],
+        "--sarif's folder /dev/null: not a directory",
+    ),
+    "SARIF in a folder that cannot be made": (
+        ["HEAD", "--sarif", "{tmp}/file/out/r.sarif"],
+        "--sarif's folder {tmp}/file/out: cannot create it (Not a directory)",
+    ),
+    "SARIF a folder": (["HEAD", "--sarif", "{tmp}"], "--sarif {tmp}: a directory, not a file"),
+    "SARIF over the report": (
+        ["HEAD", "--report", "{tmp}/r", "--sarif", "{tmp}/r"],
+        "--report and --sarif name one file: {tmp}/r",
+    ),
+}
+
+
+@pytest.mark.parametrize("words, message", BAD.values(), ids=BAD.keys())
+def test_bad_input_is_one_line_before_any_work(words, message, project, capsys):
+    tmp = project.parent / "tmp"
+    (tmp / "file").write_text("a file where a folder should be")
+    words = [word.format(tmp=tmp) for word in words]
+    assert faults_main(["review", *words]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"{program()}: error: {message.format(tmp=tmp)}\n"
+    assert captured.out == ""
+    assert sorted(p.name for p in tmp.iterdir()) == ["file"]  # no scratch folder was made
+
+
+def test_a_bad_ref_is_named_before_the_gpu_question(capsys):
+    """This checkout's catalog needs GPUs this machine may lack: the ref comes first."""
+    catalog = str(REPO / "catalogs/afdep.toml")
+    words = ["--catalog", catalog, "--root", str(REPO), "review", "HEAD", "nope", "--run"]
+    assert faults_main(words) == 2
+    error = f"{program()}: error: unknown git ref 'nope' given as CHANGE\n"
+    assert capsys.readouterr().err == error

@@ -1,0 +1,230 @@
+"""The review's SARIF 2.1.0 (faults/report/sarif.py): the shape the standard
+requires (checked key by key: no schema download here) and each finding of a
+review at its file:line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from faults.report.sarif import SCHEMA, Level, Result, Rule, sarif_document
+from invariants.sync.finding import Finding
+from tests.unit.faults.review.test_review import FIXTURE, SRC, edit, fixture_repo, git, main
+from tests.unit.faults.review.test_static import RELEASE_LINE, install_contract
+
+CHECK = Rule("check", "a check")
+OTHER = Rule("other", "another check")
+
+
+def assert_sarif_shape(document: dict) -> None:
+    """What the SARIF 2.1.0 schema requires, and what code-review tools read."""
+    assert document["$schema"] == "https://json.schemastore.org/sarif-2.1.0.json" == SCHEMA
+    assert document["version"] == "2.1.0"
+    [run] = document["runs"]
+    driver = run["tool"]["driver"]
+    assert isinstance(driver["name"], str) and driver["name"]
+    rule_ids = [rule["id"] for rule in driver["rules"]]
+    assert len(set(rule_ids)) == len(rule_ids)
+    for result in run["results"]:
+        assert result["message"]["text"]
+        assert result["level"] in ("error", "warning")
+        assert rule_ids[result["ruleIndex"]] == result["ruleId"]
+        for location in result.get("locations", []):
+            physical = location["physicalLocation"]
+            uri = physical["artifactLocation"]["uri"]
+            assert not uri.startswith("/") and "://" not in uri and "\\" not in uri
+            assert physical["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
+            if "region" in physical:
+                assert physical["region"]["startLine"] >= 1
+
+
+def results(path: Path) -> list[tuple]:
+    document = json.loads(path.read_text())
+    assert_sarif_shape(document)
+    found = []
+    for result in document["runs"][0]["results"]:
+        [location] = result.get("locations", [{"physicalLocation": {"artifactLocation": {}}}])
+        physical = location["physicalLocation"]
+        found.append(
+            (
+                result["ruleId"],
+                result["level"],
+                physical["artifactLocation"].get("uri"),
+                physical.get("region", {}).get("startLine"),
+                result["message"]["text"],
+            )
+        )
+    return found
+
+
+def test_a_document_holds_each_finding_at_its_line():
+    findings = [
+        Result(CHECK, Level.ERROR, Finding("src/a.cu", 12, "broken here")),
+        Result(OTHER, Level.WARNING, Finding("catalog.toml", None, "the whole file")),
+        Result(CHECK, Level.ERROR, Finding(None, None, "nowhere in particular")),
+    ]
+    document = sarif_document("faults review", [CHECK, OTHER], findings)
+    assert_sarif_shape(document)
+    run = document["runs"][0]
+    assert run["tool"]["driver"] == {
+        "name": "faults review",
+        "rules": [
+            {"id": "check", "shortDescription": {"text": "a check"}},
+            {"id": "other", "shortDescription": {"text": "another check"}},
+        ],
+    }
+    assert run["results"][0] == {
+        "ruleId": "check",
+        "ruleIndex": 0,
+        "level": "error",
+        "message": {"text": "broken here"},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": "src/a.cu", "uriBaseId": "%SRCROOT%"},
+                    "region": {"startLine": 12},
+                }
+            }
+        ],
+    }
+    assert "region" not in run["results"][1]["locations"][0]["physicalLocation"]
+    assert "locations" not in run["results"][2]
+
+
+@pytest.mark.parametrize(
+    "uri, line, message",
+    [
+        ("/abs/a.cu", 1, "SARIF uri '/abs/a.cu': relative and '/'-separated"),
+        ("src\\a.cu", 1, "SARIF uri 'src\\\\a.cu': relative and '/'-separated"),
+        ("src/a.cu", 0, "SARIF line 0: lines start at 1"),
+    ],
+)
+def test_a_finding_outside_the_repository_is_refused(uri, line, message):
+    with pytest.raises(ValueError) as error:
+        Result(CHECK, Level.ERROR, Finding(uri, line, "x"))
+    assert str(error.value) == message
+
+
+def test_a_finding_under_an_undeclared_rule_is_refused():
+    with pytest.raises(ValueError) as error:
+        sarif_document("t", [CHECK], [Result(OTHER, Level.ERROR, Finding(None, None, "x"))])
+    assert str(error.value) == "SARIF findings under rules not declared: ['other']"
+
+
+def test_the_review_writes_a_contract_violation_at_its_line(tmp_path, capsys, monkeypatch):
+    install_contract(monkeypatch)
+    repo = fixture_repo(tmp_path)
+    edit(repo, "std::memory_order_release);", "std::memory_order_relaxed);")
+    sarif = tmp_path / "out/review.sarif"  # its folder is made, as --report's
+    status = main(["HEAD", "--root", str(repo), "--sarif", str(sarif)])
+    assert status == 1
+    assert "Verdict: CHANGES NEEDED" in capsys.readouterr().out
+    assert results(sarif) == [
+        (
+            "contract-violation",
+            "error",
+            f"{SRC}/main.cpp",
+            RELEASE_LINE,
+            "fx.producer.flag_release: no release order",
+        )
+    ]
+
+
+def test_an_ok_review_writes_no_result(tmp_path, capsys, monkeypatch):
+    install_contract(monkeypatch)
+    repo = fixture_repo(tmp_path)
+    edit(repo, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
+    assert main(["HEAD", "--root", str(repo), "--sarif", str(tmp_path / "r.sarif")]) == 0
+    assert results(tmp_path / "r.sarif") == []
+
+
+def test_unsited_and_uncovered_findings_below_the_repository_top(tmp_path, capsys):
+    """The project lies in sub/ of its repository: uris are named from the top."""
+    top = tmp_path / "top"
+    shutil.copytree(FIXTURE, top / "sub" / SRC)
+    git(top, "init", "-q")
+    git(top, "add", ".")
+    git(top, "commit", "-qm", "base")
+    repo = top / "sub"
+    edit(
+        repo,
+        "  int mismatches = 0;\n",
+        "  int mismatches = 0;\n  channel.flag.store(7, std::memory_order_release);\n"
+        "  // @site fx.consumer.tally kind=compute\n  mismatches += 0;\n"
+        "  // @end fx.consumer.tally\n",
+    )
+    sarif = tmp_path / "r.sarif"
+    status = main(["HEAD", "--root", str(repo), "--no-generated", "--sarif", str(sarif)])
+    assert status == 1
+    main_cpp = f"sub/{SRC}/main.cpp"
+    assert results(sarif) == [
+        (
+            "primitive-outside-site",
+            "error",
+            main_cpp,
+            52,
+            "ordering primitive store( outside any site",
+        ),
+        (
+            "uncovered-site",
+            "error",
+            main_cpp,
+            53,
+            "fx.consumer.tally: no must-pass fault delays it",
+        ),
+    ]
+    capsys.readouterr()
+
+
+def test_a_change_failing_with_no_fault_is_at_its_first_changed_line(tmp_path, capsys):
+    repo = fixture_repo(tmp_path)
+    edit(  # outside every site
+        repo,
+        "return failed_rounds == 0 ? 0 : 1;",
+        "return failed_rounds == 0 ? 2 : 1;",
+    )
+    git(repo, "commit", "-qam", "head: the driver exits 2 on success")
+    sarif = tmp_path / "r.sarif"
+    words = ["HEAD~1", "HEAD", "--root", str(repo), "--run", "--sarif", str(sarif)]
+    status = main(words, workdir="w")
+    assert status == 1
+    log = tmp_path / "w/runs/change/control.clean/control.clean-default.log"
+    assert results(sarif) == [
+        (
+            "change-fails-driver",
+            "error",
+            f"{SRC}/main.cpp",
+            78,  # the line the change altered
+            "the change fails the driver: exit 2 with no line naming a failure; its last "
+            f"line: fixture rounds=4 failed=0 (config default; log: {log})",
+        )
+    ]
+    capsys.readouterr()
+
+
+def test_a_change_failing_with_no_fault_names_the_sites_it_touched(tmp_path, capsys):
+    repo = fixture_repo(tmp_path)
+    edit(
+        repo,
+        "channel.payload[word_idx] = expected(round_idx, word_idx);",
+        "channel.payload[word_idx] = expected(round_idx, word_idx) + (word_idx == 5);",
+    )
+    git(repo, "commit", "-qam", "head: the producer stores one word wrong")
+    sarif = tmp_path / "r.sarif"
+    words = ["HEAD~1", "HEAD", "--root", str(repo), "--run", "--sarif", str(sarif)]
+    assert main(words, workdir="w") == 1
+    log = tmp_path / "w/runs/change/control.clean/control.clean-default.log"
+    assert results(sarif) == [
+        (
+            "change-fails-driver",
+            "error",
+            f"{SRC}/main.cpp",
+            36,  # the touched site's first line: the suspect, by name
+            "fx.producer.payload_store: the change fails the driver: Mismatched payload "
+            f"round=0 word=5 expected=6 got=7 (config default; log: {log})",
+        )
+    ]
+    capsys.readouterr()

@@ -1,0 +1,134 @@
+"""The review's static contract, on the changed tree, through a stand-in for
+invariants.sync.contract that keeps its interface (check_contracts(tree, target, *,
+ptx) -> a report of violations) and flags what the real checker must: a
+publish with no release order, a wait with no acquire."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from faults.review import static
+from invariants.sync.finding import Finding
+from invariants.sync.sites import parse_tree
+from tests.unit.faults.review.test_review import SRC, edit, fixture_repo, git, main, review
+
+RELEASE_LINE = 40  # main.cpp: channel.flag.store(...) in fx.producer.flag_release
+WAIT_LINE = 49  # main.cpp: fixture::wait_until(...) in fx.consumer.flag_wait
+
+
+@dataclass
+class ContractReport:
+    violations: list[Finding]
+    sites_checked: int
+    variants_checked: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def violations(tree: Path, sources: str) -> list[Finding]:
+    """A release site must publish with release order (a source finding); the
+    wait its helper header implements must load with acquire order (a
+    compiled-code finding, reported under the variant `cpp`)."""
+    found = []
+    sites, _ = parse_tree(tree / sources)
+    for site in sites:
+        body = site.path.read_text().splitlines()[site.start : site.end - 1]
+        if site.kind == "release" and not any("memory_order_release" in line for line in body):
+            found.append(Finding(str(site.path), site.start + 1, "no release order", site.name))
+        helper = (tree / sources / "common/wait.h").read_text()
+        if site.kind == "wait" and "memory_order_acquire" not in helper:
+            found.append(Finding(str(site.path), site.start + 1, "no ld.acquire", site.name, "cpp"))
+    return found
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    return fixture_repo(tmp_path)
+
+
+def install_contract(monkeypatch) -> list:
+    """invariants.sync.contract replaced by the stand-in; returns its calls."""
+    calls = []
+
+    def check_contracts(tree_root: Path, catalog_target, *, ptx: bool = True) -> ContractReport:
+        calls.append((Path(tree_root), catalog_target.name, ptx))
+        found = violations(Path(tree_root), catalog_target.sources)
+        return ContractReport(found, sites_checked=4, variants_checked=1)
+
+    monkeypatch.setattr(static, "check_contracts", check_contracts)
+    monkeypatch.setattr(static, "declares_contract", lambda target: True)
+    return calls
+
+
+@pytest.fixture
+def contract(monkeypatch) -> list:
+    return install_contract(monkeypatch)
+
+
+def weaken_the_release(repo: Path) -> None:
+    edit(repo, "std::memory_order_release);", "std::memory_order_relaxed);")
+
+
+def test_a_violation_at_a_touched_site_is_changes_needed(repo, capsys, contract):
+    weaken_the_release(repo)
+    status, out = review(repo, capsys)
+    assert status == 1
+    assert contract == [(repo, "flag_payload", True)]  # the working tree, with its PTX
+    assert "4 sites, 1 kernel variants checked: 1 violation(s).\n" in out
+    assert (
+        "- `fx.producer.flag_release` (release, tests/fixtures/flag_payload/main.cpp:39-41): "
+        f"covered\n  - contract: VIOLATED: tests/fixtures/flag_payload/main.cpp:{RELEASE_LINE}: "
+        "fx.producer.flag_release: no release order\n"
+    ) in out
+    assert "## Contract violations at sites the change does not touch" not in out
+    assert out.endswith("Verdict: CHANGES NEEDED\n\n")
+
+
+def test_a_violation_at_a_site_the_change_does_not_touch_counts(repo, capsys, contract):
+    """The change edits the wait's helper header, outside every site: the wait
+    site in main.cpp keeps its text and loses its acquire."""
+    path = repo / SRC / "common/wait.h"
+    path.write_text(path.read_text().replace("memory_order_acquire", "memory_order_relaxed"))
+    status, out = review(repo, capsys)
+    assert status == 1
+    assert "None: the change leaves every synchronization site as it was." in out
+    assert "## Ordering primitives added outside any site" not in out  # the contract alone
+    assert (
+        "## Contract violations at sites the change does not touch\n\n"
+        f"- tests/fixtures/flag_payload/main.cpp:{WAIT_LINE}: fx.consumer.flag_wait [cpp]: "
+        "no ld.acquire\n"
+    ) in out
+    assert out.endswith("Verdict: CHANGES NEEDED\n\n")
+
+
+def test_each_touched_site_says_its_contract(repo, capsys, contract):
+    edit(repo, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
+    edit(repo, "word_idx < kWords; ++word_idx) channel", "word_idx != kWords; ++word_idx) channel")
+    status, out = review(repo, capsys)
+    assert status == 0
+    assert "4 sites, 1 kernel variants checked: no violation.\n" in out
+    assert (
+        "- `fx.producer.payload_store` (store, tests/fixtures/flag_payload/main.cpp:36-38): "
+        "covered\n  - contract: none (a store site declares no publish contract)\n"
+    ) in out
+    assert (
+        "- `fx.consumer.flag_wait` (wait, tests/fixtures/flag_payload/main.cpp:48-50): "
+        "covered\n  - contract: ok\n"
+    ) in out
+    assert out.endswith("Verdict: ok\n\n")
+
+
+def test_the_changed_tree_of_a_commit_is_checked_not_the_working_tree(repo, capsys, contract):
+    weaken_the_release(repo)
+    git(repo, "commit", "-qam", "a relaxed publish")
+    edit(repo, "std::memory_order_relaxed);", "std::memory_order_release);")  # not committed
+    status = main(["HEAD~1", "HEAD", "--root", str(repo)])
+    out = capsys.readouterr().out
+    assert status == 1 and "contract: VIOLATED" in out
+    [(tree, _, _)] = contract
+    assert tree == repo.parent / "work/change"  # HEAD's archive, in the workdir

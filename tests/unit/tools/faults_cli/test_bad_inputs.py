@@ -1,0 +1,248 @@
+"""Bad input to afdep-faults: one line naming the culprit, exit 2, no
+traceback, and nothing built (each row a mistake a new user made)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).parents[4]
+PYTHONPATH = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])  # this tree first
+FIXTURE = REPO / "tests/fixtures/flag_payload"
+FIXTURE_CATALOG = str(FIXTURE / "catalog.toml")
+AFDEP_CATALOG = str(REPO / "catalogs/afdep.toml")
+PROG = "python -m faults"  # what the one line starts with
+
+
+def faults(*words: str, cwd: Path = REPO, tmp: Path | None = None):
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "CUDA_VISIBLE_DEVICES": ""}  # as on CI
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
+    return subprocess.run(
+        [sys.executable, "-m", "faults", *words],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def fixture(*words: str) -> list[str]:
+    return ["--catalog", FIXTURE_CATALOG, "--root", str(REPO), *words]
+
+
+ROWS = {
+    "config typo": (fixture("sweep", "--config", "defualt"), "--config 'defualt': no such config"),
+    "invalid --only": (fixture("sweep", "--only", "["), "--only '[': not a regular expression"),
+    "--only matching nothing": (
+        fixture("sweep", "--only", "ZZ"),
+        "--only 'ZZ' matches no fault id (a pattern matches whole ids); known: D1, N1, S1, S2",
+    ),
+    "--repeat 0": (fixture("sweep", "--repeat", "0"), "argument --repeat: at least 1, got 0"),
+    "--repeat negative": (
+        fixture("run", "S1", "--repeat", "-3"),
+        "argument --repeat: at least 1, got -3",
+    ),
+    "--slots 0": (fixture("sweep", "--slots", "0"), "argument --slots: at least 1, got 0"),
+    "unknown fault id": (
+        ["--catalog", AFDEP_CATALOG, "run", "ZZ"],
+        "no fault 'ZZ'; 122 in all (the `list` command names them all)",
+    ),
+    "a fault id one word off": (
+        ["--catalog", AFDEP_CATALOG, "run", "gen.skip.cb.ffn_combine.row_wait"],
+        "no fault 'gen.skip.cb.ffn_combine.row_wait'; nearest: "
+        "gen.skip.cb.ffn_combine.row_release, gen.skip.cb.attention_combine.row_wait, "
+        "gen.delay.cb.ffn_combine.row_store; 122 in all (the `list` command names them all)",
+    ),
+    "--only one letter short of a fault": (
+        ["--catalog", AFDEP_CATALOG, "sweep", "--only", "N2s.unev"],
+        "--only 'N2s.unev' matches no fault id (a pattern matches whole ids); nearest: "
+        "N2s.uneven, N5s.uneven, P5s.uneven; 122 in all",
+    ),
+    "unknown fault to show": (fixture("show", "ZZ"), "no fault 'ZZ'"),
+    "a run that needs GPUs": (
+        ["--catalog", AFDEP_CATALOG, "run", "N2"],
+        "no chosen config fits this machine's 0 GPUs: bf16-eager needs 2",
+    ),
+    "a catalog that is not there": (["--catalog", "nope.toml", "list"], "nope.toml: not a file"),
+    "review --run on a CPU": (
+        ["--catalog", AFDEP_CATALOG, "review", "HEAD", "--run"],
+        "review --run: the target needs 2 GPUs, this machine has 0",
+    ),
+    "review of a mistyped ref": (
+        fixture("review", "origni/main"),
+        "unknown git ref 'origni/main'",
+    ),
+    "sites of a folder that is not there": (["sites", "nope"], "sites: nope: no such file"),
+    "sites of a folder without sources": (
+        ["sites", "docs"],
+        "sites: docs: no source file under it",
+    ),
+    "sites of a binary file": (["sites", sys.executable], "not a text source"),
+    "--root a file": (["--root", str(REPO / "README.md"), "list"], "not a directory"),
+    "--catalog a folder": (["--catalog", str(REPO / "catalogs"), "list"], "catalogs: not a file"),
+    "--workdir where no folder can be": (
+        fixture("--workdir", "/dev/null/w", "run", "S1"),
+        "--workdir /dev/null/w: cannot create it (Not a directory)",
+    ),
+    "apply --out where no folder can be": (
+        fixture("apply", "S1", "--out", "/dev/null/x"),
+        "apply: --out's folder /dev/null: not a directory",
+    ),
+    "run --report where no file can be": (
+        fixture("run", "S1", "--report", "/dev/null/r.json"),
+        "--report's folder /dev/null: not a directory",
+    ),
+    "--results-dir a file": (
+        fixture("sweep", "--results-dir", "/dev/null"),
+        "--results-dir /dev/null: not a directory",
+    ),
+    "--history not a history": (
+        fixture("sweep", "--history", str(REPO / "README.md")),
+        "README.md: not a sweep history (file is not a database)",
+    ),
+    "review of one commit against itself": (
+        fixture("review", "HEAD", "HEAD"),
+        "BASE HEAD and CHANGE HEAD are one commit: nothing to review",
+    ),
+    # Rows whose message is the whole line (the newcomer's trial).
+    "a catalog that is a binary file": (
+        ["--catalog", sys.executable, "list"],
+        f"{PROG}: error: {sys.executable}: cannot read: not UTF-8 text (a TOML catalog is)",
+    ),
+    "corpus --only not a regular expression": (
+        ["corpus", "corpus/afdep", "--only", "("],
+        f"{PROG}: error: --only '(': not a regular expression (missing ), unterminated "
+        "subpattern at position 0)",
+    ),
+    "--results-dir in the target's sources": (
+        ["sweep", "--results-dir", "afdep/csrc"],
+        f"{PROG}: error: --results-dir afdep/csrc: inside the target's sources (afdep/csrc); "
+        "the sweep's files would change the tree it judges",
+    ),
+    "--results-dir under the target's sources": (
+        fixture("sweep", "--results-dir", "tests/fixtures/flag_payload/out"),
+        f"{PROG}: error: --results-dir tests/fixtures/flag_payload/out: inside the target's "
+        "sources (tests/fixtures/flag_payload); the sweep's files would change the tree it judges",
+    ),
+    "--history in the target's sources": (
+        fixture("sweep", "--history", "tests/fixtures/flag_payload/h.sqlite"),
+        f"{PROG}: error: --history tests/fixtures/flag_payload/h.sqlite: inside the target's "
+        "sources (tests/fixtures/flag_payload); the sweep's files would change the tree it judges",
+    ),
+    "sites --check of a file that is not a source": (
+        ["sites", "--check", "README.md"],
+        f"{PROG}: error: sites: README.md: not a source file (a source ends in .cuh, .cu, .h, "
+        ".hpp, .cpp or .cc)",
+    ),
+    "--seeds past 1000": (
+        fixture("sweep", "--seeds", "1000000"),
+        f"{PROG} sweep: error: argument --seeds: at most 1000, got 1000000",
+    ),
+}
+
+
+@pytest.mark.parametrize("words, message", ROWS.values(), ids=ROWS.keys())
+def test_bad_input_is_one_line_naming_it(words, message, tmp_path):
+    result = faults(*words, tmp=tmp_path)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.splitlines() == [result.stderr.strip()], result.stderr
+    assert message in result.stderr
+    assert result.returncode == 2
+    assert list(tmp_path.iterdir()) == []  # nothing was built
+    assert not (FIXTURE / "out").exists() and not (FIXTURE / "h.sqlite").exists()
+    assert not list((REPO / "afdep/csrc").glob("sweep-*"))  # no report among the sources
+
+
+def catalog_with(tmp_path: Path, old: str, new: str) -> str:
+    text = Path(FIXTURE_CATALOG).read_text()
+    assert old in text
+    path = tmp_path.parent / f"{tmp_path.name}-catalog.toml"
+    path.write_text(text.replace(old, new))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (
+            "ns = 200_000_000 }]",
+            "ns = 18_446_744_073_709_551_616 }]",
+            "fault D1 patch #0: ns: 18446744073709551616 ns does not fit a signed 64-bit count",
+        ),
+        ("[[fault]]", "[[not_a_fault]]", "unknown tables ['not_a_fault']"),
+    ],
+    ids=["a delay past 64 bits", "a misspelt table"],
+)
+def test_a_bad_catalog_is_named_before_any_build(tmp_path, old, new, message):
+    catalog = catalog_with(tmp_path, old, new)
+    result = faults("--catalog", catalog, "--root", str(REPO), "sweep", tmp=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [result.stderr.strip()]
+    assert f"{catalog}: " in result.stderr and message in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_catalog_without_faults_is_refused(tmp_path):
+    text = Path(FIXTURE_CATALOG).read_text()
+    catalog = tmp_path.parent / f"{tmp_path.name}-empty.toml"
+    catalog.write_text(text[: text.index("[[fault]]")])
+    result = faults("--catalog", str(catalog), "--root", str(REPO), "sweep", tmp=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "no [[fault]]" in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unwritable_results_folder_is_named_before_any_build(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a folder should be")
+    result = faults(*fixture("sweep", "--results-dir", str(blocker / "out")), tmp=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"--results-dir {blocker / 'out'}: cannot create it (Not a directory)" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_review_outside_git_and_from_a_subdirectory(tmp_path):
+    plain = tmp_path / "plain"
+    shutil.copytree(FIXTURE, plain / "fx")
+    outside = faults(
+        "--catalog", str(plain / "fx/catalog.toml"), "--root", str(plain), "review", "HEAD"
+    )
+    assert outside.returncode == 2 and "Traceback" not in outside.stderr
+    assert f"{plain} is not inside a git repository" in outside.stderr
+    # From a subdirectory of a checkout the review finds the checkout's top.
+    subdirectory = faults("review", "HEAD", cwd=REPO / "afdep" / "csrc")
+    assert "Traceback" not in subdirectory.stderr, subdirectory.stderr
+    assert "# Ordering review: HEAD..working tree" in subdirectory.stdout
+
+
+def test_the_sweep_and_the_review_leave_no_temporary_folder(tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    results = tmp_path / "results"
+    sweep = faults(*fixture("sweep", "--only", "D1", "--results-dir", str(results)), tmp=temp)
+    assert sweep.returncode == 0, sweep.stdout + sweep.stderr
+    afdep = faults("--catalog", AFDEP_CATALOG, "--no-generated", "sweep", "--only", "P1",
+                   "--results-dir", str(results), tmp=temp)  # fmt: skip
+    assert afdep.returncode == 0, afdep.stdout + afdep.stderr
+    review = faults(*fixture("review", "HEAD~1", "HEAD"), tmp=temp)
+    assert "Traceback" not in review.stderr
+    assert list(temp.iterdir()) == []
+    kept = faults(
+        *fixture("--keep", "sweep", "--only", "D1", "--results-dir", str(results)), tmp=temp
+    )
+    assert kept.returncode == 0, kept.stderr
+    [folder] = temp.iterdir()
+    assert f"scratch trees and logs kept (--keep): {folder}" in kept.stdout
+    shutil.rmtree(folder)
+    # A fault that misses its expectation (N1 never fires) keeps its logs, and says where.
+    failed = faults(*fixture("sweep", "--only", "N1", "--results-dir", str(results)), tmp=temp)
+    assert failed.returncode == 1, failed.stderr
+    [folder] = temp.iterdir()
+    assert f"scratch trees and logs kept (a run failed): {folder}" in failed.stdout
