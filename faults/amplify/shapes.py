@@ -145,14 +145,7 @@ class Shape:
 
 def control_of(shape: Shape) -> Shape:
     """The unmutated litmus of the same groups: release.sys, acquire.sys, the barrier kept."""
-    return Shape(
-        read=shape.read,
-        producers=shape.producers,
-        consumers=shape.consumers,
-        words=shape.words,
-        threads=shape.threads,
-        across_gpus=shape.across_gpus,
-    )
+    return replace(shape, publish=Publish.RELEASE_SYS, wait=Wait.ACQUIRE_SYS, producer_barrier=True)
 
 
 def placed(shape: Shape, gpus: int) -> Shape:

@@ -12,6 +12,7 @@ from afdep.config import COUNT_FIRST_EVERY_BUCKET
 from afdep.vocab import RouteKind
 from afdep.workspace import Geometry
 from tools.driver.driver import parse_args
+from tools.driver.parts import buffer_arguments
 from tools.validate.matrix import (
     Expect,
     Group,
@@ -24,18 +25,8 @@ from tools.validate.validation import list_not_run
 
 
 def geometry_of(run) -> Geometry:
-    args = parse_args(run.args)
-    return Geometry(
-        world_size=run.nproc,
-        ffn_ranks=args.ffn_ranks,
-        num_experts=args.num_experts,
-        capacity=args.capacity,
-        hidden=args.hidden_size,
-        top_k=args.top_k,
-        payload=args.payload,
-        collect_view=args.collect_view,
-        num_sms=args.num_sms,
-    )
+    """The geometry of the Buffer the driver builds from the run's arguments."""
+    return Geometry(world_size=run.nproc, **buffer_arguments(parse_args(run.args)))
 
 
 def test_every_run_is_a_valid_geometry_and_names_are_unique():
