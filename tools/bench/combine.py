@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from hostio import OneLineParser, at_least
+from hostio import OneLineParser
 from tools.bench import micro, micro_step
 from tools.bench.micro import (
     HBM_GBPS,
@@ -40,7 +40,6 @@ from tools.bench.micro import (
 from tools.bench.timing import graph_launch_us
 
 PROG = "python -m tools.bench.combine"
-DEFAULT_TOKENS = (128, 512, 1024, 2048, 4096)
 BF16_BYTES = 2
 LOGICAL_NOTE = (
     "logical mode: the partials land in this GPU's HBM, not over NVLink; the NVLink "
@@ -110,23 +109,13 @@ def attention_figures(traffic: Traffic, attention_us: float) -> dict:
 
 # ---------------------------------------------------------------- arguments
 def argument_parser() -> OneLineParser:
-    parser = micro.argument_parser(PROG, __doc__, DEFAULT_TOKENS, "launches")
-    parser.add_argument(
-        "--ctas",
-        action="append",
-        type=at_least(1),
-        default=None,
-        help="ffn_combine's grid (AFDEP_COMBINE_SMS); repeatable; default: 24 and every SM",
-    )
-    return parser
+    grid = "ffn_combine's grid (AFDEP_COMBINE_SMS); repeatable; default: 24 and every SM"
+    return micro.grid_argument_parser(PROG, __doc__, grid)
 
 
 def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The parsed arguments, or UsageError naming the first bad one."""
-    args = argument_parser().parse_args(argv)
-    micro.checked_common(args)
-    micro.checked_token_capacities(args.tokens)
-    return args
+    return micro.checked_grid_arguments(argument_parser(), argv)
 
 
 # ---------------------------------------------------------------- on the GPU
@@ -155,26 +144,26 @@ def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
 
 
 # ---------------------------------------------------------------- report
+TABLE_HEAD = (
+    "| tree | tokens | CTAs | µs | read MiB | written MiB | GB/s | HBM read bound µs "
+    "| NVLink write bound µs | attention_combine µs | its HBM bound µs | bitwise |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+)
+
+
+def row_cells(row: dict) -> str:
+    return (
+        f"{micro.grid_cells(row)} | {row['hbm_read_bound_us']:.2f} "
+        f"| {row['nvlink_write_bound_us']:.2f} | {row['attention_us']:.2f} "
+        f"| {row['attention_hbm_bound_us']:.2f}"
+    )
+
+
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the bounds' notes."""
-    trees, names = micro.tree_lines(document)
-    lines = [f"# ffn_combine, then attention_combine, {document['rank_mode']}", "", *trees]
-    lines += [
-        "",
-        "| tree | tokens | CTAs | µs | read MiB | written MiB | GB/s | HBM read bound µs "
-        "| NVLink write bound µs | attention_combine µs | its HBM bound µs | bitwise |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for row in document["rows"]:
-        lines.append(
-            f"| {names[row['tree']]} | {row['tokens']} | {row['ctas']} | {row['us']:.2f} "
-            f"| {row['read_bytes'] / 2**20:.2f} | {row['written_bytes'] / 2**20:.2f} "
-            f"| {row['gbps']:.1f} | {row['hbm_read_bound_us']:.2f} "
-            f"| {row['nvlink_write_bound_us']:.2f} | {row['attention_us']:.2f} "
-            f"| {row['attention_hbm_bound_us']:.2f} "
-            f"| {'ok' if row['bitwise'] else 'MISMATCH'} |"
-        )
-    return [*lines, "", f"- {HBM_NOTE}", f"- {LOGICAL_NOTE}", f"- {ATTENTION_NOTE}"]
+    title = "ffn_combine, then attention_combine"
+    notes = [HBM_NOTE, LOGICAL_NOTE, ATTENTION_NOTE]
+    return micro.table_lines(document, title, TABLE_HEAD, row_cells, notes)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -136,25 +136,26 @@ def measure(tree: Path, tokens: int, protocol: Protocol, args) -> dict:
 
 
 # ---------------------------------------------------------------- report
+TABLE_HEAD = (
+    "| tree | protocol | tokens | capacity | µs | without the kernel µs | written MiB "
+    "| NVLink write bound µs | bitwise |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---|",
+)
+
+
+def row_cells(row: dict) -> str:
+    return (
+        f"{row.get('protocol', Protocol.PAYLOAD_FIRST)} "
+        f"| {row['tokens']} | {row['capacity']} | {row['us']:.2f} "
+        f"| {row['floor_us']:.2f} | {row['written_bytes'] / 2**20:.2f} "
+        f"| {row['nvlink_write_bound_us']:.2f}"
+    )
+
+
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the note."""
-    trees, names = micro.tree_lines(document)
-    lines = [f"# attention_route + attention_dispatch, {document['rank_mode']}", "", *trees]
-    lines += [
-        "",
-        "| tree | protocol | tokens | capacity | µs | without the kernel µs | written MiB "
-        "| NVLink write bound µs | bitwise |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for row in document["rows"]:
-        lines.append(
-            f"| {names[row['tree']]} | {row.get('protocol', Protocol.PAYLOAD_FIRST)} "
-            f"| {row['tokens']} | {row['capacity']} | {row['us']:.2f} "
-            f"| {row['floor_us']:.2f} | {row['written_bytes'] / 2**20:.2f} "
-            f"| {row['nvlink_write_bound_us']:.2f} "
-            f"| {'ok' if row['bitwise'] else 'MISMATCH'} |"
-        )
-    return [*lines, "", f"- {TIMING_NOTE}"]
+    title = "attention_route + attention_dispatch"
+    return micro.table_lines(document, title, TABLE_HEAD, row_cells, [TIMING_NOTE])
 
 
 def run(args: argparse.Namespace) -> int:

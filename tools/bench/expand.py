@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 
 from afdep.workspace import Geometry
-from hostio import OneLineParser, at_least
+from hostio import OneLineParser
 from tools.bench import micro, micro_step
 from tools.bench.micro import (
     HBM_GBPS,
@@ -39,7 +39,6 @@ from tools.bench.micro import (
 from tools.bench.timing import graph_launch_us
 
 PROG = "python -m tools.bench.expand"
-DEFAULT_TOKENS = (128, 512, 1024, 2048, 4096)
 HBM_NOTE = (
     f"HBM bound: the read and written bytes at {HBM_GBPS / 1000} TB/s (H200 datasheet, HBM3e); "
     "logical mode: the slots were written by a rank on this GPU, as NVLink would leave them"
@@ -71,24 +70,14 @@ def traffic_of(topk_idx, num_tokens: int, g: Geometry) -> Traffic:
 
 # ---------------------------------------------------------------- arguments
 def argument_parser() -> OneLineParser:
-    parser = micro.argument_parser(PROG, __doc__, DEFAULT_TOKENS, "launches")
-    parser.add_argument(
-        "--ctas",
-        action="append",
-        type=at_least(1),
-        default=None,
-        help="ffn_expand's grid cap (AFDEP_EXPAND_SMS); repeatable; default: "
-        f"{NUM_SMS} and every SM the FFN rank can hold",
-    )
-    return parser
+    grid = f"ffn_expand's grid cap (AFDEP_EXPAND_SMS); repeatable; default: {NUM_SMS} and "
+    grid += "every SM the FFN rank can hold"
+    return micro.grid_argument_parser(PROG, __doc__, grid)
 
 
 def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The parsed arguments, or UsageError naming the first bad one."""
-    args = argument_parser().parse_args(argv)
-    micro.checked_common(args)
-    micro.checked_token_capacities(args.tokens)
-    return args
+    return micro.checked_grid_arguments(argument_parser(), argv)
 
 
 # ---------------------------------------------------------------- on the GPU
@@ -125,23 +114,16 @@ def measure(tree: Path, tokens: int, ctas: int | None, args) -> dict:
 
 
 # ---------------------------------------------------------------- report
+TABLE_HEAD = (
+    "| tree | tokens | CTAs | µs | read MiB | written MiB | GB/s | HBM bound µs | bitwise |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+)
+
+
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the bound's note."""
-    trees, names = micro.tree_lines(document)
-    lines = [f"# ffn_expand, {document['rank_mode']}", "", *trees]
-    lines += [
-        "",
-        "| tree | tokens | CTAs | µs | read MiB | written MiB | GB/s | HBM bound µs | bitwise |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for row in document["rows"]:
-        lines.append(
-            f"| {names[row['tree']]} | {row['tokens']} | {row['ctas']} | {row['us']:.2f} "
-            f"| {row['read_bytes'] / 2**20:.2f} | {row['written_bytes'] / 2**20:.2f} "
-            f"| {row['gbps']:.1f} | {row['hbm_bound_us']:.2f} "
-            f"| {'ok' if row['bitwise'] else 'MISMATCH'} |"
-        )
-    return [*lines, "", f"- {HBM_NOTE}"]
+    cells = lambda row: f"{micro.grid_cells(row)} | {row['hbm_bound_us']:.2f}"
+    return micro.table_lines(document, "ffn_expand", TABLE_HEAD, cells, [HBM_NOTE])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,8 +1,8 @@
 """What the one-GPU micro-benches (`combine`, `dispatch`, `expand`) share:
 their 1A:1F geometry and the datasheet bounds, their arguments and checks,
 the kernel trees they take, CUDA started for logical ranks, the report's
-head, rows, tree lines and writing. Each bench keeps its own sizes, rows and
-table; the timing loop is `timing.graph_launch_us`."""
+head, rows, tree lines, table and writing. Each bench keeps its own sizes,
+figures and columns; the timing loop is `timing.graph_launch_us`."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from hostio import OneLineParser, UsageError, at_least, entry_point, write_json,
 from hostio.usage import writable_dir
 
 HIDDEN, TOP_K, NUM_EXPERTS, NUM_SMS = 2048, 8, 128, 24  # the benches' geometry (tools.bench.arms)
+GRID_TOKENS = (128, 512, 1024, 2048, 4096)  # the token counts a grid bench times by default
 BUFFER_FIELDS = (
     "num_experts",
     "hidden",
@@ -123,6 +124,24 @@ def argument_parser(prog: str, doc: str, tokens: tuple[int, ...], launch: str) -
     return parser
 
 
+def grid_argument_parser(prog: str, doc: str, grid: str) -> OneLineParser:
+    """argument_parser's arguments for a bench of launches over grids (at
+    GRID_TOKENS unless told), and --ctas, its grids (repeatable; `grid` says
+    what they set)."""
+    parser = argument_parser(prog, doc, GRID_TOKENS, "launches")
+    parser.add_argument("--ctas", action="append", type=at_least(1), default=None, help=grid)
+    return parser
+
+
+def checked_grid_arguments(parser: OneLineParser, argv: list[str] | None) -> argparse.Namespace:
+    """A grid bench's arguments (each --tokens the capacity of its own
+    geometry), or UsageError naming the first bad one."""
+    args = parser.parse_args(argv)
+    checked_common(args)
+    checked_token_capacities(args.tokens)
+    return args
+
+
 def checked_token_capacities(tokens: list[int]) -> None:
     """Each --tokens as the capacity of its own geometry, or UsageError naming it."""
     for count in tokens:
@@ -202,6 +221,28 @@ def tree_lines(document: dict) -> tuple[list[str], dict[str, str]]:
             "in the same graph (a one-element add_): the floor under every row"
         )
     return lines, {tree: f"#{i}" for i, tree in enumerate(document["trees"])}
+
+
+def table_lines(document: dict, title: str, head: tuple[str, str], cells, notes) -> list[str]:
+    """A bench's Markdown report: `title` and the rank mode, the trees, the
+    table (`head`: its heading and alignment rows; a row per measurement: its
+    tree, `cells(row)`, bitwise or not), the notes."""
+    trees, names = tree_lines(document)
+    lines = [f"# {title}, {document['rank_mode']}", "", *trees, "", *head]
+    for row in document["rows"]:
+        bitwise = "ok" if row["bitwise"] else "MISMATCH"
+        lines.append(f"| {names[row['tree']]} | {cells(row)} | {bitwise} |")
+    return [*lines, "", *(f"- {note}" for note in notes)]
+
+
+def grid_cells(row: dict) -> str:
+    """The cells a grid bench's row opens with: tokens, CTAs, µs, MiB read
+    and written, GB/s."""
+    return (
+        f"{row['tokens']} | {row['ctas']} | {row['us']:.2f} "
+        f"| {row['read_bytes'] / 2**20:.2f} | {row['written_bytes'] / 2**20:.2f} "
+        f"| {row['gbps']:.1f}"
+    )
 
 
 def finish(
