@@ -11,9 +11,20 @@ from pathlib import Path
 import pytest
 
 from faults.review import static
+from faults.review.model import ReviewVerdict
+from faults.review.static import ContractCheck
 from invariants.sync.finding import Finding
 from invariants.sync.sites import parse_tree
-from tests.unit.faults.review.test_review import SRC, edit, fixture_repo, git, main, review
+from tests.unit.faults.review.test_review import (
+    MAIN_CPP,
+    SRC,
+    edit,
+    fixture_repo,
+    git,
+    review,
+    reviewed,
+    touched,
+)
 
 RELEASE_LINE = 40  # main.cpp: channel.flag.store(...) in fx.producer.flag_release
 WAIT_LINE = 49  # main.cpp: fixture::wait_until(...) in fx.consumer.flag_wait
@@ -74,61 +85,58 @@ def weaken_the_release(repo: Path) -> None:
     edit(repo, "std::memory_order_release);", "std::memory_order_relaxed);")
 
 
-def test_a_violation_at_a_touched_site_is_changes_needed(repo, capsys, contract):
+RELEASE_FINDING = Finding(MAIN_CPP, RELEASE_LINE, "no release order", "fx.producer.flag_release")
+
+
+def test_a_violation_at_a_touched_site_is_changes_needed(repo, contract):
     weaken_the_release(repo)
-    status, out = review(repo, capsys)
+    status, result = review(repo)
     assert status == 1
     assert contract == [(repo, "flag_payload", True)]  # the working tree, with its PTX
-    assert "4 sites, 1 kernel variants checked: 1 violation(s).\n" in out
-    assert (
-        "- `fx.producer.flag_release` (release, tests/fixtures/flag_payload/main.cpp:39-41): "
-        f"covered\n  - contract: VIOLATED: tests/fixtures/flag_payload/main.cpp:{RELEASE_LINE}: "
-        "fx.producer.flag_release: no release order\n"
-    ) in out
-    assert "## Contract violations at sites the change does not touch" not in out
-    assert out.endswith("Verdict: CHANGES NEEDED\n\n")
+    assert result.contract == ContractCheck(True, [RELEASE_FINDING], 4, 1)
+    assert touched(result) == [("fx.producer.flag_release", "release", MAIN_CPP, 39, 41)]
+    assert [cover.missing for cover in result.touched] == [[]]  # covered: the contract is wrong
+    assert result.contract.at("fx.producer.flag_release") == [RELEASE_FINDING]
+    assert result.untouched_findings() == []
+    assert result.verdict is ReviewVerdict.CHANGES_NEEDED
 
 
-def test_a_violation_at_a_site_the_change_does_not_touch_counts(repo, capsys, contract):
+def test_a_violation_at_a_site_the_change_does_not_touch_counts(repo, contract):
     """The change edits the wait's helper header, outside every site: the wait
     site in main.cpp keeps its text and loses its acquire."""
     path = repo / SRC / "common/wait.h"
     path.write_text(path.read_text().replace("memory_order_acquire", "memory_order_relaxed"))
-    status, out = review(repo, capsys)
+    status, result = review(repo)
     assert status == 1
-    assert "None: the change leaves every synchronization site as it was." in out
-    assert "## Ordering primitives added outside any site" not in out  # the contract alone
-    assert (
-        "## Contract violations at sites the change does not touch\n\n"
-        f"- tests/fixtures/flag_payload/main.cpp:{WAIT_LINE}: fx.consumer.flag_wait [cpp]: "
-        "no ld.acquire\n"
-    ) in out
-    assert out.endswith("Verdict: CHANGES NEEDED\n\n")
+    assert result.touched == []
+    assert result.unsited == []  # the contract alone
+    assert result.untouched_findings() == [
+        Finding(MAIN_CPP, WAIT_LINE, "no ld.acquire", "fx.consumer.flag_wait", "cpp")
+    ]
+    assert result.verdict is ReviewVerdict.CHANGES_NEEDED
 
 
-def test_each_touched_site_says_its_contract(repo, capsys, contract):
+def test_each_touched_site_says_its_contract(repo, contract):
     edit(repo, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
     edit(repo, "word_idx < kWords; ++word_idx) channel", "word_idx != kWords; ++word_idx) channel")
-    status, out = review(repo, capsys)
+    status, result = review(repo)
     assert status == 0
-    assert "4 sites, 1 kernel variants checked: no violation.\n" in out
-    assert (
-        "- `fx.producer.payload_store` (store, tests/fixtures/flag_payload/main.cpp:36-38): "
-        "covered\n  - contract: none (a store site declares no publish contract)\n"
-    ) in out
-    assert (
-        "- `fx.consumer.flag_wait` (wait, tests/fixtures/flag_payload/main.cpp:48-50): "
-        "covered\n  - contract: ok\n"
-    ) in out
-    assert out.endswith("Verdict: ok\n\n")
+    assert result.contract == ContractCheck(True, [], 4, 1)
+    assert touched(result) == [
+        ("fx.producer.payload_store", "store", MAIN_CPP, 36, 38),
+        ("fx.consumer.flag_wait", "wait", MAIN_CPP, 48, 50),
+    ]
+    assert [cover.missing for cover in result.touched] == [[], []]  # both covered
+    assert result.verdict is ReviewVerdict.OK
 
 
-def test_the_changed_tree_of_a_commit_is_checked_not_the_working_tree(repo, capsys, contract):
+def test_the_changed_tree_of_a_commit_is_checked_not_the_working_tree(repo, contract):
     weaken_the_release(repo)
     git(repo, "commit", "-qam", "a relaxed publish")
     edit(repo, "std::memory_order_relaxed);", "std::memory_order_release);")  # not committed
-    status = main(["HEAD~1", "HEAD", "--root", str(repo)])
-    out = capsys.readouterr().out
-    assert status == 1 and "contract: VIOLATED" in out
+    status, result = reviewed(["HEAD~1", "HEAD", "--root", str(repo)])
+    assert status == 1
+    assert [name for name, *_ in touched(result)] == ["fx.producer.flag_release"]
+    assert result.contract.findings == [RELEASE_FINDING]
     [(tree, _, _)] = contract
     assert tree == repo.parent / "work/change"  # HEAD's archive, in the workdir
