@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from tests.unit.faults.review.test_review import SRC, edit, fixture_repo, git
-from tests.unit.faults.review.test_static import RELEASE_LINE, install_contract
+from faults.review.model import Review, ReviewVerdict
+from tests.unit.faults.review.test_review import SRC, edit, fixture_repo, git, kept_reviews
+from tests.unit.faults.review.test_static import RELEASE_FINDING, install_contract
 from tools.faults_cli.main import main as faults_main
 from tools.faults_cli.steps import program
 
@@ -56,31 +57,36 @@ def project(tmp_path, monkeypatch) -> Path:
     return repo
 
 
-def run_hook(repo: Path) -> int:
+def run_hook(repo: Path) -> tuple[int, Review]:
+    """The hook's command on the staged change: its exit status and its Review."""
     git(repo, "add", "-A")
     words = shlex.split(hooks()["faults-review"]["entry"])
-    return faults_main(words[1:])
+    with kept_reviews() as kept:
+        status = faults_main(words[1:])
+    [result] = kept
+    return status, result
 
 
-def test_the_hook_passes_an_ordering_neutral_change(project, capsys, monkeypatch):
+def test_the_hook_passes_an_ordering_neutral_change(project, monkeypatch):
     install_contract(monkeypatch)
     edit(project, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
-    assert run_hook(project) == 0
-    out = capsys.readouterr().out
-    assert "`fx.consumer.flag_wait` (wait" in out and out.endswith("Verdict: ok\n\n")
+    status, result = run_hook(project)
+    assert status == 0
+    assert [(c.site.name, c.site.kind) for c in result.touched] == [
+        ("fx.consumer.flag_wait", "wait")
+    ]
+    assert result.verdict is ReviewVerdict.OK
     assert list((project.parent / "tmp").iterdir()) == []
 
 
-def test_the_hook_stops_a_change_the_contract_flags_naming_the_site(project, capsys, monkeypatch):
+def test_the_hook_stops_a_change_the_contract_flags_naming_the_site(project, monkeypatch):
     install_contract(monkeypatch)
     edit(project, "std::memory_order_release);", "std::memory_order_relaxed);")
-    assert run_hook(project) == 1
-    out = capsys.readouterr().out
-    assert (
-        f"  - contract: VIOLATED: {SRC}/main.cpp:{RELEASE_LINE}: fx.producer.flag_release: "
-        "no release order\n"
-    ) in out
-    assert out.endswith("Verdict: CHANGES NEEDED\n\n")
+    status, result = run_hook(project)
+    assert status == 1
+    assert [c.site.name for c in result.touched] == ["fx.producer.flag_release"]
+    assert result.contract.at("fx.producer.flag_release") == [RELEASE_FINDING]
+    assert result.verdict is ReviewVerdict.CHANGES_NEEDED
 
 
 BAD = {

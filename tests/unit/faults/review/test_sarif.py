@@ -11,8 +11,17 @@ from pathlib import Path
 import pytest
 
 from faults.report.sarif import SCHEMA, Level, Result, Rule, sarif_document
+from faults.review.model import ReviewVerdict
 from invariants.sync.finding import Finding
-from tests.unit.faults.review.test_review import FIXTURE, SRC, edit, fixture_repo, git, main
+from tests.unit.faults.review.test_review import (
+    FIXTURE,
+    SRC,
+    edit,
+    fixture_repo,
+    git,
+    main,
+    reviewed,
+)
 from tests.unit.faults.review.test_static import RELEASE_LINE, install_contract
 
 CHECK = Rule("check", "a check")
@@ -114,14 +123,13 @@ def test_a_finding_under_an_undeclared_rule_is_refused():
     assert str(error.value) == "SARIF findings under rules not declared: ['other']"
 
 
-def test_the_review_writes_a_contract_violation_at_its_line(tmp_path, capsys, monkeypatch):
+def test_the_review_writes_a_contract_violation_at_its_line(tmp_path, monkeypatch):
     install_contract(monkeypatch)
     repo = fixture_repo(tmp_path)
     edit(repo, "std::memory_order_release);", "std::memory_order_relaxed);")
     sarif = tmp_path / "out/review.sarif"  # its folder is made, as --report's
-    status = main(["HEAD", "--root", str(repo), "--sarif", str(sarif)])
-    assert status == 1
-    assert "Verdict: CHANGES NEEDED" in capsys.readouterr().out
+    status, result = reviewed(["HEAD", "--root", str(repo), "--sarif", str(sarif)])
+    assert status == 1 and result.verdict is ReviewVerdict.CHANGES_NEEDED
     assert results(sarif) == [
         (
             "contract-violation",
