@@ -15,6 +15,8 @@ _PAYLOADS = ("bf16", "fp8")
 # are +0 in one of two channels, by step % 2 (`step_rows`).
 STEP_BANDS = (-11, 0, 11)  # 2^-11 stays above quantize_fp8's amax floor
 PARITY_CHANNELS = (1, 2)
+# A geometry's fields that shape a step's inputs (`inputs_of`).
+SHAPE_FIELDS = ("capacity", "hidden", "top_k", "num_experts", "payload")
 
 
 @dataclass
@@ -215,18 +217,7 @@ def make_source_inputs(
 
 
 def inputs_of(geometry, *, rank: int, step: int, seed: int, num_tokens: int, device, **options):
-    """make_source_inputs in the shape of `geometry` (its capacity, hidden
-    size, top-k, experts and payload)."""
-    return make_source_inputs(
-        rank=rank,
-        step=step,
-        seed=seed,
-        capacity=geometry.capacity,
-        hidden=geometry.hidden,
-        top_k=geometry.top_k,
-        num_experts=geometry.num_experts,
-        num_tokens=num_tokens,
-        payload=geometry.payload,
-        device=device,
-        **options,
-    )
+    """make_source_inputs in the shape of `geometry` (its SHAPE_FIELDS)."""
+    shape = {name: getattr(geometry, name) for name in SHAPE_FIELDS}
+    steps = {"rank": rank, "step": step, "seed": seed, "num_tokens": num_tokens}
+    return make_source_inputs(**steps, **shape, device=device, **options)

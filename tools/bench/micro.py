@@ -73,15 +73,8 @@ PROTOCOL_KNOB = "AFDEP_COUNT_FIRST_MIN_BUCKET"
 
 def geometry(capacity: int) -> Geometry:
     """The benches' 1A:1F geometry at `capacity` (GeometryError if it cannot be)."""
-    return Geometry(
-        world_size=2,
-        ffn_ranks=1,
-        num_experts=NUM_EXPERTS,
-        capacity=capacity,
-        hidden=HIDDEN,
-        top_k=TOP_K,
-        num_sms=NUM_SMS,
-    )
+    shape = {"num_experts": NUM_EXPERTS, "hidden": HIDDEN, "top_k": TOP_K, "num_sms": NUM_SMS}
+    return Geometry(world_size=2, ffn_ranks=1, capacity=capacity, **shape)
 
 
 def gbps(num_bytes: int, us: float) -> float:

@@ -21,17 +21,10 @@ def reference_self_check(capacity: int = 64, hidden: int = 256, top_k: int = 8) 
     run combine; print one line per case. Returns 0 when all held."""
     failures = 0
     for attention, ffn, experts, payload in CASES:
+        shape = {"capacity": capacity, "hidden": hidden, "top_k": top_k, "payload": payload}
         sources = [
             make_source_inputs(
-                rank=a,
-                step=0,
-                seed=7,
-                capacity=capacity,
-                hidden=hidden,
-                top_k=top_k,
-                num_experts=experts,
-                num_tokens=capacity - 3 * a,
-                payload=payload,
+                rank=a, step=0, seed=7, num_tokens=capacity - 3 * a, num_experts=experts, **shape
             )
             for a in range(attention)
         ]

@@ -24,7 +24,8 @@ from invariants.data.reference import (
 
 # catalogs/afdep.toml's run: --capacity 2048 --hidden-size 2048 --top-k 8
 # --num-experts 128 --tokens 8 128 512 --steps 2 (global steps 0..5), seed 0.
-CAPACITY, HIDDEN, TOP_K, EXPERTS = 2048, 2048, 8, 128
+EXPERTS = 128
+SHAPE = {"capacity": 2048, "hidden": 2048, "top_k": 8, "num_experts": EXPERTS}
 CATALOG_TOKENS = [8, 8, 128, 128, 512, 512]
 
 
@@ -34,15 +35,7 @@ def run_steps(payload: str, attention: int, ffn: int, tokens: list[int]) -> list
     for step, num_tokens in enumerate(tokens):
         sources = [
             make_source_inputs(
-                rank=a,
-                step=step,
-                seed=0,
-                capacity=CAPACITY,
-                hidden=HIDDEN,
-                top_k=TOP_K,
-                num_experts=EXPERTS,
-                num_tokens=num_tokens,
-                payload=payload,
+                rank=a, step=step, seed=0, num_tokens=num_tokens, payload=payload, **SHAPE
             )
             for a in range(attention)
         ]
