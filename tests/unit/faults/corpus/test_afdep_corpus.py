@@ -5,16 +5,27 @@ bug corpus"). Bugs only a run can show are reviewed on a GPU machine by
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from faults.corpus.bugs import BugResult, Catch, CaughtBy, bug_commit, load_corpus, review_bug
+from faults.corpus.bugs import (
+    BugResult,
+    Catch,
+    CaughtBy,
+    bug_commit,
+    load_corpus,
+    review_bug,
+    review_sarif,
+)
+from faults.review.findings import CONTRACT, UNCOVERED, UNSITED
 from invariants.sync.sites import parse_tree
 
 REPO = Path(__file__).parents[4]
 CORPUS = load_corpus(REPO / "corpus/afdep")
 KNOWN_SITES = {site.name for site in parse_tree(REPO / "afdep/csrc")[0]}
+STATIC_ERRORS = {(rule.id, "error") for rule in (CONTRACT, UNSITED, UNCOVERED)}
 
 
 def test_the_corpus_spans_the_bug_classes():
@@ -36,6 +47,10 @@ def test_the_static_review_catches_the_bug_at_its_site(bug, tmp_path):
     )
     log = Path(static.log).read_text()
     assert static.exit_code == 1, log
-    assert "Verdict: CHANGES NEEDED" in log
+    # CHANGES NEEDED, as its SARIF says it: a static review's findings, each
+    # an error (a review with none is ok; HARNESS BROKEN needs --run)
+    document = json.loads(review_sarif(tmp_path, run=False).read_text())
+    rules = {(r["ruleId"], r["level"]) for r in document["runs"][0]["results"]}
+    assert rules and rules <= STATIC_ERRORS, log
     assert bug.site in static.sites_named, log
     assert BugResult(bug, static).caught_by is CaughtBy.STATIC
