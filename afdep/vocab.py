@@ -15,7 +15,13 @@ from enum import Enum
 class Word(str, Enum):
     """A str enum that prints as its value (`f"{Protocol.COUNT_FIRST}"` is
     `count-first`, as the log lines and argument choices spell it); json
-    writes its value too. Python 3.10 has no StrEnum."""
+    writes its value too. Python 3.10 has no StrEnum. A member left to
+    auto() or named in the functional form (`Word("Kind", "ONE TWO_THREE")`)
+    is spelled so: its name in lower case, `_` as `-`."""
+
+    @staticmethod
+    def _generate_next_value_(name: str, start: int, count: int, last_values: list) -> str:
+        return name.lower().replace("_", "-")
 
     def __str__(self) -> str:
         return self.value

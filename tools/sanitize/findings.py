@@ -19,17 +19,9 @@ from enum import Enum
 
 from afdep.vocab import Word
 
-
-class Tool(Word):
-    MEMCHECK = "memcheck"
-    RACECHECK = "racecheck"
-    SYNCCHECK = "synccheck"
-    INITCHECK = "initcheck"
-
-
-class Execution(Word):
-    EAGER = "eager"
-    GRAPH = "graph"
+# compute-sanitizer's tools, as its --tool names them, and how the driver runs its steps
+Tool = Word("Tool", "MEMCHECK RACECHECK SYNCCHECK INITCHECK", module=__name__)
+Execution = Word("Execution", "EAGER GRAPH", module=__name__)
 
 
 class SanitizerVerdict(Word):

@@ -17,6 +17,7 @@ from afdep.vocab import (
     Protocol,
     Role,
     RouteKind,
+    Word,
     digest_line,
     parse_log,
     result_line,
@@ -155,3 +156,9 @@ def test_words_print_and_serialize_as_their_value(word, text):
         f'{{"{text}": ["{text}"]}}',
     )
     assert type(word)(text) is word
+
+
+def test_a_word_named_in_the_functional_form_is_spelled_from_its_name():
+    kind = Word("Kind", "ONE TWO_THREE")
+    assert [member.value for member in kind] == ["one", "two-three"]
+    assert isinstance(kind.ONE, Word) and f"{kind.TWO_THREE}" == "two-three"
