@@ -105,3 +105,9 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def add_some_of(self, option: str, choices: Iterable, **options) -> None:
+        """`option` takes one or more of `choices` (a str enum's: their
+        values), every one of them when it is not given."""
+        names = [getattr(choice, "value", choice) for choice in choices]
+        self.add_argument(option, nargs="+", choices=names, default=list(names), **options)

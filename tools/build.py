@@ -47,19 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="afdep build", description=__doc__)
     parser.add_argument("--hidden", type=int, nargs="+", default=[2048, 7168])
     parser.add_argument("--top-k", type=int, nargs="+", default=[8])
-    parser.add_argument("--payload", nargs="+", choices=("bf16", "fp8"), default=["bf16", "fp8"])
-    parser.add_argument(
-        "--protocol",
-        nargs="+",
-        choices=[p.value for p in Protocol],
-        default=[p.value for p in Protocol],
-    )
-    parser.add_argument(
-        "--view", nargs="+", choices=("expanded", "collect"), default=["expanded", "collect"]
-    )
-    parser.add_argument(
-        "--arm", nargs="+", choices=[a.value for a in Arm], default=[a.value for a in Arm]
-    )
+    parser.add_some_of("--payload", ("bf16", "fp8"))
+    parser.add_some_of("--protocol", Protocol)
+    parser.add_some_of("--view", ("expanded", "collect"))
+    parser.add_some_of("--arm", Arm)
     parser.add_argument("--csrc", type=Path, default=CSRC, help="the kernel sources to compile")
     written = parser.add_mutually_exclusive_group()
     written.add_argument("--ptx", type=Path, default=None, help="write each kernel's PTX here")

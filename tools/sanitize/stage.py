@@ -114,15 +114,8 @@ def find_sanitizer(named: str | None) -> str:
 
 def argument_parser() -> OneLineParser:
     parser = OneLineParser(prog="afdep sanitize", description=__doc__)
-    parser.add_argument(
-        "--tool", nargs="+", choices=[t.value for t in Tool], default=[t.value for t in Tool]
-    )
-    parser.add_argument(
-        "--execution",
-        nargs="+",
-        choices=[e.value for e in Execution],
-        default=[e.value for e in Execution],
-    )
+    parser.add_some_of("--tool", Tool)
+    parser.add_some_of("--execution", Execution)
     parser.add_argument(
         "--ranks", type=at_least(2), default=2, help=f"logical ranks, 2..{MAX_LOGICAL_RANKS}"
     )
