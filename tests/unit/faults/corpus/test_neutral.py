@@ -121,17 +121,13 @@ def test_neutral_commits_approved_ordering_ones_flagged_as_expected_or_reported(
     assert git(repo, "status", "--porcelain") == ""  # the user's tree untouched
 
 
-def test_a_range_of_neutral_commits_passes(history, tmp_path, capsys):
+def test_a_range_of_neutral_commits_passes(history, tmp_path):
     repo, shas = history
     assert run_neutral(repo, tmp_path, f"{shas['docs']}..{shas['neutral']}") == 0
-    assert (
-        capsys.readouterr()
-        .out.splitlines()[-1]
-        .startswith(
-            "1 commits change the sources: 1 approved, 0 flagged, 0 not judged; "
-            "false positives: 0 (none);"
-        )
-    )
+    doc = json.loads((tmp_path / "results/review-neutral-cpu.json").read_text())
+    counts = ("commits_reviewed", "approved", "flagged", "not_judged", "false_positives")
+    assert [doc[key] for key in counts] == [1, 1, 0, 0, []]
+    assert [(row["sha"], row["verdict"]) for row in doc["results"]] == [(shas["neutral"], "ok")]
 
 
 @pytest.mark.parametrize(
