@@ -7,10 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import tomllib
-
 from faults.catalog.configs import config_tables
-from faults.catalog.errors import CatalogError
+from faults.catalog.errors import CatalogError, read_toml
 from faults.catalog.exposure import exposure_table
 from faults.catalog.faults import control_table, fault_table
 from faults.catalog.fields import fail, tables
@@ -21,18 +19,19 @@ from faults.catalog.refs import check_includes, check_sites_exist
 from faults.catalog.shrink import shrink_table
 from faults.catalog.target import target_table
 
+NOT_TEXT = "not UTF-8 text (a TOML catalog is)"
+
 
 def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
     """Load and check a catalog. With `tree_root`, site names are checked
     against the sites of `<tree_root>/<target.sources>`."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except UnicodeDecodeError:
-        raise CatalogError(f"{path}: cannot read: not UTF-8 text (a TOML catalog is)") from None
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise CatalogError(f"{path}: cannot read: {error}") from None
-    catalog = catalog_from_tables(path, data)
+
+    def unreadable(error: Exception) -> CatalogError:
+        why = NOT_TEXT if isinstance(error, UnicodeDecodeError) else error
+        return CatalogError(f"{path}: cannot read: {why}")
+
+    catalog = catalog_from_tables(path, read_toml(path, unreadable))
     if tree_root is not None:
         check_sites_exist(catalog, Path(tree_root) / catalog.target.sources)
     return catalog

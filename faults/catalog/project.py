@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import tomllib
-
-from faults.catalog.errors import FaultsError
+from faults.catalog.errors import FaultsError, read_toml
 
 KEY = "[tool.faults] catalogs"
 EXAMPLE = f'{KEY} = ["<catalog>.toml", ...]'
@@ -30,13 +28,13 @@ class NoCatalogsTable(ProjectError):
 def project_catalogs(root: Path) -> list[Path]:
     """The catalogs `root`'s pyproject.toml lists, as paths under `root`."""
     path = Path(root) / "pyproject.toml"
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise NoCatalogsTable(f"{path}: not found; it must list {EXAMPLE}") from None
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ProjectError(f"{path}: cannot read {KEY}: {error}") from None
-    tool = data.get("tool")
+
+    def unreadable(error: Exception) -> ProjectError:
+        if isinstance(error, FileNotFoundError):
+            return NoCatalogsTable(f"{path}: not found; it must list {EXAMPLE}")
+        return ProjectError(f"{path}: cannot read {KEY}: {error}")
+
+    tool = read_toml(path, unreadable).get("tool")
     table = tool.get("faults") if isinstance(tool, dict) else None
     if table is None:
         raise NoCatalogsTable(f"{path}: no [tool.faults] table; it must list {EXAMPLE}")
