@@ -48,6 +48,11 @@ class RelationOp(str, Enum):
     AT_MOST = "<="
     MULTIPLE_OF = "%"
 
+    def holds(self, left: Number, right: Number) -> bool:
+        if self is RelationOp.AT_MOST:
+            return left <= right
+        return right != 0 and left % right == 0
+
 
 @dataclass(frozen=True)
 class Relation:
@@ -60,11 +65,7 @@ class Relation:
         """`value_of` gives an operand's value; None (an option the command
         does not give) leaves the relation unchecked."""
         left, right = value_of(self.left), value_of(self.right)
-        if left is None or right is None:
-            return True
-        if self.op is RelationOp.AT_MOST:
-            return left <= right
-        return right != 0 and left % right == 0
+        return left is None or right is None or self.op.holds(left, right)
 
 
 @dataclass(frozen=True)
