@@ -5,9 +5,11 @@
 // drawn per launch so pairs land apart) spins on the flag with the wait op,
 // then reads the payload. A weak outcome: the flag showed epoch v and some
 // word is older than v. Extra CTAs of the same launch may hammer a scratch
-// buffer meanwhile (memory stress). Every ordering access is a primitive of
-// the target's common/ptx.cuh; this file lies outside the target's sources so
-// their digest does not change.
+// buffer meanwhile (memory stress). The orders the target ships are its
+// common/ptx.cuh primitives; the weaker ones its mutants switch to, which only a
+// mutant's scratch tree defines (a catalog rule's twin), are the litmus's own,
+// below. This file lies outside the target's sources so their digest does not
+// change.
 #pragma once
 #include "common/ptx.cuh"
 
@@ -15,6 +17,23 @@ namespace litmus {
 
 using u64 = unsigned long long;
 namespace ptx = afdep::ptx;
+
+// The weaker accesses, one macro per access form: `op` is the PTX instruction.
+#define LITMUS_LOAD(name, op)                                                     \
+  __device__ __forceinline__ u64 name(const u64* ptr) {                           \
+    u64 value;                                                                    \
+    asm volatile(op ".u64 %0, [%1];" : "=l"(value) : "l"(ptr) : "memory");        \
+    return value;                                                                 \
+  }
+#define LITMUS_WRITE(name, op)                                                    \
+  __device__ __forceinline__ void name(u64* ptr, u64 value) {                     \
+    asm volatile(op ".u64 [%0], %1;" ::"l"(ptr), "l"(value) : "memory");          \
+  }
+LITMUS_LOAD(ld_acquire_gpu, "ld.acquire.gpu.global")
+LITMUS_WRITE(st_release_gpu, "st.release.gpu.global")
+LITMUS_WRITE(red_add_relaxed_sys, "red.relaxed.sys.global.add")
+#undef LITMUS_LOAD
+#undef LITMUS_WRITE
 
 enum class Publish : int { kReleaseSys, kRelaxedSys, kReleaseGpu, kFenceRelaxedSys };
 enum class Wait : int { kAcquireSys, kRelaxedSys, kAcquireGpu };
@@ -38,7 +57,7 @@ __device__ __forceinline__ void publish(u64* flag, u64 epoch) {
   } else if constexpr (kPublish == Publish::kRelaxedSys) {
     ptx::st_relaxed_sys(flag, epoch);
   } else if constexpr (kPublish == Publish::kReleaseGpu) {
-    ptx::st_release_gpu(flag, epoch);
+    st_release_gpu(flag, epoch);
   } else {
     ptx::fence_acq_rel_sys();
     ptx::st_relaxed_sys(flag, epoch);
@@ -49,7 +68,7 @@ template <Wait kWait>
 __device__ __forceinline__ u64 flag_load(const u64* flag) {
   if constexpr (kWait == Wait::kAcquireSys) return ptx::ld_acquire_sys(flag);
   else if constexpr (kWait == Wait::kRelaxedSys) return ptx::ld_relaxed_sys(flag);
-  else return ptx::ld_acquire_gpu(flag);
+  else return ld_acquire_gpu(flag);
 }
 
 // Which thread of the group writes (or reads) word w: thread 0; lane w of
@@ -181,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     consume<kWait, kRead, kConsumers, kWords, kThreads>(payload, flags, acks, counts, perm[cta - pairs],
                                                  epoch_base, iterations, spin_limit);
   __syncthreads();
-  if (threadIdx.x == 0) ptx::red_add_relaxed_sys(done, 1);
+  if (threadIdx.x == 0) red_add_relaxed_sys(done, 1);
 }
 
 }  // namespace litmus

@@ -112,8 +112,8 @@ class Exposure:
 class MutationRule:
     """A `[[target.mutation]]` entry: in every site of `kind`, each match of
     `pattern` becomes one mutant with the match rewritten to `replacement`
-    (which may name the pattern's groups, as re.sub's template). With a
-    `twin`, the rewritten site calls a copy of a function that only the
+    (which may name the pattern's groups, as re.sub's template). With
+    `twins`, the rewritten site calls a copy of a function that only the
     mutant's scratch tree defines (faults/generate/mutate.py)."""
 
     @dataclass(frozen=True)
@@ -121,12 +121,19 @@ class MutationRule:
         """`twin = { of, name, pattern, replacement }`: in the mutant's tree
         the definition of the function `of` is copied right after itself,
         renamed `name`, with every match of `pattern` in its body rewritten to
-        `replacement` (re.sub's template); the product ships no copy."""
+        `replacement` (re.sub's template); the product ships no copy. `of`
+        and `name` may name the rule pattern's groups: each match of it
+        expands them (`expanded`)."""
 
         of: str
         name: str
         pattern: re.Pattern[str]
         replacement: str
+
+        def expanded(self, match: re.Match[str]) -> MutationRule.Twin:
+            """This twin for one match of its rule's pattern: `of` and `name`
+            with the match's groups in place of their references."""
+            return replace(self, of=match.expand(self.of), name=match.expand(self.name))
 
     family: Family
     kind: str  # the site kind it rewrites (invariants.sync.sites.KINDS)
@@ -137,7 +144,7 @@ class MutationRule:
     # pattern's groups (None: no delay; docs/operators.md, "Delays that
     # expose").
     expose: str | None = None
-    twin: MutationRule.Twin | None = None  # the copy the rewritten site calls
+    twins: tuple[MutationRule.Twin, ...] = ()  # the copies the rewritten site calls, in order
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from faults.catalog.errors import catalog_error
 from faults.catalog.model import GENERATED_PREFIX, Catalog
-from faults.catalog.mutation import TwinError, twin_copy
-from invariants.sync.sites import parse_tree
+from faults.catalog.mutation import TwinError, rule_twins, twin_copy
+from invariants.sync.sites import Site, parse_tree
 
 
 def check_includes(catalog: Catalog) -> None:
@@ -67,20 +67,22 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
                 f"{where} patch #{index}",
                 f"{key}: unknown site {name!r} in {sources}",
             )
-    check_twins(catalog, sources)
+    check_twins(catalog, sources, sites)
 
 
-def check_twins(catalog: Catalog, sources: Path) -> None:
+def check_twins(catalog: Catalog, sources: Path, sites: list[Site]) -> None:
     """Every `[[target.mutation]]` twin can be made from `sources`: its
     function defined there exactly once, its pattern matching in that body,
-    and its name no function of theirs (faults/catalog/mutation.py)."""
+    and its name no other function of theirs; a twin whose names take the
+    rule pattern's groups, as each match in `sites` expands them
+    (faults/catalog/mutation.py)."""
     for index, rule in enumerate(catalog.target.mutations):
-        if rule.twin is not None:
-            try:
-                twin_copy(sources, rule.twin)
-            except TwinError as error:
-                where = f"target.mutation #{index} ({rule.family})"
-                raise catalog_error(catalog.path, where, str(error)) from None
+        try:
+            for twin in rule_twins(rule, sites):
+                twin_copy(sources, twin)
+        except TwinError as error:
+            where = f"target.mutation #{index} ({rule.family})"
+            raise catalog_error(catalog.path, where, str(error)) from None
 
 
 def patch_sites(catalog: Catalog):
@@ -98,9 +100,11 @@ def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, lis
     """`catalog` made to judge an older tree at `sources`: what it names that
     the tree lacks is left out (a `[generate]` entry naming a missing site, a
     fault whose patch names one, the faults including such a fault, and a
-    mutation rule whose twin the tree cannot make, as one that ships it), and
-    said. A control patch naming a missing site cannot be left out."""
-    known = {site.name for site in parse_tree(sources)[0]}
+    mutation rule whose twin the tree cannot make, as one that ships another
+    function of its name), and said. A control patch naming a missing site
+    cannot be left out."""
+    sites = parse_tree(sources)[0]
+    known = {site.name for site in sites}
 
     def names_known(key: str) -> bool:  # a site, or a generated fault of one
         return key in known or any(f".{site}." in f"{key}." for site in known)
@@ -130,8 +134,8 @@ def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, lis
     rules, unmade = [], []
     for index, rule in enumerate(catalog.target.mutations):
         try:
-            if rule.twin is not None:
-                twin_copy(sources, rule.twin)
+            for twin in rule_twins(rule, sites):
+                twin_copy(sources, twin)
             rules.append(rule)
         except TwinError:
             unmade.append(f"target.mutation #{index} ({rule.family})")

@@ -25,7 +25,7 @@ from faults.catalog.model import (
     MutationRule,
     Patch,
 )
-from faults.catalog.mutation import TwinCopy, TwinError, twin_copy
+from faults.catalog.mutation import TwinCopy, TwinError, region_matches, twin_copy
 from invariants.sync.sites import Site, published_store
 
 __all__ = ["REWRITE_FAMILIES", "Family", "family_hint", "mutants", "tagged"]
@@ -74,14 +74,15 @@ def family_hint(family: Family | None) -> str | None:
 class Edit:
     """One rewrite (or move) of one site: its text before and after, the
     condition of its exposing delay (None: the mutant holds no one back), and
-    the twin its rewritten site calls (None: no copy to make)."""
+    the twins its rewritten site calls, expanded for its match (none: no
+    copy to make)."""
 
     site: Site
     title: str
     old: str
     new: str
     exposing: str | None = None
-    twin: Twin | None = None
+    twins: tuple[Twin, ...] = ()
 
 
 def mutants(
@@ -95,7 +96,7 @@ def mutants(
     for family, edit in _rewrites(sites, rules, sources):
         edits = found.setdefault((family, edit.site.name), [])
         # two entries, one rewrite: one mutant
-        if all((other.new, other.twin) != (edit.new, edit.twin) for other in edits):
+        if all((other.new, other.twins) != (edit.new, edit.twins) for other in edits):
             edits.append(edit)
     copies: dict[Twin, TwinCopy] = {}  # each twin's copy, made once
     faults = {}
@@ -143,8 +144,9 @@ def _patches(
         marker_site=edit.site.name,
     )
     patches = (rewrite,)
-    if edit.twin is not None:
-        patches += (_twin_patch(fault_id, edit.twin, sources, copies),)
+    for twin in edit.twins:
+        made = _twin_patch(fault_id, twin, sources, copies)
+        patches += (made,) if made is not None else ()
     if edit.exposing is None:
         return patches
     store = _exposed_store(edit.site, sites)
@@ -157,17 +159,22 @@ def _patches(
     return (*patches, settings.held_back(fault_id, store.name, edit.exposing, marker="false"))
 
 
-def _twin_patch(fault_id: str, twin: Twin, sources: Path, copies: dict[Twin, TwinCopy]) -> Patch:
+def _twin_patch(
+    fault_id: str, twin: Twin, sources: Path, copies: dict[Twin, TwinCopy]
+) -> Patch | None:
     """The twin made in the mutant's tree: the definition of `twin.of`,
     exactly once (a stale catalog's does not apply), becomes itself and then
     its copy, each line of the copy tagged for `fault_id`. The rewrite's
-    marker says the fault ran: the copy's marker is `false`, none."""
+    marker says the fault ran: the copy's marker is `false`, none. None
+    where the sources define the twin already, exactly so."""
     if twin not in copies:
         try:
             copies[twin] = twin_copy(sources, twin)
         except TwinError as error:
             raise CatalogError(f"fault {fault_id}: {error}") from None
     made = copies[twin]
+    if made.existing is not None:
+        return None
     note = f"twin {twin.name} of {twin.of}"
     copy = "".join(tagged(line, fault_id, note) + "\n" for line in made.copy.splitlines())
     old = made.definition.source
@@ -209,11 +216,7 @@ def _rewrites(
     by_name = {site.name: site for site in sites}
     for rule in rules:
         for site in sites:
-            if site.kind != rule.kind:
-                continue
-            lines = site.path.read_text().splitlines(keepends=True)
-            body, end = "".join(lines[site.start : site.end - 1]), lines[site.end - 1]
-            for match in rule.pattern.finditer(body):
+            for body, end, match in region_matches(rule, site):
                 line_start = body.rfind("\n", 0, match.start()) + 1
                 rewritten = match.expand(rule.replacement)
                 if rewritten == match[0]:
@@ -226,7 +229,8 @@ def _rewrites(
                     title += _held_back_words(site, exposing)
                 old = body[line_start:] + end
                 new = body[line_start : match.start()] + rewritten + body[match.end() :] + end
-                yield rule.family, Edit(site, title, old, new, exposing, rule.twin)
+                twins = tuple(twin.expanded(match) for twin in rule.twins)
+                yield rule.family, Edit(site, title, old, new, exposing, twins)
     for site in sites:
         moved = _publish_early(site, by_name)
         if moved is not None:

@@ -122,31 +122,4 @@ __device__ __forceinline__ void wait_prerequisites() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 
-
-/// ---------------------------------------------------------------- weaker twins
-// What the mutation operators switch an ordering call to (docs/operators.md,
-// "Mutation operators"): the same access at a narrower scope or a weaker order.
-// No kernel calls them; they sit last so no line above them moves.
-__device__ __forceinline__ u64 ld_acquire_gpu(const u64* ptr) {
-  u64 value;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(ptr) : "memory");
-  return value;
-}
-
-__device__ __forceinline__ void st_release_gpu(u64* ptr, u64 value) {
-  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(ptr), "l"(value) : "memory");
-}
-
-__device__ __forceinline__ void fence_acq_rel_gpu() {
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
-}
-
-__device__ __forceinline__ void red_add_release_gpu(u64* ptr, u64 value) {
-  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(ptr), "l"(value) : "memory");
-}
-
-__device__ __forceinline__ void red_add_relaxed_sys(u64* ptr, u64 value) {
-  asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(ptr), "l"(value) : "memory");
-}
-
 }  // namespace afdep::ptx

@@ -6,6 +6,7 @@ The weaker waits are made in their mutants' trees only (a rule's twin)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -95,8 +96,13 @@ def shared_trees(mutants: list[Fault]) -> list[list[Fault]]:
 
 
 def twin_of(fault: Fault) -> set[str]:
-    """The twin a mutant's tree defines, by its family (one wait rule each has one)."""
-    return {f"{fault.family} twin" for p in fault.patches[1:] if p.file is not None}
+    """The twins a mutant's tree defines, by the name each copy's tag gives it."""
+    return {
+        name
+        for p in fault.patches[1:]
+        if p.file is not None
+        for name in re.findall(r"// AFDFAULT \S+ twin (\w+) of ", p.new or "")
+    }
 
 
 def test_every_afdep_mutant_builds(tmp_path, monkeypatch):
@@ -191,3 +197,69 @@ def test_a_weaker_wait_is_made_in_its_mutants_tree_only_and_builds(
         build_tree(CATALOG.target, tree, tmp_path / "out", digest, gpus=2)
     except BuildError as error:
         pytest.fail(f"the tree of {fault.id} does not build: {error}")
+
+
+PRIMITIVE_TWINS = {  # a mutant's rewrite -> the primitive its tree makes of the product's
+    "gen.narrow-scope.cb.ffn_combine.row_release": (
+        "st_release_gpu",
+        "st_release_sys",
+        "__device__ __forceinline__ void st_release_gpu(u64* ptr, u64 value) {\n"
+        '  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(ptr), "l"(value) : "memory");\n'
+        "}\n",
+    ),
+    "gen.narrow-scope.cf.ffn_place.prefix_release.1": (
+        "fence_acq_rel_gpu",
+        "fence_acq_rel_sys",
+        "__device__ __forceinline__ void fence_acq_rel_gpu() {\n"
+        '  asm volatile("fence.acq_rel.gpu;" ::: "memory");\n'
+        "}\n",
+    ),
+    "gen.narrow-scope.cf.attention_dispatch.done_release.2": (
+        "red_add_release_gpu",
+        "red_add_release_sys",
+        "__device__ __forceinline__ void red_add_release_gpu(u64* ptr, u64 value) {\n"
+        '  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(ptr), "l"(value) : '
+        '"memory");\n'
+        "}\n",
+    ),
+    "gen.weaken-release.cf.attention_dispatch.done_release": (
+        "red_add_relaxed_sys",
+        "red_add_release_sys",
+        "__device__ __forceinline__ void red_add_relaxed_sys(u64* ptr, u64 value) {\n"
+        '  asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(ptr), "l"(value) : '
+        '"memory");\n'
+        "}\n",
+    ),
+    "gen.narrow-scope.cf.ffn_place.count_wait": (  # the wait's twin calls it (its third patch)
+        "ld_acquire_gpu",
+        "ld_acquire_sys",
+        "__device__ __forceinline__ u64 ld_acquire_gpu(const u64* ptr) {\n"
+        "  u64 value;\n"
+        '  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(ptr) : '
+        '"memory");\n'
+        "  return value;\n"
+        "}\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault_id", PRIMITIVE_TWINS)
+def test_a_weaker_primitive_is_a_twin_of_the_products_named_by_the_rules_match(fault_id):
+    """common/ptx.cuh ships no weaker primitive: the rule's twin `\\1_gpu` of
+    `\\1_sys` (`\\1_relaxed_sys` of `\\1_release_sys`) is made, per match,
+    right after the product's, its PTX's scope (or order) rewritten."""
+    name, of, copy = PRIMITIVE_TWINS[fault_id]
+    sources = REPO / CATALOG.target.sources
+    assert definitions(sources, name) == []
+    twin = CATALOG.fault(fault_id).patches[1]
+    [product] = definitions(sources, of)
+    tag = f"  // AFDFAULT {fault_id} twin {name} of {of}"
+    assert (twin.file, twin.old, twin.marker) == ("common/ptx.cuh", product.source, "false")
+    assert twin.new == product.source + "".join(line + tag + "\n" for line in copy.splitlines())
+
+
+def test_a_weakened_release_store_calls_the_products_relaxed_store_and_makes_none():
+    """st_relaxed_sys, which the kernels use, is to the letter the twin that
+    weaken-release makes of st_release_sys: the mutant calls it, its tree adds nothing."""
+    [rewrite] = CATALOG.fault("gen.weaken-release.cf.attention_dispatch.row_release").patches
+    assert "ptx::st_relaxed_sys(peer_ptr<u64>(p, ffn_rank, p.off_slot_flags) + slot" in rewrite.new

@@ -72,7 +72,14 @@ PREFIX = "target.mutation #0 (weaken-acquire): "
 @pytest.mark.parametrize(
     "entry, message",
     [
-        (twin_rule("1"), "twin: a table { of, name, pattern, replacement }, got 1"),
+        (
+            twin_rule("1"),
+            "twin: a table { of, name, pattern, replacement } or an array of them, got 1",
+        ),
+        (
+            twin_rule("[]"),
+            "twin: a table { of, name, pattern, replacement } or an array of them, got []",
+        ),
         (
             twin_rule("{ of = 'wait_until', pattern = 'a', replacement = 'b' }"),
             "twin.name: required string, got None",
@@ -112,6 +119,29 @@ PREFIX = "target.mutation #0 (weaken-acquire): "
             "twin.name: the replacement 'wait_until_gpu(' does not call 'wait_until_relaxed': "
             "no site would call the twin",
         ),
+        # `of` and `name` may name the rule pattern's groups, and only those
+        (
+            twin_rule(TWIN.replace("of = 'wait_until'", "of = '\\2_until'")),
+            "twin.of: '\\\\2_until' refers to group 2 that the rule's pattern does not have",
+        ),
+        (
+            twin_rule(
+                TWIN.replace("'wait_until_relaxed'", "'\\1-relaxed'"),
+                pattern="\\b(wait_until)\\(",
+                replacement="\\1-relaxed(",
+            ),
+            "twin.name: '\\\\1-relaxed' is not a function name",
+        ),
+        # an array of twins: each key named by its index
+        (
+            twin_rule(f"[ {TWIN}, {TWIN.replace(' }', ', scope = 1 }')} ]"),
+            "twin #1: unknown keys ['scope']",
+        ),
+        (
+            twin_rule(f"[ {TWIN}, {TWIN.replace('wait_until_relaxed', 'spin')} ]"),
+            "twin #1.name: neither the replacement 'wait_until_relaxed(' nor another twin's "
+            "calls 'spin': no site would call the twin",
+        ),
     ],
 )
 def test_a_bad_twin_is_one_line_naming_its_key(tmp_path, entry, message):
@@ -122,7 +152,7 @@ def test_a_bad_twin_is_one_line_naming_its_key(tmp_path, entry, message):
 def test_a_twin_loads_into_its_rule(tmp_path):
     path, loader = load(tmp_path, "\n" + twin_rule(), sites=True)
     [rule] = loader().target.mutations
-    twin = rule.twin
+    [twin] = rule.twins
     assert (twin.of, twin.name, twin.pattern.pattern, twin.replacement) == (
         "wait_until",
         "wait_until_relaxed",
@@ -159,7 +189,7 @@ MORE = "inline bool {name}(int x) {{ return x != 0; }}\n"
             twin_rule(),
             {"common/more.h": MORE.format(name="wait_until_relaxed")},
             "twin.name: function 'wait_until_relaxed' is defined already in {sources} "
-            "(common/more.h:1): the twin would define it again",
+            "(common/more.h:1), not as the twin's copy: the twin would define it again",
         ),
     ],
 )
@@ -196,6 +226,67 @@ def test_an_older_tree_that_ships_the_twin_leaves_out_its_rule(tmp_path):
     assert FAULT_ID not in with_generated(older, root).faults
     kept, left_out = without_missing_sites(catalog, REPO / FIXTURE)
     assert (kept.target.mutations, left_out) == ((fence, weaken), [])
+
+
+def relaxed_copy() -> str:
+    """The fixture's wait_until as the twin copies it: renamed, its loads relaxed."""
+    text = WAIT_H.read_text()
+    start = text.index("inline bool wait_until(")
+    definition = text[start : text.index("\n}\n", start) + 3]
+    return definition.replace("wait_until(", "wait_until_relaxed(").replace(
+        "memory_order_acquire", "memory_order_relaxed"
+    )
+
+
+def test_a_function_of_the_twins_name_exactly_its_copy_is_the_twin(tmp_path):
+    """A tree that defines the twin's name as the very copy the twin would
+    make keeps the rule: the mutant calls that function, and adds none."""
+    root = fixture_tree(tmp_path / "tree", **{"common/more.h": relaxed_copy()})
+    catalog = with_generated(
+        load_catalog(fixture_catalog(tmp_path, twin_rule()), tree_root=root), root
+    )
+    [rewrite] = catalog.fault(FAULT_ID).patches
+    assert "fixture::wait_until_relaxed(" in rewrite.new
+    assert without_missing_sites(catalog, root / FIXTURE)[1] == []
+    # One character off, it is another function: refused, naming the rule.
+    other = relaxed_copy().replace("return true;", "return 1;")
+    root = fixture_tree(tmp_path / "other", **{"common/more.h": other})
+    path = fixture_catalog(tmp_path, twin_rule())
+    with pytest.raises(CatalogError) as raised:
+        load_catalog(path, tree_root=root)
+    assert str(raised.value) == (
+        f"{path}: {PREFIX}twin.name: function 'wait_until_relaxed' is defined already in "
+        f"{root / FIXTURE} (common/more.h:1), not as the twin's copy: the twin would define "
+        "it again"
+    )
+
+
+# The fixture's wait rule spelt with a group its twin's names take.
+GROUPED = twin_rule(
+    "{ of = '\\1_until', name = '\\1_until_relaxed', pattern = 'memory_order_acquire', "
+    "replacement = 'memory_order_relaxed' }",
+    pattern="\\b(wait)_until\\(",
+    replacement="\\1_until_relaxed(",
+)
+
+
+def test_a_twin_named_by_the_rules_groups_expands_per_match(tmp_path):
+    catalog = load_catalog(fixture_catalog(tmp_path, GROUPED), tree_root=REPO)
+    [rule] = catalog.target.mutations
+    [twin] = rule.twins
+    assert (twin.of, twin.name) == ("\\1_until", "\\1_until_relaxed")
+    [made] = with_generated(catalog, REPO).fault(FAULT_ID).patches[1:]
+    # the same copy, to the letter, as the twin written out by name makes
+    tag = f"  // AFDFAULT {FAULT_ID} twin wait_until_relaxed of wait_until"
+    assert made.new == made.old + "".join(line + tag + "\n" for line in relaxed_copy().splitlines())
+    # expanded, a name the sources lack is refused, naming the rule and the function
+    missing = GROUPED.replace("'\\1_until'", "'\\1_for'")
+    path = fixture_catalog(tmp_path, missing)
+    with pytest.raises(CatalogError) as raised:
+        load_catalog(path, tree_root=REPO)
+    assert str(raised.value) == (
+        f"{path}: {PREFIX}twin.of: function 'wait_for' is not defined in {REPO / FIXTURE}"
+    )
 
 
 # ---------------------------------------------------------------- in the scratch tree
