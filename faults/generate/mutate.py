@@ -28,15 +28,19 @@ from faults.catalog.model import (
 from faults.catalog.mutation import TwinCopy, TwinError, region_matches, twin_copy
 from invariants.sync.sites import Site, published_store
 
-__all__ = ["REWRITE_FAMILIES", "Family", "family_hint", "mutants", "tagged"]
+__all__ = ["REWRITE_FAMILIES", "TAG", "Family", "family_hint", "mutants", "tagged"]
 
 Twin = MutationRule.Twin
 
 
+# The comment that ends every line the engine injects, so it is known for its
+# owner's (faults/pipeline/apply.py tags its own lines with it too).
+TAG = "  // AFDFAULT {owner} {note}"
+
+
 def tagged(line: str, owner: str, note: str) -> str:
-    """A line the engine injects, tagged so that it is known for `owner`'s:
-    `<line>  // AFDFAULT <owner> <note>` (faults/pipeline/apply.py tags its own so)."""
-    return f"{line}  // AFDFAULT {owner} {note}"
+    """`<line>  // AFDFAULT <owner> <note>`: a line injected for `owner`."""
+    return line + TAG.format(owner=owner, note=note)
 
 
 # Why a must-fail mutant of each family can run clean, and what opens its

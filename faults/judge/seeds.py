@@ -2,16 +2,19 @@
 (docs/operators.md, "Seeded schedules and replay"). A fault whose delay has
 a schedule runs, in a sweep with `--seeds K`, once per seed as its own fault
 `<fault>~s<seed>` (its own tree); a run is named `<fault>@<config>#<repeat>`,
-so a report's line says what `replay` takes."""
+so a report's line says what `replay` takes. A run judged is a RunResult:
+its id's parts, its verdict, its tree's digest and stages' seconds."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from typing import Protocol
 
 from faults.catalog import Catalog, CatalogError
 from faults.generate.schedule import draw
-from faults.judge.verdict import FaultSummary, Verdict, summarize_fault
+from faults.judge.outcome import Outcome
+from faults.judge.verdict import FaultSummary, Judgement, Verdict, summarize_fault
 
 SEED_MARK = "~s"
 RUN_ID = re.compile(r"^(?P<fault>[^@#~]+)(?:~s(?P<seed>\d+))?@(?P<config>[^#]+)#(?P<repeat>\d+)$")
@@ -37,6 +40,74 @@ class RunId:
         return f"{self.label}@{self.config}#{self.repeat}"
 
 
+class JudgedTree(Protocol):
+    """What a run's result takes of the tree it ran (faults.pipeline.engine.Prepared)."""
+
+    label: str
+    digest: str
+    apply_s: float
+    build_s: float
+    sass_s: float
+    erased_unknown: str  # why the erasure check could not decide, if so
+
+
+@dataclass
+class RunResult:
+    fault: str
+    config: str
+    repeat: int
+    verdict: Verdict
+    ok: bool
+    reason: str
+    tree_digest: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    outcome: dict | None = None
+    # A scheduled fault's seed and what it drew (docs/operators.md, "Seeded
+    # schedules and replay"); None and "" for any other run.
+    seed: int | None = None
+    schedule: str = ""
+
+    def __post_init__(self) -> None:  # a result read back from a JSON report holds the word
+        self.verdict = Verdict(self.verdict)
+
+    @classmethod
+    def of(
+        cls,
+        catalog: Catalog,
+        tree: JudgedTree,
+        config: str,
+        repeat: int,
+        judgement: Judgement,
+        outcome: Outcome | None = None,
+        judge_s: float = 0.0,
+    ) -> RunResult:
+        """A run of `tree` under `config`, judged (`judge_s`: parsing its log and the verdict)."""
+        seed, schedule = describe(catalog, tree.label)
+        return cls(
+            fault=tree.label,
+            config=config,
+            repeat=repeat,
+            verdict=judgement.verdict,
+            ok=judgement.ok,
+            reason="; ".join(filter(None, [judgement.reason, tree.erased_unknown])),
+            tree_digest=tree.digest,
+            seconds={
+                "apply": round(tree.apply_s, 3),
+                "build": round(tree.build_s, 3),
+                "sass": round(tree.sass_s, 3),  # deciding whether the compiler erased it
+                "run": round(outcome.wall_s if outcome else 0.0, 3),
+                "judge": round(judge_s, 4),
+            },
+            outcome=outcome.to_dict() if outcome else None,
+            seed=seed,
+            schedule=schedule,
+        )
+
+    def to_dict(self) -> dict:
+        """JSON reports and the history keep the verdict's word, e.g. `NOT FIRED`."""
+        return {**asdict(self), "verdict": self.verdict.value}
+
+
 def parse_run_id(text: str) -> RunId:
     """A run id back from its text; ValueError naming the form otherwise."""
     found = RUN_ID.match(text)
@@ -48,7 +119,7 @@ def parse_run_id(text: str) -> RunId:
     )
 
 
-def run_id(result) -> str:
+def run_id(result: RunResult) -> str:
     """A RunResult's run id (its fault holds the seed already)."""
     return f"{result.fault}@{result.config}#{result.repeat}"
 

@@ -16,7 +16,8 @@ from faults.generate.mutate import family_hint
 from faults.judge.outcome import Outcome
 
 # The static contract's violations in the tree that ran, one line (None: it
-# holds); asked only of a must-fail fault that ran clean.
+# holds); asked only of a must-fail fault that ran clean. A check that cannot
+# be made raises, and the survivor says why.
 ContractFlags = Callable[[], str | None]
 
 
@@ -187,7 +188,11 @@ def _survived(
         )
     if contract is None or fault.family not in ORDER_FAMILIES:
         return Judgement(Verdict.SURVIVED, False, f"{reason}; hint: {hint}")
-    flags = contract()
+    try:
+        flags = contract()
+    except Exception as error:  # no contract, no equivalence: judged as with no checker
+        unchecked = f"the static contract was not checked: {type(error).__name__}: {error}"
+        return Judgement(Verdict.SURVIVED, False, f"{reason}; hint: {hint}; {unchecked}")
     if flags:
         return Judgement(
             Verdict.UNOBSERVABLE,

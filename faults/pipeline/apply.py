@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from faults.catalog import Catalog, Patch, Target
-from faults.generate.mutate import tagged
+from faults.generate.mutate import TAG
 from faults.generate.schedule import draw, scheduled_code, spin
-from invariants.sync.sites import Site, parse_file, parse_tree
+from invariants.sync.sites import Site, parse_tree
 
 
 class ApplyError(RuntimeError):
@@ -47,7 +47,7 @@ def spin_line(patch: Patch, target: Target, still: str = "") -> str:
 
 
 def _tag(line: str, indent: str, patch: Patch, note: str) -> str:
-    return indent + tagged(line, patch.owner, note)
+    return indent + line + TAG.format(owner=patch.owner, note=note)
 
 
 @action("delay")
@@ -220,8 +220,8 @@ def apply_text_patch(sources: Path, patch: Patch, target: Target | None = None) 
 def _marked_site(sources: Path, path: Path, line: int, patch: Patch) -> Site:
     if patch.marker_site is not None:
         return _find_site(sources, patch.marker_site, patch.owner)
-    sites, _ = parse_file(path, check_primitives=False)
-    holding = [site for site in sites if site.start < line < site.end]
+    sites, _ = parse_tree(sources)
+    holding = [site for site in sites if site.path == path and site.start < line < site.end]
     if not holding:
         raise ApplyError(
             f"fault {patch.owner}: the text patch at {patch.file}:{line} lies in no site "

@@ -1,27 +1,26 @@
-"""The pipeline: scratch tree -> apply -> build -> run each config -> parse ->
-verdict. Controls come first: the unpatched tree must pass and the forced-fail
-control must be killed, or the harness is broken and no fault is judged."""
+"""The pipeline: scratch tree -> apply -> the erasure check -> build -> run
+each config -> parse -> verdict (the last three: faults/pipeline/run.py's
+judged_runs). Controls come first: the unpatched tree must pass and the
+forced-fail control must be killed, or the harness is broken and no fault is
+judged."""
 
 from __future__ import annotations
 
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, Config
-from faults.judge.outcome import Outcome
-from faults.judge.seeds import describe
-from faults.judge.verdict import Judgement, Verdict, judge, judge_control
+from faults.judge.seeds import RunResult
+from faults.judge.verdict import Judgement, Verdict
 from faults.pipeline.apply import ApplyError, apply_fault, apply_patches
 from faults.pipeline.erasure import ErasedDecision, decide, erased_check, erasure_baseline
-from faults.pipeline.parse import parse_outcome
-from faults.pipeline.run import BuildError, RunError, build_tree, run_config
-from faults.pipeline.scratch import UserTreeGuard, make_scratch, tree_digest
+from faults.pipeline.run import BuildError, build_tree, judged_runs
+from faults.pipeline.scratch import Prepared, UserTreeGuard, make_scratch, tree_digest
 from invariants.sync.contract import TreeContract, static_contract
 from invariants.sync.sites import parse_tree
 
@@ -29,47 +28,27 @@ CLEAN = "control.clean"
 FORCED = "control.forced_fail"
 
 
-@dataclass
-class Prepared:
-    """A scratch tree with one fault (or none) applied and built."""
+class AskedOnce:
+    """The static contract's violations in one tree, checked the first time a
+    survivor asks; a check that fails raises its error again to each asker,
+    who says why (faults/judge/verdict.py: never UNOBSERVABLE then)."""
 
-    label: str
-    tree: Path
-    digest: str = ""
-    apply_s: float = 0.0
-    build_s: float = 0.0
-    error: Judgement | None = None
-    # The static contract's verdict on this tree, asked once, of a survivor only:
-    # (violations or None, why it could not be checked or None).
-    contract: tuple[str | None, str | None] | None = None
-    # ERASED when the compiler erased the fault (faults/pipeline/erasure.py): then it is not run.
-    erased: Judgement | None = None
-    sass_s: float = 0.0
-    erased_unknown: str = ""  # why the erasure check could not decide, if so
+    def __init__(self, check: TreeContract | None, tree: Path):
+        self.check, self.tree = check, tree
+        self.answer: tuple[str | None, Exception | None] | None = None
 
-
-@dataclass
-class RunResult:
-    fault: str
-    config: str
-    repeat: int
-    verdict: Verdict
-    ok: bool
-    reason: str
-    tree_digest: str
-    seconds: dict[str, float] = field(default_factory=dict)
-    outcome: dict | None = None
-    # A scheduled fault's seed and what it drew (docs/operators.md, "Seeded
-    # schedules and replay"); None and "" for any other run.
-    seed: int | None = None
-    schedule: str = ""
-
-    def __post_init__(self) -> None:  # a result read back from a JSON report holds the word
-        self.verdict = Verdict(self.verdict)
-
-    def to_dict(self) -> dict:
-        """JSON reports and the history keep the verdict's word, e.g. `NOT FIRED`."""
-        return {**asdict(self), "verdict": self.verdict.value}
+    def __call__(self) -> str | None:
+        if self.check is None:  # no checker: no violation to name, as with none configured
+            return None
+        if self.answer is None:
+            try:
+                self.answer = (self.check(self.tree), None)
+            except Exception as error:  # any failure of the checker: said, not hidden
+                self.answer = (None, error)
+        flags, error = self.answer
+        if error is not None:
+            raise error
+        return flags
 
 
 class Engine:
@@ -117,11 +96,15 @@ class Engine:
         return self._prepared[label]
 
     def _prepare(self, label: str, fault_id: str | None, patches) -> Prepared:
+        """Scratch, apply, the erasure check (it builds a bare copy of its own),
+        then the build: an erased fault is not run; a tree that does not build
+        is BUILD ERROR, erased or not."""
         started = time.perf_counter()
         prepared = Prepared(label, self.workdir / label / "tree")
         if prepared.tree.exists():  # a workdir reused: this engine's own old scratch tree
             shutil.rmtree(prepared.tree)
         make_scratch(self.root, prepared.tree, ref=self.ref)
+        sources = prepared.tree / self.catalog.target.sources
         try:
             if fault_id is not None:
                 apply_fault(prepared.tree, self.catalog, fault_id)
@@ -130,8 +113,13 @@ class Engine:
         except ApplyError as error:
             prepared.error = Judgement(Verdict.APPLY_ERROR, False, str(error))
             return prepared
-        prepared.digest = tree_digest(prepared.tree / self.catalog.target.sources)
+        prepared.digest = tree_digest(sources)
         prepared.apply_s = time.perf_counter() - started
+        prepared.guards = {site.name: site.guards for site in parse_tree(sources)[0]}
+        prepared.contract = AskedOnce(self.contract, prepared.tree)
+        if fault_id is not None and self.erased is not None:
+            erasure = decide(self.erased, fault_id, self.workdir / label)
+            prepared.erased, prepared.sass_s, prepared.erased_unknown = erasure
         started = time.perf_counter()
         try:
             build_tree(
@@ -141,122 +129,25 @@ class Engine:
                 prepared.digest,
                 gpus=self.build_gpus,
             )
-        except BuildError as error:
+        except BuildError as error:  # the verdict, whatever the erasure check said
             prepared.error = Judgement(Verdict.BUILD_ERROR, False, str(error))
+            prepared.erased, prepared.erased_unknown = None, ""
         prepared.build_s = time.perf_counter() - started
-        if prepared.error is None and fault_id is not None and self.erased is not None:
-            erasure = decide(self.erased, fault_id, self.workdir / label)
-            prepared.erased, prepared.sass_s, prepared.erased_unknown = erasure
         return prepared
-
-    def run(self, prepared: Prepared, config: Config, repeat: int = 0) -> Outcome:
-        suffix = f"-r{repeat}" if repeat else ""
-        process = run_config(
-            self.catalog.target,
-            config,
-            prepared.tree,
-            self.workdir / prepared.label,
-            prepared.digest,
-            f"{prepared.label}-{config.name}{suffix}",
-            gpus=self.catalog.gpus_for(config),
-            ranks=self.catalog.ranks_for(config),
-            env=self.env,
-        )
-        return parse_outcome(
-            process, self.catalog.target.log, timeout_s=self.catalog.target.timeout_s
-        )
-
-    def _judged(
-        self,
-        prepared: Prepared,
-        config: Config,
-        repeat: int,
-        judge_outcome: Callable[[Outcome], Judgement],
-    ) -> RunResult:
-        """One run of `prepared` under `config`, judged by `judge_outcome`; a
-        run command that cannot start is BROKE, and says why (nothing ran)."""
-        started = time.perf_counter()
-        try:
-            outcome = self.run(prepared, config, repeat)
-        except RunError as error:
-            judgement = Judgement(Verdict.BROKE, False, str(error))
-            return self._result(prepared, config, repeat, judgement)
-        judgement = judge_outcome(outcome)
-        judge_s = time.perf_counter() - started - outcome.wall_s
-        return self._result(prepared, config, repeat, judgement, outcome, outcome.wall_s, judge_s)
-
-    def _result(
-        self, prepared, config, repeat, judgement, outcome=None, run_s=0.0, judge_s=0.0
-    ) -> RunResult:
-        seed, schedule = describe(self.catalog, prepared.label)
-        return RunResult(
-            fault=prepared.label,
-            config=config.name,
-            repeat=repeat,
-            verdict=judgement.verdict,
-            ok=judgement.ok,
-            reason="; ".join(filter(None, [judgement.reason, prepared.erased_unknown])),
-            tree_digest=prepared.digest,
-            seconds={
-                "apply": round(prepared.apply_s, 3),
-                "build": round(prepared.build_s, 3),
-                "sass": round(prepared.sass_s, 3),  # deciding whether the compiler erased it
-                "run": round(run_s, 3),
-                "judge": round(judge_s, 4),  # parsing the log and the verdict
-            },
-            outcome=outcome.to_dict() if outcome else None,
-            seed=seed,
-            schedule=schedule,
-        )
 
     # ------------------------------------------------------------------ faults
     def evaluate(self, fault_id: str, configs: list[Config], repeats: int = 1) -> list[RunResult]:
-        fault = self.catalog.fault(fault_id)
+        """Each config's runs of the fault's tree, `repeats` times, judged (one
+        result a config, not run, when the tree is decided already)."""
         prepared = self.prepare(fault_id, fault_id)
-        decided = prepared.error or prepared.erased  # an erased fault is not run
-        if decided:
-            return [self._result(prepared, c, 0, decided) for c in configs]
-        patches = self.catalog.all_patches(fault_id)
-        guards = {
-            s.name: s.guards for s in parse_tree(prepared.tree / self.catalog.target.sources)[0]
-        }
-
-        def judged(outcome: Outcome) -> Judgement:
-            judgement = judge(
-                fault,
-                outcome,
-                prepared.digest,
-                patches=patches,
-                guards=guards,
-                contract=lambda: self.contract_flags(prepared),
-            )
-            unchecked = prepared.contract[1] if prepared.contract else None
-            if judgement.verdict in (Verdict.SURVIVED, Verdict.EQUIVALENT) and unchecked:
-                # No contract, no equivalence: judged as with no checker at all.
-                plain = judge(
-                    fault, outcome, prepared.digest, patches=patches, guards=guards, contract=None
-                )
-                reason = f"{plain.reason}; the static contract was not checked: {unchecked}"
-                return Judgement(plain.verdict, plain.ok, reason)
-            return judgement
-
-        return [
-            self._judged(prepared, config, repeat, judged)
-            for config in configs
-            for repeat in range(repeats)
-        ]
-
-    def contract_flags(self, prepared: Prepared) -> str | None:
-        """The static contract's violations in `prepared`'s tree, once per tree;
-        a check that fails says why in the survivor's reason, never UNOBSERVABLE."""
-        if self.contract is None:
-            return None
-        if prepared.contract is None:
-            try:
-                prepared.contract = (self.contract(prepared.tree), None)
-            except Exception as error:  # any failure of the checker: said, not hidden
-                prepared.contract = (None, f"{type(error).__name__}: {error}")
-        return prepared.contract[0]
+        return judged_runs(
+            self.catalog,
+            prepared,
+            [(config, repeat) for config in configs for repeat in range(repeats)],
+            out=self.workdir / prepared.label,
+            env=self.env,
+            fault=self.catalog.fault(fault_id),
+        )
 
     def controls(self, configs: list[Config], slots: int = 1) -> list[RunResult]:
         """The unpatched tree must pass; the forced-fail control must be killed.
@@ -271,14 +162,10 @@ class Engine:
         )
 
         def control(prepared: Prepared, config: Config, must_fail: bool) -> RunResult:
-            if prepared.error:
-                return self._result(prepared, config, 0, prepared.error)
-            return self._judged(
-                prepared,
-                config,
-                0,
-                lambda outcome: judge_control(outcome, prepared.digest, must_fail),
-            )
+            out = self.workdir / prepared.label
+            return judged_runs(
+                self.catalog, prepared, [(config, 0)], out=out, env=self.env, must_fail=must_fail
+            )[0]
 
         found: dict[tuple[str, str], RunResult] = {}
         with stopping_pool(slots) as pool:

@@ -147,8 +147,8 @@ def default_cache(target: Target) -> Path:
 
 @dataclass
 class ErasedCheck:
-    """Decides, after a fault's build and before its runs, whether the
-    compiler erased it: the fault applied with no marker (a marker is code of
+    """Decides, before a fault's build and its runs, whether the compiler
+    erased it: the fault applied with no marker (a marker is code of
     its own) in a scratch tree beside the fault's, its cubins against the
     clean tree's, whose SASS is kept per sources digest."""
 

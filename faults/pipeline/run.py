@@ -1,17 +1,23 @@
 """The build and run stages: a command in a scratch tree, through
 hostio.run_logged's guard, with an outer timeout that kills its whole tree
 (no orphan process holding a GPU, docs/catalog.md, "Pipeline of the
-fault engine", item 5), its output kept in a log."""
+fault engine", item 5), its output kept in a log; and a tree's runs, each
+parsed and judged into its RunResult."""
 
 from __future__ import annotations
 
 import os
 import re
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from faults.catalog import Config, Target
+from faults.catalog import Catalog, Config, Fault, Target
+from faults.judge.seeds import RunResult
+from faults.judge.verdict import Judgement, Verdict, judge, judge_control
+from faults.pipeline.parse import parse_outcome
+from faults.pipeline.scratch import Prepared
 from hostio import ProcessOutcome, run_logged
 
 
@@ -139,3 +145,59 @@ def run_config(
         )
     except OSError as error:
         raise RunError(f"run of {tree} could not start {command[0]!r}: {error}") from None
+
+
+def judged_runs(
+    catalog: Catalog,
+    tree: Prepared,
+    runs: list[tuple[Config, int]],
+    *,
+    out: Path,
+    env: dict[str, str],
+    fault: Fault | None = None,
+    must_fail: bool = False,
+) -> list[RunResult]:
+    """Each (config, repeat) of `runs` run in `tree`, parsed and judged: as
+    `fault`'s, else as a control's that must fail or pass. A tree decided
+    already (not applied, not built, erased) is not run: one result a config.
+    A run command that cannot start is BROKE, and says why (nothing ran)."""
+    if tree.decided:
+        return [RunResult.of(catalog, tree, c.name, 0, tree.decided) for c, r in runs if r == 0]
+    patches = catalog.all_patches(fault.id) if fault else []
+    results = []
+    for config, repeat in runs:
+        started = time.perf_counter()
+        try:
+            process = run_config(
+                catalog.target,
+                config,
+                tree.tree,
+                out,
+                tree.digest,
+                f"{tree.label}-{config.name}{f'-r{repeat}' if repeat else ''}",
+                gpus=catalog.gpus_for(config),
+                ranks=catalog.ranks_for(config),
+                env=env,
+            )
+        except RunError as error:
+            broke = Judgement(Verdict.BROKE, False, str(error))
+            results.append(RunResult.of(catalog, tree, config.name, repeat, broke))
+            continue
+        outcome = parse_outcome(process, catalog.target.log, timeout_s=catalog.target.timeout_s)
+        judgement = (
+            judge(
+                fault,
+                outcome,
+                tree.digest,
+                patches=patches,
+                guards=tree.guards,
+                contract=tree.contract,
+            )
+            if fault
+            else judge_control(outcome, tree.digest, must_fail)
+        )
+        judge_s = time.perf_counter() - started - outcome.wall_s
+        results.append(
+            RunResult.of(catalog, tree, config.name, repeat, judgement, outcome, judge_s)
+        )
+    return results

@@ -9,9 +9,11 @@ import hashlib
 import io
 import shutil
 import tarfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog.errors import FaultsError
+from faults.judge.verdict import ContractFlags, Judgement
 
 SKIP_PARTS = {".git", "__pycache__", ".jit", ".hypothesis", ".ruff_cache", ".pytest_cache"}
 
@@ -108,3 +110,27 @@ class UserTreeGuard:
             raise UserTreeChanged(
                 f"{self.sources} changed during the run: digest {self.before[:12]} -> {after[:12]}"
             )
+
+
+@dataclass
+class Prepared:
+    """A scratch tree with one fault (or none) applied and built."""
+
+    label: str
+    tree: Path
+    digest: str = ""
+    apply_s: float = 0.0
+    build_s: float = 0.0
+    error: Judgement | None = None
+    # ERASED when the compiler erased the fault (faults/pipeline/erasure.py): then it is not run.
+    erased: Judgement | None = None
+    sass_s: float = 0.0
+    erased_unknown: str = ""  # why the erasure check could not decide, if so
+    guards: dict[str, str | None] = field(default_factory=dict)  # each site's guarded site
+    contract: ContractFlags | None = None  # the static contract of this tree, asked once
+
+    @property
+    def decided(self) -> Judgement | None:
+        """The verdict of every config when the tree is not run: it did not
+        apply or build, or the compiler erased the fault."""
+        return self.error or self.erased

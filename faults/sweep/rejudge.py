@@ -31,7 +31,7 @@ from faults.judge.seeds import (
 )
 from faults.judge.verdict import FaultSummary, judge, summarize_fault
 from faults.pipeline.apply import ApplyError, apply_fault
-from faults.pipeline.engine import RunResult
+from faults.pipeline.engine import AskedOnce, RunResult
 from faults.pipeline.scratch import make_scratch, tree_digest
 from faults.report.document import SweepReport, catalog_sha256, now
 from invariants.sync.contract import static_contract
@@ -102,13 +102,7 @@ def rejudge_runs(
             )
     guards = {s.name: s.guards for s in parse_tree(tree / catalog.target.sources)[0]}
     check = static_contract(catalog.target)
-    flags: list[str | None] = []
-
-    def contract() -> str | None:  # asked of a survivor only, once per tree
-        if not flags:
-            flags.append(check(tree))
-        return flags[0]
-
+    contract = AskedOnce(check, tree)  # asked of a survivor only, once per tree
     changes = []
     for run in runs:
         judgement = judge(
