@@ -10,6 +10,7 @@ from pathlib import Path
 
 from faults.corpus.bugs_report import machine_slug, write_merged
 from faults.corpus.neutral import Commit, CommitResult, Outcome
+from faults.report.markdown import table_head
 from hostio import results_stem
 
 # What a static review may take on a CPU, said beside the seconds measured.
@@ -133,11 +134,9 @@ def summary(doc: dict) -> str:
 
 
 def table(rows: list[dict]) -> list[str]:
-    lines = [
-        "| commit | subject | verdict | expected | false positive | sites touched "
-        "| s | CPU s | load |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    lines = table_head(
+        "commit | subject | verdict | expected | false positive | sites touched | s | CPU s | load"
+    )
     for row in rows:
         touched = row["sites_touched"]
         sites = ", ".join(f"`{site}`" for site in touched[:SITES_SHOWN]) or "-"

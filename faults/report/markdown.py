@@ -8,6 +8,12 @@ from faults.judge.verdict import Verdict
 from faults.report.schedules import schedule_tables
 
 
+def table_head(heading: str) -> list[str]:
+    """A Markdown table's heading row (`heading`: its cells, between ` | `)
+    and the rule under it."""
+    return [f"| {heading} |", "|" + "---|" * len(heading.split(" | "))]
+
+
 def _controls_line(controls: list[dict]) -> str:
     if not controls:
         return "- controls: not run (no GPUs)"
@@ -173,8 +179,7 @@ def _built_table(document: dict) -> list[str]:
         f"{len(document['gpu_runs_needed'])} "
         f"(fault, config) runs are listed in the JSON; {_built(document['built'])}:",
         "",
-        "| fault | state | tree | apply s | build s |",
-        "|---|---|---|---|---|",
+        *table_head("fault | state | tree | apply s | build s"),
     ]
     return lines + [
         f"| {b['fault']} | {b['state']} | `{b['tree_digest'][:8]}` | {b['apply_s']} | "
@@ -196,11 +201,9 @@ def _markers(by_config: dict[str, int]) -> str:
 
 
 def _verdict_table(faults: list[dict]) -> list[str]:
-    lines = [
-        "| fault | expect | verdict | ok | fired/runs | markers | kill rate | repeats for 99 % "
-        "| why |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    lines = table_head(
+        "fault | expect | verdict | ok | fired/runs | markers | kill rate | repeats for 99 % | why"
+    )
     for s in faults:
         rate = "" if s["kill_rate"] is None else f"{s['kill_rate']:.2f}"
         need = "" if s["repeats_for_99"] is None else str(s["repeats_for_99"])
