@@ -4,6 +4,11 @@ its seeds, and each seed's run ids, what it drew and its verdict."""
 
 from __future__ import annotations
 
+KILL_RATE = (
+    "kill rate = seeds whose every run killed / seeds of must-fail faults; "
+    "met: seeds whose runs all killed (must-fail) or all passed (must-pass)"
+)
+
 
 def _rate(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
@@ -18,8 +23,7 @@ def schedule_tables(schedules: dict | None) -> list[str]:
         "",
         f"## Kill rate per schedule family ({len(seeds)} seeds from {seeds[0]})",
         "",
-        "kill rate = seeds whose every run killed / seeds of must-fail faults; "
-        "met: seeds whose runs all killed (must-fail) or all passed (must-pass)",
+        KILL_RATE,
         "",
         "| family | must-fail faults | seeds | killed | kill rate | must-pass seeds | passed |",
         "|---|---|---|---|---|---|---|",
