@@ -6,7 +6,8 @@ or on the next one (after its `#`, `//` or indentation), the heading itself
 free to wrap; `, and "<heading>"` right after one cites the same page again.
 Each must name a page that exists and a `#` heading of it with exactly that
 text (outside code blocks). A bare mention of `docs/<page>.md` must name a page
-that exists. And docs/architecture.md stays a map: at most 300 lines.
+that exists. And docs/architecture.md stays a map: at most 300 lines, its
+faults/ table naming every module of each part of the engine, and no other.
 
 A failure reads `path:line: docs/<page>.md, "<heading>": no such heading`
 (or `no such page`), so the one to fix is named."""
@@ -218,3 +219,50 @@ def test_the_reader_finds_a_citation_over_two_lines_and_names_a_missing_heading(
         f"faults/kern.cuh:1: {nowhere}: no such page",
         f"faults/kern.cuh:3: {missing}: no such page",
     ]
+
+
+# A row of the map's faults/ table: | `<part>/` | `mod`, `mod`, ... | what |
+PART_ROW = re.compile(r"^\| `(?P<part>\w+)/` \| (?P<modules>[^|]*) \|", re.M)
+
+
+def map_mismatches(root: Path) -> list[str]:
+    """Each part of faults/ whose modules the map lists otherwise than the code
+    has them (every .py but __init__, and any .cuh), and each part one of the
+    two lacks."""
+    text = (root / MAP_PAGE).read_text()
+    section = re.split(r"^##", text[text.index("### faults/") + 3 :], flags=re.M)[0]
+    listed = {
+        row["part"]: set(re.findall(r"`([\w.]+)`", row["modules"]))
+        for row in PART_ROW.finditer(section)
+    }
+    found = []
+    parts = sorted(p for p in (root / "faults").iterdir() if (p / "__init__.py").is_file())
+    for part in parts:
+        modules = {p.stem for p in part.glob("*.py") if p.stem != "__init__"}
+        modules |= {p.name for p in part.glob("*.cuh")}
+        if part.name not in listed:
+            found.append(f"faults/{part.name}/: not in the map")
+        elif listed[part.name] != modules:
+            missing, stray = (
+                sorted(modules - listed[part.name]),
+                sorted(listed[part.name] - modules),
+            )
+            found.append(f"faults/{part.name}/: the map lacks {missing}, names {stray}")
+    found += [
+        f"faults/{name}/: in the map, not in the code"
+        for name in sorted(set(listed) - {p.name for p in parts})
+    ]
+    return found
+
+
+def test_the_map_lists_every_module_of_the_engine():
+    assert map_mismatches(REPO) == []
+
+
+def test_the_map_check_names_a_module_the_map_lacks(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / MAP_PAGE).write_text("### faults/\n\n| `judge/` | `verdict` | the rules |\n")
+    (tmp_path / "faults/judge").mkdir(parents=True)
+    for name in ("__init__.py", "verdict.py", "seeds.py"):
+        (tmp_path / "faults/judge" / name).touch()
+    assert map_mismatches(tmp_path) == ["faults/judge/: the map lacks ['seeds'], names []"]
