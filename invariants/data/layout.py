@@ -7,6 +7,8 @@ longer than the result: only the first R_f (or N_f) rows are checked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from afdep.routes import validate
@@ -77,6 +79,14 @@ def _first(mask: torch.Tensor) -> int | None:
     if flat.numel() == 0 or not bool(flat.any()):
         return None
     return int(flat.to(torch.uint8).argmax())
+
+
+def _refuse(mask: torch.Tensor, say: Callable[[int], str]) -> None:
+    """LayoutError saying `say(i)` at the first True of `mask` (flat index
+    i), when there is one."""
+    index = _first(mask)
+    if index is not None:
+        raise LayoutError(say(index))
 
 
 class _Sources:
@@ -233,13 +243,14 @@ def _check_offsets(offsets: torch.Tensor, src: _Sources, ffn_local: int) -> None
         raise LayoutError(f"expert_offsets must start at 0: {ffn_local=} got={int(offsets[0])}")
     expected_counts = torch.bincount(src.topk[src.on_f] - src.first, minlength=src.epf)
     counts = (offsets[1:] - offsets[:-1]).long()
-    j = _first(counts != expected_counts)
-    if j is not None:
-        raise LayoutError(
+    _refuse(
+        counts != expected_counts,
+        lambda j: (
             f"expert_offsets are not the prefix sums of the per-expert counts: {ffn_local=} "
             f"{j=} expected_count={int(expected_counts[j])} got_count={int(counts[j])} "
             f"offsets={offsets.tolist()}"
-        )
+        ),
+    )
 
 
 def _check_row_slots(
@@ -251,28 +262,29 @@ def _check_row_slots(
     sources = len(src.list)
     out_of_range = (a < 0) | (a >= sources) | (k < 0) | (k >= src.top_k) | (t < 0)
     out_of_range |= t >= src.num_tokens[a.clamp(0, sources - 1)]
-    row = _first(out_of_range)
-    if row is not None:
-        raise LayoutError(
+    _refuse(
+        out_of_range,
+        lambda row: (
             f"metadata out of range (src_token must be < num_tokens): {ffn_local=} {row=} {at(row)}"
-        )
+        ),
+    )
     expected_expert = src.first + local_expert_of_rows(layout.expert_offsets)
     got_expert = src.topk[a, t, k]
-    row = _first(got_expert != expected_expert)
-    if row is not None:
-        raise LayoutError(
+    _refuse(
+        got_expert != expected_expert,
+        lambda row: (
             f"metadata does not point back to the row's expert: {ffn_local=} "
-            f"{row=} {at(row)} expected={int(expected_expert[row])} "
-            f"got={int(got_expert[row])}"
-        )
+            f"{row=} {at(row)} expected={int(expected_expert[row])} got={int(got_expert[row])}"
+        ),
+    )
     rows = a.numel()
-    row = _first(_bits(layout.weight[:rows]) != _bits(src.weights[a, t, k]))
-    if row is not None:
-        raise LayoutError(
+    _refuse(
+        _bits(layout.weight[:rows]) != _bits(src.weights[a, t, k]),
+        lambda row: (
             f"weight differs from topk_weights: {ffn_local=} {row=} {at(row)} "
-            f"expected={src.weights[a[row], t[row], k[row]].item()} "
-            f"got={layout.weight[row].item()}"
-        )
+            f"expected={src.weights[a[row], t[row], k[row]].item()} got={layout.weight[row].item()}"
+        ),
+    )
     return expected_expert
 
 
@@ -297,13 +309,14 @@ def check_collect_view(
     ):
         _check_meta(name, getattr(view, name), dtype, n_rows, ffn_local, src.top_k)
     a, t = view.src_rank[:n_rows].long(), view.src_token[:n_rows].long()
-    row = _first((a != ea) | (t != et))
-    if row is not None:
-        raise LayoutError(
-            f"collect rows must be the routed (a, t) in order, once each: "
+    _refuse(
+        (a != ea) | (t != et),
+        lambda row: (
+            "collect rows must be the routed (a, t) in order, once each: "
             f"{ffn_local=} {row=} expected=({int(ea[row])}, {int(et[row])}) "
             f"got=({int(a[row])}, {int(t[row])})"
-        )
+        ),
+    )
 
     def at(c: int) -> str:
         return f"src_rank={int(a[c])} src_token={int(t[c])}"
@@ -363,12 +376,13 @@ def _check_row_links(
     r = torch.arange(rows, device=src.device)
     if n_rows > 0:
         valid &= expert_rows[c_safe, k.clamp(0, src.top_k - 1)] == r
-    row = _first(~valid)
-    if row is not None:
-        raise LayoutError(
+    _refuse(
+        ~valid,
+        lambda row: (
             f"collect_row is not the inverse of expert_rows: {ffn_local=} "
             f"{row=} topk_slot={int(k[row])} got={int(collect_row[row])}"
-        )
+        ),
+    )
 
 
 def _check_slots(name: str, wrong: torch.Tensor, ffn_local: int, at, expected, got) -> None:
