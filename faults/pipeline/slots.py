@@ -51,24 +51,26 @@ def sweep(
     on_results(controls)
     if not all(r.ok for r in controls):
         return controls, []
-    results = run_faults(engines, fault_ids, config_names, repeats, on_results, slots, deadline)
+
+    def evaluate(engine: Engine, fault_id: str) -> list[RunResult]:
+        return engine.evaluate(fault_id, catalog.configs_for(fault_id, config_names), repeats)
+
+    phased = phases(engines, catalog, fault_ids, slots)
+    results = run_faults(phased, evaluate, on_results, deadline)
     order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
     return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
 
 
 def run_faults(
-    engines: list[Engine],
-    fault_ids: list[str],
-    config_names: list[str] | None,
-    repeats: int,
+    phased: tuple[Phase, Phase],
+    evaluate: Callable[[Engine, str], list[RunResult]],
     on_results: Callable[[list[RunResult]], None],
-    slots: int,
     deadline: float | None,
 ) -> list[RunResult]:
-    """The faults of a sweep whose controls were right: the shared phase,
-    then the faults that run alone, their trees built meanwhile."""
-    catalog = engines[0].catalog
-    shared_phase, alone_phase = phases(engines, catalog, fault_ids, slots)
+    """The faults of a sweep whose controls were right, each `evaluate`d on
+    its engine: the shared phase, then the faults that run alone, their trees
+    built meanwhile."""
+    shared_phase, alone_phase = phased
     results: list[RunResult] = []
     lock = threading.Lock()
     stop = threading.Event()  # set when the sweep is interrupted or stops on an error
@@ -92,9 +94,7 @@ def run_faults(
                 if stop.is_set() or past_deadline():
                     return
                 built[engine, fault_id].result()  # raises what the build raised
-                found = engine.evaluate(
-                    fault_id, catalog.configs_for(fault_id, config_names), repeats
-                )
+                found = evaluate(engine, fault_id)
                 with lock:
                     results.extend(found)
                     on_results(found)
