@@ -98,6 +98,15 @@ def _disagree(outcome: Outcome, markers: int) -> str:
     return f"exit status and log disagree (exit {outcome.exit_code} with {said})"
 
 
+def _clean(outcome: Outcome, markers: int, digest_ok: bool) -> bool:
+    """It exited 0 and its log names no failure."""
+    return outcome.exit_code == 0 and not outcome.detected
+
+
+def _failed_saying_why(outcome: Outcome, markers: int, digest_ok: bool) -> bool:
+    return outcome.exit_code not in (0, None) and outcome.detected
+
+
 Reason = str | Callable[[Outcome, int], str]
 Rule = tuple[str, Callable[[Outcome, int, bool], bool], Verdict, bool, Reason]
 
@@ -121,28 +130,10 @@ RULES: tuple[Rule, ...] = (
         False,
         "the log's digest is not the scratch tree's: another tree ran",
     ),
-    (
-        "pass",
-        lambda o, m, d: o.exit_code == 0 and not o.detected,
-        Verdict.PASSED,
-        True,
-        "clean run with the fault firing",
-    ),
+    ("pass", _clean, Verdict.PASSED, True, "clean run with the fault firing"),
     ("pass", lambda o, m, d: True, Verdict.BROKE, False, _broke_must_pass),
-    (
-        "fail",
-        lambda o, m, d: o.exit_code not in (0, None) and o.detected,
-        Verdict.KILLED,
-        True,
-        _killed,
-    ),
-    (
-        "fail",
-        lambda o, m, d: o.exit_code == 0 and not o.detected,
-        Verdict.SURVIVED,
-        False,
-        "the run passed clean with a must-fail fault",
-    ),
+    ("fail", _failed_saying_why, Verdict.KILLED, True, _killed),
+    ("fail", _clean, Verdict.SURVIVED, False, "the run passed clean with a must-fail fault"),
     ("fail", lambda o, m, d: True, Verdict.BROKE, False, _disagree),
 )
 
