@@ -3,7 +3,7 @@ the row counts, then the rows with their routes through `all_to_all_single`,
 the expansion to expert-major rows in torch, the weighted top-k sum on the FFN
 rank, one bf16 partial per (token, FFN rank) back, and the sum over FFN ranks
 on the source. The sums keep the reference's order (docs/data-layout.md,
-"Combine"), so its output is bitwise afdep's; `tests/unit/test_bench_pipeline.py`
+"Combine"), so its output is bitwise afdep's; `tests/unit/tools/bench/test_pipeline.py`
 holds it to `invariants.data.reference` on the CPU. bf16 payloads only.
 """
 
