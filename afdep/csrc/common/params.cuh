@@ -81,4 +81,38 @@ __device__ __forceinline__ T* peer_ptr(const Params& p, int peer, u64 offset) {
   return reinterpret_cast<T*>(base + offset);
 }
 
+// What every kernel begins with, bound to its own names (C++17 structured
+// bindings: `const auto [thread_idx, lane_idx, warp_idx] = thread_index();`);
+// the fault catalog's conditions and markers use those names, and a marker
+// prints rank_idx (catalogs/afdep.toml, `rank`). A lambda cannot capture a
+// binding before C++20: it takes a copy (`[&, lane_idx = lane_idx]`).
+struct ThreadIndex {
+  int thread_idx;  // in the CTA
+  int lane_idx;
+  int warp_idx;  // in the CTA
+};
+
+__device__ __forceinline__ ThreadIndex thread_index() {
+  const int thread_idx = static_cast<int>(threadIdx.x);
+  return {thread_idx, thread_idx % 32, thread_idx / 32};
+}
+
+// The deployment's shape, as Params holds it.
+struct Geometry {
+  int rank_idx;  // this rank
+  int num_attention;
+  int capacity;  // token slots per source rank
+  int experts_per_ffn;
+};
+
+__device__ __forceinline__ Geometry geometry(const Params& p) {
+  return {static_cast<int>(p.rank), static_cast<int>(p.num_attention),
+          static_cast<int>(p.capacity), static_cast<int>(p.experts_per_ffn)};
+}
+
+// This step's epoch: the route kernel has counted it up before any other runs.
+__device__ __forceinline__ u64 step_epoch(const Params& p) {
+  return *local_ptr<const u64>(p.epoch);
+}
+
 }  // namespace afdep

@@ -20,14 +20,14 @@ __device__ __forceinline__ u64 ld_acquire_sys(const u64* ptr) {
   return value;
 }
 
-__device__ __forceinline__ void st_release_sys(u64* ptr, u64 value) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(ptr), "l"(value) : "memory");
-}
-
 __device__ __forceinline__ u64 ld_relaxed_sys(const u64* ptr) {
   u64 value;
   asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(value) : "l"(ptr) : "memory");
   return value;
+}
+
+__device__ __forceinline__ void st_release_sys(u64* ptr, u64 value) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(ptr), "l"(value) : "memory");
 }
 
 __device__ __forceinline__ void st_relaxed_sys(u64* ptr, u64 value) {
@@ -64,16 +64,24 @@ __device__ __forceinline__ u32 cvt_rn_bf16x2(float lo, float hi) {
 }
 
 /// ---------------------------------------------------------------- 16-byte loads
+// The same 16-byte load by two paths, its operands written once (`op`: the
+// instruction but its type).
+#define AFDEP_LD_V4(name, op)                                    \
+  __device__ __forceinline__ int4 name(const int4* ptr) {        \
+    int4 v;                                                      \
+    asm volatile(op ".v4.s32 {%0, %1, %2, %3}, [%4];"            \
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)    \
+                 : "l"(ptr));                                    \
+    return v;                                                    \
+  }
 // Read-only inputs of this rank: the non-coherent path is safe, nothing writes them.
-__device__ __forceinline__ int4 ld_nc_v4(const int4* ptr) {
-  int4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(ptr));
-  return v;
-}
+AFDEP_LD_V4(ld_nc_v4, "ld.global.nc.L1::no_allocate")
+// Buffers a peer writes and this rank reuses every step: bypass L1, which is
+// not coherent with NVLink writes and may hold the previous step's line.
+AFDEP_LD_V4(ld_cg_v4, "ld.global.cg")
+#undef AFDEP_LD_V4
 
-// The same load issued only where `pred` holds (zeros elsewhere): predicated,
+// ld_nc_v4 issued only where `pred` holds (zeros elsewhere): predicated,
 // not branched, so a run of them issues back to back with no math between.
 __device__ __forceinline__ int4 ld_nc_v4_if(bool pred, const int4* ptr) {
   int4 v = make_int4(0, 0, 0, 0);
@@ -82,16 +90,6 @@ __device__ __forceinline__ int4 ld_nc_v4_if(bool pred, const int4* ptr) {
       "@p ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%5];\n\t}"
       : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
       : "r"(static_cast<int>(pred)), "l"(ptr));
-  return v;
-}
-
-// Buffers a peer writes and this rank reuses every step: bypass L1, which is
-// not coherent with NVLink writes and may hold the previous step's line.
-__device__ __forceinline__ int4 ld_cg_v4(const int4* ptr) {
-  int4 v;
-  asm volatile("ld.global.cg.v4.s32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(ptr));
   return v;
 }
 

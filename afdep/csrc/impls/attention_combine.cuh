@@ -109,13 +109,10 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   static_assert(kHidden % 8 == 0, "rows are moved as 16-byte vectors");
 
   const Params& p = *params;
-  const int thread_idx = static_cast<int>(threadIdx.x);
-  const int lane_idx = thread_idx % 32;
-  const int warp_idx = thread_idx / 32;
-  const int rank_idx = static_cast<int>(p.rank);
-  const int capacity = static_cast<int>(p.capacity);
+  const auto [thread_idx, lane_idx, warp_idx] = thread_index();
+  const auto [rank_idx, num_attention, capacity, experts_per_ffn] = geometry(p);
   const int num_tokens = *local_ptr<const i32>(p.num_tokens);
-  const u64 epoch = *local_ptr<const u64>(p.epoch);
+  const u64 epoch = step_epoch(p);
   const int total_warps = static_cast<int>(gridDim.x) * kNumWarps;
   const u64* flags = peer_ptr<const u64>(p, rank_idx, p.off_combine_flags);
   const auto* partials = peer_ptr<const int4>(p, rank_idx, p.off_combine_rows);
@@ -138,8 +135,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const u32* token_ffn_masks = local_ptr<const u32>(p.token_ffn_mask);
   const int per_warp = max(1, ceil_div(num_tokens, total_warps));
   const int run = ceil_div(per_warp, ceil_div(per_warp, kWaitLanes));
-  auto lane_token_of = [&](int chunk) { return chunk * run + lane_idx; };
-  auto lane_mask_of = [&](int chunk) {
+  auto lane_token_of = [&, lane_idx = lane_idx](int chunk) { return chunk * run + lane_idx; };
+  auto lane_mask_of = [&, lane_idx = lane_idx](int chunk) {
     const int token = lane_token_of(chunk);
     return lane_idx < run && token < num_tokens ? token_ffn_masks[token] : 0u;
   };

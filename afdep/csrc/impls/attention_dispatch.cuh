@@ -35,22 +35,17 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   extern __shared__ u32 smem[];
 
   const Params& p = *params;
-  const int thread_idx = static_cast<int>(threadIdx.x);
-  const int lane_idx = thread_idx % 32;
-  const int warp_idx = thread_idx / 32;
-  const int rank_idx = static_cast<int>(p.rank);
+  const auto [thread_idx, lane_idx, warp_idx] = thread_index();
+  const auto [rank_idx, num_attention, capacity, experts_per_ffn] = geometry(p);
+  const int words = bitmap_words(capacity);
   const int num_experts = static_cast<int>(p.num_experts);
   const int num_ffn = static_cast<int>(p.num_ffn);
-  const int num_attention = static_cast<int>(p.num_attention);
-  const int capacity = static_cast<int>(p.capacity);
-  const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
-  const int words = bitmap_words(capacity);
   const int num_maps = num_experts + num_ffn;
   const int num_tokens = *num_tokens_ptr;
   // Words past the last token's hold padding only (clamped: thread 0 checks
   // num_tokens before anyone reads a bitmap).
   const int used_words = min(ceil_div(max(num_tokens, 0), 32), ceil_div(capacity, 32));
-  const u64 epoch = *local_ptr<const u64>(p.epoch);
+  const u64 epoch = step_epoch(p);
   u32* bits = smem;
   u32* prefix = smem + num_maps * words;
   // ARM=attention: each FFN's bases for this source, then its collect base.

@@ -27,11 +27,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   extern __shared__ u32 smem[];
 
   const Params& p = *params;
-  const int thread_idx = static_cast<int>(threadIdx.x);
-  const int lane_idx = thread_idx % 32;
-  const int warp_idx = thread_idx / 32;
-  const int rank_idx = static_cast<int>(p.rank);  // also what a fault's marker prints
-  const int capacity = static_cast<int>(p.capacity);
+  const auto [thread_idx, lane_idx, warp_idx] = thread_index();
+  const auto [rank_idx, num_attention, capacity, experts_per_ffn] = geometry(p);
   const int num_maps = static_cast<int>(p.num_experts + p.num_ffn);
   const int words = bitmap_words(capacity);
   if (blockIdx.x == 0 && thread_idx == 0) ++*local_ptr<u64>(p.epoch);

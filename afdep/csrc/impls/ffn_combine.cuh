@@ -30,14 +30,10 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   static_assert(kHidden % 8 == 0, "rows are moved as 16-byte vectors");
 
   const Params& p = *params;
-  const int thread_idx = static_cast<int>(threadIdx.x);
-  const int lane_idx = thread_idx % 32;
-  const int warp_idx = thread_idx / 32;
-  const int rank_idx = static_cast<int>(p.rank);
-  const int num_attention = static_cast<int>(p.num_attention);
-  const int capacity = static_cast<int>(p.capacity);
+  const auto [thread_idx, lane_idx, warp_idx] = thread_index();
+  const auto [rank_idx, num_attention, capacity, experts_per_ffn] = geometry(p);
   const int ffn_local = rank_idx - num_attention;
-  const u64 epoch = *local_ptr<const u64>(p.epoch);
+  const u64 epoch = step_epoch(p);
   const int total_warps = static_cast<int>(gridDim.x) * kNumWarps;
   const auto* y_vecs = reinterpret_cast<const int4*>(y);
 

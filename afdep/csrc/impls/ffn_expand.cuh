@@ -25,14 +25,9 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   extern __shared__ i32 smem_i32[];
 
   const Params& p = *params;
-  const int thread_idx = static_cast<int>(threadIdx.x);
-  const int lane_idx = thread_idx % 32;
-  const int warp_idx = thread_idx / 32;
-  const int rank_idx = static_cast<int>(p.rank);
-  const int num_attention = static_cast<int>(p.num_attention);
-  const int capacity = static_cast<int>(p.capacity);
-  const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
-  const u64 epoch = *local_ptr<const u64>(p.epoch);
+  const auto [thread_idx, lane_idx, warp_idx] = thread_index();
+  const auto [rank_idx, num_attention, capacity, experts_per_ffn] = geometry(p);
+  const u64 epoch = step_epoch(p);
   const Placement placement = placement_at(smem_i32, num_attention, experts_per_ffn);
   i32* totals = smem_i32 + placement_ints(num_attention, experts_per_ffn);
 

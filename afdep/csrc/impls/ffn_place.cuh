@@ -20,13 +20,11 @@ __host__ __device__ constexpr int ffn_place_smem_ints(int num_attention,
 template <int kNumThreads>
 __global__ void __launch_bounds__(kNumThreads, 1)
     ffn_place_impl(const Params* __restrict__ params) {
-  extern __shared__ i32 smem_i32[];
   const Params& p = *params;
-  const int thread_idx = static_cast<int>(threadIdx.x);
-  const int rank_idx = static_cast<int>(p.rank);
-  const int num_attention = static_cast<int>(p.num_attention);
-  const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
-  const u64 epoch = *local_ptr<const u64>(p.epoch);
+  const auto [thread_idx, lane_idx, warp_idx] = thread_index();
+  const auto [rank_idx, num_attention, capacity, experts_per_ffn] = geometry(p);
+  const u64 epoch = step_epoch(p);
+  extern __shared__ i32 smem_i32[];
 
   // @site cf.ffn_place.count_wait kind=wait consumers=block scope=sys guards=cf.attention_dispatch.count_put
   if (thread_idx == 0) {

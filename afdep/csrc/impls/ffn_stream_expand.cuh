@@ -26,16 +26,11 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     ffn_stream_expand_impl(const Params* __restrict__ params) {
   extern __shared__ i32 smem_i32[];
   const Params& p = *params;
-  const int thread_idx = static_cast<int>(threadIdx.x);
-  const int lane_idx = thread_idx % 32;
-  const int warp_idx = thread_idx / 32;
-  const int rank_idx = static_cast<int>(p.rank);
-  const int num_attention = static_cast<int>(p.num_attention);
-  const int capacity = static_cast<int>(p.capacity);
-  const int experts_per_ffn = static_cast<int>(p.experts_per_ffn);
+  const auto [thread_idx, lane_idx, warp_idx] = thread_index();
+  const auto [rank_idx, num_attention, capacity, experts_per_ffn] = geometry(p);
   const int warps = static_cast<int>(p.warp_count);
   const int unit = static_cast<int>(p.unit_min_rows);
-  const u64 epoch = *local_ptr<const u64>(p.epoch);
+  const u64 epoch = step_epoch(p);
   const int ints = placement_ints(num_attention, experts_per_ffn);
   const Placement placement = placement_at(smem_i32, num_attention, experts_per_ffn);
 

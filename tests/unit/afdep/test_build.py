@@ -106,7 +106,7 @@ def test_a_patched_tree_gets_its_own_cubin(jit_cache, csrc_copy):
 
 def test_compile_error_carries_the_compiler_log(jit_cache, csrc_copy):
     header = csrc_copy / "impls" / "attention_combine.cuh"
-    header.write_text(header.read_text().replace("const int lane_idx", "const int lane_idx +"))
+    header.write_text(header.read_text().replace("const int num_tokens", "const int num_tokens +"))
     with pytest.raises(CompileError) as error:
         compile_kernel(SPEC, root=csrc_copy)
     message = str(error.value)
@@ -120,7 +120,7 @@ def test_a_tree_that_fails_to_compile_fails_the_build_without_a_traceback(tmp_pa
     programs are freed before the interpreter exits: no traceback from
     cuda.core's clean-up follows them."""
     header = csrc_copy / "impls" / "attention_combine.cuh"
-    header.write_text(header.read_text().replace("const int lane_idx", "const int lane_idx +"))
+    header.write_text(header.read_text().replace("const int num_tokens", "const int num_tokens +"))
     done = subprocess.run(
         [
             sys.executable,
