@@ -17,6 +17,11 @@ from faults.pytest_plugin import worker_gpu_env, worker_index, xdist_worker_id
 from faults.report.document import catalog_sha256
 from hostio import gpu_count, gpu_group
 
+# The plugin's header counts GPUs (hostio.gpu_count imports torch), and torch's
+# extension cannot be loaded twice in one process: pytester's in-process runs
+# unload what they imported, so torch is loaded here first, and stays.
+GPUS_HERE = gpu_count()
+
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).parents[3]
@@ -274,7 +279,7 @@ def test_header_names_each_catalogs_sources_and_digests(pytester):
     sources = f"sources {FIXTURE} sha256 {digest}"
     twin_sha = catalog_sha256(pytester.path / "twin.toml")[:12]
     fixture_sha = catalog_sha256(REPO / FIXTURE / "catalog.toml")[:12]
-    gpus = f"{gpu_count()} GPUs here, rank mode per-gpu"  # the fixture has one mode
+    gpus = f"{GPUS_HERE} GPUs here, rank mode per-gpu"  # the fixture has one mode
     assert result.outlines[2:4] == [
         f"faults: twin {sources}, catalog sha256 {twin_sha}, {gpus}",
         f"faults: flag_payload {sources}, catalog sha256 {fixture_sha}, {gpus}",
