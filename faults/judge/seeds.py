@@ -41,7 +41,7 @@ class RunId:
 
 
 class JudgedTree(Protocol):
-    """What a run's result takes of the tree it ran (faults.pipeline.engine.Prepared)."""
+    """What a run's result takes of the tree it ran (faults.pipeline.scratch.Prepared)."""
 
     label: str
     digest: str
