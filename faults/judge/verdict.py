@@ -19,6 +19,10 @@ from faults.judge.outcome import Outcome
 # holds); asked only of a must-fail fault that ran clean. A check that cannot
 # be made raises, and the survivor says why.
 ContractFlags = Callable[[], str | None]
+NO_CONTRACT = (
+    "no static contract is configured for this target ([target.contract]), "
+    "so a survivor is neither EQUIVALENT nor UNOBSERVABLE"
+)
 
 
 class Verdict(str, Enum):
@@ -177,8 +181,10 @@ def _survived(
         return Judgement(
             Verdict.SURVIVED, True, f"{reason}; hint: {hint}; known survivor: {fault.survivor_ok}"
         )
-    if contract is None or fault.family not in ORDER_FAMILIES:
+    if fault.family not in ORDER_FAMILIES:
         return Judgement(Verdict.SURVIVED, False, f"{reason}; hint: {hint}")
+    if contract is None:  # nothing can tell equivalence from blindness
+        return Judgement(Verdict.SURVIVED, False, f"{reason}; hint: {hint}; {NO_CONTRACT}")
     try:
         flags = contract()
     except Exception as error:  # no contract, no equivalence: judged as with no checker

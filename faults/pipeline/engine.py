@@ -33,13 +33,11 @@ class AskedOnce:
     survivor asks; a check that fails raises its error again to each asker,
     who says why (faults/judge/verdict.py: never UNOBSERVABLE then)."""
 
-    def __init__(self, check: TreeContract | None, tree: Path):
+    def __init__(self, check: TreeContract, tree: Path):
         self.check, self.tree = check, tree
         self.answer: tuple[str | None, Exception | None] | None = None
 
     def __call__(self) -> str | None:
-        if self.check is None:  # no checker: no violation to name, as with none configured
-            return None
         if self.answer is None:
             try:
                 self.answer = (self.check(self.tree), None)
@@ -116,7 +114,8 @@ class Engine:
         prepared.digest = tree_digest(sources)
         prepared.apply_s = time.perf_counter() - started
         prepared.guards = {site.name: site.guards for site in parse_tree(sources)[0]}
-        prepared.contract = AskedOnce(self.contract, prepared.tree)
+        if self.contract is not None:  # none configured: no survivor is EQUIVALENT or UNOBSERVABLE
+            prepared.contract = AskedOnce(self.contract, prepared.tree)
         if fault_id is not None and self.erased is not None:
             erasure = decide(self.erased, fault_id, self.workdir / label)
             prepared.erased, prepared.sass_s, prepared.erased_unknown = erasure

@@ -16,7 +16,7 @@ from faults.generate.mutate import HINTS
 from faults.generate.site_faults import with_generated
 from faults.judge.outcome import Outcome
 from faults.judge.scores import family_scores
-from faults.judge.verdict import FaultSummary, Verdict, judge, summarize_fault
+from faults.judge.verdict import NO_CONTRACT, FaultSummary, Verdict, judge, summarize_fault
 from faults.pipeline.engine import Engine, RunResult
 from faults.sweep.sweep import Sweep, SweepOptions
 
@@ -79,7 +79,7 @@ def test_a_survivor_the_contract_passes_is_equivalent():
 def test_with_no_contract_a_survivor_stays_survived_with_its_familys_hint():
     judgement = verdict(mutant(Family.REMOVE_BARRIER), None)
     assert (judgement.verdict, judgement.ok) == (Verdict.SURVIVED, False)
-    assert judgement.reason == f"{CLEAN}; hint: {HINTS[Family.REMOVE_BARRIER]}"
+    assert judgement.reason == f"{CLEAN}; hint: {HINTS[Family.REMOVE_BARRIER]}; {NO_CONTRACT}"
 
 
 def test_without_a_family_the_text_patch_hint_is_said():
@@ -207,6 +207,14 @@ def test_the_engine_asks_the_contract_once_per_surviving_tree(catalog, tmp_path)
     assert weak[0].outcome["markers"] == {WEAK: 4}
     assert [(r.verdict, r.ok) for r in off] == [(Verdict.KILLED, True)]
     assert asked == [tmp_path / "work" / WEAK / "tree"]
+
+
+def test_a_target_with_no_contract_has_no_equivalent_mutant(catalog, tmp_path):
+    """The fixture declares no [target.contract]: its surviving weaken mutant
+    is SURVIVED, and says why it is not EQUIVALENT."""
+    [result] = Engine(catalog, REPO, tmp_path / "work").evaluate(WEAK, list(catalog.configs))
+    assert (result.verdict, result.ok) == (Verdict.SURVIVED, False)
+    assert result.reason == f"{CLEAN}; hint: {HINTS[Family.WEAKEN_RELEASE]}; {NO_CONTRACT}"
 
 
 def test_a_contract_that_cannot_check_leaves_the_survivor_survived(catalog, tmp_path):
