@@ -12,7 +12,7 @@ from invariants.sync.finding import Finding
 
 TOOL = "faults review"
 CONTRACT = Rule("contract-violation", "a site's publish contract does not hold")
-UNSITED = Rule("primitive-outside-site", "an ordering primitive added outside any site")
+UNSITED = Rule("primitive-outside-site", "an ordering primitive the change leaves outside any site")
 UNCOVERED = Rule("uncovered-site", "a touched site no fault covers")
 CHANGE_FAILS = Rule("change-fails-driver", "the change's tree fails the driver with no fault")
 HARNESS = Rule("harness-broken", "the harness cannot judge: BASE fails too, or no failure is seen")

@@ -80,8 +80,11 @@ def markdown(result: Review) -> str:
         lines += [str(result.older), ""]
     lines += own_run(result.runs) + contract_summary(result.contract)
     if result.unsited:
-        lines += ["## Ordering primitives added outside any site", ""]
+        lines += ["## Ordering primitives the change leaves outside any site", ""]
         lines += [f"- {entry}" for entry in result.unsited] + [""]
+    if result.lost:
+        lines += ["## Catalog entries that no longer apply (their site is gone)", ""]
+        lines += [f"- `{name}`" for name in result.lost] + [""]
     lines += ["## Sites touched", ""]
     if not result.touched:
         lines.append("None: the change leaves every synchronization site as it was.")

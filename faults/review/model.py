@@ -3,7 +3,7 @@ said, and the verdict that follows (docs/review.md, "The pre-merge review")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
@@ -55,6 +55,9 @@ class Review:
     contract: ContractCheck
     runs: RunReport | None = None  # with --run
     older: OlderTree | None = None  # judged by a catalog not its own (--older-trees)
+    # What the catalog names that the change's tree lacks (a site it removed
+    # or renamed): those faults no longer apply, a finding of the change.
+    lost: list[str] = field(default_factory=list)
 
     def site_path(self, cover: Coverage) -> str:
         return cover.site.path.relative_to(self.tree).as_posix()
@@ -70,6 +73,7 @@ class Review:
     def static_ok(self) -> bool:
         return (
             not self.unsited
+            and not self.lost
             and not any(cover.missing for cover in self.touched)
             and self.contract.ok
         )

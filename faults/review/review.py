@@ -15,6 +15,8 @@ pre-commit hook runs (docs/review.md, "The pre-merge review").
 
 from __future__ import annotations
 
+import tempfile
+from collections import Counter
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
@@ -28,6 +30,7 @@ from faults.review.model import OlderTree, Review, ReviewVerdict
 from faults.review.runs import RunReport, run_review
 from faults.review.static import check_contract
 from hostio import RankMode
+from invariants.sync.finding import Finding
 from invariants.sync.sites import parse_tree
 
 __all__ = [
@@ -61,25 +64,52 @@ def review_catalog(
     *,
     generated: bool,
     older_trees: bool,
-) -> tuple[Catalog, OlderTree | None]:
-    """The catalog that judges `tree`: its own. With `older_trees`, a tree
-    whose own catalog this review cannot take (one older than its present
-    form, or one that names sites the tree renamed since) is judged by the
-    given catalog, what it names that the tree lacks left out, and said."""
+) -> tuple[Catalog, OlderTree | None, list[str]]:
+    """The catalog that judges `tree`, and what of it no longer applies.
+    Its own catalog; when the change removed or renamed a site that catalog
+    names, what names it is left out and returned: a finding of the change
+    (a catalog that is malformed apart from that is the user's error). With
+    `older_trees`, a tree whose own catalog this review cannot take (one
+    older than its present form) is judged by the given catalog, what it
+    names that the tree lacks left out, and said."""
 
     def prepared(catalog: Catalog) -> Catalog:
         catalog = catalog.in_rank_mode(rank_mode)
         return with_generated(catalog, tree) if generated else catalog
 
+    own_path = change_catalog(repo_root, tree, catalog_path)
     try:
-        own = load_catalog(change_catalog(repo_root, tree, catalog_path), tree_root=tree)
-        return prepared(own), None
+        return prepared(load_catalog(own_path, tree_root=tree)), None, []
     except CatalogError as refused:
-        if not older_trees:
+        if older_trees:
+            given = load_catalog(catalog_path)
+            catalog, left_out = without_missing_sites(given, tree / given.target.sources)
+            return prepared(catalog), OlderTree(str(catalog_path), str(refused), left_out), []
+        own = load_catalog(own_path)  # malformed otherwise: the user's error, raised
+        kept, lost = without_missing_sites(own, tree / own.target.sources)
+        if not lost:
             raise
-        given = load_catalog(catalog_path)
-        catalog, left_out = without_missing_sites(given, tree / given.target.sources)
-        return prepared(catalog), OlderTree(str(catalog_path), str(refused), left_out)
+        return prepared(kept), None, lost
+
+
+def unsited_findings(found: list[Finding], before: list[Finding], changed) -> list[Finding]:
+    """The site-rule findings the change makes: those on a line it changed,
+    then, where the change's tree has more of one file's same finding than
+    BASE's (lines move, so by file and message), as many of the others as
+    there are more: a primitive left outside every site when the change
+    dropped its annotations, a region left open."""
+    on_changed = [f for f in found if f.line in changed(f.file)]
+    had = Counter((f.file, f.message) for f in before)
+    more = Counter((f.file, f.message) for f in found)
+    more.subtract(had)
+    more.subtract(Counter((f.file, f.message) for f in on_changed))
+    others = []
+    for finding in found:
+        key = (finding.file, finding.message)
+        if finding not in on_changed and more[key] > 0:
+            others.append(finding)
+            more[key] -= 1
+    return [f for f in found if f in on_changed or f in others]
 
 
 def review(
@@ -97,19 +127,25 @@ def review(
     the catalog returned places the ranks of the runs --run makes)."""
     check_refs(repo_root, base, change)
     tree = make_scratch(repo_root, workdir / "change", ref=change) if change else Path(repo_root)
-    catalog, older = review_catalog(
+    catalog, older, lost = review_catalog(
         repo_root, tree, catalog_path, rank_mode, generated=generated, older_trees=older_trees
     )
     sources = tree / catalog.target.sources
     sites, violations = parse_tree(sources)
     changed = changed_lines(repo_root, base, change, catalog.target.sources)
+    with tempfile.TemporaryDirectory(prefix="review-base-") as scratch:  # read, then gone
+        base_tree = make_scratch(repo_root, Path(scratch) / "base", ref=base)
+        had = [v.from_root(base_tree) for v in parse_tree(base_tree / catalog.target.sources)[1]]
 
     def lines_of(path: Path) -> set[int]:
         return changed.get(str(path.relative_to(sources)), set())
 
+    def changed_in(file: str) -> set[int]:  # a finding's file, from the tree's root
+        return lines_of(tree / file)
+
     covers = coverage(catalog, sites)
     touched = [covers[s.name] for s in sites if lines_of(s.path) & set(range(s.start, s.end + 1))]
-    unsited = [v.from_root(tree) for v in violations if v.line in lines_of(Path(v.file))]
+    unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
     result = Review(
         base,
         change or "working tree",
@@ -120,5 +156,6 @@ def review(
         unsited,
         check_contract(tree, catalog.target),
         older=older,
+        lost=lost,
     )
     return result, catalog

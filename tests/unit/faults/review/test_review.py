@@ -380,6 +380,7 @@ def test_the_markdown_says_every_part_of_a_review():
             base_clean=[ran(CLEAN, "eager", Verdict.PASSED, True)],
         ),
         older=OlderTree("catalogs/x.toml", "unknown site 'k.gone'", ["S9"]),
+        lost=["N4"],
     )
     assert markdown(result).splitlines() == [
         "# Ordering review: main..topic",
@@ -399,9 +400,13 @@ def test_the_markdown_says_every_part_of_a_review():
         "",
         "4 sites, 2 kernel variants checked: 2 violation(s).",
         "",
-        "## Ordering primitives added outside any site",
+        "## Ordering primitives the change leaves outside any site",
         "",
         "- src/k.cu:18: ordering primitive store( outside any site",
+        "",
+        "## Catalog entries that no longer apply (their site is gone)",
+        "",
+        "- `N4`",
         "",
         "## Sites touched",
         "",
@@ -586,6 +591,34 @@ def test_a_change_reviewed_from_another_checkout_brings_its_own_catalog(repo):
     assert covers(result) == [("fx.consumer.flag_poll", ["D1"], ["S1", "S2"], [])]
 
 
+def test_dropped_annotations_are_findings_of_the_change(repo):
+    """A change that deletes a site's `// @site` and `// @end` lines: the
+    primitive it held is now outside every site, and the catalog's fault of
+    that site no longer applies; both are findings, not a catalog error."""
+    path = repo / SRC / "main.cpp"
+    kept = [
+        line
+        for line in path.read_text().splitlines()
+        if "@site fx.producer.flag_release" not in line
+        and "@end fx.producer.flag_release" not in line
+    ]
+    path.write_text("\n".join(kept) + "\n")
+    status, result = review(repo)
+    assert (status, result.verdict) == (1, ReviewVerdict.CHANGES_NEEDED)
+    assert result.unsited == [Finding(MAIN_CPP, 39, "ordering primitive store( outside any site")]
+    assert result.lost == ["N1"]
+
+
+def test_a_catalog_malformed_otherwise_is_still_the_users_error(repo, capsys):
+    path = repo / SRC / "main.cpp"
+    path.write_text(path.read_text().replace("fx.consumer.flag_wait", "fx.consumer.flag_poll"))
+    catalog = repo / SRC / "catalog.toml"
+    catalog.write_text(catalog.read_text() + "\n[bogus]\n")
+    assert main(["HEAD", "--root", str(repo)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert "bogus" in line
+
+
 def test_an_older_tree_its_own_catalog_refuses_is_judged_by_the_given_one(repo, capsys):
     """A tree whose own catalog names a site it lacks (as a commit before a
     rename does under today's catalog) is not judged; with --older-trees the
@@ -595,11 +628,13 @@ def test_an_older_tree_its_own_catalog_refuses_is_judged_by_the_given_one(repo, 
     path.write_text(path.read_text().replace("fx.consumer.flag_wait", "fx.consumer.flag_poll"))
     git(repo, "commit", "-qam", "rename the wait site in the source alone")
     catalog = repo / SRC / "catalog.toml"
-    assert main([base, "HEAD", "--root", str(repo), "--no-generated"]) == 2
-    assert capsys.readouterr().err.endswith(
-        "fault S1 patch #0: site: unknown site 'fx.consumer.flag_wait' in "
-        f"{repo.parent / 'work' / 'change' / SRC}\n"
-    )
+    status, own = reviewed([base, "HEAD", "--root", str(repo), "--no-generated"])
+    assert (status, own.lost, own.older, own.verdict) == (
+        1,
+        ["S1", "S2"],
+        None,
+        ReviewVerdict.CHANGES_NEEDED,
+    )  # judged by its own catalog: the faults of the renamed site no longer apply
     words = [base, "HEAD", "--root", str(repo), "--no-generated", "--older-trees"]
     status, result = reviewed(words, workdir="work2")
     assert status == 1  # judged: the renamed site has no fault left
