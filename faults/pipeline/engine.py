@@ -22,7 +22,7 @@ from faults.pipeline.erasure import ErasedDecision, decide, erased_check, erasur
 from faults.pipeline.run import BuildError, build_tree, judged_runs
 from faults.pipeline.scratch import Prepared, UserTreeGuard, make_scratch, tree_digest
 from invariants.sync.contract import TreeContract, static_contract
-from invariants.sync.sites import parse_tree
+from invariants.sync.sites import guards_of
 
 CLEAN = "control.clean"
 FORCED = "control.forced_fail"
@@ -113,7 +113,7 @@ class Engine:
             return prepared
         prepared.digest = tree_digest(sources)
         prepared.apply_s = time.perf_counter() - started
-        prepared.guards = {site.name: site.guards for site in parse_tree(sources)[0]}
+        prepared.guards = guards_of(sources)
         if self.contract is not None:  # none configured: no survivor is EQUIVALENT or UNOBSERVABLE
             prepared.contract = AskedOnce(self.contract, prepared.tree)
         if fault_id is not None and self.erased is not None:

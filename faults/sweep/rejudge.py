@@ -35,7 +35,7 @@ from faults.pipeline.engine import AskedOnce, RunResult
 from faults.pipeline.scratch import make_scratch, tree_digest
 from faults.report.document import SweepReport, catalog_sha256, now
 from invariants.sync.contract import static_contract
-from invariants.sync.sites import parse_tree
+from invariants.sync.sites import guards_of
 
 
 class RejudgeError(FaultsError):
@@ -100,7 +100,7 @@ def rejudge_runs(
                 f"its tree is now {digest[:12]}, the run's was {run.tree_digest[:12]}: "
                 "the fault or the sources changed since, run it again",
             )
-    guards = {s.name: s.guards for s in parse_tree(tree / catalog.target.sources)[0]}
+    guards = guards_of(tree / catalog.target.sources)
     check = static_contract(catalog.target)
     contract = AskedOnce(check, tree)  # asked of a survivor only, once per tree
     changes = []

@@ -278,6 +278,12 @@ def parse_tree(root: Path) -> tuple[list[Site], list[Finding]]:
     return sites, violations
 
 
+def guards_of(root: Path) -> dict[str, str | None]:
+    """Each site under `root` and the site it guards (None: it guards none),
+    as a survivor's hint names them."""
+    return {site.name: site.guards for site in parse_tree(root)[0]}
+
+
 def site_body(site: Site) -> list[str]:
     """The source lines strictly between the site's markers."""
     lines = site.path.read_text().splitlines()
