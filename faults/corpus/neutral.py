@@ -35,7 +35,7 @@ from pathlib import Path
 
 import tomllib
 
-from faults.catalog.errors import FaultsError
+from faults.catalog.errors import FaultsError, read_toml
 from faults.corpus.bugs import STATIC_TIMEOUT_S, fresh_clone, review_bug, review_sarif
 from faults.review.model import OLDER_TREE_OPENING
 
@@ -135,12 +135,13 @@ def load_expectations(path: Path | None) -> list[Expectation]:
     """The [[commit]] entries of `path` (none: every commit expected ok)."""
     if path is None:
         return []
-    try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError) as error:
-        raise NeutralError(f"{path}: cannot be read ({error.__class__.__name__})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise NeutralError(f"{path}: {error}") from None
+
+    def unreadable(error: Exception) -> NeutralError:
+        if isinstance(error, tomllib.TOMLDecodeError):
+            return NeutralError(f"{path}: {error}")
+        return NeutralError(f"{path}: cannot be read ({error.__class__.__name__})")
+
+    data = read_toml(path, unreadable)
     unknown = sorted(set(data) - {"commit"})
     if unknown:
         raise NeutralError(f"{path}: unknown {', '.join(unknown)}; it holds [[commit]] tables")

@@ -22,9 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
-
-from faults.catalog.errors import FaultsError
+from faults.catalog.errors import FaultsError, read_toml
 from faults.judge.seeds import base_id
 from faults.report.document import ReportError, read_report
 
@@ -146,10 +144,7 @@ def alike(fault: str, left: Side, right: Side, summarize: Summarize | None) -> R
 
 def read_notes(path: Path, compared: list[Row]) -> dict[str, str]:
     """`[why]` of the notes file: a text per disagreeing fault."""
-    try:
-        why = tomllib.loads(Path(path).read_text()).get("why", {})
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise CompareError(f"--notes {path}: {error}") from None
+    why = read_toml(path, lambda error: CompareError(f"--notes {path}: {error}")).get("why", {})
     if not isinstance(why, dict) or not all(isinstance(t, str) for t in why.values()):
         raise CompareError(f"--notes {path}: [why] must map fault ids to texts")
     differ = {r.fault for r in compared if r.differs}

@@ -167,3 +167,10 @@ def test_a_side_with_more_configs_is_judged_over_the_configs_both_ran(tmp_path):
         .splitlines()[4]
         .startswith("- 2 faults on both sides, 1 disagree; 0 only left, 1 only right;")
     )
+
+
+def test_a_notes_file_that_is_not_utf8_is_one_error_naming_it(tmp_path):
+    notes = tmp_path / "notes.toml"
+    notes.write_bytes(b"[why]\n\xff\xfe = 1\n")
+    with pytest.raises(CompareError, match=r"^--notes .*notes\.toml: .*codec can't decode"):
+        read_notes(notes, [])
