@@ -187,6 +187,8 @@ def region_matches(rule: MutationRule, site: Site) -> Iterator[tuple[str, str, r
 
 def rule_twins(rule: MutationRule, sites: list[Site]) -> list[MutationRule.Twin]:
     """The twins `rule` makes over `sites`: each twin expanded per match, once."""
+    if not rule.twins:  # no site file need be read
+        return []
     found: dict[MutationRule.Twin, None] = {}
     for site in sites:
         for _, _, match in region_matches(rule, site):
