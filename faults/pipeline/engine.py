@@ -9,12 +9,12 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 
-from faults.catalog import Catalog, Config
+from faults.catalog import Catalog, Config, Patch
 from faults.judge.seeds import RunResult
 from faults.judge.verdict import Judgement, Verdict
 from faults.pipeline.apply import ApplyError, apply_fault, apply_patches
@@ -60,6 +60,7 @@ class Engine:
         env: dict[str, str] | None = None,
         contract: TreeContract | None = None,
         erased: ErasedDecision | None = None,
+        probes: tuple[Patch, ...] = (),
     ):
         self.catalog = catalog
         self.root = Path(root).resolve()
@@ -72,6 +73,10 @@ class Engine:
         self._prepared: dict[str, Prepared] = {}  # one tree per label, shared by its configs
         # Whether the compiler erased a fault: the injected check, else the catalog's [target.sass].
         self.erased = erased or erased_check(catalog, self.root, self.workdir, ref)
+        # The clean tree's patches that only print markers (a zero-ns delay):
+        # its runs then say which configs execute those sites (the review's
+        # probes, docs/review.md, "The pre-merge review"); none: the tree as it is.
+        self.probes = probes
 
     @property
     def build_gpus(self) -> int:
@@ -148,12 +153,18 @@ class Engine:
             fault=self.catalog.fault(fault_id),
         )
 
-    def controls(self, configs: list[Config], slots: int = 1) -> list[RunResult]:
+    def controls(
+        self,
+        configs: list[Config],
+        slots: int = 1,
+        on_result: Callable[[RunResult], None] | None = None,
+    ) -> list[RunResult]:
         """The unpatched tree must pass; the forced-fail control must be killed.
         Neither depends on timing, so they run `slots` at a time. A config
         whose clean run fails gets no forced run: on a tree that fails alone it
-        says nothing of the harness, and it may hang where the clean run did."""
-        clean = self.prepare(CLEAN, patches=())
+        says nothing of the harness, and it may hang where the clean run did.
+        `on_result` sees each run as it lands."""
+        clean = self.prepare(CLEAN, patches=self.probes)
         if not clean.error:
             clean.sass_s = erasure_baseline(self.erased)
         forced = (
@@ -175,6 +186,8 @@ class Engine:
                     config = pending.pop(job)
                     result = job.result()
                     found[result.fault, config.name] = result
+                    if on_result is not None:
+                        on_result(result)
                     if result.fault == CLEAN and result.ok and forced is not None:
                         pending[pool.submit(control, forced, config, True)] = config
         return [

@@ -17,7 +17,10 @@ UNCOVERED = Rule("uncovered-site", "a touched site no fault covers")
 CHANGE_FAILS = Rule("change-fails-driver", "the change's tree fails the driver with no fault")
 HARNESS = Rule("harness-broken", "the harness cannot judge: BASE fails too, or no failure is seen")
 FAULT_MISSED = Rule("covering-fault-missed", "a fault covering a touched site missed its verdict")
-RULES = [CONTRACT, UNSITED, UNCOVERED, CHANGE_FAILS, HARNESS, FAULT_MISSED]
+NEVER_FIRES = Rule(
+    "site-never-fires", "a touched site no config that ran executes: no run covers it"
+)
+RULES = [CONTRACT, UNSITED, UNCOVERED, CHANGE_FAILS, HARNESS, FAULT_MISSED, NEVER_FIRES]
 
 
 def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]:
@@ -48,6 +51,12 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]
                 for r in result.runs.faults
                 if r.fault in cover.faults and not r.ok
             ]
+            fired = result.runs.firing.get(cover.site.name)
+            if fired is not None and fired.uncovered:
+                said = f"{fired}: no run covers it"
+                found.append(
+                    Result(NEVER_FIRES, Level.ERROR, Finding(*where, said, cover.site.name))
+                )
     if result.runs is not None:
         found += change_fails(result, prefix)
         found += [

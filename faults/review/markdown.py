@@ -23,6 +23,9 @@ def own_run(runs: RunReport | None) -> list[str]:
     lines += [f"- BASE's tree with no fault [{r.config}]: {r.verdict}" for r in runs.base_clean]
     if not runs.base_clean:
         lines.append("- BASE's tree: not run (the change's tree passes: nothing to tell apart).")
+    if runs.plan.not_run:
+        said = ", ".join(f"{name} ({why})" for name, why in runs.plan.not_run.items())
+        lines.append(f"- Configs not run here: {said}.")
     return [*lines, ""]
 
 
@@ -64,11 +67,27 @@ def touched_site(result: Review, cover: Coverage) -> list[str]:
         ran = [r for r in result.runs.faults if r.fault in cover.faults]
         verdicts = ", ".join(f"{r.fault} [{r.config}] {r.verdict}" for r in ran)
         none = (
-            "none (no covering fault runs under a config that fits here)"
+            "none (no covering fault's sites fire under a config here)"
             if all(r.ok for r in result.runs.controls)
             else "none (a control was wrong: no fault judged)"
         )
         lines.append(f"  - ran: {verdicts or none}")
+        lines += firing_lines(result.runs, cover)
+    return lines
+
+
+def firing_lines(runs: RunReport, cover: Coverage) -> list[str]:
+    """Where the site fires (its probe's markers in the clean runs), and the
+    covering faults that ran nowhere because their sites never fire together."""
+    fired = runs.firing.get(cover.site.name)
+    if fired is None:
+        return []
+    lines = [f"  - {fired}" + (" (no run covers it)" if fired.uncovered else "")]
+    unplaced = [f for f in cover.faults if f in runs.unplaced]
+    if unplaced:
+        lines.append(
+            f"  - not run: {', '.join(unplaced)} (their sites fire together under no config here)"
+        )
     return lines
 
 
@@ -100,5 +119,7 @@ def markdown(result: Review) -> str:
             f"- {r.fault} [{r.config}]: {r.verdict}" + ("" if r.ok else f" ({r.reason})")
             for r in [*result.runs.controls, *result.runs.faults]
         ]
+    if result.wall_s is not None:
+        lines += ["", f"Wall time: {result.wall_s:.1f} s"]
     lines += ["", f"Verdict: {result.verdict}"]
     return "\n".join(lines) + "\n"

@@ -58,6 +58,9 @@ class Review:
     # What the catalog names that the change's tree lacks (a site it removed
     # or renamed): those faults no longer apply, a finding of the change.
     lost: list[str] = field(default_factory=list)
+    # Seconds the whole review took, static half and runs (the command sets
+    # it): with --run on a GPU, the figure of its benchmark.
+    wall_s: float | None = None
 
     def site_path(self, cover: Coverage) -> str:
         return cover.site.path.relative_to(self.tree).as_posix()

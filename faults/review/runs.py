@@ -1,18 +1,32 @@
 """The review's run half (--run): the change's own tree first, with no fault
-and with the forced failure, then the faults covering the sites it touches.
+and with the forced failure, under every config that fits here (where each
+touched site fires, from the probes of faults/review/matrix.py), then the
+faults covering the sites it touches, where they fire.
 When the change's tree fails with no fault, BASE's tree runs too, to tell a
 broken change (BASE passes) from a broken harness (BASE fails as well)
 (docs/review.md, "The pre-merge review")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from faults.catalog import Catalog, LogPatterns
+from faults.catalog import Catalog, Config, LogPatterns
 from faults.pipeline.engine import CLEAN, FORCED, Engine, RunResult
-from faults.pipeline.slots import sweep
+from faults.pipeline.slots import phases, run_faults
 from faults.review.coverage import Coverage
+from faults.review.matrix import (
+    ConfigPlan,
+    Firing,
+    config_plan,
+    fault_configs,
+    firing,
+    probed_sites,
+    probes,
+    twins,
+)
+from faults.review.progress import Listener, Tally
 from hostio import gpu_count
 
 
@@ -36,12 +50,22 @@ class RunReport:
     change_fails: list[CleanFailure]  # the change's tree fails, BASE's passes
     harness_broken: list[str]  # BASE's tree fails too, or the forced failure was not killed
     base_clean: list[RunResult]  # BASE's tree with no fault ([]: not run, not needed)
+    plan: ConfigPlan = field(default_factory=lambda: ConfigPlan([]))
+    firing: dict[str, Firing] = field(default_factory=dict)  # touched site -> where it fires
+    # Covering faults with no config where all their sites fire: not run.
+    unplaced: list[str] = field(default_factory=list)
+
+    @property
+    def unfired(self) -> list[Firing]:
+        """The touched sites no config that ran executes: no run covers them."""
+        return [fired for fired in self.firing.values() if fired.uncovered]
 
     @property
     def ok(self) -> bool:
         return (
             not self.change_fails
             and not self.harness_broken
+            and not self.unfired
             and all(r.ok for r in [*self.controls, *self.faults])
         )
 
@@ -73,16 +97,56 @@ def log_path(result: RunResult) -> str:
     return result.outcome["log_path"] if result.outcome else ""
 
 
-def review_configs(catalog: Catalog, fault_ids: list[str], gpus: int) -> list[str]:
-    """The configs the review runs: those its covering faults run under (their
-    controls say whether the change passes there and whether a failure would
-    be seen), else every config; only those that fit the GPUs here."""
-    wanted = {c.name for f in fault_ids for c in catalog.configs_for(f)}
-    return [
-        c.name
-        for c in catalog.configs
-        if (not wanted or c.name in wanted) and catalog.gpus_for(c) <= gpus
-    ]
+def stage_listener(tally: Tally, tree: str, forced: bool) -> Callable[[RunResult], None]:
+    """Each control run as it lands; a failed clean run takes its config's
+    forced failure out of the plan (it does not run)."""
+    landed = tally.ran(tree)
+
+    def on_result(result: RunResult) -> None:
+        if forced and result.fault == CLEAN and not result.ok:
+            tally.unplan(1)
+        landed(result)
+
+    return on_result
+
+
+def change_controls(
+    engine: Engine, configs: list[Config], what: str, tally: Tally, slots: int
+) -> list[RunResult]:
+    """The change's tree, clean then with the forced failure, under `configs`
+    (their names end what the progress says)."""
+    forced = bool(engine.catalog.control)
+    tally.plan(f"{what}: {', '.join(c.name for c in configs)}", len(configs) * (2 if forced else 1))
+    return engine.controls(configs, slots, stage_listener(tally, "change", forced))
+
+
+def run_faults_where_they_fire(
+    engine: Engine, chosen: dict[str, list[Config]], tally: Tally, slots: int
+) -> list[RunResult]:
+    """The covering faults through the sweep's phases (must-fail faults under
+    a delay alone), each under its own configs, each run said as it lands."""
+    ids = [fault_id for fault_id, configs in chosen.items() if configs]
+    if not ids:
+        return []
+    runs = sum(len(chosen[fault_id]) for fault_id in ids)
+    tally.plan(f"the covering faults, each where its sites fire: {', '.join(ids)}", runs)
+    landed = tally.ran("change")
+
+    def evaluate(engine: Engine, fault_id: str) -> list[RunResult]:
+        found = []
+        for config in chosen[fault_id]:  # one at a time, to say each as it lands
+            [result] = engine.evaluate(fault_id, [config])
+            landed(result)
+            found.append(result)
+        return found
+
+    results = run_faults(phases([engine], engine.catalog, ids, slots), evaluate, no_batch, None)
+    order = {fault_id: i for i, fault_id in enumerate(ids)}
+    return sorted(results, key=lambda r: order[r.fault])  # stable: each fault's configs in order
+
+
+def no_batch(found: list[RunResult]) -> None:
+    """The sweep's per-fault batches: each run was said already."""
 
 
 def run_review(
@@ -93,46 +157,84 @@ def run_review(
     base: str,
     workdir: Path,
     slots: int = 1,
+    listener: Listener | None = None,
 ) -> RunReport:
-    """Through the sweep, controls first: a harness that fails everything
-    cannot pass its must-fail faults off as KILLED, and a change that fails
-    with no fault is said before any fault is judged. `slots`: runs at a time
-    for the controls and the must-pass faults (the sweep's --slots)."""
-    ids = list(dict.fromkeys(fault for cover in touched for fault in cover.faults))
-    gpus = gpu_count()
-    fits = review_configs(catalog, ids, gpus)
-    controls, faults = sweep(
-        [Engine(catalog, tree, workdir / "change")], ids, fits, 1, lambda _: None, slots=slots
-    )
+    """Controls first, on every config of the matrix that fits here (a
+    harness that fails everything cannot pass its must-fail faults off as
+    KILLED, and a change that fails with no fault is said before any fault is
+    judged), their clean runs carrying a probe at each site the review needs
+    to see; then the exposure twins of the configs where a touched site
+    fires; then each covering fault where its sites fire. `slots`: runs at a
+    time for the controls and the must-pass faults (the sweep's --slots);
+    `listener`: each stage and run as it happens (faults/review/progress.py)."""
+    tally = Tally(listener)
+    plan = config_plan(catalog, gpu_count())
+    sites = probed_sites(catalog, touched)
+    engine = Engine(catalog, tree, workdir / "change", probes=probes(catalog, sites))
+    what = "the change's tree, clean then with the forced failure, under every config here"
+    controls = change_controls(engine, plan.run, what, tally, slots)
+    report = RunReport(controls, [], [], [], [], plan=plan)
+    report.firing = firing([cover.site.name for cover in touched], controls)
+    if all(r.ok for r in controls):
+        fires = firing(sites, controls)
+        exposed = twins(catalog, [c for f in report.firing.values() for c in f.fires])
+        if exposed:
+            what = "the change's tree under the exposure twins of the configs where it fires"
+            controls += change_controls(engine, exposed, what, tally, slots)
+            fires = firing(sites, controls)
+            report.firing = {cover.site.name: fires[cover.site.name] for cover in touched}
+        if all(r.ok for r in controls):
+            ran = [*plan.run, *exposed]
+            chosen = fault_configs(catalog, touched, fires, ran)
+            report.unplaced = [fault_id for fault_id, configs in chosen.items() if not configs]
+            report.faults = run_faults_where_they_fire(engine, chosen, tally, slots)
+    judge_controls(report, catalog, repo_root, base, workdir, tally, slots)
+    return report
+
+
+def judge_controls(
+    report: RunReport,
+    catalog: Catalog,
+    repo_root: Path,
+    base: str,
+    workdir: Path,
+    tally: Tally,
+    slots: int,
+) -> None:
+    """Whose fault a wrong control is: the change's when BASE's tree passes
+    with no fault under the config the change failed, else the harness's."""
     log = catalog.target.log
+    controls = report.controls
     failed = {r.config: r for r in controls if r.fault == CLEAN and not r.ok}
     # The forced failure on a tree that already fails with no fault says
     # nothing of the harness (it may hang where the change hangs).
-    harness_broken = [
+    report.harness_broken = [
         "the harness is broken: the forced-fail control was not killed: "
         f"{r.verdict}: {r.reason.splitlines()[0]} (config {r.config})"
         for r in controls
         if r.fault == FORCED and not r.ok and r.config not in failed
     ]
-    change_fails, base_clean = [], []
-    if failed:
-        # BASE's tree with no fault, under the configs the change failed: the
-        # catalog without its forced failure runs the clean control alone.
-        engine = Engine(replace(catalog, control=()), repo_root, workdir / "base", ref=base)
-        base_clean = engine.controls([c for c in catalog.configs if c.name in failed], slots)
-        for base_run in base_clean:
-            mine = failed[base_run.config]
-            # The control's own reason blames the harness; the runs listed
-            # in the report say which tree is at fault instead.
-            if base_run.ok:
-                failure = CleanFailure(mine.config, first_failure(mine, log), log_path(mine))
-                change_fails.append(failure)
-                mine.reason = f"the change fails the driver: {failure.line}"
-            else:
-                where = f"; log: {log_path(base_run)}" if log_path(base_run) else ""
-                harness_broken.append(
-                    "the harness is broken: BASE's tree fails the driver too, with no fault: "
-                    f"{first_failure(base_run, log)} (config {base_run.config}{where})"
-                )
-                mine.reason = "BASE's tree fails too: the harness is broken"
-    return RunReport(controls, faults, change_fails, harness_broken, base_clean)
+    if not failed:
+        return
+    # BASE's tree with no fault, under the configs the change failed: the
+    # catalog without its forced failure runs the clean control alone.
+    engine = Engine(replace(catalog, control=()), repo_root, workdir / "base", ref=base)
+    tally.plan(f"BASE's tree, clean, under the {len(failed)} configs the change fails", len(failed))
+    report.base_clean = engine.controls(
+        [c for c in catalog.configs if c.name in failed], slots, tally.ran("BASE")
+    )
+    for base_run in report.base_clean:
+        mine = failed[base_run.config]
+        # The control's own reason blames the harness; the runs listed
+        # in the report say which tree is at fault instead.
+        if base_run.ok:
+            failure = CleanFailure(mine.config, first_failure(mine, log), log_path(mine))
+            report.change_fails.append(failure)
+            mine.reason = f"the change fails the driver: {failure.line}"
+        else:
+            where = f"; log: {log_path(base_run)}" if log_path(base_run) else ""
+            report.harness_broken.append(
+                "the harness is broken: BASE's tree fails the driver too, with no fault: "
+                f"{first_failure(base_run, log)} (config {base_run.config}{where})"
+            )
+            mine.reason = "BASE's tree fails too: the harness is broken"

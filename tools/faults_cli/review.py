@@ -4,6 +4,9 @@ synchronization (docs/review.md, "The pre-merge review")."""
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from faults.catalog import load_catalog
@@ -17,6 +20,7 @@ def review_command(args: argparse.Namespace) -> int:
     from faults.review.findings import RULES, TOOL, findings
     from faults.review.review import check_refs, markdown, review, run_review
 
+    started = time.perf_counter()
     plain = load_catalog(args.catalog)
     mode = chosen_rank_mode(args, plain)
     needed = plain.in_rank_mode(mode).gpus_needed
@@ -37,16 +41,19 @@ def review_command(args: argparse.Namespace) -> int:
             older_trees=args.older_trees,
         )
         if args.run:
-            result.runs = run_review(
-                result.touched,
-                catalog if args.no_exposure else catalog.with_exposure(),
-                result.tree,
-                args.root,
-                args.base,
-                work.path / "runs",
-                slots=args.slots,
-            )
+            with shown_progress() as listener:
+                result.runs = run_review(
+                    result.touched,
+                    catalog if args.no_exposure else catalog.with_exposure(),
+                    result.tree,
+                    args.root,
+                    args.base,
+                    work.path / "runs",
+                    slots=args.slots,
+                    listener=listener,
+                )
             work.failed = not result.runs.ok
+    result.wall_s = round(time.perf_counter() - started, 1)
     text = markdown(result)
     if args.report:
         write_text(args.report, text)
@@ -54,10 +61,33 @@ def review_command(args: argparse.Namespace) -> int:
         prefix = top_prefix(args.root)
         inside = in_repo(args.catalog, args.root)  # outside: its findings name no file
         harness = prefix / inside if inside else None
-        touched = {"sitesTouched": [cover.site.name for cover in result.touched]}
+        touched = {
+            "sitesTouched": [cover.site.name for cover in result.touched],
+            "wallSeconds": result.wall_s,
+        }
         write_sarif(args.sarif, TOOL, RULES, findings(result, prefix, harness), touched)
     print(text)
     return 0 if result.ok else 1
+
+
+@contextmanager
+def shown_progress() -> Iterator:
+    """The review's stages and runs as they happen, on stderr (the report is
+    stdout's): a line each, under a bar of the runs planned so far."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from faults.review.progress import Event, Planned
+
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("review --run", total=None)
+
+        def listener(event: Event) -> None:
+            progress.update(task, total=event.planned, completed=event.done)
+            line = f"review --run: {event}" if isinstance(event, Planned) else str(event)
+            progress.console.print(line, soft_wrap=True, markup=False, highlight=False)
+
+        yield listener
 
 
 def add_parser(commands) -> None:

@@ -16,12 +16,14 @@ from unittest import mock
 import pytest
 
 import faults.review.review as review_module
-from faults.catalog import load_catalog
+from faults.catalog import Config, load_catalog
 from faults.judge.verdict import Verdict
 from faults.pipeline.engine import CLEAN, FORCED, RunResult
 from faults.review.coverage import Coverage
 from faults.review.markdown import markdown
 from faults.review.model import OlderTree, Review, ReviewVerdict
+from faults.review.matrix import ConfigPlan, Firing
+from faults.review.progress import Planned, Ran
 from faults.review.runs import CleanFailure, RunReport, first_failure
 from faults.review.static import ContractCheck
 from invariants.sync.finding import Finding
@@ -168,6 +170,8 @@ def test_change_inside_a_covered_site_lists_its_faults(repo):
     assert result.verdict is ReviewVerdict.OK
 
 
+FLAG_WAIT_FAULTS = ["D1", "gen.delay.fx.producer.payload_store", "S1", "S2",
+                    "gen.skip.fx.consumer.flag_wait"]  # fmt: skip
 FLAG_WAIT_RAN = [
     ("D1", "default", Verdict.PASSED, True),
     ("gen.delay.fx.producer.payload_store", "default", Verdict.PASSED, True),
@@ -177,9 +181,10 @@ FLAG_WAIT_RAN = [
 ]
 
 
-def test_run_executes_the_covering_faults_on_head(repo, capsys, monkeypatch):
-    """The Review of `review --run`, then the Markdown renderer end to end:
-    what it prints, every line (the static contract by test_static's stand-in)."""
+def test_run_executes_the_covering_faults_on_head(repo, capsys, monkeypatch, progress):
+    """The Review of `review --run`, what it told its progress as it went,
+    then the Markdown renderer end to end: what it prints, every line (the
+    static contract by test_static's stand-in)."""
     from tests.unit.faults.review.test_static import install_contract
 
     install_contract(monkeypatch)
@@ -206,6 +211,26 @@ def test_run_executes_the_covering_faults_on_head(repo, capsys, monkeypatch):
     assert result.runs.change_fails == result.runs.harness_broken == result.runs.base_clean == []
     assert result.contract == ContractCheck(True, [], 4, 1)
     assert result.verdict is ReviewVerdict.OK
+    # the clean run's probes: the touched wait fires under the fixture's one config
+    wait = "fx.consumer.flag_wait"
+    assert result.runs.firing == {wait: Firing(wait, ["default"])}
+    assert (result.runs.plan.run, result.runs.plan.not_run) == ([Config("default")], {})
+    every = "the change's tree, clean then with the forced failure, under every config here"
+    faults = "the covering faults, each where its sites fire: " + ", ".join(FLAG_WAIT_FAULTS)
+    assert progress == [
+        Planned(f"{every}: default", 2, 2, 0),
+        Ran("change", CLEAN, "default", Verdict.PASSED, 1, 2),
+        Ran("change", FORCED, "default", Verdict.KILLED, 2, 2),
+        Planned(faults, 5, 7, 2),
+        # the shared phase, then the must-fail faults under a delay, alone
+        Ran("change", "D1", "default", Verdict.PASSED, 3, 7),
+        Ran("change", "gen.delay.fx.producer.payload_store", "default", Verdict.PASSED, 4, 7),
+        Ran("change", "S2", "default", Verdict.SURVIVED, 5, 7),
+        Ran("change", "S1", "default", Verdict.KILLED, 6, 7),
+        Ran("change", "gen.skip.fx.consumer.flag_wait", "default", Verdict.KILLED, 7, 7),
+    ]
+    assert str(progress[3]) == f"{faults} (5 runs; 5 left of 7)"
+    assert str(progress[4]) == "[3/7] change: D1 [default] PASSED (4 left)"
     assert capsys.readouterr().out.splitlines() == [
         "# Ordering review: HEAD~1..HEAD",
         "",
@@ -229,6 +254,7 @@ def test_run_executes_the_covering_faults_on_head(repo, capsys, monkeypatch):
         "  - ran: D1 [default] PASSED, gen.delay.fx.producer.payload_store [default] PASSED, "
         "S1 [default] KILLED, S2 [default] SURVIVED, gen.skip.fx.consumer.flag_wait [default] "
         "KILLED",
+        "  - fires under: default",
         "",
         "## Runs on the change's tree (controls first)",
         "",
@@ -240,9 +266,12 @@ def test_run_executes_the_covering_faults_on_head(repo, capsys, monkeypatch):
         "- S2 [default]: SURVIVED",
         "- gen.skip.fx.consumer.flag_wait [default]: KILLED",
         "",
+        f"Wall time: {result.wall_s:.1f} s",
+        "",
         "Verdict: ok",
         "",
     ]
+    assert 0 < result.wall_s < 600
 
 
 def test_run_judges_no_fault_when_a_control_is_wrong(repo, capsys):
@@ -341,7 +370,9 @@ def test_the_markdown_says_every_part_of_a_review():
     """The Markdown renderer on a Review made by hand: an older tree, a
     primitive outside any site, each touched site's contract (violated, held,
     none), an uncovered site, a violation elsewhere, a change failing under
-    one config and a blind harness under another; every line."""
+    one config and a blind harness under another, a config not run here,
+    where two sites fire (one under no config), a fault placed nowhere, and
+    the review's wall time; every line."""
     payload = site("k.payload", "store", 3, 5)
     release = site("k.release", "release", 6, 8, guards="k.payload")
     wait = site("k.wait", "wait", 10, 12, guards="k.payload")
@@ -378,9 +409,16 @@ def test_the_markdown_says_every_part_of_a_review():
             change_fails=[failure],
             harness_broken=["the harness is broken: blind (config graph)"],
             base_clean=[ran(CLEAN, "eager", Verdict.PASSED, True)],
+            plan=ConfigPlan([], {"4gpu": "needs 4 GPUs, 2 here"}),
+            firing={
+                "k.wait": Firing("k.wait", ["graph"], [], ["eager"]),
+                "k.tally": Firing("k.tally", [], ["graph"]),
+            },
+            unplaced=["S3"],
         ),
         older=OlderTree("catalogs/x.toml", "unknown site 'k.gone'", ["S9"]),
         lost=["N4"],
+        wall_s=12.34,
     )
     assert markdown(result).splitlines() == [
         "# Ordering review: main..topic",
@@ -395,6 +433,7 @@ def test_the_markdown_says_every_part_of_a_review():
         "- **the change fails the driver: Mismatched word=5 (config eager; log: /w/eager.log)**",
         "- **the harness is broken: blind (config graph)**",
         "- BASE's tree with no fault [eager]: PASSED",
+        "- Configs not run here: 4gpu (needs 4 GPUs, 2 here).",
         "",
         "## Static contract (the changed tree, no GPU)",
         "",
@@ -425,11 +464,14 @@ def test_the_markdown_says_every_part_of_a_review():
         "  - must pass: D1",
         "  - must fail: S3",
         "  - ran: none (a control was wrong: no fault judged)",
+        "  - fires under: graph; not known under: eager (the clean run failed)",
+        "  - not run: S3 (their sites fire together under no config here)",
         "- `k.tally` (compute, src/k.cu:14-16): UNCOVERED: no must-pass fault delays it",
         "  - contract: none (a compute site declares no publish contract)",
         "  - must pass: -",
         "  - must fail: n/a (no wait guards it)",
         "  - ran: none (a control was wrong: no fault judged)",
+        "  - fires under: none; never under: graph (no run covers it)",
         "",
         "## Contract violations at sites the change does not touch",
         "",
@@ -441,6 +483,8 @@ def test_the_markdown_says_every_part_of_a_review():
         "- control.forced_fail [eager]: TIMED OUT (hangs)",
         "- control.clean [graph]: PASSED",
         "- control.forced_fail [graph]: SURVIVED (not detected)",
+        "",
+        "Wall time: 12.3 s",
         "",
         "Verdict: CHANGES NEEDED",
     ]
@@ -496,83 +540,6 @@ def test_a_failed_clean_run_is_said_by_its_first_failing_line(
 ):
     patterns = load_catalog(FIXTURE / "catalog.toml").target.log
     assert first_failure(failed_run(tmp_path, verdict, reason, log, **outcome), patterns) == said
-
-
-def test_the_review_runs_its_controls_and_must_pass_faults_in_slots(monkeypatch, tmp_path):
-    import faults.review.runs as runs
-    from faults.catalog import load_catalog
-
-    seen = {}
-
-    def fake_sweep(engines, ids, configs, repeats, on_results, slots=1):
-        seen.update(ids=ids, slots=slots, repeats=repeats)
-        return [], []
-
-    monkeypatch.setattr(runs, "sweep", fake_sweep)
-    monkeypatch.setattr(runs, "gpu_count", lambda: 2)
-    catalog = load_catalog(Path(__file__).parents[4] / "catalogs/afdep.toml")
-    report = runs.run_review([], catalog, tmp_path, tmp_path, "B", tmp_path / "w", slots=3)
-    assert seen == {"ids": [], "slots": 3, "repeats": 1} and report.ok
-
-
-def test_the_review_runs_only_the_configs_its_covering_faults_run_under():
-    from faults.catalog import load_catalog
-    from faults.review.runs import review_configs
-    from hostio import RankMode
-
-    catalog = load_catalog(Path(__file__).parents[4] / "catalogs/afdep.toml")
-    logical = catalog.in_rank_mode(RankMode.LOGICAL)
-    assert review_configs(logical, ["N2u"], 1) == ["bf16-graph-ungate"]
-    # review --run adds the twins: an epoch off by one shows only there
-    twins = logical.with_exposure()
-    assert review_configs(twins, ["N2u"], 1) == ["bf16-graph-ungate", "bf16-graph-ungate@2048"]
-    assert review_configs(catalog, ["P1", "N2u"], 2) == [
-        "bf16-eager",
-        "bf16-graph",
-        "fp8-eager",
-        "bf16-graph-ungate",
-    ]
-    assert review_configs(logical, [], 1) == [c.name for c in catalog.configs]
-
-
-def test_a_forced_failure_on_a_change_that_fails_alone_does_not_blame_the_harness(
-    monkeypatch, tmp_path
-):
-    import faults.review.runs as runs
-    from faults.catalog import load_catalog
-    from faults.judge.verdict import Verdict
-    from faults.pipeline.engine import CLEAN, FORCED, RunResult
-
-    def result(fault, config, verdict, ok):
-        return RunResult(fault, config, 0, verdict, ok, f"{verdict.value} here", "0" * 64)
-
-    controls = [
-        result(CLEAN, "bf16-eager", Verdict.BROKE, False),
-        result(FORCED, "bf16-eager", Verdict.TIMED_OUT, False),  # hangs where the change hangs
-        result(CLEAN, "bf16-graph", Verdict.PASSED, True),
-        result(FORCED, "bf16-graph", Verdict.SURVIVED, False),  # here the harness is blind
-    ]
-
-    class BasePasses:
-        def __init__(self, *args, **kwargs):
-            pass
-
-        def controls(self, configs, slots=1):
-            seen_slots.append(slots)
-            return [result(CLEAN, c.name, Verdict.PASSED, True) for c in configs]
-
-    seen_slots = []
-    monkeypatch.setattr(runs, "sweep", lambda *args, **kwargs: (controls, []))
-    monkeypatch.setattr(runs, "Engine", BasePasses)
-    monkeypatch.setattr(runs, "gpu_count", lambda: 2)
-    catalog = load_catalog(Path(__file__).parents[4] / "catalogs/afdep.toml")
-    report = runs.run_review([], catalog, tmp_path, tmp_path, "B", tmp_path / "w", slots=4)
-    assert [failure.config for failure in report.change_fails] == ["bf16-eager"]
-    assert seen_slots == [4]  # BASE's controls run as many at a time as the change's
-    assert report.harness_broken == [
-        "the harness is broken: the forced-fail control was not killed: SURVIVED: SURVIVED here "
-        "(config bf16-graph)"
-    ]
 
 
 def test_a_change_reviewed_from_another_checkout_brings_its_own_catalog(repo):

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from faults.judge.verdict import Verdict
+from faults.pipeline.engine import CLEAN, FORCED
 from faults.report.sarif import SCHEMA, Level, Result, Rule, sarif_document
 from faults.review.model import ReviewVerdict
+from faults.review.progress import Planned, Ran
 from invariants.sync.finding import Finding
 from tests.unit.faults.review.test_review import (
     FIXTURE,
@@ -234,5 +237,43 @@ def test_a_change_failing_with_no_fault_names_the_sites_it_touched(tmp_path, cap
             "fx.producer.payload_store: the change fails the driver: Mismatched payload "
             f"round=0 word=5 expected=6 got=7 (config default; log: {log})",
         )
+    ]
+    capsys.readouterr()
+
+
+def test_a_touched_site_no_config_executes_is_no_coverage(tmp_path, capsys, progress):
+    """A site the change adds where no run goes: its probe never prints, so
+    no run covers it; its generated fault runs nowhere."""
+    repo = fixture_repo(tmp_path)
+    edit(
+        repo,
+        "  int mismatches = 0;\n",
+        "  int mismatches = 0;\n  if (round_idx < 0) {\n    // @site fx.consumer.never kind=compute\n"
+        "    mismatches += 0;\n    // @end fx.consumer.never\n  }\n",
+    )
+    git(repo, "commit", "-qam", "head: a site in a branch no round takes")
+    sarif = tmp_path / "r.sarif"
+    words = ["HEAD~1", "HEAD", "--root", str(repo), "--run", "--sarif", str(sarif)]
+    status, result = reviewed(words, workdir="w")
+    assert (status, result.verdict) == (1, ReviewVerdict.CHANGES_NEEDED)
+    assert results(sarif) == [
+        (
+            "site-never-fires",
+            "error",
+            f"{SRC}/main.cpp",
+            53,
+            "fx.consumer.never: fires under: none; never under: default: no run covers it",
+        )
+    ]
+    properties = json.loads(sarif.read_text())["runs"][0]["properties"]
+    assert properties == {"sitesTouched": ["fx.consumer.never"], "wallSeconds": result.wall_s}
+    assert 0 < result.wall_s < 600
+    assert result.runs.unplaced == ["gen.delay.fx.consumer.never"]
+    assert result.runs.faults == []
+    every = "the change's tree, clean then with the forced failure, under every config here"
+    assert progress == [  # no twin, no fault: nothing runs past the controls
+        Planned(f"{every}: default", 2, 2, 0),
+        Ran("change", CLEAN, "default", Verdict.PASSED, 1, 2),
+        Ran("change", FORCED, "default", Verdict.KILLED, 2, 2),
     ]
     capsys.readouterr()

@@ -1,0 +1,271 @@
+"""The run half of the review (faults/review/runs.py, matrix.py, progress.py)
+with a stand-in engine: which configs run and which not and why, where each
+site fires from its probe's markers, the faults placed where their sites
+fire, what the progress is told, and whose fault a wrong control is."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import faults.review.runs as runs
+from faults.catalog import Config, Patch, load_catalog
+from faults.catalog.model import Exposure
+from faults.judge.outcome import Outcome
+from faults.judge.verdict import Verdict
+from faults.pipeline.engine import CLEAN, FORCED, RunResult
+from faults.review.coverage import coverage
+from faults.review.matrix import (
+    Firing,
+    config_plan,
+    fault_configs,
+    firing,
+    probed_sites,
+    probes,
+)
+from faults.review.progress import Planned, Ran
+from faults.review.runs import CleanFailure
+from hostio import RankMode
+from invariants.sync.sites import parse_tree
+
+REPO = Path(__file__).parents[4]
+FIXTURE = REPO / "tests/fixtures/flag_payload"
+WAIT = "fx.consumer.flag_wait"
+STORE = "fx.producer.payload_store"
+FAULTS = ["D1", f"gen.delay.{STORE}", "S1", "S2", f"gen.skip.{WAIT}"]
+
+
+def fixture_catalog(*configs: Config, exposure: bool = False):
+    """The CPU fixture's catalog with its generated faults and `configs`
+    (with an exposure twin `<config>@big` of each when `exposure`)."""
+    from faults.generate.site_faults import with_generated
+
+    catalog = with_generated(load_catalog(FIXTURE / "catalog.toml"), REPO)
+    catalog = replace(catalog, configs=configs)
+    if exposure:
+        catalog = replace(catalog, exposure=Exposure("big", ("--big",))).with_exposure()
+    return catalog
+
+
+def touched_wait(catalog):
+    """The fixture's flag wait as a touched site, with its covering faults."""
+    sites, _ = parse_tree(FIXTURE)
+    return [coverage(catalog, sites)[WAIT]]
+
+
+def result(fault: str, config: str, verdict: Verdict, ok: bool, markers=None) -> RunResult:
+    """A judged run; one that printed `markers` (None: it never ran) exited 0 if ok, else 1."""
+    outcome = None
+    if markers is not None:
+        outcome = Outcome(0 if ok else 1, False, 0.0, 0, 0, 0, markers=markers).to_dict()
+    return RunResult(fault, config, 0, verdict, ok, f"{verdict.value} here", "0" * 64, {}, outcome)
+
+
+def test_the_plan_is_every_config_at_its_own_size_that_fits_here():
+    catalog = load_catalog(REPO / "catalogs/afdep.toml").with_exposure()
+    small = ["bf16-eager", "bf16-graph", "fp8-eager", "bf16-eager-payload-first"]
+    small += ["bf16-eager-arm-attention", "bf16-graph-ungate"]
+    four = ["4gpu-f1", "4gpu-f2", "4gpu-f3"]
+    plan = config_plan(catalog, 2)  # a GPU per rank: the 4-rank splits need 4
+    assert [c.name for c in plan.run] == small
+    assert plan.not_run == {name: "needs 4 GPUs, 2 here" for name in four}
+    # one GPU, logical ranks: every split runs, 2A:2F and 1A:3F included
+    plan = config_plan(catalog.in_rank_mode(RankMode.LOGICAL), 1)
+    assert ([c.name for c in plan.run], plan.not_run) == (small + four, {})
+    plan = config_plan(catalog, 0)
+    assert plan.run == []
+    assert plan.not_run == {
+        **{name: "needs 2 GPUs, 0 here" for name in small},
+        **{name: "needs 4 GPUs, 0 here" for name in four},
+    }
+
+
+def test_a_probe_is_a_zero_delay_printing_the_generated_markers():
+    catalog = load_catalog(REPO / "catalogs/afdep.toml")
+    marker = "threadIdx.x % 32 == 0 && blockIdx.x == 0"  # [generate] marker
+    assert probes(catalog, ["cb.attention_combine.row_wait"]) == (
+        Patch(
+            "probe.cb.attention_combine.row_wait",
+            site="cb.attention_combine.row_wait",
+            action="delay",
+            ns=0,
+            when=marker,
+        ),
+    )
+
+
+def test_the_probed_sites_are_the_touched_then_those_its_faults_patch():
+    catalog = fixture_catalog(Config("a"))
+    assert probed_sites(catalog, touched_wait(catalog)) == [WAIT, STORE]
+
+
+def test_where_a_site_fires_is_read_from_the_clean_runs_markers():
+    controls = [
+        result(CLEAN, "a", Verdict.PASSED, True, {"probe.s1": 4, "probe.s2": 1}),
+        result(CLEAN, "b", Verdict.PASSED, True, {"probe.s2": 2, "S1": 9}),
+        result(CLEAN, "c", Verdict.BROKE, False, {}),  # failed before: not known
+        result(CLEAN, "d", Verdict.BUILD_ERROR, False),  # never ran: says nothing
+        result(FORCED, "a", Verdict.KILLED, True, {}),  # not the clean tree
+    ]
+    fired = firing(["s1", "s2", "s3"], controls)
+    assert fired == {
+        "s1": Firing("s1", ["a"], ["b"], ["c"]),
+        "s2": Firing("s2", ["a", "b"], [], ["c"]),
+        "s3": Firing("s3", [], ["a", "b"], ["c"]),
+    }
+    assert [f.uncovered for f in fired.values()] == [False, False, False]
+    assert str(fired["s1"]) == (
+        "fires under: a; never under: b; not known under: c (the clean run failed)"
+    )
+    [s3] = firing(["s3"], controls[:2]).values()
+    assert (s3.uncovered, str(s3)) == (True, "fires under: none; never under: a, b")
+
+
+def test_each_covering_fault_runs_where_its_sites_all_fire():
+    catalog = fixture_catalog(Config("a"), Config("b"), Config("c"))
+    fired = {WAIT: Firing(WAIT, ["a", "b"], ["c"]), STORE: Firing(STORE, ["a", "c"], ["b"])}
+    chosen = fault_configs(catalog, touched_wait(catalog), fired, list(catalog.configs))
+    a, b = catalog.configs[:2]
+    assert chosen == {
+        "D1": [a],  # delays the store: where the wait and the store fire
+        f"gen.delay.{STORE}": [a],
+        "S1": [a],
+        "S2": [a, b],  # skips the wait alone
+        f"gen.skip.{WAIT}": [a],
+    }
+    fired[STORE] = Firing(STORE, ["c"], ["a", "b"])  # never where the wait fires
+    chosen = fault_configs(catalog, touched_wait(catalog), fired, list(catalog.configs))
+    assert chosen == {"D1": [], f"gen.delay.{STORE}": [], "S1": [], "S2": [a, b],
+                      f"gen.skip.{WAIT}": []}  # fmt: skip
+
+
+class StandIn:
+    """The engine, standing in: each clean run prints the markers `printed`
+    names for its config; a forced failure is killed; a fault passes or is
+    killed as expected. Every engine made and every call is kept."""
+
+    made: list[StandIn] = []
+    printed: dict[str, dict[str, int]] = {}
+    clean: dict[str, Verdict] = {}  # config -> a clean run's verdict other than PASSED
+    forced: dict[str, Verdict] = {}  # config -> a forced failure's verdict other than KILLED
+
+    def __init__(self, catalog, root, workdir, *, ref=None, probes=()):
+        self.catalog, self.ref, self.probes = catalog, ref, probes
+        self.calls: list[tuple] = []
+        StandIn.made.append(self)
+
+    def prepare(self, label, fault_id=None, patches=None):
+        return None
+
+    def controls(self, configs, slots=1, on_result=None):
+        self.calls.append(("controls", [c.name for c in configs], slots))
+        clean = []
+        for config in configs:
+            verdict = Verdict.PASSED if self.ref else StandIn.clean.get(config.name, Verdict.PASSED)
+            markers = StandIn.printed.get(config.name, {})
+            clean.append(result(CLEAN, config.name, verdict, verdict is Verdict.PASSED, markers))
+            on_result(clean[-1])
+        forced = []
+        for run in clean:
+            if run.ok and self.catalog.control:
+                verdict = StandIn.forced.get(run.config, Verdict.KILLED)
+                forced.append(result(FORCED, run.config, verdict, verdict is Verdict.KILLED, {}))
+                on_result(forced[-1])
+        return clean + forced
+
+    def evaluate(self, fault_id, configs):
+        self.calls.append(("evaluate", fault_id, [c.name for c in configs]))
+        expect = self.catalog.fault(fault_id).expect
+        verdict = Verdict.PASSED if expect == "pass" else Verdict.KILLED
+        return [result(fault_id, c.name, verdict, True, {fault_id: 1}) for c in configs]
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    StandIn.made, StandIn.printed, StandIn.clean, StandIn.forced = [], {}, {}, {}
+    monkeypatch.setattr(runs, "Engine", StandIn)
+    monkeypatch.setattr(runs, "gpu_count", lambda: 2)
+    return StandIn
+
+
+def review_runs(catalog, tmp_path, touched, slots=1):
+    events: list = []
+    report = runs.run_review(
+        touched, catalog, tmp_path, tmp_path, "B", tmp_path / "w", slots, events.append
+    )
+    return report, events
+
+
+def test_the_change_runs_everywhere_then_its_faults_where_the_site_fires(stand_in, tmp_path):
+    catalog = fixture_catalog(Config("a"), Config("b"), Config("c", gpus=4), exposure=True)
+    both = {f"probe.{WAIT}": 3, f"probe.{STORE}": 1}
+    stand_in.printed = {"a": both, "b": {f"probe.{STORE}": 2}, "a@big": both}
+    report, events = review_runs(catalog, tmp_path, touched_wait(catalog), slots=3)
+    [change] = stand_in.made
+    assert [p.owner for p in change.probes] == [f"probe.{WAIT}", f"probe.{STORE}"]
+    assert change.calls[:2] == [("controls", ["a", "b"], 3), ("controls", ["a@big"], 3)]
+    assert sorted(change.calls[2:]) == sorted(("evaluate", f, [c]) for f in FAULTS
+                                              for c in ("a", "a@big"))  # fmt: skip
+    assert report.plan.not_run == {"c": "needs 4 GPUs, 2 here"}
+    assert report.firing == {WAIT: Firing(WAIT, ["a", "a@big"], ["b"])}
+    assert [(r.fault, r.config) for r in report.faults] == [
+        (f, c) for f in FAULTS for c in ("a", "a@big")
+    ]
+    assert (report.unplaced, report.unfired, report.ok) == ([], [], True)
+    every = "the change's tree, clean then with the forced failure, under every config here"
+    twins = "the change's tree under the exposure twins of the configs where it fires"
+    planned = [e for e in events if isinstance(e, Planned)]
+    assert planned == [
+        Planned(f"{every}: a, b", 4, 4, 0),
+        Planned(f"{twins}: a@big", 2, 6, 4),
+        Planned(f"the covering faults, each where its sites fire: {', '.join(FAULTS)}", 10, 16, 6),
+    ]
+    ran = [e for e in events if isinstance(e, Ran)]
+    # the plan grows as each stage is planned: what is left is of the runs planned so far
+    planned_then = [4, 4, 4, 4, 6, 6, *[16] * 10]
+    assert [(e.done, e.planned) for e in ran] == list(zip(range(1, 17), planned_then))
+    assert ran[-1].left == 0
+    assert ran[:4] == [
+        Ran("change", CLEAN, "a", Verdict.PASSED, 1, 4),
+        Ran("change", CLEAN, "b", Verdict.PASSED, 2, 4),
+        Ran("change", FORCED, "a", Verdict.KILLED, 3, 4),
+        Ran("change", FORCED, "b", Verdict.KILLED, 4, 4),
+    ]
+
+
+def test_a_touched_site_that_never_fires_is_no_coverage(stand_in, tmp_path):
+    catalog = fixture_catalog(Config("a"), Config("b"), exposure=True)
+    stand_in.printed = {"a": {f"probe.{STORE}": 1}}
+    report, _ = review_runs(catalog, tmp_path, touched_wait(catalog))
+    [change] = stand_in.made
+    assert change.calls == [("controls", ["a", "b"], 1)]  # no twin, no fault
+    assert report.firing == {WAIT: Firing(WAIT, [], ["a", "b"])}
+    assert report.unfired == [Firing(WAIT, [], ["a", "b"])]
+    assert report.unplaced == FAULTS and report.faults == []
+    assert not report.ok
+
+
+def test_a_forced_failure_on_a_change_that_fails_alone_does_not_blame_the_harness(
+    stand_in, tmp_path
+):
+    catalog = fixture_catalog(Config("a"), Config("b"))
+    stand_in.clean = {"a": Verdict.BROKE}
+    stand_in.forced = {"b": Verdict.SURVIVED}  # here the harness is blind
+    report, events = review_runs(catalog, tmp_path, touched_wait(catalog), slots=4)
+    change, base = stand_in.made
+    assert (change.ref, base.ref, base.catalog.control) == (None, "B", ())
+    assert base.calls == [("controls", ["a"], 4)]  # as many at a time as the change's
+    assert report.change_fails == [CleanFailure("a", "exit 1 with no line naming a failure", "")]
+    assert report.harness_broken == [
+        "the harness is broken: the forced-fail control was not killed: SURVIVED: SURVIVED here "
+        "(config b)"
+    ]
+    assert report.faults == []  # a control was wrong: no fault judged
+    assert [e for e in events if isinstance(e, Ran)] == [
+        Ran("change", CLEAN, "a", Verdict.BROKE, 1, 3),  # a's forced failure will not run
+        Ran("change", CLEAN, "b", Verdict.PASSED, 2, 3),
+        Ran("change", FORCED, "b", Verdict.SURVIVED, 3, 3),
+        Ran("BASE", CLEAN, "a", Verdict.PASSED, 4, 4),
+    ]
