@@ -10,14 +10,14 @@ threads skip. Read as text, with comments and strings out of the way
   (`if (c) call();`). An `else` stands under its `if`'s condition.
 - How far a condition spreads: as far as the most spread name or call in it.
   `threadIdx` differs per thread; a name spreads as far as what the function
-  assigns or binds to it (`x = e`, `T x = e`, `for (T x = e; ...)`; what is
-  stored to memory, `a[i] = e`, is not followed: the PTX check does not either); a call
+  assigns or binds to it (`x = e`, `T x = e`, `for (T x = e; ...)`); a call
   as far as its arguments and what the called function returns (a function
   whose code reads `%laneid` differs per thread); a structured binding from a
   call (`auto [a, b] = f()`) takes each name from its element of f's
   `return {...}`. A per-thread value divided by 32 or warpSize, or shifted
-  right by 5, is per warp. Early exits (`if (c) return;`) are not followed
-  here: the PTX check sees them.
+  right by 5, is per warp. What goes through memory (`a[i] = e`) is not
+  followed, as the PTX check does not follow it; nor are early exits
+  (`if (c) return;`): the PTX check sees those.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ PER_WARP = re.compile(r"(?:\.[xyz])?\s*(?:/\s*(?:32|warpSize)\b|>>\s*5\b)")
 CALLS = re.compile(r"\s*(?:<[^;()]*>)?\s*\(")
 RETURN = re.compile(r"\breturn\b([^;]*);")
 KEYWORDS = {"if", "else", "for", "while", "switch", "return", "sizeof", "const", "constexpr",
-            "auto", "int", "unsigned", "static_cast", "reinterpret_cast", "true", "false"}  # fmt: skip
+            "auto", "int", "unsigned", "static_cast", "reinterpret_cast", "true",
+            "false"}  # fmt: skip
 DEPTH = 4  # calls followed into their definitions, at most
 
 
@@ -69,7 +70,8 @@ class ThreadConditions:
         self._returns: dict[str, list[Spread]] = {}
 
     def around(self, path: Path, line: int, column: int) -> list[Condition]:
-        """The conditions the call at `path`:`line` (1-based), `column` lies under, outermost first."""
+        """The conditions the call at `path`:`line` (1-based), `column` lies
+        under, outermost first."""
         code, blocks = self._file(path)
         offset = _offset(code, line, column)
         around = [b for b in blocks if b.open < offset < b.close]
@@ -87,7 +89,7 @@ class ThreadConditions:
 
     def _file(self, path: Path) -> tuple[str, list[_Block]]:
         if path not in self._files:
-            code = code_only(Path(path).read_text())
+            code = _code(Path(path).read_text())
             self._files[path] = code, _blocks(code)
         return self._files[path]
 
@@ -107,11 +109,13 @@ class ThreadConditions:
             for value in RETURN.finditer(body):
                 text = value[1].strip()
                 listed = text.startswith("{") and text.endswith("}")
-                returned.append([names.spread(e) for e in (_split(text[1:-1]) if listed else [text])])
+                elements = _split(text[1:-1]) if listed else [text]
+                returned.append([names.spread(element) for element in elements])
         if len({len(each) for each in returned}) == 1:  # element by element
             self._returns[name] = [max(spreads) for spreads in zip(*returned, strict=True)]
         else:
-            self._returns[name] = [max((s for each in returned for s in each), default=Spread.UNIFORM)]
+            spreads = [spread for each in returned for spread in each]
+            self._returns[name] = [max(spreads, default=Spread.UNIFORM)]
         return self._returns[name]
 
 
@@ -123,6 +127,7 @@ class _Names:
         self.known: dict[str, Spread] = {}
 
     def spread(self, expression: str) -> Spread:
+        """As far as the most spread name or call of `expression`."""
         worst = Spread.UNIFORM
         for word in IDENTIFIER.finditer(expression):
             if word[0] in KEYWORDS:
@@ -198,7 +203,8 @@ def _headers(code: str, start: int, end: int, blocks: list[_Block]) -> list[tupl
         found += _else_of(code, start, blocks)
     for control in CONTROL.finditer(text):
         close = _closing(text, control.end() - 1)
-        found.append((f"{control[1]} ({text[control.end() : close].strip()})", start + control.start()))
+        condition = text[control.end() : close].strip()
+        found.append((f"{control[1]} ({condition})", start + control.start()))
     return found
 
 
@@ -215,21 +221,18 @@ def _else_of(code: str, start: int, blocks: list[_Block]) -> list[tuple[str, int
 
 def _blocks(code: str) -> list[_Block]:
     """Every brace block of the code, with its header's conditions, in order of opening."""
-    blocks, stack = [], []
+    pairs, stack = [], []
     for index, char in enumerate(code):
         if char == "{":
             stack.append(index)
         elif char == "}" and stack:
-            opened = stack.pop()
-            start = _statement_start(code, opened)
-            blocks.append(_Block(opened, index, code[start:opened].strip(), ()))
-    blocks.sort(key=lambda block: block.open)
-    result: list[_Block] = []
-    for block in blocks:  # in order: an `else` finds its `if`'s block done
-        start = _statement_start(code, block.open)
-        headers = tuple(_headers(code, start, block.open, result))
-        result.append(_Block(block.open, block.close, block.header, headers))
-    return result
+            pairs.append((stack.pop(), index))
+    blocks: list[_Block] = []
+    for opened, closed in sorted(pairs):  # in order: an `else` finds its `if`'s block made
+        start = _statement_start(code, opened)
+        headers = tuple(_headers(code, start, opened, blocks))
+        blocks.append(_Block(opened, closed, code[start:opened].strip(), headers))
+    return blocks
 
 
 def _scope_only(header: str) -> bool:
