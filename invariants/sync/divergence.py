@@ -13,11 +13,12 @@ from invariants.sync.sites import Group
 
 
 class Spread(IntEnum):
-    """How far a value can differ between the threads of a block, least first."""
+    """How far a value can differ between the threads of a kernel, least first."""
 
-    UNIFORM = 0  # alike in every thread of the block (blockIdx, a kernel argument)
-    PER_WARP = 1  # alike in the threads of a warp (the warp's index)
-    PER_THREAD = 2  # differs from thread to thread (threadIdx, the lane)
+    UNIFORM = 0  # alike in every thread of the grid (a kernel argument, gridDim)
+    PER_BLOCK = 1  # alike in the threads of a block (blockIdx)
+    PER_WARP = 2  # alike in the threads of a warp (the warp's index)
+    PER_THREAD = 3  # differs from thread to thread (threadIdx, the lane)
 
     @property
     def said(self) -> str:
@@ -27,9 +28,14 @@ class Spread(IntEnum):
 
 def splits(spread: Spread, group: Group) -> bool:
     """Whether a condition of `spread` can send the threads of `group` two
-    ways: a warp's threads part only on what differs within a warp."""
-    if group == Group.THREAD:
-        return False
-    if group == Group.WARP:
-        return spread >= Spread.PER_THREAD
-    return spread >= Spread.PER_WARP
+    ways: a warp's threads part only on what differs within a warp, a
+    block's on what differs within a block."""
+    return group in PARTED_BY and spread >= PARTED_BY[group]
+
+
+# The least spread that parts each group (a thread is never parted).
+PARTED_BY = {
+    Group.WARP: Spread.PER_THREAD,
+    Group.BLOCK: Spread.PER_WARP,
+    Group.GRID: Spread.PER_BLOCK,
+}

@@ -5,12 +5,12 @@ publish contract only where every thread of its group reaches it.
 Two steps, each simple and stated:
 
 - every register's spread (invariants/sync/divergence.py): `%tid` and
-  `%laneid` differ per thread, `%warpid` per warp, and a result spreads as
-  far as its operands and guard do (flow-insensitive, to a fixed point; a
-  load spreads as its address does). A shift right by 5 or more, a division
-  by a multiple of 32, an `and` keeping no lane bit or a bit-field from bit 5
-  on narrows a per-thread value to per-warp; so do vote and redux, and a
-  shuffle from a lane the warp agrees on. Values that differ only through
+  `%laneid` differ per thread, `%warpid` per warp, `%ctaid` per block, and a
+  result spreads as far as its operands and guard do (flow-insensitive, to a
+  fixed point; a load spreads as its address does). A shift right by 5 or
+  more, a division by a multiple of 32, an `and` keeping no lane bit or a
+  bit-field from bit 5 on narrows a per-thread value to per-warp; so do vote
+  and redux, and a shuffle from a lane the warp agrees on. Values that differ only through
   memory or through which branch assigned them are not followed.
 - a barrier is skipped by some threads when it is control dependent,
   directly or through other branches, on a conditional branch (or a
@@ -28,7 +28,12 @@ from dataclasses import dataclass
 from invariants.sync.divergence import Spread
 from invariants.sync.ptx_instruction import Instruction
 
-SPECIAL = {"%tid": Spread.PER_THREAD, "%laneid": Spread.PER_THREAD, "%warpid": Spread.PER_WARP}
+SPECIAL = {
+    "%tid": Spread.PER_THREAD,
+    "%laneid": Spread.PER_THREAD,
+    "%warpid": Spread.PER_WARP,
+    "%ctaid": Spread.PER_BLOCK,
+}
 REGISTER = re.compile(r"%[A-Za-z_$][\w$]*(?:\.[xyzw])?")
 NO_RESULT = {"st", "red", "bar", "barrier", "bra", "ret", "exit", "membar", "fence", "trap",
              "call", "nanosleep", "prefetch", "prefetchu"}  # fmt: skip

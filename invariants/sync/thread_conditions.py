@@ -9,7 +9,7 @@ threads skip. Read as text, with comments and strings out of the way
   loop's trip count is its condition), and the headers of a single statement
   (`if (c) call();`). An `else` stands under its `if`'s condition.
 - How far a condition spreads: as far as the most spread name or call in it.
-  `threadIdx` differs per thread; a name spreads as far as what the function
+  `threadIdx` differs per thread, `blockIdx` per block; a name spreads as far as what the function
   assigns or binds to it (`x = e`, `T x = e`, `for (T x = e; ...)`); a call
   as far as its arguments and what the called function returns (a function
   whose code reads `%laneid` differs per thread); a structured binding from a
@@ -30,7 +30,7 @@ from pathlib import Path
 from invariants.sync.divergence import Spread
 from invariants.sync.functions import code_only, definitions
 
-THREAD_WORDS = ("threadIdx",)  # differ per thread where they are read
+SPREAD_WORDS = {"threadIdx": Spread.PER_THREAD, "blockIdx": Spread.PER_BLOCK}
 LANE_ASM = "%laneid"  # an inline asm read of the lane
 CONTROL = re.compile(r"\b(if|while|for|switch)\b\s*(?:constexpr\b\s*)?\(")
 IDENTIFIER = re.compile(r"(?<![\w.])(?<!->)[A-Za-z_]\w*")
@@ -143,8 +143,8 @@ class _Names:
         return worst
 
     def name(self, name: str) -> Spread:
-        if name in THREAD_WORDS:
-            return Spread.PER_THREAD
+        if name in SPREAD_WORDS:
+            return SPREAD_WORDS[name]
         if name not in self.known:
             self.known[name] = Spread.UNIFORM  # `x = x + 1` adds nothing
             self.known[name] = self._assigned(name)

@@ -94,7 +94,7 @@ def test_each_condition_a_barrier_lies_under_and_how_far_it_spreads(tmp_path):
     assert barriers_of(tmp_path) == {
         "A": [Condition("if (t == 0)", t_if, Spread.PER_THREAD)],
         "B": [Condition("else of if (t == 0)", t_if, Spread.PER_THREAD)],
-        "C": [Condition("if (blockIdx.x == 0)", t_if + 5, Spread.UNIFORM)],
+        "C": [Condition("if (blockIdx.x == 0)", t_if + 5, Spread.PER_BLOCK)],
         "D": [Condition("if (w == 1)", line["D"] - 1, Spread.PER_WARP)],
         "E": [Condition("for (int i = l; i < n; i += 32)", line["E"], Spread.PER_THREAD)],
         "F": [],  # the condition before it is closed
@@ -110,7 +110,9 @@ def test_each_condition_a_barrier_lies_under_and_how_far_it_spreads(tmp_path):
         (Spread.PER_WARP, Group.WARP, False),  # a warp takes a per-warp branch whole
         (Spread.PER_WARP, Group.BLOCK, True),
         (Spread.PER_THREAD, Group.WARP, True),
-        (Spread.UNIFORM, Group.BLOCK, False),
+        (Spread.PER_BLOCK, Group.BLOCK, False),  # every thread of the block alike
+        (Spread.PER_BLOCK, Group.GRID, True),
+        (Spread.UNIFORM, Group.GRID, False),
         (Spread.PER_THREAD, Group.THREAD, False),
     ],
 )
@@ -153,7 +155,7 @@ BRANCH_AROUND = "setp.ne.s32 %p1, {r}, 0;\n@%p1 bra $L_skip;\nbar.sync 0;\n$L_sk
     [
         ("mov.u32 %r1, %tid.x;\n", {3: Skip(2, Origin(Spread.PER_THREAD, "%tid.x"))}),
         ("mov.u32 %r1, %laneid;\n", {3: Skip(2, Origin(Spread.PER_THREAD, "%laneid"))}),
-        ("mov.u32 %r1, %ctaid.x;\n", {}),
+        ("mov.u32 %r1, %ctaid.x;\n", {3: Skip(2, Origin(Spread.PER_BLOCK, "%ctaid.x"))}),
         ("mov.u32 %r1, %ntid.x;\n", {}),
         (
             "mov.u32 %r0, %tid.x;\nshr.u32 %r1, %r0, 5;\n",
