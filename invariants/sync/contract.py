@@ -8,9 +8,11 @@ proves each declaration twice:
   scope (or a fence of the scope before a relaxed store), the guarded store
   site ending before the release starts; an acquire of the scope in a wait
   (or a relaxed load then a fence), then a barrier of the consumers' group;
+  a barrier under a condition that parts its group counts for none of it
+  (invariants/sync/thread_conditions.py);
 - on the PTX of every kernel variant, the compiler's truth, through `.loc`:
-  every path back from each publish meets a barrier of the group before a
-  data store, the publish is `st/red/atom.release.<scope>` or follows a fence
+  every path back from each publish meets a barrier the whole group reaches
+  before a data store, the publish is `st/red/atom.release.<scope>` or follows a fence
   of the scope, and every path on from a wait's acquire meets the consumers'
   barrier before a data load.
 

@@ -11,6 +11,10 @@ contract through the source lines `.loc` gives its instructions:
 - a wait: an acquire of the scope (ld.acquire, a call whose body acquires,
   or a relaxed load then a fence), then, for a warp or a block, every path on
   meets its barrier before a data load outside the site or the end.
+
+A barrier counts only where its whole group reaches it: one under a branch
+that parts the group (invariants/sync/ptx_divergence.py) is skipped by some
+of its threads, and the finding says which barrier and which branch.
 """
 
 from __future__ import annotations
