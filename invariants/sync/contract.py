@@ -8,9 +8,11 @@ proves each declaration twice:
   scope (or a fence of the scope before a relaxed store), the guarded store
   site ending before the release starts; an acquire of the scope in a wait
   (or a relaxed load then a fence), then a barrier of the consumers' group;
+  a barrier under a condition that parts its group counts for none of it
+  (invariants/sync/thread_conditions.py);
 - on the PTX of every kernel variant, the compiler's truth, through `.loc`:
-  every path back from each publish meets a barrier of the group before a
-  data store, the publish is `st/red/atom.release.<scope>` or follows a fence
+  every path back from each publish meets a barrier the whole group reaches
+  before a data store, the publish is `st/red/atom.release.<scope>` or follows a fence
   of the scope, and every path on from a wait's acquire meets the consumers'
   barrier before a data load.
 
@@ -25,11 +27,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from invariants.sync.divergence import splits
 from invariants.sync.finding import Finding, tree_relative
 from invariants.sync.ptx_check import covers, ptx_findings, ptx_folder, read_index
 from invariants.sync.ptx_read import PtxError
 from invariants.sync.sites import Group, Scope, Site, parse_tree, site_body
 from invariants.sync.spellings import ContractSpellings, ContractTarget, spelling
+from invariants.sync.thread_conditions import Condition, ThreadConditions
 
 __all__ = [
     "ContractReport",
@@ -102,8 +106,9 @@ def check_contracts(
     checked = contracted(sites)
     by_name = {site.name: site for site in sites}
     report = ContractReport(sites_checked=len(checked))
+    conditions = ThreadConditions(sources)
     for site in checked:
-        report.violations += source_findings(site, by_name, spellings)
+        report.violations += source_findings(site, by_name, spellings, conditions)
     if ptx and spellings.ptx and checked:  # no release or wait: no PTX to hold to one
         started = time.perf_counter()
         folder, report.ptx_cached = ptx_folder(Path(tree_root), sources, catalog_target, cache)
@@ -143,23 +148,47 @@ def _named(patterns: list, what: str) -> str:
     return "|".join(spelling(p) for p in patterns) or f"{what} (the catalog spells none)"
 
 
-def _barriers(site: Site, sp: ContractSpellings, group: Group) -> tuple[str, list[Call]]:
-    """How the group's own barrier is spelled, and the calls of it (or of a
-    larger group's) in the site."""
+def _barriers(
+    site: Site, sp: ContractSpellings, group: Group, conditions: ThreadConditions
+) -> tuple[str, list[Call], list[tuple[Call, Condition]]]:
+    """How the group's own barrier is spelled, the calls of it (or of a
+    larger group's) in the site that every thread of the group reaches, and
+    those under a condition that parts them, each with that condition."""
     own = [sp.barrier[group.value]] if group.value in sp.barrier else []
     spelled = [sp.barrier[g.value] for g in Group if g.value in sp.barrier and covers(g, group)]
-    return _named(own, f"barrier.{group.value}"), _calls(site, spelled)
+    reached, partial = [], []
+    for call in _calls(site, spelled):
+        around = conditions.around(site.path, call.line, call.column)
+        parting = next((c for c in around if splits(c.spread, group)), None)
+        if parting is None:
+            reached.append(call)
+        else:
+            partial.append((call, parting))
+    return _named(own, f"barrier.{group.value}"), reached, partial
+
+
+def _skipped(partial: list[tuple[Call, Condition]], counts: Callable[[Call], bool]) -> str:
+    """Why the first barrier of `partial` that would count does not; else nothing."""
+    for call, condition in partial:
+        if counts(call):
+            return (
+                f": the {call.name} at line {call.line} is under `{condition.text}`, which"
+                f" {condition.spread.said}: the threads that skip it are not covered"
+            )
+    return ""
 
 
 def source_findings(
-    site: Site, by_name: dict[str, Site], spellings: ContractSpellings
+    site: Site, by_name: dict[str, Site], spellings: ContractSpellings, conditions: ThreadConditions
 ) -> list[Finding]:
     check = _release_source if site.kind == "release" else _wait_source
-    found = dict.fromkeys(check(site, by_name, spellings))
+    found = dict.fromkeys(check(site, by_name, spellings, conditions))
     return [Finding(str(site.path), line, what, site.name) for line, what in found]
 
 
-def _release_source(site: Site, by_name: dict[str, Site], sp: ContractSpellings) -> list:
+def _release_source(
+    site: Site, by_name: dict[str, Site], sp: ContractSpellings, conditions: ThreadConditions
+) -> list:
     """A barrier of the producers, then a release of the scope (or a fence of
     it, then a relaxed store), after the guarded site's end."""
     scope, group, findings = site.scope.value, site.producers, []
@@ -172,7 +201,7 @@ def _release_source(site: Site, by_name: dict[str, Site], sp: ContractSpellings)
     relaxed = _calls(site, [sp.store] if sp.store else [])
     fence_spellings = _scoped(sp.fence, site.scope, covering=True)
     fences = _calls(site, fence_spellings)
-    barrier, barriers = _barriers(site, sp, group)
+    barrier, barriers, partial = _barriers(site, sp, group, conditions)
     publishes = sorted([*_calls(site, releases), *weak, *relaxed])
     if not publishes:
         missing = _named(releases, f"release.{scope}")
@@ -188,11 +217,14 @@ def _release_source(site: Site, by_name: dict[str, Site], sp: ContractSpellings)
             fence = _named(fence_spellings, f"fence.{scope}")
             findings.append((call.line, f"{unreleased} and no {fence} precedes it"))
         if group != Group.THREAD and not any(b < call for b in barriers):
-            findings.append((call.line, f"no {barrier} before the publish {call.name}"))
+            why = _skipped(partial, lambda b, publish=call: b < publish)
+            findings.append((call.line, f"no {barrier} before the publish {call.name}{why}"))
     return findings
 
 
-def _wait_source(site: Site, by_name: dict[str, Site], sp: ContractSpellings) -> list:
+def _wait_source(
+    site: Site, by_name: dict[str, Site], sp: ContractSpellings, conditions: ThreadConditions
+) -> list:
     """An acquire of the scope (or a relaxed load, then a fence of it), then a
     barrier of the consumers."""
     scope, group = site.scope.value, site.consumers
@@ -210,9 +242,10 @@ def _wait_source(site: Site, by_name: dict[str, Site], sp: ContractSpellings) ->
         return [(site.start, f"no acquire at scope {scope}: no {acquire}, nor a load then {fence}")]
     if group == Group.THREAD:
         return []
-    barrier, barriers = _barriers(site, sp, group)
-    return [
-        (point.line, f"no {barrier} after the acquire {point.name}")
-        for point in points
-        if not any(b > point for b in barriers)
-    ]
+    barrier, barriers, partial = _barriers(site, sp, group, conditions)
+    findings = []
+    for point in points:
+        if not any(b > point for b in barriers):
+            why = _skipped(partial, lambda b, acquire=point: b > acquire)
+            findings.append((point.line, f"no {barrier} after the acquire {point.name}{why}"))
+    return findings

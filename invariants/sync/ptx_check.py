@@ -11,6 +11,10 @@ contract through the source lines `.loc` gives its instructions:
 - a wait: an acquire of the scope (ld.acquire, a call whose body acquires,
   or a relaxed load then a fence), then, for a warp or a block, every path on
   meets its barrier before a data load outside the site or the end.
+
+A barrier counts only where its whole group reaches it: one under a branch
+that parts the group (invariants/sync/ptx_divergence.py) is skipped by some
+of its threads, and the finding says which barrier and which branch.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hostio import run_logged
+from invariants.sync.divergence import splits
 from invariants.sync.finding import Finding
 from invariants.sync.ptx_instruction import SCOPE_RANK
 from invariants.sync.ptx_read import Function, Module, PtxError, read_module
@@ -156,6 +161,9 @@ def release_findings(
     def barrier(i: int) -> bool:
         return group != Group.THREAD and covers(code[i].barrier(), group)
 
+    def reached(i: int) -> bool:
+        return barrier(i) and not skipped(function, i, group)
+
     findings, want = [], SCOPE_RANK[scope]
     for i in publishes:
         rank, name = code[i].release_rank(), code[i].render()
@@ -165,9 +173,10 @@ def release_findings(
             rank = want if unfenced is None else None
         if rank is None or rank < want:
             findings.append((lines[i], f"publish is {name}: no release at scope {scope}"))
-        if group != Group.THREAD and walk(function, i, -1, barrier, data_store)[0] is not None:
+        if group != Group.THREAD and walk(function, i, -1, reached, data_store)[0] is not None:
             between = f"between the {group.value}'s stores and {name} on every path"
-            findings.append((lines[i], f"no {BARRIER_PTX[group]} {between}"))
+            partial = _partial(function, walk(function, i, -1, barrier, data_store), group, lines)
+            findings.append((lines[i], f"no {BARRIER_PTX[group]} {between}{partial}"))
     return findings
 
 
@@ -201,12 +210,36 @@ def wait_findings(
     if group == Group.THREAD:
         return []
     barrier = lambda j: covers(code[j].barrier(), group)  # noqa: E731
+    reached = lambda j: barrier(j) and not skipped(function, j, group)  # noqa: E731
     missing = f"no {BARRIER_PTX[group]} after the acquire on every path before the {group.value}"
-    return [
-        (lines[i], f"{missing} reads")
-        for i in sorted(acquires)
-        if walk(function, i, 1, barrier, reads)[0] is not None
-    ]
+    findings = []
+    for i in sorted(acquires):
+        if walk(function, i, 1, reached, reads)[0] is not None:
+            partial = _partial(function, walk(function, i, 1, barrier, reads), group, lines)
+            findings.append((lines[i], f"{missing} reads{partial}"))
+    return findings
+
+
+def skipped(function: Function, barrier: int, group: Group) -> bool:
+    """Whether some threads of `group` skip the barrier: it lies under a
+    branch that can part them (invariants/sync/ptx_divergence.py)."""
+    skip = function.divergence.skip(barrier)
+    return skip is not None and splits(skip.origin.spread, group)
+
+
+def _partial(function: Function, walked: tuple, group: Group, lines) -> str:
+    """Why the barriers a walk met do not count, when it met some on every
+    path (`walked`: the walk with every barrier a goal); else nothing."""
+    failed, met = walked
+    partial = sorted(j for j in met if skipped(function, j, group))
+    if failed is not None or not partial:
+        return ""
+    code, skip = function.instructions, function.divergence.skip(partial[0])
+    branch = f"the branch at line {lines[skip.branch]} on {skip.origin.source}"
+    return (
+        f": the {code[partial[0]].opcode} at line {lines[partial[0]]} is under {branch},"
+        f" which {skip.origin.spread.said}: the threads that skip it are not covered"
+    )
 
 
 def covers(barrier: Group | None, group: Group) -> bool:

@@ -35,9 +35,13 @@ class Loc:
 class Instruction:
     opcode: str  # e.g. st.release.sys.global.u64
     operands: str
-    predicated: bool
+    guard: str | None  # the predicate register of `@%p` / `@!%p`; None: unpredicated
     loc: Loc | None
     ptx_line: int
+
+    @property
+    def predicated(self) -> bool:
+        return self.guard is not None
 
     @cached_property
     def parts(self) -> tuple[str, ...]:

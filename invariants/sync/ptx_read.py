@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
+from invariants.sync.ptx_divergence import Divergence
 from invariants.sync.ptx_instruction import Instruction, Loc
 
 
@@ -66,6 +67,11 @@ class Function:
             for successor in nexts:
                 result[successor].append(index)
         return result
+
+    @cached_property
+    def divergence(self) -> Divergence:
+        """Which of its barriers some threads skip (invariants/sync/ptx_divergence.py)."""
+        return Divergence(self.instructions, self.successors)
 
     def lines_in(self, file_index: int) -> list[int | None]:
         """Each instruction's source line in file `file_index`: its `.loc` there,
@@ -196,10 +202,11 @@ def _add_instruction(function: Function, text: str, loc: Loc | None, line: int, 
     body = text[predicate.end() :] if predicate else text
     opcode, _, operands = body.partition(" ")
     opcode = opcode.strip()
+    guard = predicate[0].strip().lstrip("@!") if predicate else None
     if opcode.startswith("brx"):
         raise PtxError(f"{name}:{line}: indirect branch {opcode}: the checker cannot follow it")
     function.instructions.append(
-        Instruction(opcode, operands.strip(), predicate is not None, loc, line)
+        Instruction(opcode, operands.strip(), guard, loc, line)
     )
 
 

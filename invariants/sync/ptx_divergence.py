@@ -1,0 +1,203 @@
+"""The barriers of a PTX function that some threads skip
+(docs/synchronization.md, "The publish contract"): a barrier counts for the
+publish contract only where every thread of its group reaches it.
+
+Two steps, each simple and stated:
+
+- every register's spread (invariants/sync/divergence.py): `%tid` and
+  `%laneid` differ per thread, `%warpid` per warp, `%ctaid` per block, and a
+  result spreads as far as its operands and guard do (flow-insensitive, to a
+  fixed point; a load spreads as its address does). A shift right by 5 or
+  more, a division by a multiple of 32, an `and` keeping no lane bit or a
+  bit-field from bit 5 on narrows a per-thread value to per-warp; so do vote
+  and redux, and a shuffle from a lane the warp agrees on. Values that differ only through
+  memory or through which branch assigned them are not followed.
+- a barrier is skipped by some threads when it is control dependent,
+  directly or through other branches, on a conditional branch (or a
+  predicated ret/exit) whose guard spreads: some path from that branch
+  reaches the function's end without the barrier, and another meets it on
+  every way out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from invariants.sync.divergence import Spread
+from invariants.sync.ptx_instruction import Instruction
+
+SPECIAL = {
+    "%tid": Spread.PER_THREAD,
+    "%laneid": Spread.PER_THREAD,
+    "%warpid": Spread.PER_WARP,
+    "%ctaid": Spread.PER_BLOCK,
+}
+REGISTER = re.compile(r"%[A-Za-z_$][\w$]*(?:\.[xyzw])?")
+NO_RESULT = {"st", "red", "bar", "barrier", "bra", "ret", "exit", "membar", "fence", "trap",
+             "call", "nanosleep", "prefetch", "prefetchu"}  # fmt: skip
+WARP_WIDE = ("vote", "redux")  # one result for the whole warp
+LANE_BITS = 5  # a warp is 32 threads of consecutive index
+
+
+@dataclass(frozen=True)
+class Origin:
+    """How far a register spreads, and the special register it comes from."""
+
+    spread: Spread
+    source: str  # e.g. %tid.x
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A barrier some threads skip: the branch they part at and how far its guard spreads."""
+
+    branch: int  # the instruction index of the branch (or predicated ret/exit)
+    origin: Origin
+
+
+def _split(operands: str) -> list[str]:
+    """The operands, split at the commas outside braces and brackets."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(operands):
+        depth += (char in "{[(") - (char in "}])")
+        if char == "," and depth == 0:
+            parts.append(operands[start:index].strip())
+            start = index + 1
+    return [*parts, operands[start:].strip()] if operands.strip() else parts
+
+
+def _immediate(text: str) -> int | None:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _narrows(ins: Instruction, operands: list[str]) -> bool:
+    """Whether the instruction drops the lane bits of its first source."""
+    last = _immediate(operands[-1]) if len(operands) > 2 else None
+    if ins.base == "bfe" and len(operands) == 4:
+        last = _immediate(operands[2])
+        return last is not None and last >= LANE_BITS
+    if last is None:
+        return False
+    if ins.base == "shr":
+        return last >= LANE_BITS
+    if ins.base == "div":
+        return last != 0 and last % (1 << LANE_BITS) == 0
+    if ins.base == "and":
+        return last & ((1 << LANE_BITS) - 1) == 0
+    return False
+
+
+def _source(register: str, spreads: dict[str, Origin]) -> Origin | None:
+    special = SPECIAL.get(register.split(".")[0])
+    return Origin(special, register) if special is not None else spreads.get(register)
+
+
+def _result(ins: Instruction, operands: list[str], spreads: dict[str, Origin]) -> Origin | None:
+    """How far the instruction's result spreads (None: uniform)."""
+    registers = [r for text in operands[1:] for r in REGISTER.findall(text)]
+    inputs = [_source(r, spreads) for r in [*registers, *filter(None, [ins.guard])]]
+    inputs = [origin for origin in inputs if origin is not None]
+    if not inputs:
+        return None
+    worst = max(inputs, key=lambda origin: origin.spread)
+    narrow = ins.base in WARP_WIDE or _narrows(ins, operands)
+    if ins.base == "shfl" and "idx" in ins.parts and len(operands) > 2:
+        lanes = [_source(r, spreads) for r in REGISTER.findall(operands[2])]
+        narrow = all(o is None or o.spread < Spread.PER_THREAD for o in lanes)
+    if narrow and worst.spread > Spread.PER_WARP:
+        return Origin(Spread.PER_WARP, worst.source)
+    return worst
+
+
+def register_spreads(code: Sequence[Instruction]) -> dict[str, Origin]:
+    """Every register that does not hold one value across the block, and how far it spreads."""
+    results = []  # (instruction, operands, the registers it writes)
+    for ins in code:
+        operands = _split(ins.operands)
+        if ins.base not in NO_RESULT and operands and not operands[0].startswith("["):
+            results.append((ins, operands, REGISTER.findall(operands[0])))
+    spreads: dict[str, Origin] = {}
+    grew = True
+    while grew:
+        grew = False
+        for ins, operands, written in results:
+            origin = _result(ins, operands, spreads)
+            for register in written if origin is not None else ():
+                if register not in spreads or spreads[register].spread < origin.spread:
+                    spreads[register], grew = origin, True
+    return spreads
+
+
+class Divergence:
+    """Which barriers of one function some threads skip, each found once when asked."""
+
+    def __init__(self, code: Sequence[Instruction], successors: Sequence[tuple[int, ...]]):
+        self.code, self.successors = code, successors
+        self.predecessors: list[list[int]] = [[] for _ in code]
+        for index, nexts in enumerate(successors):
+            for following in nexts:
+                self.predecessors[following].append(index)
+        self.exits = [
+            i for i, ins in enumerate(code) if not successors[i] or (ins.predicated and _exits(ins))
+        ]
+        self._spreads: dict[str, Origin] | None = None
+        self._skips: dict[int, Skip | None] = {}
+
+    def skip(self, barrier: int) -> Skip | None:
+        """How threads part before instruction `barrier`: the most spread
+        branch it depends on (None: every thread that enters the function reaches it)."""
+        if barrier not in self._skips:
+            self._skips[barrier] = self._worst(barrier)
+        return self._skips[barrier]
+
+    def _worst(self, barrier: int) -> Skip | None:
+        worst, seen, todo = None, {barrier}, [barrier]
+        while todo:
+            for branch in self._controllers(todo.pop()):
+                origin = self._guard(branch)
+                if origin is not None and (worst is None or origin.spread > worst.origin.spread):
+                    worst = Skip(branch, origin)
+                if branch not in seen:
+                    seen.add(branch)
+                    todo.append(branch)
+        return worst
+
+    def _guard(self, branch: int) -> Origin | None:
+        if self._spreads is None:
+            self._spreads = register_spreads(self.code)
+        return _source(self.code[branch].guard, self._spreads)
+
+    def _controllers(self, node: int) -> list[int]:
+        """The conditional branches `node` is directly control dependent on."""
+        exits = [e for e in self.exits if e != node]
+        avoiding = _backward(self.predecessors, exits, node)
+        reaching = _backward(self.predecessors, [node], None)
+        code, successors = self.code, self.successors
+        return [
+            x
+            for x in avoiding
+            if code[x].predicated
+            and (code[x].base == "bra" or _exits(code[x]))
+            and any(s not in avoiding and s in reaching for s in successors[x])
+        ]
+
+
+def _exits(ins: Instruction) -> bool:
+    return ins.base in ("ret", "exit")
+
+
+def _backward(predecessors: list[list[int]], starts: list[int], avoid: int | None) -> set[int]:
+    """The instructions from which some path reaches one of `starts` without passing `avoid`."""
+    seen = set(starts)
+    stack = list(starts)
+    while stack:
+        for previous in predecessors[stack.pop()]:
+            if previous != avoid and previous not in seen:
+                seen.add(previous)
+                stack.append(previous)
+    return seen
