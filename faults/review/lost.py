@@ -51,19 +51,19 @@ def gone_sites(
 ) -> list[GoneSite]:
     """The sites of BASE (`base`, parsed under `base_tree`, still there to
     read) and of the catalog that the change's tree lacks and that count: one
-    a lost entry names, one a site-rule finding of the change names (left
-    unbalanced), or one whose BASE body holds a line such a finding flags (a
-    primitive it held, now outside every site)."""
+    a lost entry names; one a site-rule finding of the change names (left
+    open, or a guard naming it dangling); one whose BASE body holds a line
+    such a finding flags (a primitive it held, now outside every site)."""
     flagged = flagged_lines(tree, unsited)
     by_name = {site.name: site for site in base}
     named = {site for entry in lost for site in entry.sites}
     gone = []
     for name in sorted(named | (set(by_name) - kept)):
         site = by_name.get(name)
-        unbalanced = any(mentions(finding.message, name) for finding in unsited)
+        broken = any(mentions(finding.message, name) for finding in unsited)
         held = site is not None and bool(flagged & {line.strip() for line in site_body(site)})
-        if name in named or unbalanced or held:
-            how = SiteLoss.UNBALANCED if unbalanced else SiteLoss.GONE
+        if name in named or broken or held:
+            how = SiteLoss.BROKEN if broken else SiteLoss.GONE
             if site is None:
                 gone.append(GoneSite(name, None, None, how))
             else:

@@ -47,8 +47,9 @@ class SiteLoss(str, Enum):
     """How a site of BASE is no longer a site of the change's tree."""
 
     GONE = "gone from the change's tree (its `// @site` lines removed or renamed)"
-    # A site-rule finding of the change names it: an `@end` or `@site` missing, nested.
-    UNBALANCED = "left unbalanced in the change's tree (see the site-rule findings)"
+    # A site-rule finding of the change names it: its `@end` or `@site`
+    # missing, a site opened inside it, a guard naming it left dangling.
+    BROKEN = "broken in the change's tree (a site-rule finding names it)"
 
     def __str__(self) -> str:
         return self.value
@@ -67,7 +68,7 @@ class GoneSite:
 
     @property
     def where(self) -> str:
-        return "not in BASE either" if self.file is None else f"BASE {self.file}:{self.line}"
+        return "not in BASE either" if self.file is None else f"at BASE {self.file}:{self.line}"
 
 
 @dataclass(frozen=True)

@@ -390,7 +390,7 @@ def test_the_markdown_says_every_part_of_a_review():
         lost=[LostEntry("N4", ("k.gone",)), LostEntry("target.mutation #0 (weaken)", ())],
         gone=[
             GoneSite("k.gone", "src/k.cu", 30, SiteLoss.GONE),
-            GoneSite("k.open", "src/k.cu", 40, SiteLoss.UNBALANCED),
+            GoneSite("k.open", "src/k.cu", 40, SiteLoss.BROKEN),
             GoneSite("k.typo", None, None, SiteLoss.GONE),
         ],
     )
@@ -418,10 +418,10 @@ def test_the_markdown_says_every_part_of_a_review():
         "",
         "## Sites the change removed, renamed or left unbalanced",
         "",
-        "- `k.gone` (BASE src/k.cu:30): gone from the change's tree "
+        "- `k.gone` (at BASE src/k.cu:30): gone from the change's tree "
         "(its `// @site` lines removed or renamed)",
-        "- `k.open` (BASE src/k.cu:40): left unbalanced in the change's tree "
-        "(see the site-rule findings)",
+        "- `k.open` (at BASE src/k.cu:40): broken in the change's tree "
+        "(a site-rule finding names it)",
         "- `k.typo` (not in BASE either): gone from the change's tree "
         "(its `// @site` lines removed or renamed)",
         "",
