@@ -105,12 +105,10 @@ def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, lis
     cannot be left out."""
     sites = parse_tree(sources)[0]
     known = {site.name for site in sites}
-
-    def names_known(key: str) -> bool:  # a site, or a generated fault of one
-        return key in known or any(f".{site}." in f"{key}." for site in known)
-
     settings = catalog.generate
-    left_out = [key for key, _ in settings.survivor_ok if not names_known(key)]
+    left_out = [
+        key for key, _ in settings.survivor_ok if not any(names_site(key, s) for s in known)
+    ]
     left_out += [
         prefix
         for prefix, _ in settings.site_configs
@@ -142,3 +140,29 @@ def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, lis
     target = replace(catalog.target, mutations=tuple(rules))
     older = replace(catalog, target=target, generate=generate, faults=faults)
     return older, left_out + sorted(dropped) + unmade
+
+
+def names_site(key: str, site: str) -> bool:
+    """Whether a `[generate.survivor_ok]` key names `site`: the site itself,
+    or one generated fault of it (its id holds the site's name)."""
+    return key == site or f".{site}." in f"{key}."
+
+
+def entry_sites(catalog: Catalog, entry: str, candidates: set[str]) -> list[str]:
+    """Which of `candidates` (site names) a catalog entry without_missing_sites
+    may leave out names: a fault, through its patches and those of the faults
+    it includes; a `[generate.survivor_ok]` key; a `[generate.site_configs]`
+    prefix. A mutation rule names none."""
+    named: set[str] = set()
+    if entry in catalog.faults:
+        seen, todo = set(), [entry]
+        while todo:
+            fault = catalog.faults[todo.pop()]
+            seen.add(fault.id)
+            named |= {p.site for p in fault.patches} | {p.marker_site for p in fault.patches}
+            todo += [i for i in fault.includes if i not in seen and i in catalog.faults]
+    if entry in dict(catalog.generate.survivor_ok):
+        named |= {site for site in candidates if names_site(entry, site)}
+    if entry in dict(catalog.generate.site_configs):
+        named |= {site for site in candidates if site.startswith(entry)}
+    return sorted(named & candidates)

@@ -20,7 +20,23 @@ FAULT_MISSED = Rule("covering-fault-missed", "a fault covering a touched site mi
 NEVER_FIRES = Rule(
     "site-never-fires", "a touched site no config that ran executes: no run covers it"
 )
-RULES = [CONTRACT, UNSITED, UNCOVERED, CHANGE_FAILS, HARNESS, FAULT_MISSED, NEVER_FIRES]
+SITE_GONE = Rule(
+    "site-gone", "a site the change removed, renamed or left unbalanced while it still counts"
+)
+NO_LONGER_APPLIES = Rule(
+    "entry-no-longer-applies", "a catalog entry naming a site the change's tree lacks"
+)
+RULES = [
+    CONTRACT,
+    UNSITED,
+    SITE_GONE,
+    NO_LONGER_APPLIES,
+    UNCOVERED,
+    CHANGE_FAILS,
+    HARNESS,
+    FAULT_MISSED,
+    NEVER_FIRES,
+]
 
 
 def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]:
@@ -33,6 +49,7 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]
 
     found = [Result(CONTRACT, Level.ERROR, at_top(f)) for f in result.contract.findings]
     found += [Result(UNSITED, Level.ERROR, at_top(u)) for u in result.unsited]
+    found += lost_findings(result, prefix, catalog)
     for cover in result.touched:
         where = (prefix / result.site_path(cover)).as_posix(), cover.site.start
         found += [
@@ -63,6 +80,32 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]
             Result(HARNESS, Level.WARNING, Finding(catalog and catalog.as_posix(), None, sentence))
             for sentence in result.runs.harness_broken
         ]
+    return found
+
+
+def lost_findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]:
+    """Each site the change broke, at its `// @site` line in BASE, then each
+    catalog entry that no longer applies, at its first such site (at the
+    catalog when it names none, or none BASE had)."""
+    at_catalog = catalog and catalog.as_posix(), None
+    where = {
+        gone.name: ((prefix / gone.file).as_posix(), gone.line) if gone.file else at_catalog
+        for gone in result.gone
+    }
+    found = []
+    for gone in result.gone:
+        applies = ", ".join(result.lost_naming(gone.name))
+        lost = f"; no longer applying: {applies}" if applies else ""
+        said = f"{gone.how}; {gone.where}{lost}"
+        found.append(Result(SITE_GONE, Level.ERROR, Finding(*where[gone.name], said, gone.name)))
+    for lost in result.lost:
+        if lost.sites:
+            why = f"it names {', '.join(lost.sites)}, which the change's tree lacks"
+        else:  # a mutation rule
+            why = "its twin cannot be made from the change's tree"
+        at = where[lost.sites[0]] if lost.sites else at_catalog  # each site named is gone
+        said = f"catalog entry {lost.entry} no longer applies: {why}"
+        found.append(Result(NO_LONGER_APPLIES, Level.ERROR, Finding(*at, said)))
     return found
 
 

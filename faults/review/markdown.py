@@ -99,11 +99,14 @@ def markdown(result: Review) -> str:
         lines += [str(result.older), ""]
     lines += own_run(result.runs) + contract_summary(result.contract)
     if result.unsited:
-        lines += ["## Ordering primitives the change leaves outside any site", ""]
+        lines += ["## Site rules the change breaks (primitives outside any site, open regions)", ""]
         lines += [f"- {entry}" for entry in result.unsited] + [""]
+    if result.gone:
+        lines += ["## Sites the change removed, renamed or left unbalanced", ""]
+        lines += [f"- `{gone.name}` ({gone.where}): {gone.how}" for gone in result.gone] + [""]
     if result.lost:
         lines += ["## Catalog entries that no longer apply (their site is gone)", ""]
-        lines += [f"- `{name}`" for name in result.lost] + [""]
+        lines += [f"- {lost}" for lost in result.lost] + [""]
     lines += ["## Sites touched", ""]
     if not result.touched:
         lines.append("None: the change leaves every synchronization site as it was.")

@@ -43,6 +43,47 @@ class OlderTree:
         )
 
 
+class SiteLoss(str, Enum):
+    """How a site of BASE is no longer a site of the change's tree."""
+
+    GONE = "gone from the change's tree (its `// @site` lines removed or renamed)"
+    # A site-rule finding of the change names it: its `@end` or `@site`
+    # missing, a site opened inside it, a guard naming it left dangling.
+    BROKEN = "broken in the change's tree (a site-rule finding names it)"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class GoneSite:
+    """A site of BASE the change's tree lacks, where BASE had it: a finding
+    when the catalog names it, a site-rule finding names it, or a primitive
+    it held is now outside every site."""
+
+    name: str
+    file: str | None  # BASE's, from the tree's root; None: BASE lacks it too
+    line: int | None  # its `// @site` line in BASE
+    how: SiteLoss
+
+    @property
+    def where(self) -> str:
+        return "not in BASE either" if self.file is None else f"at BASE {self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class LostEntry:
+    """A catalog entry that no longer applies: the sites the change's tree
+    lacks that it names (none: a mutation rule whose twin that tree cannot make)."""
+
+    entry: str  # a fault id, a `[generate]` key, `target.mutation #i (family)`
+    sites: tuple[str, ...]
+
+    def __str__(self) -> str:
+        names = ", ".join(f"`{site}`" for site in self.sites)
+        return f"`{self.entry}`" + (f" (names {names})" if names else "")
+
+
 @dataclass
 class Review:
     base: str
@@ -55,12 +96,23 @@ class Review:
     contract: ContractCheck
     runs: RunReport | None = None  # with --run
     older: OlderTree | None = None  # judged by a catalog not its own (--older-trees)
+<<<<<<< HEAD
     # What the catalog names that the change's tree lacks (a site it removed
     # or renamed): those faults no longer apply, a finding of the change.
     lost: list[str] = field(default_factory=list)
     # Seconds the whole review took, static half and runs (the command sets
     # it): with --run on a GPU, the figure of its benchmark.
     wall_s: float | None = None
+=======
+    # What the catalog names that the change's tree lacks (a site it removed,
+    # renamed or left open): those entries no longer apply, a finding of the change.
+    lost: list[LostEntry] = field(default_factory=list)
+    gone: list[GoneSite] = field(default_factory=list)  # the sites the change broke
+
+    def lost_naming(self, site: str) -> list[str]:
+        """The catalog entries that no longer apply because `site` is gone."""
+        return [lost.entry for lost in self.lost if site in lost.sites]
+>>>>>>> i40-c-annot
 
     def site_path(self, cover: Coverage) -> str:
         return cover.site.path.relative_to(self.tree).as_posix()
@@ -77,6 +129,7 @@ class Review:
         return (
             not self.unsited
             and not self.lost
+            and not self.gone
             and not any(cover.missing for cover in self.touched)
             and self.contract.ok
         )

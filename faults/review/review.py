@@ -25,6 +25,7 @@ from faults.generate.site_faults import with_generated
 from faults.pipeline.scratch import make_scratch
 from faults.review.coverage import Coverage, coverage
 from faults.review.diff import ReviewError, changed_lines, check_refs, in_repo
+from faults.review.lost import gone_sites, lost_entries
 from faults.review.markdown import markdown
 from faults.review.model import OlderTree, Review, ReviewVerdict
 from faults.review.runs import RunReport, run_review
@@ -64,11 +65,12 @@ def review_catalog(
     *,
     generated: bool,
     older_trees: bool,
-) -> tuple[Catalog, OlderTree | None, list[str]]:
-    """The catalog that judges `tree`, and what of it no longer applies.
-    Its own catalog; when the change removed or renamed a site that catalog
-    names, what names it is left out and returned: a finding of the change
-    (a catalog that is malformed apart from that is the user's error). With
+) -> tuple[Catalog, OlderTree | None, list[str], Catalog | None]:
+    """The catalog that judges `tree`, what of it no longer applies, and the
+    whole catalog that was cut. Its own catalog; when the change removed,
+    renamed or left open a site that catalog names, what names it is left out
+    and returned: a finding of the change (a catalog that is malformed apart
+    from that is the user's error). With
     `older_trees`, a tree whose own catalog this review cannot take (one
     older than its present form) is judged by the given catalog, what it
     names that the tree lacks left out, and said."""
@@ -79,17 +81,18 @@ def review_catalog(
 
     own_path = change_catalog(repo_root, tree, catalog_path)
     try:
-        return prepared(load_catalog(own_path, tree_root=tree)), None, []
+        return prepared(load_catalog(own_path, tree_root=tree)), None, [], None
     except CatalogError as refused:
         if older_trees:
             given = load_catalog(catalog_path)
             catalog, left_out = without_missing_sites(given, tree / given.target.sources)
-            return prepared(catalog), OlderTree(str(catalog_path), str(refused), left_out), []
+            older = OlderTree(str(catalog_path), str(refused), left_out)
+            return prepared(catalog), older, [], None
         own = load_catalog(own_path)  # malformed otherwise: the user's error, raised
         kept, lost = without_missing_sites(own, tree / own.target.sources)
         if not lost:
             raise
-        return prepared(kept), None, lost
+        return prepared(kept), None, lost, own
 
 
 def unsited_findings(found: list[Finding], before: list[Finding], changed) -> list[Finding]:
@@ -127,15 +130,13 @@ def review(
     the catalog returned places the ranks of the runs --run makes)."""
     check_refs(repo_root, base, change)
     tree = make_scratch(repo_root, workdir / "change", ref=change) if change else Path(repo_root)
-    catalog, older, lost = review_catalog(
+    catalog, older, lost, own = review_catalog(
         repo_root, tree, catalog_path, rank_mode, generated=generated, older_trees=older_trees
     )
     sources = tree / catalog.target.sources
     sites, violations = parse_tree(sources)
+    kept = {site.name for site in sites}
     changed = changed_lines(repo_root, base, change, catalog.target.sources)
-    with tempfile.TemporaryDirectory(prefix="review-base-") as scratch:  # read, then gone
-        base_tree = make_scratch(repo_root, Path(scratch) / "base", ref=base)
-        had = [v.from_root(base_tree) for v in parse_tree(base_tree / catalog.target.sources)[1]]
 
     def lines_of(path: Path) -> set[int]:
         return changed.get(str(path.relative_to(sources)), set())
@@ -143,9 +144,15 @@ def review(
     def changed_in(file: str) -> set[int]:  # a finding's file, from the tree's root
         return lines_of(tree / file)
 
+    with tempfile.TemporaryDirectory(prefix="review-base-") as scratch:  # read, then gone
+        base_tree = make_scratch(repo_root, Path(scratch) / "base", ref=base)
+        base_sites, base_violations = parse_tree(base_tree / catalog.target.sources)
+        had = [v.from_root(base_tree) for v in base_violations]
+        unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
+        lost_ones = lost_entries(own, lost, base_sites, kept) if own is not None else []
+        gone = gone_sites(base_sites, base_tree, kept, unsited, tree, lost_ones)
     covers = coverage(catalog, sites)
     touched = [covers[s.name] for s in sites if lines_of(s.path) & set(range(s.start, s.end + 1))]
-    unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
     result = Review(
         base,
         change or "working tree",
@@ -156,6 +163,7 @@ def review(
         unsited,
         check_contract(tree, catalog.target),
         older=older,
-        lost=lost,
+        lost=lost_ones,
+        gone=gone,
     )
     return result, catalog

@@ -19,13 +19,20 @@ from faults.corpus.bugs import (
     review_bug,
     review_sarif,
 )
-from faults.review.findings import CONTRACT, UNCOVERED, UNSITED
+from faults.review.findings import (
+    CONTRACT,
+    NO_LONGER_APPLIES,
+    SITE_GONE,
+    UNCOVERED,
+    UNSITED,
+)
 from invariants.sync.sites import parse_tree
 
 REPO = Path(__file__).parents[4]
 CORPUS = load_corpus(REPO / "corpus/afdep")
 KNOWN_SITES = {site.name for site in parse_tree(REPO / "afdep/csrc")[0]}
-STATIC_ERRORS = {(rule.id, "error") for rule in (CONTRACT, UNSITED, UNCOVERED)}
+STATIC_RULES = (CONTRACT, UNSITED, SITE_GONE, NO_LONGER_APPLIES, UNCOVERED)
+STATIC_ERRORS = {(rule.id, "error") for rule in STATIC_RULES}
 
 
 def test_the_corpus_spans_the_bug_classes():

@@ -21,7 +21,14 @@ from faults.judge.verdict import Verdict
 from faults.pipeline.engine import CLEAN, FORCED, RunResult
 from faults.review.coverage import Coverage
 from faults.review.markdown import markdown
-from faults.review.model import OlderTree, Review, ReviewVerdict
+from faults.review.model import (
+    GoneSite,
+    LostEntry,
+    OlderTree,
+    Review,
+    ReviewVerdict,
+    SiteLoss,
+)
 from faults.review.matrix import ConfigPlan, Firing
 from faults.review.progress import Planned, Ran
 from faults.review.runs import CleanFailure, RunReport, first_failure
@@ -417,7 +424,12 @@ def test_the_markdown_says_every_part_of_a_review():
             unplaced=["S3"],
         ),
         older=OlderTree("catalogs/x.toml", "unknown site 'k.gone'", ["S9"]),
-        lost=["N4"],
+        lost=[LostEntry("N4", ("k.gone",)), LostEntry("target.mutation #0 (weaken)", ())],
+        gone=[
+            GoneSite("k.gone", "src/k.cu", 30, SiteLoss.GONE),
+            GoneSite("k.open", "src/k.cu", 40, SiteLoss.BROKEN),
+            GoneSite("k.typo", None, None, SiteLoss.GONE),
+        ],
         wall_s=12.34,
     )
     assert markdown(result).splitlines() == [
@@ -439,13 +451,23 @@ def test_the_markdown_says_every_part_of_a_review():
         "",
         "4 sites, 2 kernel variants checked: 2 violation(s).",
         "",
-        "## Ordering primitives the change leaves outside any site",
+        "## Site rules the change breaks (primitives outside any site, open regions)",
         "",
         "- src/k.cu:18: ordering primitive store( outside any site",
         "",
+        "## Sites the change removed, renamed or left unbalanced",
+        "",
+        "- `k.gone` (at BASE src/k.cu:30): gone from the change's tree "
+        "(its `// @site` lines removed or renamed)",
+        "- `k.open` (at BASE src/k.cu:40): broken in the change's tree "
+        "(a site-rule finding names it)",
+        "- `k.typo` (not in BASE either): gone from the change's tree "
+        "(its `// @site` lines removed or renamed)",
+        "",
         "## Catalog entries that no longer apply (their site is gone)",
         "",
-        "- `N4`",
+        "- `N4` (names `k.gone`)",
+        "- `target.mutation #0 (weaken)`",
         "",
         "## Sites touched",
         "",
@@ -573,7 +595,8 @@ def test_dropped_annotations_are_findings_of_the_change(repo):
     status, result = review(repo)
     assert (status, result.verdict) == (1, ReviewVerdict.CHANGES_NEEDED)
     assert result.unsited == [Finding(MAIN_CPP, 39, "ordering primitive store( outside any site")]
-    assert result.lost == ["N1"]
+    assert result.lost == [LostEntry("N1", ("fx.producer.flag_release",))]
+    assert result.gone == [GoneSite("fx.producer.flag_release", MAIN_CPP, 39, SiteLoss.GONE)]
 
 
 def test_a_catalog_malformed_otherwise_is_still_the_users_error(repo, capsys):
@@ -598,7 +621,7 @@ def test_an_older_tree_its_own_catalog_refuses_is_judged_by_the_given_one(repo, 
     status, own = reviewed([base, "HEAD", "--root", str(repo), "--no-generated"])
     assert (status, own.lost, own.older, own.verdict) == (
         1,
-        ["S1", "S2"],
+        [LostEntry("S1", ("fx.consumer.flag_wait",)), LostEntry("S2", ("fx.consumer.flag_wait",))],
         None,
         ReviewVerdict.CHANGES_NEEDED,
     )  # judged by its own catalog: the faults of the renamed site no longer apply
