@@ -96,23 +96,17 @@ class Review:
     contract: ContractCheck
     runs: RunReport | None = None  # with --run
     older: OlderTree | None = None  # judged by a catalog not its own (--older-trees)
-<<<<<<< HEAD
-    # What the catalog names that the change's tree lacks (a site it removed
-    # or renamed): those faults no longer apply, a finding of the change.
-    lost: list[str] = field(default_factory=list)
-    # Seconds the whole review took, static half and runs (the command sets
-    # it): with --run on a GPU, the figure of its benchmark.
-    wall_s: float | None = None
-=======
     # What the catalog names that the change's tree lacks (a site it removed,
     # renamed or left open): those entries no longer apply, a finding of the change.
     lost: list[LostEntry] = field(default_factory=list)
     gone: list[GoneSite] = field(default_factory=list)  # the sites the change broke
+    # Seconds the whole review took, static half and runs (the command sets
+    # it): with --run on a GPU, the figure of its benchmark.
+    wall_s: float | None = None
 
     def lost_naming(self, site: str) -> list[str]:
         """The catalog entries that no longer apply because `site` is gone."""
         return [lost.entry for lost in self.lost if site in lost.sites]
->>>>>>> i40-c-annot
 
     def site_path(self, cover: Coverage) -> str:
         return cover.site.path.relative_to(self.tree).as_posix()
