@@ -131,11 +131,12 @@ def review(
         repo_root, tree, catalog_path, rank_mode, generated=generated, older_trees=older_trees
     )
     sources = tree / catalog.target.sources
-    sites, violations = parse_tree(sources)
+    sites, violations = parse_tree(sources, catalog.target.anchors)
     changed = changed_lines(repo_root, base, change, catalog.target.sources)
     with tempfile.TemporaryDirectory(prefix="review-base-") as scratch:  # read, then gone
         base_tree = make_scratch(repo_root, Path(scratch) / "base", ref=base)
-        had = [v.from_root(base_tree) for v in parse_tree(base_tree / catalog.target.sources)[1]]
+        base_sources = base_tree / catalog.target.sources
+        had = [v.from_root(base_tree) for v in parse_tree(base_sources, catalog.target.anchors)[1]]
 
     def lines_of(path: Path) -> set[int]:
         return changed.get(str(path.relative_to(sources)), set())
@@ -144,7 +145,7 @@ def review(
         return lines_of(tree / file)
 
     covers = coverage(catalog, sites)
-    touched = [covers[s.name] for s in sites if lines_of(s.path) & set(range(s.start, s.end + 1))]
+    touched = [covers[s.name] for s in sites if lines_of(s.path) & set(s.lines)]
     unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
     result = Review(
         base,
