@@ -1,5 +1,5 @@
 """[[target.site]]: sites declared by anchors, outside the sources they name
-(docs/catalog.md, "[[target.site]]"; docs/synchronization.md, "The site
+(docs/catalog.md, "Sites by anchors"; docs/synchronization.md, "The site
 grammar"). Each table is checked here, alone; where its anchors lie in the
 target's tree is checked when a tree is at hand (faults/catalog/refs.py)."""
 

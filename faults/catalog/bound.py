@@ -1,5 +1,5 @@
 """[target.bound]: a time limit on every spin loop of a wait site, written
-into each tree the target runs (docs/catalog.md, "[target.bound]"), so a
+into each tree the target runs (docs/catalog.md, "Bounded waits"), so a
 wait that would hang forever ends with the target's timeout line and a trap:
 a hung run still says which site hung, and its markers reach the log."""
 
@@ -54,8 +54,9 @@ def bound_table(path: Path, raw, language: str, clock: str) -> Bound | None:
     try:
         names = [name for _, name, _, _ in Formatter().parse(expired) if name is not None]
         unknown = [name for name in names if name not in BOUND_PLACEHOLDERS]
-        expired.format(**dict.fromkeys(BOUND_PLACEHOLDERS, ""))
-    except (ValueError, KeyError, IndexError) as error:
+        if not unknown:  # a stray brace, a bad conversion or format spec
+            expired.format(**dict.fromkeys(BOUND_PLACEHOLDERS, ""))
+    except ValueError as error:
         raise catalog_error(path, WHERE, f"expired: cannot fill in: {error}") from None
     if unknown:
         known = "{site}, {limit_ns}"

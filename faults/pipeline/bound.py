@@ -1,4 +1,4 @@
-"""Bounded spins (docs/catalog.md, "[target.bound]"): in a tree the target
+"""Bounded spins (docs/catalog.md, "Bounded waits"): in a tree the target
 runs, every loop of a wait site that the catalog's `loop` pattern finds gets
 a time limit, so a wait that would spin forever prints the target's timeout
 line naming its site and stops (its statements, `expired`, trap on a GPU,

@@ -31,7 +31,7 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]
     found = [Result(CONTRACT, Level.ERROR, at_top(f)) for f in result.contract.findings]
     found += [Result(UNSITED, Level.ERROR, at_top(u)) for u in result.unsited]
     for cover in result.touched:
-        where = (prefix / result.site_path(cover)).as_posix(), cover.site.start
+        where = (prefix / result.site_path(cover)).as_posix(), cover.site.lines.start
         found += [
             Result(UNCOVERED, Level.ERROR, Finding(*where, gap, cover.site.name))
             for gap in cover.missing
@@ -68,7 +68,7 @@ def change_fails(result: Review, prefix: Path) -> list[Result]:
                 Level.ERROR,
                 Finding(
                     (prefix / result.site_path(cover)).as_posix(),
-                    cover.site.start,
+                    cover.site.lines.start,
                     str(failure),
                     cover.site.name,
                 ),
