@@ -225,7 +225,7 @@ def amplified(catalog: Catalog, tree_root: Path) -> list[Mapped]:
     faults included), with its shape, in catalog order."""
     if catalog.target.contract is None:
         raise ValueError(f"{catalog.path}: no [target.contract]: its spellings map a mutant")
-    sites, _ = parse_tree(Path(tree_root) / catalog.target.sources)
+    sites, _ = parse_tree(Path(tree_root) / catalog.target.sources, catalog.target.anchors)
     by_name = {site.name: site for site in sites}
     mapped = []
     for fault in catalog.faults.values():

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
+from faults.catalog.bound import Bound
 from faults.catalog.errors import CatalogError
 from faults.catalog.schedule import Schedule, ScheduleSpelling
 from faults.catalog.shrink import ShrinkSpec
 from hostio import RankMode, known_names
-from invariants.sync.spellings import (
-    ContractSpellings,
-)
+from invariants.sync.sites import Anchor
+from invariants.sync.spellings import ContractSpellings
 
 # The id prefix of every fault generated from the sites (no catalog fault may take it).
 GENERATED_PREFIX = "gen."
@@ -286,6 +286,14 @@ class Target:
         str, ...
     ] = ()  # [target.sass] cubin: writes every variant's cubin (faults/pipeline/erasure.py)
     schedule: ScheduleSpelling | None = None  # [target.schedule]: thread identities, steps
+    anchors: tuple[Anchor, ...] = ()  # [[target.site]]: sites declared outside the sources
+    bound: Bound | None = None  # [target.bound]: a time limit on the spin loops of its waits
+
+    def annotated(self) -> Target:
+        """This target as its scratch trees hold it: its anchored sites are
+        written in there as comment sites (faults/pipeline/scratch.py), so no
+        anchor is resolved again in a tree its faults patch."""
+        return replace(self, anchors=())
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from faults.catalog.anchors import site_key
 from faults.catalog.errors import catalog_error
 from faults.catalog.model import GENERATED_PREFIX, Catalog
 from faults.catalog.mutation import TwinError, rule_twins, twin_copy
-from invariants.sync.sites import Site, parse_tree
+from invariants.sync.sites import Site, anchored_sites, guard_problems, parse_tree
 
 
 def check_includes(catalog: Catalog) -> None:
@@ -43,8 +44,10 @@ def check_includes(catalog: Catalog) -> None:
 def check_sites_exist(catalog: Catalog, sources: Path) -> None:
     """Every site patch names a site of `sources` (an unknown site is a stale
     catalog), and so does every site `[generate]` names; every mutation
-    rule's twin copies a function `sources` define once (check_twins)."""
-    sites = parse_tree(sources)[0]
+    rule's twin copies a function `sources` define once (check_twins);
+    every [[target.site]] is found there (check_anchors)."""
+    check_anchors(catalog, sources)
+    sites = parse_tree(sources, catalog.target.anchors)[0]
     known = {site.name for site in sites}
     waits = {site.name for site in sites if site.kind == "wait"}
     settings = catalog.generate
@@ -68,6 +71,29 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
                 f"{key}: unknown site {name!r} in {sources}",
             )
     check_twins(catalog, sources, sites)
+
+
+def anchor_problems(catalog: Catalog, sources: Path) -> list[tuple[str, str, str]]:
+    """(site name, its key, what is wrong) for each [[target.site]] that `sources` do not
+    hold as declared: an anchor missing or found twice, `end` before `begin`,
+    its file missing, its name a comment site's too, an overlap, a `guards=`
+    naming no store or compute site."""
+    anchors = catalog.target.anchors
+    if not anchors:
+        return []
+    declared = parse_tree(sources)[0]
+    found, problems = anchored_sites(sources, anchors, declared)
+    keys = {anchor.name: site_key(index, anchor.name) for index, anchor in enumerate(anchors)}
+    wrong = [(finding.site, finding.message) for finding in problems]
+    by_name = {site.name: site for site in [*declared, *found]}
+    wrong += [(site.name, said) for site, said in guard_problems(found, by_name)]
+    return [(name, keys[name], message) for name, message in wrong]
+
+
+def check_anchors(catalog: Catalog, sources: Path) -> None:
+    """The first of anchor_problems, as the catalog's error."""
+    for _, key, message in anchor_problems(catalog, sources)[:1]:
+        raise catalog_error(catalog.path, key, message)
 
 
 def check_twins(catalog: Catalog, sources: Path, sites: list[Site]) -> None:
@@ -102,8 +128,13 @@ def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, lis
     fault whose patch names one, the faults including such a fault, and a
     mutation rule whose twin the tree cannot make, as one that ships another
     function of its name), and said. A control patch naming a missing site
-    cannot be left out."""
-    sites = parse_tree(sources)[0]
+    cannot be left out. A [[target.site]] the tree does not hold as declared
+    is left out too (its key named): the faults of its site no longer apply."""
+    unheld = anchor_problems(catalog, sources)
+    broken = {name for name, _, _ in unheld}
+    anchors = tuple(a for a in catalog.target.anchors if a.name not in broken)
+    catalog = replace(catalog, target=replace(catalog.target, anchors=anchors))
+    sites = parse_tree(sources, anchors)[0]
     known = {site.name for site in sites}
     settings = catalog.generate
     left_out = [
@@ -139,7 +170,8 @@ def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, lis
             unmade.append(f"target.mutation #{index} ({rule.family})")
     target = replace(catalog.target, mutations=tuple(rules))
     older = replace(catalog, target=target, generate=generate, faults=faults)
-    return older, left_out + sorted(dropped) + unmade
+    anchored = [f"{key}: {message}" for _, key, message in unheld]
+    return older, anchored + left_out + sorted(dropped) + unmade
 
 
 def names_site(key: str, site: str) -> bool:

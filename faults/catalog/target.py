@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from faults.catalog.anchors import site_tables
+from faults.catalog.bound import bound_table
 from faults.catalog.contract import contract_table
 from faults.catalog.fields import command, env_table, expect_type, fail
 from faults.catalog.log import log_table
@@ -22,7 +24,7 @@ LANGUAGES = ("cuda", "cpp")
 TARGET_KEYS = frozenset(
     (
         "name sources language run log build clock rank timeout_s env gpus"
-        " contract mutation publisher logical sass schedule"
+        " contract mutation publisher logical sass schedule site bound"
     ).split()
 )
 
@@ -82,6 +84,8 @@ def target_table(path: Path, raw) -> Target:
         logical_run=logical_table(path, raw.get("logical")),
         schedule=schedule_spelling(path, raw.get("schedule")),
         sass=sass_table(path, raw.get("sass")),
+        anchors=site_tables(path, raw.get("site")),
+        bound=bound_table(path, raw.get("bound"), raw["language"], clock),
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from faults.catalog import Catalog, Fault, GenerateSettings, Patch
 from faults.catalog.errors import catalog_error
 from faults.catalog.model import GENERATED_PREFIX, Family
+from faults.generate.annotate import annotated_copy
 from faults.generate.expose import expose_faults
 from faults.generate.mutate import mutants
 from invariants.sync.sites import Site, parse_tree
@@ -81,11 +82,13 @@ def generated_faults(sites: list[Site], settings: GenerateSettings) -> dict[str,
 def with_generated(catalog: Catalog, tree_root: Path) -> Catalog:
     """The catalog plus the faults generated from every site under its
     sources: the site actions above, then the mutants."""
-    sources = Path(tree_root) / catalog.target.sources
-    sites, _ = parse_tree(sources)
-    generated = generated_faults(sites, catalog.generate)
-    generated.update(mutants(sites, catalog.target.mutations, catalog.generate, sources))
-    generated.update(expose_faults(sites, catalog))  # docs/operators.md, "Delays that expose"
+    target = catalog.target
+    with annotated_copy(Path(tree_root) / target.sources, target.anchors) as sources:
+        sites, _ = parse_tree(sources)  # a rewrite's text as the scratch trees hold it
+        generated = generated_faults(sites, catalog.generate)
+        generated.update(mutants(sites, target.mutations, catalog.generate, sources))
+        # docs/operators.md, "Delays that expose"
+        generated.update(expose_faults(sites, catalog))
     for key, _ in catalog.generate.survivor_ok:
         if key.startswith(GENERATED_PREFIX) and key not in generated:
             raise catalog_error(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from faults.catalog import Catalog, Patch, Target
 from faults.generate.mutate import TAG
+from faults.pipeline.bound import bound_waits
 from faults.generate.schedule import draw, scheduled_code, spin
 from invariants.sync.sites import Site, parse_tree
 
@@ -244,7 +245,9 @@ def _mark_site(site: Site, patch: Patch, target: Target) -> None:
 def apply_patches(
     tree: Path, catalog: Catalog, patches: list[Patch], *, marked: bool = True, bare: bool = False
 ) -> list[Path]:
-    """Apply `patches` in order to the scratch `tree`; returns the files changed.
+    """Apply `patches` in order to the scratch `tree` (target_scratch's), then
+    bound its waits (faults/pipeline/bound.py: every tree the target runs,
+    the clean one too, with no patch); returns the files changed.
     `marked`: text patches get markers (a fault's; a control needs none);
     `bare`: no marker anywhere (docs/verdicts.md, "Erased faults")."""
     sources = Path(tree) / catalog.target.sources
@@ -255,7 +258,7 @@ def apply_patches(
             changed.append(apply_text_patch(sources, patch, target))
         else:
             changed.append(apply_site_patch(sources, patch, catalog.target, bare=bare))
-    return sorted(set(changed))
+    return sorted(set(changed + bound_waits(sources, catalog.target)))
 
 
 def apply_fault(tree: Path, catalog: Catalog, fault_id: str) -> list[Path]:

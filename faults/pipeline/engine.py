@@ -20,7 +20,7 @@ from faults.judge.verdict import Judgement, Verdict
 from faults.pipeline.apply import ApplyError, apply_fault, apply_patches
 from faults.pipeline.erasure import ErasedDecision, decide, erased_check, erasure_baseline
 from faults.pipeline.run import BuildError, build_tree, judged_runs
-from faults.pipeline.scratch import Prepared, UserTreeGuard, make_scratch, tree_digest
+from faults.pipeline.scratch import Prepared, UserTreeGuard, target_scratch, tree_digest
 from invariants.sync.contract import TreeContract, static_contract
 from invariants.sync.sites import guards_of
 
@@ -69,7 +69,8 @@ class Engine:
         self.env = env or {}  # e.g. this worker's CUDA_VISIBLE_DEVICES
         # A tree's static contract violations (docs/operators.md, "Mutation
         # operators"): the injected check, else invariants.sync.contract's (when there is one).
-        self.contract = contract or static_contract(catalog.target)
+        # Asked of scratch trees only, whose anchored sites are comment sites.
+        self.contract = contract or static_contract(catalog.target.annotated())
         self._prepared: dict[str, Prepared] = {}  # one tree per label, shared by its configs
         # Whether the compiler erased a fault: the injected check, else the catalog's [target.sass].
         self.erased = erased or erased_check(catalog, self.root, self.workdir, ref)
@@ -106,13 +107,13 @@ class Engine:
         prepared = Prepared(label, self.workdir / label / "tree")
         if prepared.tree.exists():  # a workdir reused: this engine's own old scratch tree
             shutil.rmtree(prepared.tree)
-        make_scratch(self.root, prepared.tree, ref=self.ref)
+        target_scratch(self.root, prepared.tree, self.catalog.target, ref=self.ref)
         sources = prepared.tree / self.catalog.target.sources
         try:
             if fault_id is not None:
                 apply_fault(prepared.tree, self.catalog, fault_id)
-            elif patches:
-                apply_patches(prepared.tree, self.catalog, list(patches), marked=False)
+            else:  # a control: its patches (the clean tree, none) and the bound
+                apply_patches(prepared.tree, self.catalog, list(patches or ()), marked=False)
         except ApplyError as error:
             prepared.error = Judgement(Verdict.APPLY_ERROR, False, str(error))
             return prepared

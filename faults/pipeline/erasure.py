@@ -30,7 +30,7 @@ from faults.catalog import Catalog, Target
 from faults.catalog.errors import FaultsError
 from faults.judge.verdict import Judgement, Verdict
 from faults.pipeline.apply import apply_patches
-from faults.pipeline.scratch import make_scratch, tree_digest
+from faults.pipeline.scratch import target_scratch, tree_digest
 from hostio import cuda_tool, cuda_toolkit_bin, run_logged, write_text
 
 TOOL = "nvdisasm"
@@ -173,7 +173,8 @@ class ErasedCheck:
             if self._clean is None:
                 tree = self.workdir / "sass-clean"
                 shutil.rmtree(tree, ignore_errors=True)
-                make_scratch(self.root, tree, ref=self.ref)
+                target_scratch(self.root, tree, self.target, ref=self.ref)
+                apply_patches(tree, self.catalog, [], bare=True)  # as it runs: bounded
                 self._clean = self._cached(tree)
                 shutil.rmtree(tree, ignore_errors=True)
             return self._clean
@@ -262,7 +263,7 @@ class ErasedCheck:
         None when it does not (the fault runs)."""
         tree = folder / "unmarked"
         shutil.rmtree(tree, ignore_errors=True)
-        make_scratch(self.root, tree, ref=self.ref)
+        target_scratch(self.root, tree, self.target, ref=self.ref)
         try:
             apply_patches(tree, self.catalog, self.catalog.all_patches(fault_id), bare=True)
             found, variants = self.difference(tree, folder / "unmarked-cubins")

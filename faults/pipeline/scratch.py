@@ -1,7 +1,9 @@
 """Scratch trees: the only place faults are applied. A scratch tree is a copy
 of the user's working tree (tracked and untracked-but-not-ignored files) or an
 archive of a git ref; the user's tree is never written, and a guard checks its
-digest before and after."""
+digest before and after. A tree a target's faults patch holds its anchored
+sites written in as comment sites (target_scratch), so every stage after it
+reads an annotated tree, whatever its patches do to the anchors' text."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from faults.catalog.errors import FaultsError
 from faults.judge.verdict import ContractFlags, Judgement
+from faults.generate.annotate import annotate
 
 SKIP_PARTS = {".git", "__pycache__", ".jit", ".hypothesis", ".ruff_cache", ".pytest_cache"}
 
@@ -91,6 +94,15 @@ def make_scratch(root: Path, dest: Path, *, ref: str | None = None) -> Path:
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ScratchExists(f"{dest}: already exists; give a fresh --workdir")
     return archive_ref(root, ref, dest) if ref else copy_working_tree(root, dest)
+
+
+def target_scratch(root: Path, dest: Path, target, *, ref: str | None = None) -> Path:
+    """A scratch tree (make_scratch) for `target`'s faults: its anchored
+    sites written in as comment sites (annotate); `target.annotated()` reads it."""
+    tree = make_scratch(root, dest, ref=ref)
+    if target.anchors:
+        annotate(tree / target.sources, target.anchors)
+    return tree
 
 
 class UserTreeGuard:

@@ -51,7 +51,7 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]
     found += [Result(UNSITED, Level.ERROR, at_top(u)) for u in result.unsited]
     found += lost_findings(result, prefix, catalog)
     for cover in result.touched:
-        where = (prefix / result.site_path(cover)).as_posix(), cover.site.start
+        where = (prefix / result.site_path(cover)).as_posix(), cover.site.lines.start
         found += [
             Result(UNCOVERED, Level.ERROR, Finding(*where, gap, cover.site.name))
             for gap in cover.missing
@@ -120,7 +120,7 @@ def change_fails(result: Review, prefix: Path) -> list[Result]:
                 Level.ERROR,
                 Finding(
                     (prefix / result.site_path(cover)).as_posix(),
-                    cover.site.start,
+                    cover.site.lines.start,
                     str(failure),
                     cover.site.name,
                 ),

@@ -58,7 +58,7 @@ def touched_site(result: Review, cover: Coverage) -> list[str]:
     unneeded = "n/a (no wait guards it)"
     failing = ", ".join(cover.failing) or ("-" if cover.needs_failing else unneeded)
     lines = [
-        f"- `{site.name}` ({site.kind}, {path}:{site.start}-{site.end}): {state}",
+        f"- `{site.name}` ({site.kind}, {path}:{site.lines.start}-{site.lines.stop - 1}): {state}",
         f"  - contract: {site_contract(result.contract, cover)}",
         f"  - must pass: {', '.join(cover.passing) or '-'}",
         f"  - must fail: {failing}",

@@ -134,7 +134,7 @@ def review(
         repo_root, tree, catalog_path, rank_mode, generated=generated, older_trees=older_trees
     )
     sources = tree / catalog.target.sources
-    sites, violations = parse_tree(sources)
+    sites, violations = parse_tree(sources, catalog.target.anchors)
     kept = {site.name for site in sites}
     changed = changed_lines(repo_root, base, change, catalog.target.sources)
 
@@ -146,13 +146,15 @@ def review(
 
     with tempfile.TemporaryDirectory(prefix="review-base-") as scratch:  # read, then gone
         base_tree = make_scratch(repo_root, Path(scratch) / "base", ref=base)
-        base_sites, base_violations = parse_tree(base_tree / catalog.target.sources)
+        base_sites, base_violations = parse_tree(
+            base_tree / catalog.target.sources, catalog.target.anchors
+        )
         had = [v.from_root(base_tree) for v in base_violations]
         unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
         lost_ones = lost_entries(own, lost, base_sites, kept) if own is not None else []
         gone = gone_sites(base_sites, base_tree, kept, unsited, tree, lost_ones)
     covers = coverage(catalog, sites)
-    touched = [covers[s.name] for s in sites if lines_of(s.path) & set(range(s.start, s.end + 1))]
+    touched = [covers[s.name] for s in sites if lines_of(s.path) & set(s.lines)]
     result = Review(
         base,
         change or "working tree",

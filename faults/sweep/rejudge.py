@@ -32,7 +32,7 @@ from faults.judge.seeds import (
 from faults.judge.verdict import FaultSummary, judge, summarize_fault
 from faults.pipeline.apply import ApplyError, apply_fault
 from faults.pipeline.engine import AskedOnce, RunResult
-from faults.pipeline.scratch import make_scratch, tree_digest
+from faults.pipeline.scratch import target_scratch, tree_digest
 from faults.report.document import SweepReport, catalog_sha256, now
 from invariants.sync.contract import static_contract
 from invariants.sync.sites import guards_of
@@ -79,7 +79,7 @@ def applied_tree(catalog: Catalog, root: Path, workdir: Path, label: str) -> Pat
     tree = workdir / label / "tree"
     if tree.exists():  # a --workdir reused
         shutil.rmtree(tree)
-    make_scratch(root, tree)
+    target_scratch(root, tree, catalog.target)
     try:
         apply_fault(tree, catalog, label)
     except ApplyError as error:
@@ -101,7 +101,7 @@ def rejudge_runs(
                 "the fault or the sources changed since, run it again",
             )
     guards = guards_of(tree / catalog.target.sources)
-    check = static_contract(catalog.target)
+    check = static_contract(catalog.target.annotated())  # its tree is a scratch tree
     contract = AskedOnce(check, tree)  # asked of a survivor only, once per tree
     changes = []
     for run in runs:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from faults.judge.seeds import RunId, describe, run_id
 from faults.pipeline.apply import apply_fault
-from faults.pipeline.scratch import make_scratch, tree_digest
+from faults.pipeline.scratch import target_scratch, tree_digest
 from faults.report.document import SweepReport
 
 
@@ -24,7 +24,7 @@ def applied_only(engine, label: str) -> dict:
     tree = engine.workdir / label / "tree"
     if tree.exists():  # a --workdir reused: this command's own old scratch tree
         shutil.rmtree(tree)
-    make_scratch(engine.root, tree)
+    target_scratch(engine.root, tree, engine.catalog.target)
     apply_fault(tree, engine.catalog, label)
     seed, schedule = describe(engine.catalog, label)
     digest = tree_digest(tree / engine.catalog.target.sources)

@@ -134,7 +134,10 @@ class Sweep:
             results_dir,
             history,
             machine=machine_name(),
-            sites=[s.name for s in parse_tree(root / catalog.target.sources)[0]],
+            sites=[
+                s.name
+                for s in parse_tree(root / catalog.target.sources, catalog.target.anchors)[0]
+            ],
         )
 
     # ------------------------------------------------------------------- run

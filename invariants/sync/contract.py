@@ -102,7 +102,7 @@ def check_contracts(
     if spellings is None:
         return ContractReport()
     sources = Path(sources) if sources is not None else Path(tree_root) / catalog_target.sources
-    sites, _ = parse_tree(sources)
+    sites, _ = parse_tree(sources, catalog_target.anchors)
     checked = contracted(sites)
     by_name = {site.name: site for site in sites}
     report = ContractReport(sites_checked=len(checked))
@@ -193,9 +193,14 @@ def _release_source(
     it, then a relaxed store), after the guarded site's end."""
     scope, group, findings = site.scope.value, site.producers, []
     guarded = by_name.get(site.guards or "")
-    if guarded is not None and guarded.path == site.path and guarded.end > site.start:
-        where = f"{guarded.name} (lines {guarded.start}-{guarded.end})"
-        findings.append((site.start, f"the guarded site {where} does not end before it starts"))
+    if (
+        guarded is not None
+        and guarded.path == site.path
+        and guarded.lines.stop > site.lines.start
+    ):
+        where = f"{guarded.name} (lines {guarded.lines.start}-{guarded.lines.stop - 1})"
+        said = f"the guarded site {where} does not end before it starts"
+        findings.append((site.lines.start, said))
     releases = _scoped(sp.release, site.scope, covering=True)
     weak = _calls(site, _scoped(sp.release, site.scope, covering=False))
     relaxed = _calls(site, [sp.store] if sp.store else [])
@@ -205,7 +210,7 @@ def _release_source(
     publishes = sorted([*_calls(site, releases), *weak, *relaxed])
     if not publishes:
         missing = _named(releases, f"release.{scope}")
-        return [*findings, (site.start, f"no publish: no {missing} in the site")]
+        return [*findings, (site.lines.start, f"no publish: no {missing} in the site")]
     for call in publishes:
         fenced = any(
             f < call and (group == Group.THREAD or any(b < f for b in barriers)) for f in fences
@@ -239,7 +244,8 @@ def _wait_source(
             return [(weak[0].line, f"acquire {weak[0].name} is no acquire at scope {scope}")]
         acquire = _named(acquire_spellings, f"acquire.{scope}")
         fence = _named(fence_spellings, f"fence.{scope}")
-        return [(site.start, f"no acquire at scope {scope}: no {acquire}, nor a load then {fence}")]
+        said = f"no acquire at scope {scope}: no {acquire}, nor a load then {fence}"
+        return [(site.lines.start, said)]
     if group == Group.THREAD:
         return []
     barrier, barriers, partial = _barriers(site, sp, group, conditions)

@@ -137,7 +137,7 @@ def ptx_findings(
                 violations += [Finding(str(site.path), n, m, site.name, label) for n, m in found]
     absent = "no instruction of the site in any variant"
     violations += [
-        Finding(str(site.path), site.start, absent, site.name)
+        Finding(str(site.path), site.lines.start, absent, site.name)
         for site in sites
         if site.name not in present
     ]
@@ -152,7 +152,7 @@ def release_findings(
     code, scope, group = function.instructions, site.scope.value, site.producers
     publishes = [i for i in members if code[i].is_data_store()]
     if not publishes:
-        return [(site.start, "no publish in the site: no st/red/atom to global memory")]
+        return [(site.lines.start, "no publish in the site: no st/red/atom to global memory")]
     own, stores = set(publishes), module.storing
 
     def data_store(i: int) -> bool:
@@ -206,7 +206,7 @@ def wait_findings(
         if weaker:
             return [(lines[weaker[0]], f"the wait acquires below scope {scope}")]
         nor = f"nor a call that acquires, nor a relaxed load then fence.acq_rel.{scope}"
-        return [(site.start, f"no ld.acquire.{scope} in the wait ({nor})")]
+        return [(site.lines.start, f"no ld.acquire.{scope} in the wait ({nor})")]
     if group == Group.THREAD:
         return []
     barrier = lambda j: covers(code[j].barrier(), group)  # noqa: E731

@@ -13,6 +13,13 @@ warp, block, grid), `consumers` who reads after the wait (thread, warp,
 block), `scope` the scope of the release or acquire (sys, gpu, cta), `guards`
 the store (or compute) site whose data is published or awaited.
 
+A site may instead be declared by anchors, outside the sources (a catalog's
+`[[target.site]]`, read into `Anchor`s): the literal text that opens it and
+the one that closes it, or one text whose enclosing statement it is
+(invariants/sync/statements.py). Its `Site` is the comment site it would
+be, its marker lines the lines just outside it: `start` the line before its
+first, `end` the line after its last, `anchored` set.
+
 Rules (checked by `python -m faults sites --check DIR`): regions close and do
 not nest, names are unique, kinds are valid, a release or a wait declares its
 whole contract (and no other kind any of it), what it guards exists and is a
@@ -24,11 +31,12 @@ from the last rule: they are where the primitives live.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
 from invariants.sync.finding import Finding
+from invariants.sync.statements import anchored_lines
 
 KINDS = ("store", "release", "wait", "compute")
 
@@ -82,20 +90,52 @@ PRIMITIVE = re.compile(
 )
 
 
+OUTSIDE = "outside any site"  # how a primitive outside every site is said
+
+
 @dataclass(frozen=True)
 class Site:
     name: str
     kind: str
     guards: str | None
     path: Path
-    start: int  # line of `// @site`, 1-based
-    end: int  # line of `// @end`
+    start: int  # line of `// @site`, 1-based (anchored: the line before its first)
+    end: int  # line of `// @end` (anchored: the line after its last)
     producers: Group | None = None  # releases
     consumers: Group | None = None  # waits
     scope: Scope | None = None  # releases and waits
+    anchored: bool = False  # declared by anchors: no marker line is its own
+
+    @property
+    def lines(self) -> range:
+        """The lines that are the site: its markers and body, or (anchored) its body."""
+        return range(self.start + self.anchored, self.end + 1 - self.anchored)
 
     def where(self) -> str:
-        return f"{self.path}:{self.start}"
+        return f"{self.path}:{self.lines.start}"
+
+    def header(self) -> str:
+        """Its `// @site` line's words after `// `, as a comment site declares it."""
+        said = {"kind": self.kind, "producers": self.producers, "consumers": self.consumers}
+        said |= {"scope": self.scope, "guards": self.guards}
+        words = [f"{k}={getattr(v, 'value', v)}" for k, v in said.items() if v]
+        return " ".join(["@site", self.name, *words])
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A site declared by the text around it: `begin` and `end` (the site
+    runs from the first line of `begin` through the last of `end`, each found
+    exactly once in `file`, `end` after `begin`), or `at` (the statement
+    enclosing it). `file` is relative to the sources; `attrs` the header's
+    attributes as a `// @site` line spells them (kind, producers, ...)."""
+
+    name: str
+    file: str
+    attrs: tuple[tuple[str, str], ...]
+    begin: str | None = None
+    end: str | None = None
+    at: str | None = None
 
 
 def source_files(root: Path) -> list[Path]:
@@ -163,7 +203,7 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
                     Finding(
                         str(path),
                         number,
-                        f"ordering primitive {use[1] or use[2]}( outside any site",
+                        f"ordering primitive {use[1] or use[2]}( {OUTSIDE}",
                     )
                 )
     if open_site is not None:
@@ -196,6 +236,13 @@ def _site(opened: tuple[str, dict[str, str], int], path: Path, end: int) -> Site
 
 
 def _check_header(path: Path, number: int, name: str, attrs: dict, text: str) -> list[Finding]:
+    problems = header_problems(name, attrs, ATTR.sub("", text).strip())
+    return [Finding(str(path), number, message) for message in problems]
+
+
+def header_problems(name: str, attrs: dict, leftovers: str = "") -> list[str]:
+    """What a site's name and attributes get wrong, as a `// @site` line (its
+    `leftovers`: words that are no attribute) or an anchor declares them."""
     problems = []
     if not NAME.match(name):
         problems.append(
@@ -205,11 +252,9 @@ def _check_header(path: Path, number: int, name: str, attrs: dict, text: str) ->
     if kind not in KINDS:
         problems.append(f"site {name}: kind={kind} is not one of {', '.join(KINDS)}")
     unknown = sorted(set(attrs) - {"kind", "guards", *CONTRACT_VALUES})
-    leftovers = ATTR.sub("", text).strip()
     if unknown or leftovers:
         problems.append(f"site {name}: unknown attributes {unknown or [leftovers]}")
-    problems += _contract_problems(name, kind, attrs)
-    return [Finding(str(path), number, message) for message in problems]
+    return problems + _contract_problems(name, kind, attrs)
 
 
 def _contract_problems(name: str, kind: str | None, attrs: dict) -> list[str]:
@@ -236,56 +281,94 @@ def _contract_problems(name: str, kind: str | None, attrs: dict) -> list[str]:
     return problems
 
 
-def parse_tree(root: Path) -> tuple[list[Site], list[Finding]]:
-    """Every site under `root` and every rule it breaks, across files."""
+def anchored_sites(
+    root: Path, anchors, declared: list[Site]
+) -> tuple[list[Site], list[Finding]]:
+    """The sites `anchors` declare in the sources `root`, and, for each that
+    cannot be, a finding of that site naming the key at fault: its file
+    missing, a text not found exactly once, `end` before `begin`, a name the
+    sources declare too, a site overlapping another."""
+    root = Path(root)
+    sites, problems = [], []
+    for anchor in anchors:
+        path = root / anchor.file
+        try:
+            clash = next((s for s in declared if s.name == anchor.name), None)
+            if clash is not None:
+                raise ValueError(f"declared in the source too ({clash.where()})")
+            if not path.is_file():
+                raise ValueError(f"file {anchor.file} does not exist in {root}")
+            where = Path(anchor.file).as_posix()
+            keys = {key: getattr(anchor, key) for key in ("begin", "end", "at")}
+            first, last = anchored_lines(path.read_text(), where, **keys)
+            site = _site((anchor.name, dict(anchor.attrs), first - 1), path, last + 1)
+            site = replace(site, anchored=True)
+            other = next((s for s in [*declared, *sites] if _overlap(s, site)), None)
+            if other is not None:
+                span = f"lines {other.lines.start}-{other.lines.stop - 1}"
+                raise ValueError(f"overlaps site {other.name} ({span}) in {where}")
+            sites.append(site)
+        except ValueError as error:
+            problems.append(Finding(str(path), None, str(error), site=anchor.name))
+    return sites, problems
+
+
+def _overlap(one: Site, other: Site) -> bool:
+    return one.path == other.path and bool(set(one.lines) & set(other.lines))
+
+
+def parse_tree(root: Path, anchors=()) -> tuple[list[Site], list[Finding]]:
+    """Every site under `root` (its comment sites, then the sites `anchors`
+    declare) and every rule it breaks, across files."""
     root = Path(root)
     sites, violations = [], []
     for path in source_files(root):
         found, problems = parse_file(path, check_primitives=not _exempt(path, root))
         sites += found
         violations += problems
+    found, problems = anchored_sites(root, anchors, sites)
+    held = {(str(site.path), line) for site in found for line in site.lines}
+    violations = [v for v in violations if (v.file, v.line) not in held or OUTSIDE not in v.message]
+    sites += found
+    violations += problems
     first: dict[str, Site] = {}
     for site in sites:
         if site.name in first:
-            violations.append(
-                Finding(
-                    str(site.path),
-                    site.start,
-                    f"site {site.name} defined again (first at {first[site.name].where()})",
-                )
-            )
+            again = f"site {site.name} defined again (first at {first[site.name].where()})"
+            violations.append(Finding(str(site.path), site.lines.start, again))
         else:
             first[site.name] = site
+    for site, problem in guard_problems(sites, first):
+        violations.append(Finding(str(site.path), site.lines.start, problem))
+    return sites, violations
+
+
+def guard_problems(sites: list[Site], by_name: dict[str, Site]) -> list[tuple[Site, str]]:
+    """Each site whose `guards=` names no site, or one that is no store or compute site."""
+    problems = []
     for site in sites:
-        guarded = first.get(site.guards) if site.guards is not None else None
+        guarded = by_name.get(site.guards) if site.guards is not None else None
         if site.guards is not None and guarded is None:
-            violations.append(
-                Finding(
-                    str(site.path),
-                    site.start,
-                    f"site {site.name} guards unknown site {site.guards}",
-                )
-            )
+            problems.append((site, f"site {site.name} guards unknown site {site.guards}"))
         elif guarded is not None and guarded.kind not in GUARDABLE_KINDS:
-            violations.append(
-                Finding(
-                    str(site.path),
-                    site.start,
+            problems.append(
+                (
+                    site,
                     f"site {site.name} guards {site.guards}, a {guarded.kind} site: "
                     f"a site guards a {' or '.join(GUARDABLE_KINDS)} site",
                 )
             )
-    return sites, violations
+    return problems
 
 
-def guards_of(root: Path) -> dict[str, str | None]:
+def guards_of(root: Path, anchors=()) -> dict[str, str | None]:
     """Each site under `root` and the site it guards (None: it guards none),
     as a survivor's hint names them."""
-    return {site.name: site.guards for site in parse_tree(root)[0]}
+    return {site.name: site.guards for site in parse_tree(root, anchors)[0]}
 
 
 def site_body(site: Site) -> list[str]:
-    """The source lines strictly between the site's markers."""
+    """The source lines strictly between the site's markers (anchored: its lines)."""
     lines = site.path.read_text().splitlines()
     return lines[site.start : site.end - 1]
 
@@ -305,7 +388,9 @@ def published_store(release: Site, sites: list[Site]) -> Site | None:
     above = [
         site
         for site in sites
-        if site.path == release.path and site.end < release.start and site.kind in MAKERS
+        if site.path == release.path
+        and site.lines.stop <= release.lines.start
+        and site.kind in MAKERS
     ]
     if not above:
         return None

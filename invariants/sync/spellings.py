@@ -57,11 +57,12 @@ def spelling(pattern: re.Pattern[str]) -> str:
 
 class ContractTarget(Protocol):
     """What the contract reads of a target: its name (its PTX cache's), its
-    sources, its spellings (None: no contract), and the environment and time
-    limit its PTX command runs under."""
+    sources and the sites it declares there by anchors, its spellings (None:
+    no contract), and the environment and time limit its PTX command runs under."""
 
     name: str
     sources: str
+    anchors: tuple
     contract: ContractSpellings | None
     env: dict[str, str]
     timeout_s: float

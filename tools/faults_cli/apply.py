@@ -7,7 +7,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from faults.pipeline.scratch import make_scratch
+from faults.pipeline.scratch import target_scratch
 from hostio import (
     UsageError,
     writable_dir,
@@ -23,7 +23,7 @@ def apply_command(args: argparse.Namespace) -> int:
     if args.out.exists():
         raise UsageError(f"apply: --out {args.out} exists: give a new directory")
     writable_dir(args.out.parent, "apply: --out's folder")
-    make_scratch(args.root, args.out)
+    target_scratch(args.root, args.out, catalog.target)
     try:
         patched = apply_fault(args.out, catalog, args.id)
     except ApplyError as error:  # nothing half-patched stays behind

@@ -24,7 +24,7 @@ def sites_command(args: argparse.Namespace) -> int:
     if not source_files(Path(args.dir)):
         raise UsageError(f"sites: {args.dir}: no source file under it")
     try:
-        sites, violations = parse_tree(Path(args.dir))
+        sites, violations = parse_tree(Path(args.dir), dir_anchors(args))
     except UnicodeDecodeError as error:
         raise UsageError(f"sites: {args.dir}: not a text source ({error.reason})") from None
     if Path(args.dir).is_file() and Path(args.dir).suffix not in SOURCE_SUFFIXES:
@@ -41,7 +41,8 @@ def sites_command(args: argparse.Namespace) -> int:
                 "guards": site.guards,
             }
             said = "".join(f" {key}={value}" for key, value in contract.items() if value)
-            print(f"{site.name:28} {site.kind:8} {site.path}:{site.start}-{site.end}{said}")
+            span = f"{site.lines.start}-{site.lines.stop - 1}"
+            print(f"{site.name:28} {site.kind:8} {site.path}:{span}{said}")
     for violation in violations:
         print(violation, file=sys.stderr)
     if not args.check:
@@ -78,6 +79,15 @@ def contract_check(args: argparse.Namespace) -> int:
     state = "ok" if report.ok else f"{len(report.violations)} violation(s)"
     print(f"contract of {report.sites_checked} releases and waits ({ptx}): {state}")
     return len(report.violations)
+
+
+def dir_anchors(args: argparse.Namespace) -> tuple:
+    """The sites DIR's catalog declares by anchors, when DIR is its sources."""
+    catalog = sources_catalog(args)
+    if catalog is None:
+        return ()
+    sources = (args.root / catalog.target.sources).resolve()
+    return catalog.target.anchors if Path(args.dir).resolve() == sources else ()
 
 
 def sources_catalog(args: argparse.Namespace) -> Catalog | None:

@@ -252,3 +252,38 @@ def test_the_sweep_and_the_review_leave_no_temporary_folder(tmp_path):
     assert failed.returncode == 1, failed.stderr
     [folder] = temp.iterdir()
     assert f"scratch trees and logs kept (a run failed): {folder}" in failed.stdout
+
+
+ANCHORED_CATALOG = REPO / "tests/fixtures/flag_payload_anchored/catalog.toml"
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (
+            'at = "channel.flag.store("',
+            'at = "round_idx + 1"',
+            "target.site[1] (fx.producer.flag_release): at found 2 times in main.cpp "
+            "(lines 34, 40)",
+        ),
+        (
+            "[target.bound]",
+            '[target.contract]\nrelase = { sys = "st_release" }\n\n[target.bound]',
+            "target.contract: unknown keys ['relase']",
+        ),
+    ],
+    ids=["an anchor found twice", "an unknown spelling"],
+)
+@pytest.mark.parametrize("command", [["sweep"], ["apply", "D1", "--out", "applied"]])
+def test_a_bad_anchor_or_spelling_is_one_line_before_any_work(
+    tmp_path, old, new, message, command
+):
+    text = ANCHORED_CATALOG.read_text()
+    assert old in text
+    catalog = tmp_path.parent / f"{tmp_path.name}-anchored.toml"
+    catalog.write_text(text.replace(old, new, 1))
+    words = [w if w != "applied" else str(tmp_path / "applied") for w in command]
+    result = faults("--catalog", str(catalog), "--root", str(REPO), *words, tmp=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [f"{PROG}: error: {catalog}: {message}"], result.stderr
+    assert list(tmp_path.iterdir()) == []

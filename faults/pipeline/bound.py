@@ -1,0 +1,83 @@
+"""Bounded spins (docs/catalog.md, "Bounded waits"): in a tree the target
+runs, every loop of a wait site that the catalog's `loop` pattern finds gets
+a time limit, so a wait that would spin forever prints the target's timeout
+line naming its site and stops (its statements, `expired`, trap on a GPU,
+and a fault flushes the device's printf buffer: the markers reach the log).
+The limit counts from the start of the wait site, read with the target's
+clock; lines the engine injected are left alone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from faults.catalog import Target
+from faults.generate.mutate import tagged
+from invariants.sync.sites import Site, parse_tree
+
+OWNER = "bound"  # the tag's owner: no fault, every tree of the target
+
+
+def start_name(site: Site) -> str:
+    """The variable holding when the site started: one a site, so two sites of one scope may."""
+    return "afd_bound_" + re.sub(r"\W", "_", site.name)
+
+
+def _start(site: Site, target: Target) -> str:
+    if target.language == "cuda":
+        return f"const unsigned long long {start_name(site)} = {target.clock};"
+    return f"const auto {start_name(site)} = std::chrono::steady_clock::now();"
+
+
+def _within(site: Site, target: Target) -> str:
+    limit = target.bound.limit_ns
+    if target.language == "cuda":
+        return f"{target.clock} - {start_name(site)} < {limit}ull"
+    return (
+        f"std::chrono::steady_clock::now() - {start_name(site)} < "
+        f"std::chrono::nanoseconds({limit})"
+    )
+
+
+def bounded_condition(cond: str, site: Site, target: Target) -> str:
+    """`cond`, and while the limit has not passed; past it, `expired` runs."""
+    expired = target.bound.expired_at(site.name)
+    return f"({cond}) && ({_within(site, target)} || ([&]() {{ {expired} return false; }})())"
+
+
+def bound_site(lines: list[str], site: Site, target: Target) -> list[str]:
+    """`lines` (the site's file) with each loop the pattern finds in the
+    site's body bounded, and the site's start read first; as they were when
+    it finds none."""
+    body = lines[site.start : site.end - 1]
+    text = "\n".join(body)
+    pieces, done = [], 0
+    for match in target.bound.loop.finditer(text):
+        line = body[text.count("\n", 0, match.start())]
+        if "// AFDFAULT " in line or match.start("cond") < 0:
+            continue  # the engine's own spin, or no condition
+        pieces += [text[done : match.start("cond")]]
+        pieces += [bounded_condition(match["cond"], site, target)]
+        done = match.end("cond")
+    if not pieces:
+        return lines
+    rewritten = ("".join(pieces) + text[done:]).split("\n")
+    first = body[0] if body else ""
+    indent = first[: len(first) - len(first.lstrip())]
+    start = indent + tagged(_start(site, target), OWNER, f"start of {site.name}'s time limit")
+    return [*lines[: site.start], start, *rewritten, *lines[site.end - 1 :]]
+
+
+def bound_waits(sources: Path, target: Target) -> list[Path]:
+    """Every wait site under the (annotated) `sources` bounded; the files changed."""
+    if target.bound is None:
+        return []
+    waits = [site for site in parse_tree(sources)[0] if site.kind == "wait"]
+    changed = []
+    for site in sorted(waits, key=lambda site: site.start, reverse=True):
+        lines = site.path.read_text().splitlines()
+        bounded = bound_site(lines, site, target)
+        if bounded != lines:
+            site.path.write_text("\n".join(bounded) + "\n")
+            changed.append(site.path)
+    return sorted(set(changed))

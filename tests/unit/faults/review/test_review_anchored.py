@@ -1,0 +1,64 @@
+"""The review of a change to foreign sources whose sites a catalog declares
+by anchors (tests/fixtures/flag_payload_anchored): the anchors are resolved
+on each tree; one the change's tree no longer holds is a finding of the
+change, not a catalog error."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from faults.review.model import ReviewVerdict
+from invariants.sync.finding import Finding
+from tests.unit.faults.gitrepo import git
+from tests.unit.faults.review.test_review import reviewed
+
+SRC = "tests/fixtures/flag_payload_anchored"
+FIXTURE = Path(__file__).parents[4] / SRC
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURE, root / SRC)
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def review(repo: Path):
+    return reviewed(["HEAD", "--root", str(repo), "--no-generated"], repo / SRC / "catalog.toml")
+
+
+def edit(repo: Path, old: str, new: str) -> None:
+    path = repo / SRC / "main.cpp"
+    assert path.read_text().count(old) == 1
+    path.write_text(path.read_text().replace(old, new))
+
+
+def test_a_change_inside_an_anchored_site_touches_it(repo):
+    edit(repo, "std::memory_order_release);", "std::memory_order_seq_cst);")
+    status, result = review(repo)
+    assert [(c.site.name, c.site.anchored, list(c.site.lines)) for c in result.touched] == [
+        ("fx.producer.flag_release", True, [34]),
+    ]
+    assert (result.lost, result.unsited) == ([], [])
+
+
+def test_an_anchor_the_change_breaks_is_a_finding_of_the_change(repo):
+    """The change rewrites the release so its anchor is no longer found: the
+    primitive is outside every site, and the site's catalog entries (its
+    anchor, fault H1) no longer apply: CHANGES NEEDED, not exit 2."""
+    edit(repo, "channel.flag.store(round_idx + 1,", "channel.flag.exchange(round_idx + 1,")
+    status, result = review(repo)
+    assert (status, result.verdict) == (1, ReviewVerdict.CHANGES_NEEDED)
+    assert result.lost == [
+        "target.site[1] (fx.producer.flag_release): at found 0 times in main.cpp",
+        "H1",
+    ]
+    assert result.unsited == [
+        Finding(f"{SRC}/main.cpp", 34, "ordering primitive exchange( outside any site")
+    ]
