@@ -6,6 +6,8 @@ docs/operators.md, "Mutation operators")."""
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import replace
 from pathlib import Path
 
@@ -174,6 +176,9 @@ def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, lis
     return older, anchored + left_out + sorted(dropped) + unmade
 
 
+ANCHOR_ENTRY = re.compile(r"target\.site\[\d+\] \((?P<site>[^)]+)\): ")
+
+
 def names_site(key: str, site: str) -> bool:
     """Whether a `[generate.survivor_ok]` key names `site`: the site itself,
     or one generated fault of it (its id holds the site's name)."""
@@ -184,8 +189,12 @@ def entry_sites(catalog: Catalog, entry: str, candidates: set[str]) -> list[str]
     """Which of `candidates` (site names) a catalog entry without_missing_sites
     may leave out names: a fault, through its patches and those of the faults
     it includes; a `[generate.survivor_ok]` key; a `[generate.site_configs]`
-    prefix. A mutation rule names none."""
+    prefix; a [[target.site]] the tree no longer holds (`target.site[i] (name): ...`).
+    A mutation rule names none."""
     named: set[str] = set()
+    anchor = ANCHOR_ENTRY.match(entry)
+    if anchor:
+        named.add(anchor["site"])
     if entry in catalog.faults:
         seen, todo = set(), [entry]
         while todo:

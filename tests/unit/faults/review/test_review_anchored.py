@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.review.model import ReviewVerdict
+from faults.review.model import LostEntry, ReviewVerdict
 from invariants.sync.finding import Finding
 from tests.unit.faults.gitrepo import git
 from tests.unit.faults.review.test_review import reviewed
@@ -56,8 +56,11 @@ def test_an_anchor_the_change_breaks_is_a_finding_of_the_change(repo):
     status, result = review(repo)
     assert (status, result.verdict) == (1, ReviewVerdict.CHANGES_NEEDED)
     assert result.lost == [
-        "target.site[1] (fx.producer.flag_release): at found 0 times in main.cpp",
-        "H1",
+        LostEntry(
+            "target.site[1] (fx.producer.flag_release): at found 0 times in main.cpp",
+            ("fx.producer.flag_release",),
+        ),
+        LostEntry("H1", ("fx.producer.flag_release",)),
     ]
     assert result.unsited == [
         Finding(f"{SRC}/main.cpp", 34, "ordering primitive exchange( outside any site")
