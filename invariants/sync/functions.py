@@ -55,7 +55,10 @@ def definitions(sources: Path, name: str) -> list[Definition]:
 
 # A name then `(`: a definition when a body follows its parameter list.
 NAMED_CALL = re.compile(r"(?<![\w.])(?<!->)(?<!::)(?:\w+::)*([A-Za-z_]\w*)\s*\(")
-NOT_FUNCTIONS = frozenset("if for while switch catch return sizeof decltype alignof".split())
+NOT_FUNCTIONS = frozenset(
+    "if constexpr else for while do switch case catch return throw new delete sizeof decltype"
+    " alignof alignas typeid noexcept static_assert defined __launch_bounds__".split()
+)
 
 
 def file_definitions(path: Path, text: str) -> list[Definition]:
@@ -72,9 +75,9 @@ def _definitions_in(path: Path, text: str, code: str, call: re.Pattern[str]) -> 
     """The definitions whose name `call` matches in one file (`code`: its code_only)."""
     found = []
     for match in call.finditer(code):
-        after = _closing(code, match.end() - 1, "(", ")")
+        after = closing(code, match.end() - 1, "(", ")")
         opens = BODY_OPENS.match(code, after + 1) if after is not None else None
-        close = _closing(code, opens.end() - 1, "{", "}") if opens else None
+        close = closing(code, opens.end() - 1, "{", "}") if opens else None
         if close is None:
             continue
         name = match.start(match.lastindex) if match.lastindex else match.start()
@@ -92,11 +95,11 @@ def _definitions_in(path: Path, text: str, code: str, call: re.Pattern[str]) -> 
     return found
 
 
-def _closing(code: str, at: int, opening: str, closing: str) -> int | None:
+def closing(code: str, at: int, opening: str, closer: str) -> int | None:
     """The offset of the bracket that closes the one at `at` (None: never closed)."""
     depth = 0
     for index in range(at, len(code)):
-        depth += {opening: 1, closing: -1}.get(code[index], 0)
+        depth += {opening: 1, closer: -1}.get(code[index], 0)
         if depth == 0:
             return index
     return None
