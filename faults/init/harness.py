@@ -14,7 +14,7 @@ LOG_PATTERNS = {
     "digest": '^"native_source_sha256": "([0-9a-f]{64})"$',
 }
 
-SKELETON = r"""// The harness of {name}: written by `afdep-faults init` as a skeleton
+SKELETON = r"""// The harness of {name}: written by `{program} init` as a skeleton
 // (docs/tools.md, "Onboarding a codebase"). It runs every logical rank of the
 // target on one GPU, each on its own stream, and prints the lines the
 // catalog's [target.log] reads: the digest, a mismatch, a timeout.
@@ -90,6 +90,7 @@ int main(int argc, char** argv) {{
 """
 
 
-def harness_skeleton(name: str, first_file: str) -> str:
-    """The skeleton's C++ text for target `name` (`first_file`: a source to include)."""
-    return SKELETON.format(name=name, first_file=first_file or "TODO.cuh")
+def harness_skeleton(name: str, first_file: str, program: str = "python -m faults") -> str:
+    """The skeleton's C++ text for target `name` (`first_file`: a source to
+    include; `program`: the command that wrote it)."""
+    return SKELETON.format(name=name, first_file=first_file or "TODO.cuh", program=program)

@@ -126,13 +126,14 @@ def _release(lines: Lines, uses: list[Use], taken: list[int], claimed: set[int])
     barrier = uses[previous] if previous is not None else None
     group = Group.THREAD
     start = lines.statement_start(first.line, lines.depth(first.line))
-    if barrier and barrier.action == "barrier" and _near(lines, barrier.line, first.line, BARRIER_REACH):
+    just_before = barrier is not None and barrier.action == "barrier"
+    if just_before and _near(lines, barrier.line, first.line, BARRIER_REACH):
         group, start = GROUPS[barrier.qualifier], barrier.line
         claimed.add(previous)
     end = lines.statement_end(lines.statement_start(last.line, lines.depth(start)))
     notes = _notes([uses[i] for i in taken])
     if last.action == "store" and len(taken) == 1:
-        notes += ("relaxed (volatile) store, no fence before it: no release",)
+        notes += ("relaxed (volatile) — no release: no fence before the store",)
     return _anchored(lines, Kind.RELEASE, last, start, end, group, Scope(scope), notes)
 
 
@@ -146,7 +147,7 @@ def _wait(lines: Lines, uses: list[Use], index: int, claimed: set[int]) -> Propo
         fence = next((u for u in uses[index + 1 :] if u.line <= end and u.action == "fence"), None)
         scope = fence.qualifier if fence else "sys"
         if fence is None and not use.volatile:
-            notes += ("relaxed load, no fence after it: no acquire",)
+            notes += ("relaxed — no acquire: no fence after the load",)
     group = Group.THREAD
     following = _next(uses, index, claimed)
     while following is not None and uses[following].line <= end:
@@ -156,7 +157,8 @@ def _wait(lines: Lines, uses: list[Use], index: int, claimed: set[int]) -> Propo
         depth = lines.depth(barrier.line)
         outer = lines.statement_start(start, depth)
         outer_end = lines.statement_end(outer)
-        if lines.depth(start) >= depth and _near(lines, outer_end, barrier.line, BARRIER_REACH, depth):
+        near = _near(lines, outer_end, barrier.line, BARRIER_REACH, depth)
+        if lines.depth(start) >= depth and near:
             group, start, end = GROUPS[barrier.qualifier], outer, lines.statement_end(barrier.line)
             claimed.add(following)
     return _anchored(lines, Kind.WAIT, use, start, end, group, Scope(scope), notes)
@@ -166,7 +168,7 @@ def _notes(uses: list[Use]) -> tuple[str, ...]:
     notes = []
     for use in uses:
         if use.volatile and use.action == "load":
-            notes.append("relaxed (volatile) load: no acquire")
+            notes.append("relaxed (volatile) — no acquire")
         if use.form is Form.ASM:
             notes.append(f"inline asm `{use.name}`: the contract reads calls; wrap it in a helper")
         if use.form is Form.MEMBER:
@@ -215,7 +217,9 @@ def with_stores(lines: Lines, proposals: list[Proposal]) -> list[Proposal]:
 
 def _store_before(lines: Lines, release: Proposal, floor: int) -> Proposal | None:
     depth, first = lines.depth(release.start), release.start
-    while first - 1 > floor and lines.depth(first - 1) >= depth and not _opens(lines, first - 1, depth):
+    while first - 1 > floor and lines.depth(first - 1) >= depth:
+        if _opens(lines, first - 1, depth):
+            break
         first -= 1
     while first < release.start and (not lines.code(first) or lines.depth(first) != depth):
         first += 1

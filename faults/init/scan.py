@@ -131,7 +131,9 @@ def scan(root: Path, given: dict[str, str]) -> Scan:
     # A primitive's own definition (a wrapper, or a function a spelling names) is no use of it.
     primitive = set(helpers) | {name for name in _defined(files) if _given(name, given)}
     bodies = [(p, d) for p, f in files.items() for d in f.definitions if _name(d) in primitive]
-    uses = [u for u in uses if not any(p == u.path and d.body < u.offset < d.close for p, d in bodies)]
+    uses = [
+        u for u in uses if not any(p == u.path and d.body < u.offset < d.close for p, d in bodies)
+    ]
     return Scan(root, files, uses, helpers, spellings_used(uses, given))
 
 
@@ -207,7 +209,8 @@ def volatile_uses(path: str, source: SourceFile) -> list[Use]:
             found.append(_use(path, source, match.start(), reading, "volatile", Form.VOLATILE))
     deref = "|".join(re.escape(n) for n in sorted(names)) or "(?!)"
     store = re.compile(
-        rf"(?:\*\s*\(\s*volatile\b[^;=]*?\)\s*[\w\[\]+ ]*|\*\s*(?:{deref})\b|\b(?:{deref})\s*\[[^\]]*\])"
+        rf"(?:\*\s*\(\s*volatile\b[^;=]*?\)\s*[\w\[\]+ ]*"
+        rf"|\*\s*(?:{deref})\b|\b(?:{deref})\s*\[[^\]]*\])"
         rf"\s*=(?!=)"
     )
     for match in store.finditer(code):
@@ -237,7 +240,8 @@ def find_helpers(files: dict[str, SourceFile], uses: list[Use]) -> list[Helper]:
             declared = source.code[definition.start : definition.name]
             if lines > HELPER_LINES or "__global__" in declared:
                 continue
-            inside = [u for u in uses if u.path == path and definition.body < u.offset < definition.close]
+            body = range(definition.body + 1, definition.close)
+            inside = [u for u in uses if u.path == path and u.offset in body]
             reading = helper_reading(inside)
             if reading is not None:
                 why = ", ".join(dict.fromkeys(u.name for u in inside))

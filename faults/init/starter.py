@@ -13,12 +13,12 @@ from faults.init.propose import Kind, Proposal
 from faults.init.scan import Scan
 
 HEADER = """\
-# The starter catalog of {name}, written by `afdep-faults init {sources}`
+# The starter catalog of {name}, written by `{program} init {sources}`
 # (docs/tools.md, "Onboarding a codebase"). Fill in every TODO, check each
 # proposed site (its kind, its producers or consumers, its scope, and the
 # store site it guards), then:
-#   afdep-faults --catalog {name}.toml sites --check {sources}
-#   afdep-faults --catalog {name}.toml sweep
+#   {program} --catalog {name}.toml sites --check {sources}
+#   {program} --catalog {name}.toml sweep
 
 [target]
 name = {name_s}
@@ -63,9 +63,20 @@ def toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def starter_catalog(scan: Scan, proposals: list[Proposal], name: str, sources: str) -> str:
+def starter_catalog(
+    scan: Scan,
+    proposals: list[Proposal],
+    name: str,
+    sources: str,
+    program: str = "python -m faults",
+) -> str:
+    """The catalog's text (`program`: the command its comments say to run)."""
     text = HEADER.format(
-        name=name, sources=sources, name_s=toml_string(name), sources_s=toml_string(sources)
+        name=name,
+        sources=sources,
+        name_s=toml_string(name),
+        sources_s=toml_string(sources),
+        program=program,
     )
     text += "".join(f"{key} = {toml_string(value)}\n" for key, value in LOG_PATTERNS.items())
     text += contract(scan) + BOUND
@@ -83,7 +94,8 @@ def contract(scan: Scan) -> str:
     for helper in scan.helpers.values():
         lines.append(
             f"# {helper.name} ({helper.path}:{helper.line}) wraps {helper.why}: "
-            f"it is a {helper.reading.key}" + (" (volatile: relaxed)" if helper.reading.volatile else "")
+            f"reads as {helper.reading.key}"
+            + (" (volatile: relaxed)" if helper.reading.volatile else "")
         )
     for key in sorted(scan.spellings):
         lines.append(f"{key} = {toml_string('|'.join(scan.spellings[key]))}")

@@ -12,6 +12,7 @@ from faults.init import CONTRACT_KEYS, harness_skeleton, propose, scan, starter_
 from hostio import UsageError, known_names
 from invariants.sync.sites import source_files
 from invariants.sync.spellings import call_pattern
+from tools.faults_cli.steps import program
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -50,14 +51,17 @@ def init_command(args: argparse.Namespace) -> int:
         given[key] = f"{given[key]}|{regex}" if key in given else regex
     found = scan(sources, given)
     proposals = propose(found)
-    catalog = starter_catalog(found, proposals, args.name, _from_root(sources, args.root))
+    catalog = starter_catalog(
+        found, proposals, args.name, _from_root(sources, args.root), program()
+    )
     if args.out is None:
         print(catalog, end="")
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     outputs[0].write_text(catalog)
-    outputs[1].write_text(harness_skeleton(args.name, next(iter(found.files), "")))
-    print(f"{len(proposals)} sites proposed from {len(found.uses)} uses: {outputs[0]}, {outputs[1]}")
+    outputs[1].write_text(harness_skeleton(args.name, next(iter(found.files), ""), program()))
+    written = f"{outputs[0]}, {outputs[1]}"
+    print(f"{len(proposals)} sites proposed from {len(found.uses)} uses: {written}")
     return 0
 
 
