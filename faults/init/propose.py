@@ -189,10 +189,13 @@ def anchors(lines: Lines, proposal: Proposal, function: str = "") -> Proposal:
     if lines.statement_end(proposal.start) == proposal.end:
         at = lines.anchor_from(proposal.start, proposal.end)
         return replace(proposal, at=at, name=function)
-    # Text inside the site first; a site whose text repeats elsewhere (two
-    # identical branches) reaches past it, where the file tells them apart.
+    # Text inside the site first; `begin` may reach past its end where the
+    # file tells two alike sites apart, but `end` starts no earlier than
+    # `begin` (two identical branches: no `end` finds one of them once).
     begin = lines.anchor_from(proposal.start, proposal.end - 1) or lines.anchor_from(proposal.start)
-    end = lines.anchor_to(proposal.end, proposal.start + 1) or lines.anchor_to(proposal.end)
+    end = lines.anchor_to(proposal.end, proposal.start + 1) or lines.anchor_to(
+        proposal.end, proposal.start
+    )
     return replace(proposal, begin=begin, end_text=end, name=function)
 
 

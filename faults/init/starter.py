@@ -42,6 +42,7 @@ BOUND = """
 # [target.bound]
 # loop = 'while \\s*\\((?P<cond>[^;]*)\\)'  # a spin loop; `cond` its condition
 # limit_ns = 2_000_000_000
+# expired = 'printf("timeout: site={site}\\n"); __trap();'  # what runs past the limit
 """
 
 TAIL = """
@@ -127,7 +128,7 @@ def site_table(scan: Scan, proposal: Proposal) -> str:
         else:
             body.append(f'guards = "{proposal.guards}"')
     if not proposal.anchored:
-        head.append("# no text around it is found once in the file: anchor it by hand")
+        head.append("# its text repeats in the file: no anchor finds it once; declare it by hand")
         body = [f"# {line}" for line in body]
         return "\n".join([*head, "# [[target.site]]", *body]) + "\n"
     return "\n".join([*head, "[[target.site]]", *body]) + "\n"

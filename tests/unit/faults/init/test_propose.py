@@ -3,9 +3,10 @@ sources against the sites their `// @site` comments declare."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
-from faults.init import Form, Kind, propose, scan
+from faults.init import Form, Kind, propose, scan, starter_catalog
 from invariants.sync.sites import Group, Scope, parse_tree
 from tests.unit.faults.init.tree import write_tree
 
@@ -133,3 +134,31 @@ def test_every_release_and_wait_afdep_declares_holds_a_proposals_line():
     assert [s for s in declared if s.kind in ("release", "wait")]  # the check checks something
     assert missed == []
 
+
+
+def test_two_identical_branches_get_no_anchor_and_the_starter_says_so(tmp_path):
+    sources = tmp_path / "src"
+    sources.mkdir()
+    (sources / "k.cu").write_text(
+        "__global__ void twice(int* flag, bool early) {\n"
+        "  if (early) {\n"
+        "    __syncthreads();\n"
+        "    __threadfence_system();\n"
+        "    atomicExch_system(flag, 1);\n"
+        "  } else {\n"
+        "    __syncthreads();\n"
+        "    __threadfence_system();\n"
+        "    atomicExch_system(flag, 1);\n"
+        "  }\n"
+        "}\n"
+    )
+    found = scan(sources, {})
+    proposals = propose(found)
+    said = [(p.name, p.start, p.end, p.group, p.scope, p.anchored) for p in proposals]
+    assert said == [
+        ("k.twice.release", 3, 5, Group.BLOCK, Scope.SYS, False),
+        ("k.twice.release_2", 7, 9, Group.BLOCK, Scope.SYS, False),
+    ]
+    text = starter_catalog(found, proposals, "twice", "src")
+    assert "# its text repeats in the file: no anchor finds it once; declare it by hand\n" in text
+    assert "site" not in tomllib.loads(text)["target"]
