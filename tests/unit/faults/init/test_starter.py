@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import re
 import tomllib
+from pathlib import Path
 
+from faults.catalog import load_catalog
 from faults.init import harness_skeleton, propose, scan, starter_catalog
 from faults.init.harness import LOG_PATTERNS
 from faults.init.starter import toml_string
+from invariants.sync.sites import parse_tree
 from tests.unit.faults.init.tree import write_tree
 
 
@@ -75,3 +78,20 @@ def test_the_harness_prints_what_the_log_patterns_find():
 def test_a_toml_string_reads_back_as_its_text():
     for text in ("plain", "it's", 'a "quote"\nand a line', "back\\slash", "tab\there"):
         assert tomllib.loads(f"x = {toml_string(text)}")["x"] == text
+
+
+def test_the_starter_loads_and_its_anchored_sites_are_the_proposed_lines(tmp_path):
+    found = scan(write_tree(tmp_path), {})
+    proposals = propose(found)
+    path = tmp_path / "demo.toml"
+    path.write_text(starter_catalog(found, proposals, "demo", "src"))
+    catalog = load_catalog(path, tree_root=tmp_path)
+    sites, violations = parse_tree(tmp_path / "src", catalog.target.anchors)
+    assert violations == []
+    assert {
+        s.name: (Path(s.path).name, s.lines.start, s.lines.stop - 1, s.kind, s.guards)
+        for s in sites
+    } == {p.name: (p.path, p.start, p.end, p.kind.value, p.guards) for p in proposals}
+    assert {s.name: (s.producers or s.consumers, s.scope) for s in sites} == {
+        p.name: (p.group, p.scope) for p in proposals
+    }
