@@ -48,34 +48,58 @@ def definitions(sources: Path, name: str) -> list[Definition]:
     found = []
     for path in source_files(sources):
         text = path.read_text()
-        if name not in text:
-            continue
-        code = code_only(text)
-        for match in call.finditer(code):
-            after = _closing(code, match.end() - 1, "(", ")")
-            opens = BODY_OPENS.match(code, after + 1) if after is not None else None
-            close = _closing(code, opens.end() - 1, "{", "}") if opens else None
-            if close is None:
-                continue
-            found.append(
-                Definition(
-                    path,
-                    text,
-                    _declaration_start(code, match.start()),
-                    match.start(),
-                    opens.end() - 1,
-                    close,
-                    _line_end(code, close + 1),
-                )
-            )
+        if name in text:
+            found += _definitions_in(path, text, code_only(text), call)
     return found
 
 
-def _closing(code: str, at: int, opening: str, closing: str) -> int | None:
+# A name then `(`: a definition when a body follows its parameter list.
+NAMED_CALL = re.compile(r"(?<![\w.])(?<!->)(?<!::)(?:\w+::)*([A-Za-z_]\w*)\s*\(")
+NOT_FUNCTIONS = frozenset(
+    "if constexpr else for while do switch case catch return throw new delete sizeof decltype"
+    " alignof alignas typeid noexcept static_assert defined __launch_bounds__".split()
+)
+
+
+def file_definitions(path: Path, text: str) -> list[Definition]:
+    """Every function definition in one file's `text`, in the order of the file."""
+    return [
+        definition
+        for definition in _definitions_in(path, text, code_only(text), NAMED_CALL)
+        if text[definition.name : definition.body].split("(")[0].split("::")[-1].strip()
+        not in NOT_FUNCTIONS
+    ]
+
+
+def _definitions_in(path: Path, text: str, code: str, call: re.Pattern[str]) -> list[Definition]:
+    """The definitions whose name `call` matches in one file (`code`: its code_only)."""
+    found = []
+    for match in call.finditer(code):
+        after = closing(code, match.end() - 1, "(", ")")
+        opens = BODY_OPENS.match(code, after + 1) if after is not None else None
+        close = closing(code, opens.end() - 1, "{", "}") if opens else None
+        if close is None:
+            continue
+        name = match.start(match.lastindex) if match.lastindex else match.start()
+        found.append(
+            Definition(
+                path,
+                text,
+                _declaration_start(code, name),
+                name,
+                opens.end() - 1,
+                close,
+                _line_end(code, close + 1),
+            )
+        )
+    return found
+
+
+def closing(code: str, at: int, opening: str, closer: str) -> int | None:
     """The offset of the bracket that closes the one at `at` (None: never closed)."""
     depth = 0
     for index in range(at, len(code)):
-        depth += {opening: 1, closing: -1}.get(code[index], 0)
+        depth += {opening: 1, closer: -1}.get(code[index], 0)
         if depth == 0:
             return index
     return None

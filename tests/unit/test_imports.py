@@ -162,7 +162,7 @@ PARTS = {
         ("faults.pipeline",),
         ("faults.report",),
         ("faults.review",),
-        ("faults.corpus", "faults.shrink", "faults.sweep", "faults.amplify"),
+        ("faults.corpus", "faults.shrink", "faults.sweep", "faults.amplify", "faults.init"),
         ("faults.pytest_plugin",),
     ),
 }

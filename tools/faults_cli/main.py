@@ -1,5 +1,6 @@
 """afdep-faults (python -m faults) [--catalog PATH] [--root DIR] COMMAND ...
 
+init SOURCES          propose sites, a starter catalog and a harness for a tree
 list                  the catalog's faults (site-generated ones too, unless --no-generated)
 show ID               one fault, its patches (includes first)
 apply ID --out DIR    a scratch tree with ID applied, to read or build by hand
@@ -38,6 +39,7 @@ from tools.faults_cli import (
     apply,
     compare,
     corpus,
+    init,
     listing,
     merge,
     rejudge,
@@ -52,6 +54,7 @@ from tools.faults_cli.steps import program
 
 # Each subcommand's module, in the order `--help` lists them.
 COMMANDS = (
+    init,
     sites,
     listing,
     apply,
