@@ -144,8 +144,12 @@ def pip_download(release: Release, dest: Path, find_links: Path | None) -> Path:
     said = done.stdout + done.stderr
     if done.returncode != 0:
         last = next((ln for ln in reversed(said.splitlines()) if ln.strip()), "no output")
-        if UNREACHABLE.search(said):
-            raise FetchError(f"{release.spec}: the registry cannot be reached: {last.strip()}")
+        unreachable = UNREACHABLE.search(said)
+        if unreachable:  # pip's last line then blames the release, not the network
+            raise FetchError(
+                f"{release.spec}: the registry cannot be reached ({unreachable[0]}); "
+                "pip download gave up"
+            )
         if NO_RELEASE.search(said):
             raise FetchError(f"{release.spec}: the registry has no such release: {last.strip()}")
         raise FetchError(f"{release.spec}: pip download failed: {last.strip()}")
