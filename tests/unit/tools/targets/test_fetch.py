@@ -20,7 +20,9 @@ FAKE_MEMBERS = {
     "fakepkg/data/include/fake/comm/two.cuh": b"// two\n",
     "fakepkg/data/include/fake/deep/three.h": b"// three\n",
     "fakepkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.0\n",
-    "fakepkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    "fakepkg-1.0.dist-info/WHEEL": (
+        b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    ),
     "fakepkg-1.0.dist-info/RECORD": b"",
 }
 WHEEL = "fakepkg-1.0-py3-none-any.whl"
@@ -89,7 +91,9 @@ def test_the_workspace_holds_the_members_stripped_and_our_harness_in_one_commit(
     commit = make_workspace(read_release(table(tmp_path, links)), into, links)
     files = sorted(p.relative_to(into).as_posix() for p in into.rglob("*")
                    if p.is_file() and ".git" not in p.parts)
-    assert files == ["harness/harness.cu", "include/fake/comm/one.cuh", "include/fake/comm/two.cuh"]
+    assert files == [
+        "harness/harness.cu", "include/fake/comm/one.cuh", "include/fake/comm/two.cuh"
+    ]
     assert (into / "include/fake/comm/two.cuh").read_bytes() == b"// two\n"
     repo = git.Repo(into)
     assert repo.head.commit.hexsha == commit and not repo.head.commit.parents
@@ -106,7 +110,8 @@ def test_a_sha256_that_differs_is_refused_and_nothing_is_made(tmp_path, links):
 
 def test_a_member_glob_matching_nothing_is_refused(tmp_path, links):
     release = read_release(table(tmp_path, links, members=["fakepkg/data/include/none/*.h"]))
-    with pytest.raises(FetchError, match=r"members: 'fakepkg/data/include/none/\*.h' matches no member"):
+    said = r"members: 'fakepkg/data/include/none/\*.h' matches no member"
+    with pytest.raises(FetchError, match=said):
         make_workspace(release, tmp_path / "ws", links)
     assert not (tmp_path / "ws").exists()
 

@@ -24,9 +24,9 @@ CATALOG = ROOT / "catalogs" / "flashinfer_comm.toml"
 HEADER = "include/flashinfer/comm/trtllm_allreduce_fusion.cuh"
 HEADER_SHA256 = "9f5529d444072b5a373d244001dcf2fb272362c2562471b5097287a4c7b8bb70"
 SITES = {
-    "ar.twoshot.data_store": ("store", "reinterpret_cast<float4*>(comm.comm_bufs[params.rank])[idx] ="),
-    "ar.barrier.flag_release": ("release", "st_flag(m_target_flag + blockIdx.x * NRanks, m_flag_value);"),
-    "ar.barrier.flag_wait": ("wait", "while (ld_flag(m_current_flag) == prev_flag(m_flag_value)) {"),
+    "ar.twoshot.data_store": ("store", "reinterpret_cast<float4*>(comm.comm_bufs[params.rank])"),
+    "ar.barrier.flag_release": ("release", "st_flag(m_target_flag + blockIdx.x * NRanks,"),
+    "ar.barrier.flag_wait": ("wait", "while (ld_flag(m_current_flag) == prev_flag("),
     "ar.twoshot.sum_store": ("store", "sum_val.store(reinterpret_cast<T*>(comm.comm_bufs[r])"),
     "ar.sync_comm.arrive": ("store", "if (threadIdx.x == 0) {"),
     "ar.lamport_comm.arrive": ("store", "if (threadIdx.x == 0) {"),
