@@ -102,7 +102,8 @@ def test_the_workspace_holds_the_members_stripped_and_our_harness_in_one_commit(
 
 def test_a_sha256_that_differs_is_refused_and_nothing_is_made(tmp_path, links):
     release = read_release(table(tmp_path, links, sha256="1" * 64))
-    with pytest.raises(FetchError, match=f"sha256: {WHEEL} has [0-9a-f]{{64}}, the table pins 1{{64}}"):
+    said = f"sha256: {WHEEL} has [0-9a-f]{{64}}, the table pins 1{{64}}"
+    with pytest.raises(FetchError, match=said):
         make_workspace(release, tmp_path / "ws", links)
     assert not (tmp_path / "ws").exists()
     assert not list((tmp_path / "cache/faults/fetch").rglob(WHEEL))  # never cached
