@@ -1,0 +1,112 @@
+"""The flashinfer comm target (catalogs/flashinfer_comm.toml, docs/targets.md)
+on a workspace fetched from the registry once a session: its catalog loads,
+its anchors resolve once each on the untouched 0.7.4 header, and our harness
+builds clean, with a generated skip and with a generated delay. Skipped, with
+the reason, when the registry cannot be reached or nvcc is not here."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from faults.catalog import load_catalog
+from faults.pipeline.run import substitute
+from invariants.sync.sites import parse_tree
+from tools.faults_cli.main import main as faults_main
+from tools.targets.fetch import FetchError, make_workspace, read_release
+
+ROOT = Path(__file__).resolve().parents[4]
+CATALOG = ROOT / "catalogs" / "flashinfer_comm.toml"
+HEADER = "include/flashinfer/comm/trtllm_allreduce_fusion.cuh"
+HEADER_SHA256 = "9f5529d444072b5a373d244001dcf2fb272362c2562471b5097287a4c7b8bb70"
+SITES = {
+    "ar.twoshot.data_store": ("store", "reinterpret_cast<float4*>(comm.comm_bufs[params.rank])"),
+    "ar.barrier.flag_release": ("release", "st_flag(m_target_flag + blockIdx.x * NRanks,"),
+    "ar.barrier.flag_wait": ("wait", "while (ld_flag(m_current_flag) == prev_flag("),
+    "ar.twoshot.sum_store": ("store", "sum_val.store(reinterpret_cast<T*>(comm.comm_bufs[r])"),
+    "ar.sync_comm.arrive": ("store", "if (threadIdx.x == 0) {"),
+    "ar.lamport_comm.arrive": ("store", "if (threadIdx.x == 0) {"),
+    "ar.quant.group_absmax": ("compute", "atomicMax(&smem_group_absmax[local_group]"),
+    "ar.oneshot.push": ("store", "val.store(reinterpret_cast<T*>(comm.data_bufs[r]) +"),
+    "ar.oneshot.clear": ("store", "clear_vec.store(reinterpret_cast<T*>(comm.clear_buf)"),
+    "ar.oneshot.poll": ("compute", "while (!done) {"),
+}
+
+
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory) -> Path:
+    into = tmp_path_factory.mktemp("flashinfer") / "ws"
+    try:
+        make_workspace(read_release("flashinfer_comm"), into)
+    except FetchError as error:
+        if "cannot be reached" in str(error):
+            pytest.skip(f"registry unreachable: {error}")
+        raise
+    return into
+
+
+def needs_nvcc() -> None:
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH: the harness cannot be compiled here")
+
+
+def test_the_fetched_header_is_the_released_one_untouched(workspace):
+    digest = hashlib.sha256((workspace / HEADER).read_bytes()).hexdigest()
+    assert digest == HEADER_SHA256
+    names = sorted(p.name for p in (workspace / "include/flashinfer/comm").iterdir())
+    assert names == ["trtllm_allreduce_fusion.cuh"]  # no vLLM all-reduce, nothing else
+
+
+def test_every_anchor_resolves_once_to_its_statement(workspace):
+    catalog = load_catalog(CATALOG, tree_root=workspace)
+    sources = workspace / catalog.target.sources
+    sites, violations = parse_tree(sources, catalog.target.anchors)
+    assert violations == []
+    assert {site.name: site.kind for site in sites} == {n: k for n, (k, _) in SITES.items()}
+    lines = (sources / "trtllm_allreduce_fusion.cuh").read_text().splitlines()
+    for site in sites:
+        assert site.anchored
+        assert lines[site.lines.start - 1].strip().startswith(SITES[site.name][1]), site.name
+
+
+def test_the_catalog_runs_every_config_as_logical_ranks(workspace):
+    catalog = load_catalog(CATALOG, tree_root=workspace)
+    assert [(c.name, c.gpus) for c in catalog.configs] == [
+        (f"{kernel}-{ranks}", ranks) for kernel in ("twoshot", "oneshot") for ranks in (2, 4, 8)
+    ]
+    assert catalog.auto_rank_mode(1).value == "logical"
+
+
+def build(tree: Path, out: Path) -> subprocess.CompletedProcess:
+    catalog = load_catalog(CATALOG)
+    words = substitute(catalog.target.build, tree=str(tree), out=str(out), python="python3",
+                       digest="0" * 64, gpus="2", ranks="2")
+    return subprocess.run(words, capture_output=True, text=True, timeout=600)
+
+
+def test_the_harness_builds_on_the_clean_tree(workspace, tmp_path):
+    needs_nvcc()
+    done = build(workspace, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "harness").is_file()
+
+
+# The skip removes the wait's loop; the delay's tree keeps it, bounded.
+@pytest.mark.parametrize(
+    "fault, bounded",
+    [("gen.skip.ar.barrier.flag_wait", False), ("gen.delay.ar.oneshot.push", True)],
+)
+def test_a_generated_fault_applies_and_builds(workspace, tmp_path, fault, bounded):
+    needs_nvcc()
+    tree = tmp_path / "tree"
+    argv = ["--root", str(workspace), "--catalog", str(CATALOG), "apply", fault, "--out", str(tree)]
+    assert faults_main(argv) == 0
+    text = (tree / HEADER).read_text()
+    assert f"AFDFAULT {fault} rank=%d" in text
+    assert ("faults timeout: site=ar.barrier.flag_wait" in text) == bounded
+    done = build(tree, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
