@@ -152,7 +152,8 @@ def notes(doc: dict) -> list[str]:
         ]
         said = [row.get("why", ""), *exits, row.get("upstream", "")]
         if any(said):
-            lines.append(f"- {row['bug']}: " + "; ".join(" ".join(s.split()) for s in said if s))
+            parts = (" ".join(text.split()).rstrip(".") for text in said if text)
+            lines.append(f"- {row['bug']}: " + "; ".join(parts) + ".")
     for fix in doc.get("not_made", []):
         lines.append(
             f"- {fix['name']} ({fix['class']}, {fix['buggy']} -> {fix['fixed']}, {fix['file']}): "

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import argparse
 import shutil
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
+from faults.catalog import Catalog, load_catalog
+from faults.corpus.bugs import BugCommit, CorpusError
 from hostio import UsageError, gpu_count, machine_name
+from invariants.sync.sites import parse_tree
 from tools.faults_cli.steps import workdir
 
-HARNESS_FOLDER = "harness"  # where our harness files land in a workspace (as fetch.py's)
 AUTHOR = ("faults corpus", "corpus@localhost")
 
 
@@ -23,12 +27,36 @@ def _tree(corpus, release, wanted: list[str], cache: Path, missing_ok: bool = Fa
     return members(*where, wanted, cache, missing_ok=missing_ok)
 
 
-def workspace(corpus, bug, root: Path, into: Path, cache: Path):
-    """`into` a git repository: its first commit the base release's members
-    and our harness, its second the bug's file with its hunks undone."""
-    import git
+@dataclass(frozen=True)
+class BaseSites:
+    """What a bug's base holds for its review: the catalog loaded on it, its
+    site names, the digest of its sources."""
 
-    from faults.corpus.bugs import BugCommit
+    catalog: Catalog
+    sites: frozenset[str]
+    digest: str
+
+
+def base_sites(corpus, bug, catalog_path: Path, tree: Path) -> BaseSites:
+    """The catalog on the bug's base `tree`, the bug's site checked there
+    (the bug itself may break the site's anchors)."""
+    from faults.pipeline.scratch import tree_digest
+
+    catalog = load_catalog(catalog_path, tree_root=tree)
+    found = parse_tree(tree / catalog.target.sources, catalog.target.anchors)[0]
+    sites = frozenset(site.name for site in found)
+    if bug.bug.site and bug.bug.site not in sites:
+        raise CorpusError(
+            f"{corpus.path}: bug {bug.bug.name}: site {bug.bug.site}"
+            f" is not a site of {corpus.catalog} on its base {bug.base.version}"
+        )
+    return BaseSites(catalog, sites, tree_digest(tree / catalog.target.sources))
+
+
+def _base_files(corpus, bug, cache: Path) -> tuple[Path, list[str], str]:
+    """The base release's tree, the members the workspace takes from it, and
+    the bug's file as the bug commit holds it (made before any folder is:
+    a refusal is one line)."""
     from faults.corpus.releases import make_bug_text
 
     # The harness's members an older base lacks are left out (its build fails
@@ -40,7 +68,18 @@ def workspace(corpus, bug, root: Path, into: Path, cache: Path):
     for release in (bug.buggy, bug.fixed):
         tree = _tree(corpus, release, [bug.file], cache)
         texts.setdefault(release.version, (tree / bug.file).read_text())
-    buggy_text = make_bug_text(bug, texts)  # before any folder is made: a refusal is one line
+    return base_tree, members, make_bug_text(bug, texts)
+
+
+def workspace(corpus, bug, root: Path, into: Path, cache: Path, on_base=None):
+    """`into` a git repository: its first commit the base release's members
+    and our harness, its second the bug's file with its hunks undone; the
+    BugCommit, and what `on_base(into)` says of the first commit's tree."""
+    import git
+
+    from tools.targets.fetch import HARNESS_FOLDER
+
+    base_tree, members, buggy_text = _base_files(corpus, bug, cache)
     shutil.rmtree(into, ignore_errors=True)  # an earlier (perhaps cut) run's scratch
     for member in members:
         source = base_tree / member
@@ -57,24 +96,12 @@ def workspace(corpus, bug, root: Path, into: Path, cache: Path):
     repo.git.add("--all")
     title = f"{corpus.package} {bug.base.version}: {bug.base.file} (sha256 {bug.base.sha256})"
     base = repo.index.commit(title, author=actor, committer=actor).hexsha
+    said = on_base(into) if on_base is not None else None
     (into / bug.file).write_text(buggy_text)
     repo.git.add("--all")
-    head = repo.index.commit(
-        f"{bug.bug.bug_class}: {bug.bug.title}", author=actor, committer=actor
-    ).hexsha
-    return BugCommit(bug.bug, into, base, head)
-
-
-def catalog_sites(catalog_path: Path, tree: Path) -> set[str]:
-    """The site names the catalog's sources hold in `tree` (its anchored
-    sites too, where the catalog declares any)."""
-    from faults.catalog import load_catalog
-    from invariants.sync.sites import parse_tree
-
-    catalog = load_catalog(catalog_path, tree_root=tree)
-    # Anchored sites are the catalog's (docs/catalog.md); a catalog without them has none.
-    anchors = getattr(catalog.target, "anchors", ())
-    return {site.name for site in parse_tree(tree / catalog.target.sources, anchors)[0]}
+    message = f"{bug.bug.bug_class}: {bug.bug.title}"
+    head = repo.index.commit(message, author=actor, committer=actor).hexsha
+    return BugCommit(bug.bug, into, base, head), said
 
 
 def _checked(args: argparse.Namespace):
@@ -93,41 +120,37 @@ def _checked(args: argparse.Namespace):
 
 
 def target_corpus_command(args: argparse.Namespace) -> int:
-    from faults.catalog import load_catalog
-    from faults.corpus.bugs import CorpusError, review_commits
+    from faults.corpus.bugs import review_commits
     from faults.corpus.bugs_report import document, passed, summary, write_results
     from faults.corpus.releases import load_release_corpus
-    from faults.pipeline.scratch import tree_digest
     from tools.faults_cli.steps import chosen_rank_mode
     from tools.targets.members import CACHE
 
     corpus, catalog_path = _checked(args)
     cache = args.root / CACHE
     with workdir(args, "corpus") as work:
-        commits = [
-            workspace(corpus, bug, args.root, work.path / bug.bug.name / "clone", cache)
+        made = [  # every bug made and its site checked before any review
+            workspace(
+                corpus,
+                bug,
+                args.root,
+                work.path / bug.bug.name / "clone",
+                cache,
+                partial(base_sites, corpus, bug, catalog_path),
+            )
             for bug in corpus.bugs
         ]
-        sites = {}
-        for commit in commits:  # every site checked before any review
-            known = sites.setdefault(commit.repo, catalog_sites(catalog_path, commit.repo))
-            if commit.bug.site and commit.bug.site not in known:
-                raise CorpusError(
-                    f"{corpus.path}: bug {commit.bug.name}: site {commit.bug.site}"
-                    f" is not a site of {corpus.catalog} on its base"
-                )
-        catalog = load_catalog(catalog_path, tree_root=commits[0].repo)
+        catalog = made[0][1].catalog
         rank_mode = str(chosen_rank_mode(args, catalog))
         needed, gpus = catalog.gpus_needed, gpu_count()
         if args.run and gpus < needed:
             raise UsageError(
                 f"corpus --run: the target needs {needed} GPUs, this machine has {gpus}"
             )
-        known_sites = set().union(*sites.values())
         results = review_commits(
-            commits,
+            [commit for commit, _ in made],
             work.path,
-            known_sites,
+            set().union(*(base.sites for _, base in made)),
             run=args.run,
             catalog=catalog_path,
             rank_mode=rank_mode,
@@ -135,9 +158,8 @@ def target_corpus_command(args: argparse.Namespace) -> int:
             exposure=not args.no_exposure,
             not_run_why="only a run catches it: corpus --run",
         )
-        # The digest of what the first workspace's sources hold: the base
-        # release's, which every bug of one base shares.
-        digest = tree_digest(commits[0].repo / catalog.target.sources)
+        # The first bug's base sources (a corpus's bugs mostly share one base).
+        digest = made[0][1].digest
         doc = document(
             results,
             machine_name(),

@@ -29,7 +29,7 @@ def test_bug_b_undoes_exactly_its_hunks_on_the_base(tmp_path):
     corpus = dataclasses.replace(corpus, harness=())  # the bug's file alone is under test
     (bug,) = corpus.bugs
     try:
-        made = workspace(corpus, bug, REPO, tmp_path / "ws", REPO / CACHE)
+        made, _ = workspace(corpus, bug, REPO, tmp_path / "ws", REPO / CACHE)
     except FetchError as error:
         if "cannot be reached" in str(error) or "cannot be downloaded" in str(error):
             pytest.skip(f"the registry cannot be reached: {error}")
