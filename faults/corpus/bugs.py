@@ -32,6 +32,7 @@ from enum import Enum
 from pathlib import Path
 
 from faults.catalog.errors import FaultsError
+from faults.corpus.classes import BugClass
 from hostio import run_logged
 
 HEADER_KEYS = ("class", "site", "catch", "title")
@@ -49,6 +50,9 @@ class CorpusError(FaultsError):
 class Catch(str, Enum):
     STATIC = "static"  # the static review (the publish contract) must catch it
     RUN = "run"  # only running the covering faults can
+    # Expected to get past the review; the entry says why (a foreign corpus:
+    # code the target's harness never runs, a fault no catalog entry makes).
+    MISSED = "missed"
 
     def __str__(self) -> str:
         return self.value
@@ -71,10 +75,14 @@ class CaughtBy(str, Enum):
 class Bug:
     name: str  # the patch file's stem
     path: Path
-    bug_class: str
-    site: str
+    bug_class: BugClass
+    site: str  # "" where the code the bug changes holds no site of the catalog
     catch: Catch
     title: str
+    # Why the catch is expected as it is, and where the bug was fixed upstream
+    # (a foreign corpus says both; a patch's header holds neither).
+    why: str = ""
+    upstream: str = ""
 
 
 @dataclass
@@ -128,20 +136,25 @@ def _header(path: Path) -> dict[str, str]:
     return fields
 
 
+def word_of(enum: type[Enum], value: object, where: str, key: str):
+    """`value` as a member of `enum`, else a CorpusError naming `where` and `key`."""
+    try:
+        return enum(value)
+    except ValueError:
+        words = [member.value for member in enum]
+        raise CorpusError(f"{where}: {key} {value!r} is not one of {words}") from None
+
+
 def load_bug(path: Path) -> Bug:
     fields = _header(path)
     missing = [key for key in HEADER_KEYS if key not in fields]
     if missing:
         raise CorpusError(f"{path}: header lacks {', '.join(missing)}")
-    try:
-        catch = Catch(fields["catch"])
-    except ValueError:
-        raise CorpusError(
-            f"{path}: catch {fields['catch']!r} is not one of {[c.value for c in Catch]}"
-        ) from None
+    catch = word_of(Catch, fields["catch"], str(path), "catch")
+    bug_class = word_of(BugClass, fields["class"], str(path), "class")
     if "diff --git" not in path.read_text():
         raise CorpusError(f"{path}: no diff after the header")
-    return Bug(path.stem, path, fields["class"], fields["site"], catch, fields["title"])
+    return Bug(path.stem, path, bug_class, fields["site"], catch, fields["title"])
 
 
 def load_corpus(folder: Path, only: str | None = None) -> list[Bug]:
@@ -218,12 +231,15 @@ def review_words(
     slots: int,
     exposure: bool = True,
     older_trees: bool = False,
+    catalog: Path | None = None,
 ) -> list[str]:
     """The review command one bug gets: static, or --run with `slots` (and
     the exposure twins unless `exposure` is false; `older_trees`: a commit of
-    the history, review --older-trees)."""
+    the history, review --older-trees; `catalog`: --catalog, else the clone's
+    default)."""
     mode = "run" if run else "static"
     command = [sys.executable, "-m", "faults", "--root", str(clone), "--workdir", str(work / mode)]
+    command += ["--catalog", str(catalog)] if catalog is not None else []
     command += ["--rank-mode", rank_mode, "review", base, head, "--sarif", str(sarif)]
     command += ["--older-trees"] if older_trees else []
     if not run:
@@ -244,6 +260,7 @@ def review_bug(
     exposure: bool = True,
     cache: Path | None = None,
     older_trees: bool = False,
+    catalog: Path | None = None,
 ) -> ReviewOutcome:
     """One review of base..head in `clone`, its files under `work`; `cache`:
     the review's own cache folder (its PTX compiled afresh), else the user's."""
@@ -259,6 +276,7 @@ def review_bug(
         slots=slots,
         exposure=exposure,
         older_trees=older_trees,
+        catalog=catalog,
     )
     log = sarif.with_suffix(".log")
     started = time.perf_counter()
@@ -292,40 +310,66 @@ def _env_for(clone: Path, cache: Path | None = None) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class BugCommit:
+    """A bug committed: the repository it is in, its parent and its commit."""
+
+    bug: Bug
+    repo: Path
+    base: str
+    head: str
+
+
 def run_corpus(
     repo_root: Path,
     sources: str,
     bugs: list[Bug],
     workdir: Path,
-    *,
-    run: bool,
-    rank_mode: str = "auto",
-    slots: int = 1,
-    exposure: bool = True,
-    not_run_why: str = "",
-    say=print,
+    **review_options,
 ) -> list[BugResult]:
     """Each bug committed on a clone of HEAD, all of them first (a bug naming
     no site of HEAD, or one that does not apply, stops the command before any
-    review), then reviewed there one at a time (a review --run holds every GPU).
-    Without `run`, `not_run_why` says why no run review runs."""
+    review), then reviewed (`review_commits`, with `review_options`)."""
     from invariants.sync.sites import parse_tree
 
     known_sites = {site.name for site in parse_tree(Path(repo_root) / sources)[0]}
     for bug in bugs:
         if bug.site not in known_sites:
             raise CorpusError(f"{bug.path}: site {bug.site} is not a site of HEAD")
-    commits = [bug_commit(repo_root, bug, Path(workdir) / bug.name / "clone") for bug in bugs]
+    commits = []
+    for bug in bugs:
+        clone = Path(workdir) / bug.name / "clone"
+        commits.append(BugCommit(bug, clone, *bug_commit(repo_root, bug, clone)))
+    return review_commits(commits, workdir, known_sites, **review_options)
+
+
+def review_commits(
+    commits: list[BugCommit],
+    workdir: Path,
+    known_sites: set[str],
+    *,
+    run: bool,
+    catalog: Path | None = None,
+    rank_mode: str = "auto",
+    slots: int = 1,
+    exposure: bool = True,
+    not_run_why: str = "",
+    say=print,
+) -> list[BugResult]:
+    """Each bug commit reviewed in its repository, one at a time (a review
+    --run holds every GPU): static, and with `run` the covering faults too;
+    `catalog`: the review's --catalog (else the repository's default).
+    Without `run`, `not_run_why` says why no run review runs."""
     results = []
-    for bug, (base, head) in zip(bugs, commits, strict=True):
-        work = Path(workdir) / bug.name
-        static = review_bug(work / "clone", base, head, work, run=False, known_sites=known_sites)
+    for commit in commits:
+        bug, work = commit.bug, Path(workdir) / commit.bug.name
+        words = {"known_sites": known_sites, "catalog": catalog}
+        static = review_bug(commit.repo, commit.base, commit.head, work, run=False, **words)
         result = BugResult(bug, static, not_run_why="" if run else not_run_why)
         if run:
             options = {"rank_mode": rank_mode, "slots": slots, "exposure": exposure}
-            clone = work / "clone"
             result.run = review_bug(
-                clone, base, head, work, run=True, known_sites=known_sites, **options
+                commit.repo, commit.base, commit.head, work, run=True, **words, **options
             )
         say(
             f"{bug.name} class={bug.bug_class} expected={bug.catch} caught_by={result.caught_by} "

@@ -18,8 +18,17 @@ from hostio import results_stem
 
 
 def document(
-    results: list[BugResult], machine: str, digest: str, rank_mode: str = "per-gpu"
+    results: list[BugResult],
+    machine: str,
+    digest: str,
+    rank_mode: str = "per-gpu",
+    *,
+    corpus: str | None = None,
+    not_made: tuple[dict, ...] = (),
 ) -> dict:
+    """The document of `results`; `corpus`: a foreign corpus's name (its
+    file's stem, in the document's name), `not_made`: its real fixes no bug
+    commit could undo, each with why."""
     rows = []
     for result in results:
         rows.append(
@@ -36,9 +45,12 @@ def document(
         )
         if result.caught_by is CaughtBy.NOT_RUN:
             rows[-1]["not_run_why"] = result.not_run_why
-    return with_totals(
-        {"machine": machine, "rank_mode": rank_mode, "native_source_sha256": digest}, rows
-    )
+        said = {"why": result.bug.why, "upstream": result.bug.upstream}
+        rows[-1].update({key: text for key, text in said.items() if text})
+    head = {"machine": machine, "rank_mode": rank_mode, "native_source_sha256": digest}
+    if corpus is not None:
+        head.update(corpus=corpus, not_made=list(not_made))
+    return with_totals(head, rows)
 
 
 def with_totals(head: dict, rows: list[dict]) -> dict:
@@ -55,6 +67,11 @@ def with_totals(head: dict, rows: list[dict]) -> dict:
         "caught": sum(row["caught_by"] in caught for row in rows),
         "not_run": not_run,
         "judged": len(rows) - not_run,
+        # Missed though expected caught (a bug expected missed says why).
+        "missed_unexpectedly": sum(
+            row["caught_by"] == str(CaughtBy.MISSED) and row["catch"] != str(Catch.MISSED)
+            for row in rows
+        ),
         "static_expected_caught_statically": all(
             row["caught_by"] in caught_statically
             for row in rows
@@ -72,6 +89,7 @@ def merged(earlier: dict, doc: dict, corpus: Collection[str] | None = None) -> d
     same = ("machine", "rank_mode", "native_source_sha256")
     if any(earlier.get(key) != doc[key] for key in same):
         return doc
+    kept = [key for key in ("corpus", "not_made") if key in doc]
     rows = {
         row["bug"]: row
         for row in earlier.get("results", [])
@@ -79,13 +97,30 @@ def merged(earlier: dict, doc: dict, corpus: Collection[str] | None = None) -> d
     }
     rows.update({row["bug"]: row for row in doc["results"]})
     return with_totals(
-        {key: doc[key] for key in same}, sorted(rows.values(), key=lambda r: r["bug"])
+        {key: doc[key] for key in (*same, *kept)}, sorted(rows.values(), key=lambda r: r["bug"])
+    )
+
+
+def passed(doc: dict) -> bool:
+    """Every bug expected caught was (a bug not run is not judged), each
+    expected static caught by the static review."""
+    return doc["missed_unexpectedly"] == 0 and doc["static_expected_caught_statically"]
+
+
+def summary(doc: dict) -> str:
+    expected = doc["judged"] - doc["caught"] - doc["missed_unexpectedly"]
+    return (
+        f"{doc['caught']} of {doc['judged']} bugs caught"
+        + (f"; {expected} missed as expected" if expected else "")
+        + (f"; {doc['missed_unexpectedly']} missed unexpectedly" * bool(doc["missed_unexpectedly"]))
+        + (f"; {doc['not_run']} not run" if doc["not_run"] else "")
+        + (f"; {len(doc['not_made'])} fixes not made" if doc.get("not_made") else "")
     )
 
 
 def markdown(doc: dict) -> str:
     lines = [
-        f"# Review corpus on {doc['machine']}"
+        f"# Review corpus {doc['corpus'] + ' ' if doc.get('corpus') else ''}on {doc['machine']}"
         + (" (logical ranks on one GPU)" if doc.get("rank_mode") == "logical" else ""),
         "",
         f"Source digest `{doc['native_source_sha256']}`; {doc['bugs']} bugs in "
@@ -102,7 +137,29 @@ def markdown(doc: dict) -> str:
             f"| {row['bug']} | {row['class']} | `{row['site']}` | {row['catch']} | "
             f"{row['caught_by']} | {row['static']['seconds']} | {run_s} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + notes(doc)) + "\n"
+
+
+def notes(doc: dict) -> list[str]:
+    """Under the table: why each bug's catch is expected as it is, a review
+    that could not judge (exit neither 0 nor 1), and the fixes not made."""
+    lines = []
+    for row in doc["results"]:
+        exits = [
+            f"{mode} review exit {row[mode]['exit_code']}"
+            for mode in ("static", "run")
+            if row[mode] and row[mode]["exit_code"] not in (0, 1)
+        ]
+        said = [row.get("why", ""), *exits, row.get("upstream", "")]
+        if any(said):
+            parts = (" ".join(text.split()).rstrip(".") for text in said if text)
+            lines.append(f"- {row['bug']}: " + "; ".join(parts) + ".")
+    for fix in doc.get("not_made", []):
+        lines.append(
+            f"- {fix['name']} ({fix['class']}, {fix['buggy']} -> {fix['fixed']}, {fix['file']}): "
+            f"not made: {' '.join(fix['why'].split())} Upstream: {fix['upstream']}"
+        )
+    return ["", "Notes:", "", *lines] if lines else []
 
 
 def machine_slug(machine: str) -> str:
@@ -128,6 +185,7 @@ def write_results(doc: dict, results_dir: Path, corpus: Collection[str] | None =
     """docs-style results: review-corpus-<machine>[-logical].json and .md (runs
     on logical ranks never mixed with per-GPU ones), merged into the document
     already there, less the bugs no longer in `corpus`; the stem returned."""
-    name = results_stem("review-corpus", machine_slug(doc["machine"]), doc.get("rank_mode"))
+    kind = "review-corpus" + (f"-{doc['corpus']}" if doc.get("corpus") else "")
+    name = results_stem(kind, machine_slug(doc["machine"]), doc.get("rank_mode"))
     stem = Path(results_dir) / name
     return write_merged(stem, doc, partial(merged, corpus=corpus), markdown)

@@ -13,9 +13,13 @@ from tools.faults_cli.steps import NO_EXPOSURE_HELP, SLOTS_HELP, load, workdir
 
 def corpus_command(args: argparse.Namespace) -> int:
     from faults.corpus.bugs import load_corpus, run_corpus
-    from faults.corpus.bugs_report import document, write_results
+    from faults.corpus.bugs_report import document, passed, summary, write_results
     from faults.pipeline.scratch import tree_digest
 
+    if args.target_corpus is not None:
+        from tools.faults_cli.target_corpus import target_corpus_command
+
+        return target_corpus_command(args)
     check_corpus_words(args)
     if args.neutral is not None:
         return neutral_command(args)
@@ -43,14 +47,13 @@ def corpus_command(args: argparse.Namespace) -> int:
         )
         digest = tree_digest(args.root / catalog.target.sources)
         doc = document(results, machine_name(), digest, str(catalog.rank_mode))
-        work.failed = doc["caught"] < doc["judged"]  # a bug not run is no failed run
+        work.failed = doc["missed_unexpectedly"] > 0  # a bug not run is no failed run
     every_bug = {bug.name for bug in load_corpus(args.dir, None)}
     stem = write_results(doc, args.results_dir, every_bug) if args.results_dir else None
     where = f"; reports: {stem}.json .md" if stem else ""
-    not_run = f"; {doc['not_run']} not run ({not_run_why})" if doc["not_run"] else ""
-    print(f"{doc['caught']} of {doc['judged']} bugs caught{not_run}{where}")
-    judged_ok = doc["caught"] == doc["judged"]
-    return 0 if judged_ok and doc["static_expected_caught_statically"] else 1
+    not_run = f" ({not_run_why})" if doc["not_run"] else ""
+    print(f"{summary(doc)}{not_run}{where}")
+    return 0 if passed(doc) else 1
 
 
 def check_corpus_words(args: argparse.Namespace) -> None:
@@ -97,6 +100,13 @@ def add_parser(commands) -> None:
     )
     corpus.add_argument(
         "dir", type=Path, nargs="?", help="a folder of *.patch files with their headers"
+    )
+    corpus.add_argument(
+        "--target-corpus",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="instead: a foreign target's real bugs, made from its fetched releases (TOML)",
     )
     corpus.add_argument(
         "--neutral",
