@@ -6,7 +6,7 @@ proves each declaration twice:
 - on the source, with the target's spellings (`[target.contract]`): a barrier
   of the producers' group before the publish, the publish a release of the
   scope (or a fence of the scope before a relaxed store), the guarded store
-  site ending before the release starts; an acquire of the scope in a wait
+  site ending before the release starts when both lie in one function; an acquire of the scope in a wait
   (or a relaxed load then a fence), then a barrier of the consumers' group;
   a barrier under a condition that parts its group counts for none of it
   (invariants/sync/thread_conditions.py);
@@ -29,6 +29,7 @@ from pathlib import Path
 
 from invariants.sync.divergence import splits
 from invariants.sync.finding import Finding, tree_relative
+from invariants.sync.functions import enclosing
 from invariants.sync.ptx_check import covers, ptx_findings, ptx_folder, read_index
 from invariants.sync.ptx_read import PtxError
 from invariants.sync.sites import Group, Scope, Site, parse_tree, site_body
@@ -195,8 +196,8 @@ def _release_source(
     guarded = by_name.get(site.guards or "")
     if (
         guarded is not None
-        and guarded.path == site.path
         and guarded.lines.stop > site.lines.start
+        and _same_function(guarded, site)
     ):
         where = f"{guarded.name} (lines {guarded.lines.start}-{guarded.lines.stop - 1})"
         said = f"the guarded site {where} does not end before it starts"
@@ -225,6 +226,17 @@ def _release_source(
             why = _skipped(partial, lambda b, publish=call: b < publish)
             findings.append((call.line, f"no {barrier} before the publish {call.name}{why}"))
     return findings
+
+
+def _same_function(one: Site, other: Site) -> bool:
+    """Whether two sites lie in one function's body, where their lines order
+    them; a release in a function the guarded site's function calls (a
+    barrier's member, defined above the kernel) is ordered by the call, not
+    by where the text sits."""
+    if one.path != other.path:
+        return False
+    where = enclosing(one.path, one.lines.start), enclosing(other.path, other.lines.start)
+    return (where[0] and where[0].body) == (where[1] and where[1].body)
 
 
 def _wait_source(

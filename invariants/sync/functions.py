@@ -2,7 +2,8 @@
 declaration starts (its qualifier and template lines), where its body opens
 and closes, with comments, strings and preprocessor lines out of the way. The
 mutation operators copy a definition by it (a rule's twin,
-faults/catalog/mutation.py); it knows no target's words."""
+faults/catalog/mutation.py), and the publish contract asks it which function
+holds a site (invariants/sync/contract.py); it knows no target's words."""
 
 from __future__ import annotations
 
@@ -69,6 +70,15 @@ def file_definitions(path: Path, text: str) -> list[Definition]:
         if text[definition.name : definition.body].split("(")[0].split("::")[-1].strip()
         not in NOT_FUNCTIONS
     ]
+
+
+def enclosing(path: Path, line: int) -> Definition | None:
+    """The innermost function definition whose body holds `path`:`line`
+    (1-based), or None (the line lies outside every function)."""
+    text = Path(path).read_text()
+    offset = sum(len(each) for each in text.splitlines(keepends=True)[: line - 1])
+    around = [d for d in file_definitions(Path(path), text) if d.body < offset < d.close]
+    return max(around, key=lambda d: d.body, default=None)
 
 
 def _definitions_in(path: Path, text: str, code: str, call: re.Pattern[str]) -> list[Definition]:

@@ -2,7 +2,9 @@
 truth (docs/synchronization.md, "The publish contract"): the catalog's `ptx`
 command writes it (cached by the digest of the sources and that command),
 invariants/sync/ptx_read.py reads it, and each release and wait site is held to its
-contract through the source lines `.loc` gives its instructions:
+contract through the source lines `.loc` gives its instructions (an inlined
+instruction lies on every line of its inline chain: a helper's asm counts at
+the call the site makes):
 
 - a release: every path back from each publish (a global store, red or atom
   of the site) meets a barrier of the producers' group (warp: bar.warp.sync;
@@ -127,7 +129,7 @@ def ptx_findings(
         for site in sites:
             file_index = module.file_index(site.path.relative_to(sources).as_posix())
             for function in module.functions.values() if file_index is not None else ():
-                lines = function.lines_in(file_index)
+                lines = _site_lines(function, file_index, site)
                 members = [i for i, n in enumerate(lines) if n and site.start < n < site.end]
                 if not members:
                     continue
@@ -136,12 +138,24 @@ def ptx_findings(
                 found = dict.fromkeys(check(site, module, function, members, lines))
                 violations += [Finding(str(site.path), n, m, site.name, label) for n, m in found]
     absent = "no instruction of the site in any variant"
+    violations = list(dict.fromkeys(violations))  # a module's kernels that say the same
     violations += [
         Finding(str(site.path), site.lines.start, absent, site.name)
         for site in sites
         if site.name not in present
     ]
     return violations
+
+
+def _site_lines(function: Function, file_index: int, site: Site) -> list[int | None]:
+    """Each instruction's line as the site sees it: the innermost line of its
+    inline chain inside the site (the call of an inlined helper the site
+    makes), else its own line in the file."""
+    own = function.lines_in(file_index)
+    return [
+        next((n for n in chain if site.start < n < site.end), line)
+        for chain, line in zip(function.chains_in(file_index), own, strict=True)
+    ]
 
 
 def release_findings(

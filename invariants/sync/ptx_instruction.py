@@ -25,10 +25,14 @@ CALLEE = re.compile(r"^\s*(?:\([^)]*\)\s*,\s*)?([$\w.]+)")
 
 @dataclass(frozen=True)
 class Loc:
-    file: int
-    line: int
-    inlined_file: int | None
-    inlined_line: int | None
+    """Where an instruction came from: its own source position, then each
+    call site it was inlined at, innermost first, as (file, line) pairs."""
+
+    chain: tuple[tuple[int, int], ...]
+
+    def lines_in(self, file_index: int) -> tuple[int, ...]:
+        """The lines of its chain in file `file_index`, innermost first."""
+        return tuple(line for file, line in self.chain if file == file_index and line > 0)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ class PtxError(ValueError):
 MODULES_KEPT = 256
 
 FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
-LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?\binlined_at\s+(\d+)\s+(\d+)\s+\d+)?")
+LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:.*?\binlined_at\s+(\d+)\s+(\d+)\s+(\d+))?")
 LABEL = re.compile(r"^\s*([$%\w.]+):\s*$")
 HEADER = re.compile(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([$\w.]+)")
 PREDICATE = re.compile(r"^@!?%?[\w$]+\s+")
@@ -43,6 +43,7 @@ class Function:
     instructions: list[Instruction] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # label -> next instruction
     _lines: dict[int, list[int | None]] = field(default_factory=dict, repr=False)
+    _chains: dict[int, list[tuple[int, ...]]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def successors(self) -> list[tuple[int, ...]]:
@@ -74,21 +75,27 @@ class Function:
         return Divergence(self.instructions, self.successors)
 
     def lines_in(self, file_index: int) -> list[int | None]:
-        """Each instruction's source line in file `file_index`: its `.loc` there,
-        else the call site it was inlined at there, else (a deeper inline chain)
-        the last line attributed before it."""
+        """Each instruction's source line in file `file_index`: the innermost
+        line of its inline chain there, else (a chain that never enters the
+        file) the last line attributed before it."""
         if file_index not in self._lines:
             self._lines[file_index] = self._attribute(file_index)
         return self._lines[file_index]
 
+    def chains_in(self, file_index: int) -> list[tuple[int, ...]]:
+        """Each instruction's lines in file `file_index`, innermost first:
+        where its code is, then each call site it was inlined at there (a
+        publish in an inlined helper lies at its call site too)."""
+        if file_index not in self._chains:
+            self._chains[file_index] = [
+                ins.loc.lines_in(file_index) if ins.loc else () for ins in self.instructions
+            ]
+        return self._chains[file_index]
+
     def _attribute(self, file_index: int) -> list[int | None]:
         lines, last = [], None
-        for ins in self.instructions:
-            loc = ins.loc
-            if loc is not None and loc.file == file_index and loc.line > 0:
-                last = loc.line
-            elif loc is not None and loc.inlined_file == file_index and loc.inlined_line:
-                last = loc.inlined_line
+        for chain in self.chains_in(file_index):
+            last = chain[0] if chain else last
             lines.append(last)
         return lines
 
@@ -160,19 +167,14 @@ def _read_function(lines: list[str], start: int, name: str) -> tuple[int, Functi
 
 def _read_body(lines: list[str], start: int, function: Function, name: str) -> int:
     depth, statement, loc, begun = 1, "", None, start + 1
+    callers: dict[Position, Position | None] = {}
     for index in range(start, len(lines)):
         code = lines[index].split("//", 1)[0].strip()
         if index == start:
             code = code.split("{", 1)[1].strip()  # the header's own line holds the body's `{`
         located = LOC.match(code)
         if located:
-            inlined = located[3]
-            loc = Loc(
-                int(located[1]),
-                int(located[2]),
-                int(inlined) if inlined else None,
-                int(located[4]) if inlined else None,
-            )
+            loc = _located(located, callers)
             continue
         label = LABEL.match(code)
         if label and not statement:
@@ -193,6 +195,24 @@ def _read_body(lines: list[str], start: int, function: Function, name: str) -> i
         if depth == 0:
             return index + 1
     raise PtxError(f"{name}: function {function.name} never closes")
+
+
+Position = tuple[int, int, int]  # file, line, column
+
+
+def _located(located: re.Match[str], callers: dict[Position, Position | None]) -> Loc:
+    """The Loc a `.loc` line gives, its whole inline chain: nvcc writes only
+    the nearest call site (`inlined_at`), after a `.loc` of that call site
+    itself, so each position's caller is the one the function last gave it."""
+    here = (int(located[1]), int(located[2]), int(located[3]))
+    caller = (int(located[4]), int(located[5]), int(located[6])) if located[4] else None
+    callers[here] = caller
+    chain, seen = [here], {here}
+    while caller is not None and caller not in seen:
+        chain.append(caller)
+        seen.add(caller)
+        caller = callers.get(caller)
+    return Loc(tuple((file, line) for file, line, _ in chain))
 
 
 def _add_instruction(function: Function, text: str, loc: Loc | None, line: int, name: str):
@@ -221,8 +241,8 @@ def _check_locations(name: str, files: dict[int, str], functions: dict[str, Func
             if ins.loc is None:
                 continue
             located = True
-            for file_index in (ins.loc.file, ins.loc.inlined_file):
-                if file_index is not None and file_index not in files:
+            for file_index, _ in ins.loc.chain:
+                if file_index not in files:
                     raise PtxError(f"{name}:{ins.ptx_line}: .loc names file {file_index}, no .file")
     if not located:
         raise PtxError(f"{name}: no .loc line: compile with line info (-lineinfo)")

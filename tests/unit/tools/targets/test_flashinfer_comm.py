@@ -1,8 +1,10 @@
 """The flashinfer comm target (catalogs/flashinfer_comm.toml, docs/targets.md)
 on a workspace fetched from the registry once a session: its catalog loads,
 its anchors resolve once each on the untouched 0.7.4 header, and our harness
-builds clean, with a generated skip and with a generated delay. Skipped, with
-the reason, when the registry cannot be reached or nvcc is not here."""
+builds clean, with a generated skip and with a generated delay; its publish
+contract holds on the clean tree, on the source and in the PTX, and flags every
+generated mutant of what it holds (weakened, narrowed), at the mutant's site.
+Skipped, with the reason, when the registry cannot be reached or nvcc is not here."""
 
 from __future__ import annotations
 
@@ -14,7 +16,12 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import load_catalog
+from faults.catalog.model import Family
+from faults.generate.site_faults import with_generated
+from faults.pipeline.apply import apply_fault
 from faults.pipeline.run import substitute
+from faults.pipeline.scratch import target_scratch
+from invariants.sync.contract import check_contracts
 from invariants.sync.sites import parse_tree
 from tools.faults_cli.main import main as faults_main
 from tools.targets.fetch import FetchError, make_workspace, read_release
@@ -110,3 +117,81 @@ def test_a_generated_fault_applies_and_builds(workspace, tmp_path, fault, bounde
     assert ("faults timeout: site=ar.barrier.flag_wait" in text) == bounded
     done = build(tree, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# ------------------------------------------------------- the publish contract
+# Every generated fault that weakens what the contract holds, and what the
+# contract says of its tree: the source finding, then the PTX's (the one
+# translation unit of our harness, its six kernels).
+CONTRACT_FAMILIES = {Family.WEAKEN_RELEASE, Family.WEAKEN_ACQUIRE, Family.NARROW_SCOPE,
+                     Family.REMOVE_BARRIER, Family.REMOVE_FENCE, Family.REMOVE_WARP_SYNC}
+RELEASE, WAIT = "ar.barrier.flag_release", "ar.barrier.flag_wait"
+NO_ACQUIRE = [
+    (WAIT, None, "no acquire at scope sys: no ld_flag, nor a load then fence.sys (the catalog"
+     " spells none)"),
+    (WAIT, "harness.cu", "no ld.acquire.sys in the wait (nor a call that acquires, nor a relaxed"
+     " load then fence.acq_rel.sys)"),
+]  # fmt: skip
+MUTANTS = {
+    "gen.weaken-release.ar.barrier.flag_release.1": [
+        (RELEASE, None, "publish st_flag_relaxed is no release at scope sys and no fence.sys"
+         " (the catalog spells none) precedes it"),
+        (RELEASE, "harness.cu", "publish is st.relaxed.sys: no release at scope sys"),
+    ],
+    "gen.weaken-release.ar.barrier.flag_release.2": [
+        (RELEASE, None, "publish st_flag_volatile is no release at scope sys and no fence.sys"
+         " (the catalog spells none) precedes it"),
+        (RELEASE, "harness.cu", "publish is st.relaxed.sys: no release at scope sys"),
+    ],
+    "gen.weaken-acquire.ar.barrier.flag_wait.1": NO_ACQUIRE,
+    "gen.weaken-acquire.ar.barrier.flag_wait.2": NO_ACQUIRE,
+    "gen.narrow-scope.ar.barrier.flag_release": [
+        (RELEASE, None, "publish st_flag_gpu is no release at scope sys: it releases at a"
+         " narrower scope"),
+        (RELEASE, "harness.cu", "publish is st.release.gpu: no release at scope sys"),
+    ],
+    "gen.narrow-scope.ar.barrier.flag_wait": [
+        (WAIT, None, "acquire ld_flag_gpu is no acquire at scope sys"),
+        (WAIT, "harness.cu", "the wait acquires below scope sys"),
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def ptx_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("flashinfer-ptx")
+
+
+def test_the_clean_tree_keeps_the_contract_on_the_source(workspace):
+    target = load_catalog(CATALOG, tree_root=workspace).target
+    report = check_contracts(workspace, target, ptx=False)
+    assert (report.sites_checked, report.violations) == (2, [])
+
+
+def test_the_clean_tree_keeps_the_contract_in_the_ptx(workspace, ptx_cache, tmp_path):
+    needs_nvcc()
+    target = load_catalog(CATALOG, tree_root=workspace).target
+    report = check_contracts(workspace, target, cache=ptx_cache)
+    assert (report.sites_checked, report.variants_checked, report.violations) == (2, 1, [])
+    scratch = target_scratch(workspace, tmp_path / "tree", target)  # as a sweep's tree reads
+    report = check_contracts(scratch, target.annotated(), cache=ptx_cache)
+    assert (report.sites_checked, report.variants_checked, report.violations) == (2, 1, [])
+
+
+def test_every_contract_mutant_is_one_listed_here(workspace):
+    catalog = with_generated(load_catalog(CATALOG, tree_root=workspace), workspace)
+    found = sorted(i for i, f in catalog.faults.items() if f.family in CONTRACT_FAMILIES)
+    assert found == sorted(MUTANTS)
+
+
+@pytest.mark.parametrize("fault", sorted(MUTANTS))
+def test_the_contract_flags_each_mutant_at_its_site(workspace, ptx_cache, tmp_path, fault):
+    needs_nvcc()
+    catalog = with_generated(load_catalog(CATALOG, tree_root=workspace), workspace)
+    tree = target_scratch(workspace, tmp_path / "tree", catalog.target)
+    apply_fault(tree, catalog, fault)
+    target = catalog.target.annotated()
+    report = check_contracts(tree, target, cache=ptx_cache)
+    assert [(v.site, v.variant, v.message) for v in report.violations] == MUTANTS[fault]
+    sites = {s.name: s for s in parse_tree(tree / target.sources)[0]}
+    assert all(v.line in sites[v.site].lines for v in report.violations)
