@@ -16,6 +16,7 @@ from enum import Enum
 from pathlib import Path
 
 from faults.catalog.model import Catalog, ContractSpellings, Family, Fault
+from faults.generate.annotate import annotated_copy
 from invariants.sync.sites import Group, Site, parse_tree
 
 NAMESPACE = "litmus"
@@ -170,7 +171,9 @@ def _group(group: Group | None) -> Group:
 
 
 def mutated_region(site: Site, fault: Fault) -> str:
-    """The site's region with the mutant's rewrite in it."""
+    """The site's region with the mutant's rewrite in it; `site` as the tree
+    the mutant was made from holds it (an anchored site written in as the
+    comment site it is: the rewrite's text holds its `// @end` line)."""
     body = "\n".join(site.path.read_text().splitlines()[site.start - 1 : site.end]) + "\n"
     patch = fault.patches[0]  # the rewrite; an exposing delay follows it
     return body.replace(patch.old or "", patch.new or "", 1) if patch.old in body else body
@@ -225,14 +228,16 @@ def amplified(catalog: Catalog, tree_root: Path) -> list[Mapped]:
     faults included), with its shape, in catalog order."""
     if catalog.target.contract is None:
         raise ValueError(f"{catalog.path}: no [target.contract]: its spellings map a mutant")
-    sites, _ = parse_tree(Path(tree_root) / catalog.target.sources, catalog.target.anchors)
-    by_name = {site.name: site for site in sites}
-    mapped = []
-    for fault in catalog.faults.values():
-        # a mutant held open by a delay is no litmus; a twin (a text patch) is the rewrite's
-        if fault.family not in AMPLIFIED_FAMILIES or any(p.file is None for p in fault.patches):
-            continue
-        site = by_name.get(fault.patches[0].marker_site or "")
-        if site is not None:
-            mapped.append(shape_of(fault, site, sites, catalog.target.contract))
+    target, mapped = catalog.target, []
+    # the sources as the mutants were made from them (faults/generate/site_faults.py)
+    with annotated_copy(Path(tree_root) / target.sources, target.anchors) as sources:
+        sites, _ = parse_tree(sources)
+        by_name = {site.name: site for site in sites}
+        for fault in catalog.faults.values():
+            # a mutant held open by a delay is no litmus; a twin (a text patch) is the rewrite's
+            if fault.family not in AMPLIFIED_FAMILIES or any(p.file is None for p in fault.patches):
+                continue
+            site = by_name.get(fault.patches[0].marker_site or "")
+            if site is not None:
+                mapped.append(shape_of(fault, site, sites, target.contract))
     return mapped

@@ -32,6 +32,7 @@ from enum import Enum
 from pathlib import Path
 
 from faults.catalog.errors import FaultsError
+from faults.catalog.model import Target
 from faults.corpus.classes import BugClass
 from hostio import run_logged
 
@@ -322,17 +323,19 @@ class BugCommit:
 
 def run_corpus(
     repo_root: Path,
-    sources: str,
+    target: Target,
     bugs: list[Bug],
     workdir: Path,
     **review_options,
 ) -> list[BugResult]:
     """Each bug committed on a clone of HEAD, all of them first (a bug naming
-    no site of HEAD, or one that does not apply, stops the command before any
-    review), then reviewed (`review_commits`, with `review_options`)."""
+    no site of HEAD, comment or anchored, or one that does not apply, stops
+    the command before any review), then reviewed (`review_commits`, with
+    `review_options`)."""
     from invariants.sync.sites import parse_tree
 
-    known_sites = {site.name for site in parse_tree(Path(repo_root) / sources)[0]}
+    found = parse_tree(Path(repo_root) / target.sources, target.anchors)[0]
+    known_sites = {site.name for site in found}
     for bug in bugs:
         if bug.site not in known_sites:
             raise CorpusError(f"{bug.path}: site {bug.site} is not a site of HEAD")

@@ -36,7 +36,7 @@ def corpus_command(args: argparse.Namespace) -> int:
     with workdir(args, "corpus") as work:
         results = run_corpus(
             args.root,
-            catalog.target.sources,
+            catalog.target,
             bugs,
             work.path,
             run=args.run,

@@ -21,10 +21,11 @@ AUTHOR = ("faults corpus", "corpus@localhost")
 
 
 def _tree(corpus, release, wanted: list[str], cache: Path, missing_ok: bool = False) -> Path:
-    from tools.targets.members import members
+    from tools.targets.registry import Pin, tree
 
-    where = (corpus.package, release.file, release.sha256, release.prefix)
-    return members(*where, wanted, cache, missing_ok=missing_ok)
+    where = f"{corpus.path}: release {release.version!r}"
+    pin = Pin(corpus.package, release.file, release.sha256, release.prefix, where)
+    return tree(pin, wanted, cache, missing_ok=missing_ok)
 
 
 @dataclass(frozen=True)
@@ -77,20 +78,11 @@ def workspace(corpus, bug, root: Path, into: Path, cache: Path, on_base=None):
     BugCommit, and what `on_base(into)` says of the first commit's tree."""
     import git
 
-    from tools.targets.fetch import HARNESS_FOLDER
+    from tools.targets.fetch import fill
 
     base_tree, members, buggy_text = _base_files(corpus, bug, cache)
     shutil.rmtree(into, ignore_errors=True)  # an earlier (perhaps cut) run's scratch
-    for member in members:
-        source = base_tree / member
-        if source.is_dir():
-            shutil.copytree(source, into / member)
-        else:
-            (into / member).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, into / member)
-    for name in corpus.harness:
-        (into / HARNESS_FOLDER).mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / name, into / HARNESS_FOLDER / Path(name).name)
+    fill(into, base_tree, members, [root / name for name in corpus.harness])
     repo = git.Repo.init(into)
     actor = git.Actor(*AUTHOR)
     repo.git.add("--all")
@@ -124,10 +116,12 @@ def target_corpus_command(args: argparse.Namespace) -> int:
     from faults.corpus.bugs_report import document, passed, summary, write_results
     from faults.corpus.releases import load_release_corpus
     from tools.faults_cli.steps import chosen_rank_mode
-    from tools.targets.members import CACHE
+    from tools.targets.registry import CACHE, check_untracked
 
     corpus, catalog_path = _checked(args)
-    cache = args.root / CACHE
+    cache = args.root / CACHE.name
+    if args.workdir is not None:
+        check_untracked(args.workdir, "--workdir")
     with workdir(args, "corpus") as work:
         made = [  # every bug made and its site checked before any review
             workspace(

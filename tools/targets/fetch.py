@@ -1,57 +1,45 @@
 """Fetch a target's sources from the package registry into a workspace
 (docs/targets.md, "Fetching a workspace"):
 
-    python -m tools.targets.fetch TARGET --into DIR [--find-links DIR]
+    python -m tools.targets.fetch TARGET --into DIR [--find-links DIR] [--index URL]
 
 TARGET is a release table (a `release.toml`, or the name of a folder under
 tools/targets/ holding one): a package, its version, the one release file
-to take and its sha256, the members to extract (globs: `*` stays inside a
-folder, `**` crosses folders), the prefix they lose on landing, and our
-harness files beside the table. The file comes through pip's own client and
-configured index (`pip download --no-deps --only-binary=:all:`), is checked
-against the sha256, and is kept under ~/.cache/faults/fetch/<sha256>/, so a
-second fetch reads no network. DIR then holds the members, our harness
-under harness/, and is a git repository of one commit, so a review can
-diff refs of it. The other project's code is never copied into this one:
-only the table names it.
+to take (a wheel or an sdist) and its sha256, the folder in it that holds the
+members, the members (paths under that folder: a file, or a folder and all
+under it), and our harness files beside the table. The members come from the
+release cache (tools/targets/registry.py: `.targets/` in the repository,
+sha256-checked, a second fetch reads no network). DIR then holds the members,
+our harness under harness/, and is a git repository of one commit, so a
+review can diff refs of it. The other project's code is never copied into
+this one: only the table names it, and DIR is refused where a commit of this
+repository could take it.
 
 Each refusal is one line (exit 2): the registry unreachable, no such
-release file, a sha256 that differs, a member that is not in the file.
+release file, a sha256 that differs, a member that is not in the file, a DIR
+that is not empty.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from faults.catalog.errors import read_toml
 from hostio import OneLineParser, UsageError, entry_point, folder_problem
+from tools.targets.registry import CACHE, INDEX, FetchError, Pin, check_untracked, tree
 
 TARGETS = Path(__file__).resolve().parent  # tools/targets/: a folder per target
 TABLE_NAME = "release.toml"
 HARNESS_FOLDER = "harness"  # where our harness files land in a workspace
-TABLE_KEYS = ("package", "version", "file", "sha256", "strip", "members", "harness")
+TABLE_KEYS = ("package", "version", "file", "sha256", "prefix", "members", "harness")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
-# What pip says when it reaches no index at all (urllib3, requests, socket errors).
-UNREACHABLE = re.compile(
-    r"Failed to establish a new connection|Max retries exceeded|Name or service not known"
-    r"|Temporary failure in name resolution|Network is unreachable|Connection refused"
-    r"|ConnectTimeoutError|ReadTimeoutError|ProxyError|SSLError|Could not fetch URL"
-)
-NO_RELEASE = re.compile(r"No matching distribution found|Could not find a version that satisfies")
-PIP_TIMEOUT_S = 900  # ~100 MB wheels on a slow mirror
-
-
-class FetchError(UsageError):
-    """A fetch that cannot be done: one line naming the table, file or member at fault."""
 
 
 @dataclass(frozen=True)
@@ -63,13 +51,17 @@ class Release:
     version: str
     file: str  # the release file's name, as the registry lists it
     sha256: str
-    strip: str  # the prefix a member loses when it lands ("flashinfer/data/")
-    members: tuple[str, ...]  # globs over the file's member names
+    prefix: str  # the folder in the file holding the members ("flashinfer/data")
+    members: tuple[str, ...]  # paths under the prefix: a file, or a folder
     harness: tuple[str, ...]  # our files, relative to the table's folder
 
     @property
     def spec(self) -> str:
         return f"{self.package}=={self.version}"
+
+    @property
+    def pin(self) -> Pin:
+        return Pin(self.package, self.file, self.sha256, self.prefix, str(self.path))
 
 
 def _table_error(path: Path, key: str, message: str) -> FetchError:
@@ -96,150 +88,46 @@ def read_release(target: str | Path) -> Release:
     unknown = sorted(set(raw) - set(TABLE_KEYS))
     if unknown:
         raise _table_error(path, "top level", f"unknown keys {unknown}; known: {TABLE_KEYS}")
-    for key in ("package", "version", "file", "sha256"):
+    for key in ("package", "version", "file", "sha256", "prefix"):
         if not isinstance(raw.get(key), str) or not raw[key]:
             raise _table_error(path, key, f"a non-empty string, got {raw.get(key)!r}")
     if not SHA256.match(raw["sha256"]):
         raise _table_error(path, "sha256", f"64 lowercase hex digits, got {raw['sha256']!r}")
-    if not raw["file"].endswith(".whl"):
-        raise _table_error(path, "file", f"a wheel (.whl): pip builds an sdist, got {raw['file']}")
-    strip = raw.get("strip", "")
-    if not isinstance(strip, str):
-        raise _table_error(path, "strip", f"a string, got {strip!r}")
     harness = _strings(path, raw, "harness")
     for name in harness:
         if not (path.parent / name).is_file():
             raise _table_error(path, "harness", f"{name}: no such file beside the table")
     fields = {key: raw[key] for key in ("package", "version", "file", "sha256")}
-    return Release(path, **fields, strip=strip, members=_strings(path, raw, "members"),
-                   harness=harness)
-
-
-# ------------------------------------------------------------------ download
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "faults" / "fetch"
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def pip_download(release: Release, dest: Path, find_links: Path | None) -> Path:
-    """The release file, downloaded by pip into `dest`; the registry's silence,
-    or a release it does not hold, as a FetchError."""
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "--dest", str(dest)]
-    if find_links is not None:  # a folder of release files instead of the index
-        command += ["--no-index", "--find-links", str(find_links)]
-    command.append(release.spec)
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise FetchError(f"{release.spec}: pip download took over {PIP_TIMEOUT_S} s") from None
-    said = done.stdout + done.stderr
-    if done.returncode != 0:
-        last = next((ln for ln in reversed(said.splitlines()) if ln.strip()), "no output")
-        unreachable = UNREACHABLE.search(said)
-        if unreachable:  # pip's last line then blames the release, not the network
-            raise FetchError(
-                f"{release.spec}: the registry cannot be reached ({unreachable[0]}); "
-                "pip download gave up"
-            )
-        if NO_RELEASE.search(said):
-            raise FetchError(f"{release.spec}: the registry has no such release: {last.strip()}")
-        raise FetchError(f"{release.spec}: pip download failed: {last.strip()}")
-    got = dest / release.file
-    if not got.is_file():
-        files = sorted(p.name for p in dest.iterdir())
-        raise FetchError(f"{release.spec}: pip gave {files}, not the table's file {release.file}")
-    return got
-
-
-def fetch_file(release: Release, find_links: Path | None = None, say=print) -> Path:
-    """The release file, from the cache or the registry, its sha256 checked."""
-    kept = cache_root() / release.sha256 / release.file
-    if kept.is_file():
-        say(f"fetch: {release.file} cached at {kept}")
-    else:
-        say(f"fetch: downloading {release.file} ({release.spec}) with pip")
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=kept.parent, prefix=".download.") as folder:
-            got = pip_download(release, Path(folder), find_links)
-            _check_sha256(release, got)
-            os.replace(got, kept)
-        return kept
-    _check_sha256(release, kept)
-    return kept
-
-
-def _check_sha256(release: Release, path: Path) -> None:
-    actual = file_sha256(path)
-    if actual != release.sha256:
-        raise FetchError(
-            f"{release.path}: sha256: {release.file} has {actual}, the table pins "
-            f"{release.sha256}: not the pinned release"
-        )
-    print(f"fetch: verified sha256 {actual[:16]}... of {release.file}")
-
-
-# ------------------------------------------------------------------- extract
-def glob_pattern(glob: str) -> re.Pattern[str]:
-    """A member glob as a regular expression: `**` any path, `*` and `?` within one name."""
-    parts = re.split(r"(\*\*|\*|\?)", glob)
-    wild = {"**": ".*", "*": "[^/]*", "?": "[^/]"}
-    return re.compile("".join(wild.get(part, re.escape(part)) for part in parts) + r"\Z")
-
-
-def chosen_members(release: Release, names: list[str]) -> list[str]:
-    """The file's members the globs choose; a glob that chooses none is an error."""
-    chosen: dict[str, None] = {}
-    for glob in release.members:
-        pattern = glob_pattern(glob)
-        matched = [name for name in names if pattern.match(name) and not name.endswith("/")]
-        if not matched:
-            raise FetchError(
-                f"{release.path}: members: {glob!r} matches no member of {release.file}"
-            )
-        chosen.update(dict.fromkeys(matched))
-    return list(chosen)
-
-
-def landing(release: Release, member: str) -> PurePosixPath:
-    """Where a member lands in the workspace: its name without the strip prefix."""
-    name = member.removeprefix(release.strip) if member.startswith(release.strip) else member
-    path = PurePosixPath(name)
-    if path.is_absolute() or ".." in path.parts:
-        raise FetchError(f"{release.file}: member {member} would land outside the workspace")
-    return path
-
-
-def extract(release: Release, archive: Path, into: Path) -> list[PurePosixPath]:
-    """The chosen members written under `into`; their landed paths."""
-    with zipfile.ZipFile(archive) as wheel:
-        members = chosen_members(release, wheel.namelist())
-        landed = []
-        for member in members:
-            path = landing(release, member)
-            (into / path).parent.mkdir(parents=True, exist_ok=True)
-            (into / path).write_bytes(wheel.read(member))
-            landed.append(path)
-    print(f"fetch: extracted {len(landed)} members of {release.file}")
-    return landed
+    return Release(path, **fields, prefix=raw["prefix"].strip("/"),
+                   members=_strings(path, raw, "members"), harness=harness)
 
 
 # ----------------------------------------------------------------- workspace
 def check_into(into: Path) -> None:
-    """`into` is a folder to make, or an empty one."""
+    """`into` is a folder to make, or an empty one, where no commit of this
+    repository could take it."""
     if into.exists() and (not into.is_dir() or any(into.iterdir())):
         raise FetchError(f"--into {into}: exists and is not an empty folder")
+    check_untracked(into, "--into")
     problem = folder_problem(into)
     if problem is not None:
         raise FetchError(f"--into {into}: {problem}")
+
+
+def fill(into: Path, members_tree: Path, members: Iterable[str], harness: Iterable[Path]) -> None:
+    """`into` given the members (paths under `members_tree`: files or folders)
+    and our harness files under harness/: a workspace's first commit."""
+    for member in members:
+        source = members_tree / member
+        if source.is_dir():
+            shutil.copytree(source, into / member, dirs_exist_ok=True)
+        else:
+            (into / member).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / member)
+    for path in harness:
+        (into / HARNESS_FOLDER).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, into / HARNESS_FOLDER / path.name)
+        print(f"fetch: our {path.name} -> {HARNESS_FOLDER}/{path.name}")
 
 
 def commit_workspace(release: Release, into: Path) -> str:
@@ -258,20 +146,17 @@ def commit_workspace(release: Release, into: Path) -> str:
     return repo.index.commit(message).hexsha
 
 
-def make_workspace(release: Release, into: Path, find_links: Path | None = None) -> str:
+def make_workspace(release: Release, into: Path, find_links: Path | None = None,
+                   cache: Path = CACHE, index: str = INDEX) -> str:
     """The workspace of `release` in `into`: its members, our harness, one
     commit. It is made beside `into` and renamed, so a fetch that fails
     leaves no half workspace."""
     check_into(into)
-    archive = fetch_file(release, find_links)
+    members = tree(release.pin, release.members, cache, find_links=find_links, index=index)
     into.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=into.parent, prefix=f".{into.name}.") as folder:
         made = Path(folder) / into.name
-        extract(release, archive, made)
-        (made / HARNESS_FOLDER).mkdir()
-        for name in release.harness:
-            shutil.copy2(release.path.parent / name, made / HARNESS_FOLDER / Path(name).name)
-            print(f"fetch: our {name} -> {HARNESS_FOLDER}/{Path(name).name}")
+        fill(made, members, release.members, [release.path.parent / n for n in release.harness])
         commit = commit_workspace(release, made)
         if into.exists():
             into.rmdir()  # empty: check_into said so
@@ -287,6 +172,7 @@ def parser() -> OneLineParser:
     top.add_argument(
         "--find-links", type=Path, default=None, help="a folder of release files (no index)"
     )
+    top.add_argument("--index", default=INDEX, help=f"the registry's index (default {INDEX})")
     return top
 
 
@@ -296,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.find_links is not None and not args.find_links.is_dir():
             raise FetchError(f"--find-links {args.find_links}: not a directory")
-        make_workspace(read_release(args.target), args.into.resolve(), args.find_links)
+        make_workspace(read_release(args.target), args.into.resolve(), args.find_links,
+                       index=args.index)
     except UsageError as error:
         print(f"python -m tools.targets.fetch: error: {error}", file=sys.stderr)
         return 2

@@ -376,3 +376,33 @@ def test_the_launches_of_a_step_put_every_role_where_it_belongs():
     assert launch_parts(across, Stress.NONE, geometry) == [Part(0, 49, 0), Part(1, 49, 49)]
     assert launch_parts(across, Stress.MEMORY, geometry)[2] == Part(1, 34, 98)
     assert launch_parts(across, Stress.NVLINK, geometry)[2] == Part(0, 34, 98)
+
+
+# tests/fixtures/flag_payload_anchored with a contract (std::atomic's calls by
+# their order argument) and a mutant of its release.
+ANCHORED_CONTRACT = """
+[target.contract]
+release.sys = 'store(?=\\s*\\([^;]*memory_order_release)'
+acquire.sys = 'load(?=\\s*\\([^;]*memory_order_acquire)'
+store = 'store(?=\\s*\\([^;]*memory_order_relaxed)'
+
+[[target.mutation]]
+family = "weaken-release"
+kind = "release"
+pattern = 'std::memory_order_release'
+replacement = 'std::memory_order_relaxed'
+"""
+
+
+def test_an_anchored_sites_mutant_maps_to_its_rewrite(tmp_path):
+    """The mutant's text is the annotated tree's (its `// @end` line in it):
+    the region is read there, so the weakened release maps to a relaxed one."""
+    fixture = REPO / "tests/fixtures/flag_payload_anchored/catalog.toml"
+    path = tmp_path / "catalog.toml"
+    path.write_text(fixture.read_text() + ANCHORED_CONTRACT)
+    catalog = with_generated(load_catalog(path, tree_root=REPO), REPO)
+    mapped = [(m.fault_id, m.site, m.shape.publish) for m in amplified(catalog, REPO)]
+    assert mapped == [
+        ("gen.weaken-release.fx.producer.flag_release", "fx.producer.flag_release",
+         Publish.RELAXED_SYS)
+    ]

@@ -4,7 +4,9 @@ review's SARIF, and the caught-by table."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,8 +23,14 @@ from faults.corpus.bugs import (
     load_corpus,
     sarif_sites,
 )
+from faults.catalog import load_catalog
 from faults.corpus.bugs_report import document, markdown, write_results
 from tests.unit.faults.gitrepo import git
+
+REPO = Path(__file__).parents[4]
+ANCHORED = REPO / "tests/fixtures/flag_payload_anchored/catalog.toml"
+# A target whose sites are comment sites under src/ (no anchors).
+COMMENT_TARGET = replace(load_catalog(ANCHORED, tree_root=REPO).target, sources="src", anchors=())
 
 DIFF = """diff --git a/kernel.cu b/kernel.cu
 --- a/kernel.cu
@@ -200,13 +208,35 @@ def test_a_bug_that_cannot_be_reviewed_stops_the_corpus_before_any_review(repo, 
     )
     reviewed = []
     with pytest.raises(CorpusError, match=r"b02\.patch: site k\.gone is not a site of HEAD$"):
-        run_corpus(repo, "src", [good, stray], tmp_path / "work", run=False, say=reviewed.append)
+        run_corpus(repo, COMMENT_TARGET, [good, stray], tmp_path / "work", run=False,
+                   say=reviewed.append)
     stale = load_bug(
         write_patch(tmp_path / "corpus", "b03", HEADER + DIFF.replace("-barrier", "-fence"))
     )
     with pytest.raises(CorpusError, match=r"b03\.patch: does not apply to HEAD"):
-        run_corpus(repo, "src", [good, stale], tmp_path / "work2", run=False, say=reviewed.append)
+        run_corpus(repo, COMMENT_TARGET, [good, stale], tmp_path / "work2", run=False,
+                   say=reviewed.append)
     assert reviewed == []  # neither run reviewed its good bug
+
+
+def test_a_bug_at_an_anchored_site_is_a_bug_at_a_site_of_head(repo, tmp_path):
+    """tests/fixtures/flag_payload_anchored's sites, declared by anchors, are
+    sites of HEAD: only the bug naming none of them stops the corpus."""
+    from faults.corpus.bugs import run_corpus
+
+    (repo / "anchored").mkdir()
+    shutil.copy2(ANCHORED.parent / "main.cpp", repo / "anchored/main.cpp")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "foreign code")
+    target = replace(load_catalog(ANCHORED, tree_root=REPO).target, sources="anchored")
+    at_site = load_bug(write_patch(
+        tmp_path / "corpus", "b01", HEADER.replace("k.publish", "fx.producer.flag_release") + DIFF
+    ))
+    stray = load_bug(
+        write_patch(tmp_path / "corpus", "b02", HEADER.replace("k.publish", "fx.gone") + DIFF)
+    )
+    with pytest.raises(CorpusError, match=r"b02\.patch: site fx\.gone is not a site of HEAD$"):
+        run_corpus(repo, target, [at_site, stray], tmp_path / "work", run=False)
 
 
 def test_a_run_review_takes_the_slots_and_the_rank_mode(tmp_path):
