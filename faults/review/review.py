@@ -146,9 +146,10 @@ def review(
 
     with tempfile.TemporaryDirectory(prefix="review-base-") as scratch:  # read, then gone
         base_tree = make_scratch(repo_root, Path(scratch) / "base", ref=base)
-        base_sites, base_violations = parse_tree(
-            base_tree / catalog.target.sources, catalog.target.anchors
-        )
+        # BASE is read with every anchor the catalog declares: the change's
+        # catalog has left out those its own tree no longer holds.
+        anchors = (own or catalog).target.anchors
+        base_sites, base_violations = parse_tree(base_tree / catalog.target.sources, anchors)
         had = [v.from_root(base_tree) for v in base_violations]
         unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
         lost_ones = lost_entries(own, lost, base_sites, kept) if own is not None else []

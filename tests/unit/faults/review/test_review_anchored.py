@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.review.model import LostEntry, ReviewVerdict
+from faults.review.model import GoneSite, LostEntry, ReviewVerdict, SiteLoss
 from invariants.sync.finding import Finding
 from tests.unit.faults.gitrepo import git
 from tests.unit.faults.review.test_review import reviewed
@@ -61,6 +61,10 @@ def test_an_anchor_the_change_breaks_is_a_finding_of_the_change(repo):
             ("fx.producer.flag_release",),
         ),
         LostEntry("H1", ("fx.producer.flag_release",)),
+    ]
+    # BASE holds the site by its anchor: named where it stood there.
+    assert result.gone == [
+        GoneSite("fx.producer.flag_release", f"{SRC}/main.cpp", 33, SiteLoss.GONE)
     ]
     assert result.unsited == [
         Finding(f"{SRC}/main.cpp", 34, "ordering primitive exchange( outside any site")
