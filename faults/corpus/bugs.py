@@ -107,6 +107,7 @@ class BugResult:
     static: ReviewOutcome
     run: ReviewOutcome | None = None
     not_run_why: str = ""  # why no run review ran, when none did
+    older: str = ""  # BugCommit.older: its base judged by a catalog not its own
 
     @property
     def caught_by(self) -> CaughtBy:
@@ -313,12 +314,16 @@ def _env_for(clone: Path, cache: Path | None = None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class BugCommit:
-    """A bug committed: the repository it is in, its parent and its commit."""
+    """A bug committed: the repository it is in, its parent and its commit;
+    `older`: a parent older than the catalog's pin (the catalog does not load
+    on it), the line saying what of the catalog was left out there; both
+    commits are then reviewed as review --older-trees judges an older tree."""
 
     bug: Bug
     repo: Path
     base: str
     head: str
+    older: str = ""
 
 
 def run_corpus(
@@ -366,9 +371,9 @@ def review_commits(
     results = []
     for commit in commits:
         bug, work = commit.bug, Path(workdir) / commit.bug.name
-        words = {"known_sites": known_sites, "catalog": catalog}
+        words = {"known_sites": known_sites, "catalog": catalog, "older_trees": bool(commit.older)}
         static = review_bug(commit.repo, commit.base, commit.head, work, run=False, **words)
-        result = BugResult(bug, static, not_run_why="" if run else not_run_why)
+        result = BugResult(bug, static, not_run_why="" if run else not_run_why, older=commit.older)
         if run:
             options = {"rank_mode": rank_mode, "slots": slots, "exposure": exposure}
             result.run = review_bug(

@@ -45,7 +45,7 @@ def document(
         )
         if result.caught_by is CaughtBy.NOT_RUN:
             rows[-1]["not_run_why"] = result.not_run_why
-        said = {"why": result.bug.why, "upstream": result.bug.upstream}
+        said = {"why": result.bug.why, "upstream": result.bug.upstream, "older": result.older}
         rows[-1].update({key: text for key, text in said.items() if text})
     head = {"machine": machine, "rank_mode": rank_mode, "native_source_sha256": digest}
     if corpus is not None:
@@ -142,7 +142,8 @@ def markdown(doc: dict) -> str:
 
 def notes(doc: dict) -> list[str]:
     """Under the table: why each bug's catch is expected as it is, a review
-    that could not judge (exit neither 0 nor 1), and the fixes not made."""
+    that could not judge (exit neither 0 nor 1), a base the catalog did not
+    load on (what of it was left out), and the fixes not made."""
     lines = []
     for row in doc["results"]:
         exits = [
@@ -150,7 +151,7 @@ def notes(doc: dict) -> list[str]:
             for mode in ("static", "run")
             if row[mode] and row[mode]["exit_code"] not in (0, 1)
         ]
-        said = [row.get("why", ""), *exits, row.get("upstream", "")]
+        said = [row.get("why", ""), *exits, row.get("upstream", ""), row.get("older", "")]
         if any(said):
             parts = (" ".join(text.split()).rstrip(".") for text in said if text)
             lines.append(f"- {row['bug']}: " + "; ".join(parts) + ".")

@@ -13,6 +13,7 @@ A foreign corpus (a TOML file) names versions and hunks, never the code:
     file = "<the registry's file name>"
     sha256 = "<its digest>"
     prefix = "<the folder in the archive that holds the members>"
+    moved = { "<member>" = "<where this file holds it>" }   # optional
 
     [[bug]]
     name, class, site (or "" with `why`), catch, why, title, upstream,
@@ -39,6 +40,9 @@ from faults.corpus.bugs import Bug, BugClass, Catch, CorpusError, word_of
 DIFF_CONTEXT = 3  # difflib's and diff -u's: the hunk numbers depend on it
 TOP_KEYS = ("package", "catalog", "harness", "members")
 RELEASE_KEYS = ("file", "sha256", "prefix")
+# Optional: members this release's file holds elsewhere (an sdist's 3rdparty/
+# folder where a wheel has the folder at the top), taken from there.
+RELEASE_MOVED = "moved"
 BUG_KEYS = (
     "name",
     "class",
@@ -71,12 +75,18 @@ class Hunk:
 @dataclass(frozen=True)
 class Release:
     """One released file of the package: what the registry calls it, its
-    sha256, and the folder inside it that holds the members."""
+    sha256, the folder inside it that holds the members, and the members
+    it holds at another path (member, where)."""
 
     version: str
     file: str
     sha256: str
     prefix: str
+    moved: tuple[tuple[str, str], ...] = ()
+
+    def holds(self, member: str) -> str:
+        """Where this release's file holds `member` (under the prefix)."""
+        return dict(self.moved).get(member, member)
 
 
 @dataclass(frozen=True)
@@ -159,12 +169,18 @@ def _release(path: Path, version: str, table: object) -> Release:
     for key in RELEASE_KEYS:
         if not isinstance(table.get(key), str) or not table[key]:
             raise CorpusError(f"{where}: {key} missing or not a string")
-    unknown = sorted(set(table) - set(RELEASE_KEYS))
+    unknown = sorted(set(table) - {*RELEASE_KEYS, RELEASE_MOVED})
     if unknown:
         raise CorpusError(f"{where}: unknown key {unknown[0]}")
     if not SHA256.match(table["sha256"]):
         raise CorpusError(f"{where}: sha256 is not 64 lowercase hex digits")
-    return Release(version, table["file"], table["sha256"], table["prefix"].strip("/"))
+    moved = table.get(RELEASE_MOVED, {})
+    if not isinstance(moved, dict) or not all(
+        isinstance(path, str) and path for pair in moved.items() for path in pair
+    ):
+        raise CorpusError(f"{where}: {RELEASE_MOVED} must map members to paths")
+    pairs = tuple((member.strip("/"), path.strip("/")) for member, path in moved.items())
+    return Release(version, table["file"], table["sha256"], table["prefix"].strip("/"), pairs)
 
 
 def _bug(path: Path, number: int, entry: object, releases: dict[str, Release]) -> ReleaseBug:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from faults.catalog import Catalog, load_catalog
+from faults.catalog import Catalog, CatalogError, load_catalog
+from faults.catalog.refs import without_missing_sites
 from faults.corpus.bugs import BugCommit, CorpusError
+from faults.review.model import OlderTree
 from hostio import UsageError, gpu_count, machine_name
 from invariants.sync.sites import parse_tree
 from tools.faults_cli.steps import workdir
@@ -31,11 +33,26 @@ def _tree(corpus, release, wanted: list[str], cache: Path, missing_ok: bool = Fa
 @dataclass(frozen=True)
 class BaseSites:
     """What a bug's base holds for its review: the catalog loaded on it, its
-    site names, the digest of its sources."""
+    site names, the digest of its sources; `older`: a base the catalog does
+    not load on, the line saying what of the catalog was left out there."""
 
     catalog: Catalog
     sites: frozenset[str]
     digest: str
+    older: str = ""
+
+
+def base_catalog(corpus, catalog_path: Path, tree: Path) -> tuple[Catalog, str]:
+    """The catalog on a base `tree`, and ""; on a base older than the
+    catalog's pin (it does not load there), the catalog with what the tree
+    lacks left out, as review --older-trees judges an older tree, and the
+    line saying so."""
+    try:
+        return load_catalog(catalog_path, tree_root=tree), ""
+    except CatalogError as refused:
+        given = load_catalog(catalog_path)  # malformed otherwise: the user's error, raised
+        catalog, left_out = without_missing_sites(given, tree / given.target.sources)
+        return catalog, str(OlderTree(corpus.catalog, str(refused), left_out))
 
 
 def base_sites(corpus, bug, catalog_path: Path, tree: Path) -> BaseSites:
@@ -43,7 +60,7 @@ def base_sites(corpus, bug, catalog_path: Path, tree: Path) -> BaseSites:
     (the bug itself may break the site's anchors)."""
     from faults.pipeline.scratch import tree_digest
 
-    catalog = load_catalog(catalog_path, tree_root=tree)
+    catalog, older = base_catalog(corpus, catalog_path, tree)
     found = parse_tree(tree / catalog.target.sources, catalog.target.anchors)[0]
     sites = frozenset(site.name for site in found)
     if bug.bug.site and bug.bug.site not in sites:
@@ -51,7 +68,7 @@ def base_sites(corpus, bug, catalog_path: Path, tree: Path) -> BaseSites:
             f"{corpus.path}: bug {bug.bug.name}: site {bug.bug.site}"
             f" is not a site of {corpus.catalog} on its base {bug.base.version}"
         )
-    return BaseSites(catalog, sites, tree_digest(tree / catalog.target.sources))
+    return BaseSites(catalog, sites, tree_digest(tree / catalog.target.sources), older)
 
 
 def _base_files(corpus, bug, cache: Path) -> tuple[Path, list[str], str]:
@@ -62,9 +79,11 @@ def _base_files(corpus, bug, cache: Path) -> tuple[Path, list[str], str]:
 
     # The harness's members an older base lacks are left out (its build fails
     # there, said by the review); the bug's own file must be there.
-    _tree(corpus, bug.base, list(corpus.members), cache, missing_ok=True)
+    held = [bug.base.holds(member) for member in corpus.members]
+    _tree(corpus, bug.base, held, cache, missing_ok=True)
     base_tree = _tree(corpus, bug.base, [bug.file], cache)
-    members = [m for m in dict.fromkeys([*corpus.members, bug.file]) if (base_tree / m).exists()]
+    wanted = dict.fromkeys([*corpus.members, bug.file])
+    members = [m for m in wanted if (base_tree / bug.base.holds(m)).exists()]
     texts = {bug.base.version: (base_tree / bug.file).read_text()}
     for release in (bug.buggy, bug.fixed):
         tree = _tree(corpus, release, [bug.file], cache)
@@ -82,7 +101,7 @@ def workspace(corpus, bug, root: Path, into: Path, cache: Path, on_base=None):
 
     base_tree, members, buggy_text = _base_files(corpus, bug, cache)
     shutil.rmtree(into, ignore_errors=True)  # an earlier (perhaps cut) run's scratch
-    fill(into, base_tree, members, [root / name for name in corpus.harness])
+    fill(into, base_tree, members, [root / name for name in corpus.harness], bug.base.holds)
     repo = git.Repo.init(into)
     actor = git.Actor(*AUTHOR)
     repo.git.add("--all")
@@ -142,7 +161,7 @@ def target_corpus_command(args: argparse.Namespace) -> int:
                 f"corpus --run: the target needs {needed} GPUs, this machine has {gpus}"
             )
         results = review_commits(
-            [commit for commit, _ in made],
+            [replace(commit, older=base.older) for commit, base in made],
             work.path,
             set().union(*(base.sites for _, base in made)),
             run=args.run,

@@ -114,11 +114,14 @@ def check_into(into: Path) -> None:
         raise FetchError(f"--into {into}: {problem}")
 
 
-def fill(into: Path, members_tree: Path, members: Iterable[str], harness: Iterable[Path]) -> None:
-    """`into` given the members (paths under `members_tree`: files or folders)
-    and our harness files under harness/: a workspace's first commit."""
+def fill(
+    into: Path, members_tree: Path, members: Iterable[str], harness: Iterable[Path], where=str
+) -> None:
+    """`into` given the members (paths under `members_tree`: files or folders;
+    `where(member)`: the path that holds it there) and our harness files
+    under harness/: a workspace's first commit."""
     for member in members:
-        source = members_tree / member
+        source = members_tree / where(member)
         if source.is_dir():
             shutil.copytree(source, into / member, dirs_exist_ok=True)
         else:

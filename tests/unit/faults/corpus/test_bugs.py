@@ -189,6 +189,17 @@ def test_the_document_and_its_table(tmp_path):
     assert write_results(logical, tmp_path / "results").name == "review-corpus-1xH200-logical"
 
 
+def test_a_bug_on_a_base_older_than_the_catalog_says_what_was_left_out(tmp_path):
+    bug = Bug("C", tmp_path / "c.toml", "wrong-count", "", Catch.MISSED, "t", why="no site")
+    older = "Judged by `c.toml`, the tree's own catalog refused (x); left out ...: `R1`."
+    doc = document([BugResult(bug, outcome(1), older=older)], "cpu", "0" * 64)
+    [row] = doc["results"]
+    assert (row["caught_by"], row["older"]) == ("missed", older)
+    assert markdown(doc).splitlines()[-1] == f"- C: no site; {older.rstrip('.')}."
+    plain = document([BugResult(bug, outcome(1))], "cpu", "0" * 64)
+    assert "older" not in plain["results"][0]
+
+
 def test_a_static_bug_caught_only_by_the_run_is_flagged(tmp_path):
     bug = Bug("b01", tmp_path / "b01.patch", "remove-barrier", "k.p", Catch.STATIC, "t")
     doc = document([BugResult(bug, outcome(0), outcome(1, "k.p"))], "cpu", "0" * 64)

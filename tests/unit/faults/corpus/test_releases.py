@@ -136,7 +136,29 @@ def test_a_release_without_its_digest_is_refused(tmp_path):
 
 def test_the_repositorys_foreign_corpus_loads():
     corpus = load_release_corpus(Path(__file__).parents[4] / "corpus/flashinfer_comm.toml")
-    assert {bug.bug.name[0] for bug in corpus.bugs} == set("ABEF")
-    assert [fix["name"][0] for fix in corpus.not_made] == ["C", "D"]
+    assert {bug.bug.name[0] for bug in corpus.bugs} == set("ABCDEFG")
+    assert corpus.not_made == ()
     for made in corpus.bugs:
         assert bool(made.bug.site) != (made.bug.catch is Catch.MISSED), made.bug.name
+
+
+def test_a_release_holds_a_moved_member_at_its_path(tmp_path):
+    extra = '[release."1.2"]\nfile = "pkg-1.2.tar.gz"\nsha256 = "%s"\nprefix = "pkg-1.2"\n' % (
+        "c" * 64
+    ) + 'moved = { "spdlog/include/" = "3rdparty/spdlog/include" }\n'
+    corpus = load_release_corpus(write(tmp_path, {**BUG, "base": "1.2"}, extra))
+    (made,) = corpus.bugs
+    assert made.base.moved == (("spdlog/include", "3rdparty/spdlog/include"),)
+    assert made.base.holds("spdlog/include") == "3rdparty/spdlog/include"
+    assert made.base.holds("include") == "include"
+    assert made.fixed.moved == ()
+
+
+def test_a_moved_that_is_not_a_table_of_paths_is_refused(tmp_path):
+    extra = '[release."1.2"]\nfile = "f"\nsha256 = "%s"\nprefix = "p"\nmoved = ["x"]\n' % (
+        "c" * 64
+    )
+    path = write(tmp_path, BUG, extra)
+    with pytest.raises(CorpusError) as error:
+        load_release_corpus(path)
+    assert str(error.value) == f"{path}: release '1.2': moved must map members to paths"
