@@ -10,12 +10,14 @@ catalog=$1 ws=$(realpath "$2") only=${3:-.*}
 [ -d "$ws/.git" ] || { echo "target.sh: $ws is no fetched workspace (no .git)"; exit 2; }
 source scripts/gpu/common.sh
 name=$(basename "$catalog" .toml)
-faults=(python3 -m faults --root "$ws" --catalog "$PWD/$catalog" --rank-mode logical)
-"${faults[@]}" sites --check "$ws/$(python3 -c "import tomllib,sys;print(tomllib.load(open(sys.argv[1],'rb'))['target']['sources'])" "$catalog")" >> "$LOG" 2>&1
+sources=$(python3 -c "import tomllib,sys;print(tomllib.load(open(sys.argv[1],'rb'))['target']['sources'])" "$catalog")
+python3 -m faults --root "$ws" --catalog "$PWD/$catalog" --rank-mode logical \
+  sites --check "$ws/$sources" >> "$LOG" 2>&1
 echo "sites --check rc=$?" | tee -a "$LOG"
 WORK=/tmp/target-$name
-timeout "${LIMIT_S:-420}" "${faults[@]}" --workdir "$WORK" sweep --only "$only" \
-  --slots "${SLOTS:-4}" --budget-s "${BUDGET_S:-300}" --results-dir "$OUT/results/$name" >> "$LOG" 2>&1
+timeout "${LIMIT_S:-420}" python3 -m faults --root "$ws" --catalog "$PWD/$catalog" \
+  --rank-mode logical --workdir "$WORK" sweep --only "$only" --slots "${SLOTS:-4}" \
+  --budget-s "${BUDGET_S:-300}" --results-dir "$OUT/results/$name" >> "$LOG" 2>&1
 echo "sweep $name rc=$?" | tee -a "$LOG"
 pack_logs "$WORK" && mv "$OUT/logs.tgz" "$OUT/logs-$name.tgz"
 exit 0
