@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from faults.catalog import Catalog, Config, LogPatterns
+from faults.catalog.refs import without_missing_sites
 from faults.pipeline.engine import CLEAN, FORCED, Engine, RunResult
+from faults.pipeline.scratch import make_scratch
 from faults.pipeline.slots import phases, run_faults
 from faults.review.coverage import Coverage
 from faults.review.matrix import (
@@ -192,6 +194,17 @@ def run_review(
     return report
 
 
+def base_catalog(catalog: Catalog, repo_root: Path, base: str, workdir: Path) -> Catalog:
+    """The catalog BASE's clean runs take: without its forced failure (the
+    clean control alone), and with only the anchored sites BASE's sources
+    hold: a change that adds an anchored site declares an anchor BASE lacks."""
+    catalog = replace(catalog, control=())
+    if not catalog.target.anchors:
+        return catalog
+    tree = make_scratch(repo_root, workdir / "base-sources", ref=base)
+    return without_missing_sites(catalog, tree / catalog.target.sources)[0]
+
+
 def judge_controls(
     report: RunReport,
     catalog: Catalog,
@@ -216,9 +229,9 @@ def judge_controls(
     ]
     if not failed:
         return
-    # BASE's tree with no fault, under the configs the change failed: the
-    # catalog without its forced failure runs the clean control alone.
-    engine = Engine(replace(catalog, control=()), repo_root, workdir / "base", ref=base)
+    # BASE's tree with no fault, under the configs the change failed.
+    on_base = base_catalog(catalog, repo_root, base, workdir)
+    engine = Engine(on_base, repo_root, workdir / "base", ref=base)
     tally.plan(f"BASE's tree, clean, under the {len(failed)} configs the change fails", len(failed))
     report.base_clean = engine.controls(
         [c for c in catalog.configs if c.name in failed], slots, tally.ran("BASE")
