@@ -32,6 +32,10 @@ from faults.review.progress import Listener, Tally
 from hostio import gpu_count
 
 
+# What a --run review says when no config runs here: it judged nothing.
+NOTHING_RAN = "no config runs here (each needs more GPUs than are here): the runs judged nothing"
+
+
 @dataclass(frozen=True)
 class CleanFailure:
     """The change's tree failing the driver with no fault, under one config."""
@@ -56,6 +60,9 @@ class RunReport:
     firing: dict[str, Firing] = field(default_factory=dict)  # touched site -> where it fires
     # Covering faults with no config where all their sites fire: not run.
     unplaced: list[str] = field(default_factory=list)
+    # Touched site (one that fires) -> each kind of its covering faults none
+    # of which ran (all unplaced): no run covers it that way.
+    unrun: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def unfired(self) -> list[Firing]:
@@ -63,13 +70,39 @@ class RunReport:
         return [fired for fired in self.firing.values() if fired.uncovered]
 
     @property
+    def ran_nothing(self) -> bool:
+        """No config runs here (each needs more GPUs than are here): the
+        change's tree never ran, so the runs judged nothing."""
+        return not self.controls
+
+    @property
     def ok(self) -> bool:
         return (
-            not self.change_fails
+            not self.ran_nothing
+            and not self.change_fails
             and not self.harness_broken
             and not self.unfired
+            and not self.unrun
             and all(r.ok for r in [*self.controls, *self.faults])
         )
+
+
+def unrun_gaps(touched: list[Coverage], report: RunReport) -> dict[str, list[str]]:
+    """Each touched site that fires whose must-pass faults, or must-fail
+    faults, all ran under no config (their sites fire together under none
+    here): the static coverage rule, asked of the faults that ran. A site
+    that never fires is said once, as such."""
+    gaps: dict[str, list[str]] = {}
+    for cover in touched:
+        if report.firing[cover.site.name].uncovered:
+            continue
+        for kind, ids in (("must-pass", cover.passing), ("must-fail", cover.failing)):
+            if ids and all(fault_id in report.unplaced for fault_id in ids):
+                gaps.setdefault(cover.site.name, []).append(
+                    f"no {kind} fault ran: {', '.join(ids)} "
+                    "(their sites fire together under no config here)"
+                )
+    return gaps
 
 
 def first_failure(result: RunResult, log: LogPatterns) -> str:
@@ -116,7 +149,9 @@ def change_controls(
     engine: Engine, configs: list[Config], what: str, tally: Tally, slots: int
 ) -> list[RunResult]:
     """The change's tree, clean then with the forced failure, under `configs`
-    (their names end what the progress says)."""
+    (their names end what the progress says); none: nothing to plan or build."""
+    if not configs:
+        return []
     forced = bool(engine.catalog.control)
     tally.plan(f"{what}: {', '.join(c.name for c in configs)}", len(configs) * (2 if forced else 1))
     return engine.controls(configs, slots, stage_listener(tally, "change", forced))
@@ -189,6 +224,7 @@ def run_review(
             ran = [*plan.run, *exposed]
             chosen = fault_configs(catalog, touched, fires, ran)
             report.unplaced = [fault_id for fault_id, configs in chosen.items() if not configs]
+            report.unrun = unrun_gaps(touched, report)
             report.faults = run_faults_where_they_fire(engine, chosen, tally, slots)
     judge_controls(report, catalog, repo_root, base, workdir, tally, slots)
     return report
