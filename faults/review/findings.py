@@ -8,6 +8,7 @@ from pathlib import Path
 
 from faults.report.sarif import Level, Result, Rule
 from faults.review.model import Review
+from faults.review.runs import NOTHING_RAN
 from invariants.sync.finding import Finding
 
 TOOL = "faults review"
@@ -20,6 +21,11 @@ FAULT_MISSED = Rule("covering-fault-missed", "a fault covering a touched site mi
 NEVER_FIRES = Rule(
     "site-never-fires", "a touched site no config that ran executes: no run covers it"
 )
+NOT_RUN_COVERED = Rule(
+    "site-not-covered-by-run",
+    "a touched site none of whose must-pass (or must-fail) faults ran: no run covers it",
+)
+NO_RUN = Rule("nothing-ran", "--run ran nothing: no config runs here")
 SITE_GONE = Rule(
     "site-gone", "a site the change removed, renamed or left unbalanced while it still counts"
 )
@@ -36,6 +42,8 @@ RULES = [
     HARNESS,
     FAULT_MISSED,
     NEVER_FIRES,
+    NOT_RUN_COVERED,
+    NO_RUN,
 ]
 
 
@@ -74,7 +82,14 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]
                 found.append(
                     Result(NEVER_FIRES, Level.ERROR, Finding(*where, said, cover.site.name))
                 )
+            found += [
+                Result(NOT_RUN_COVERED, Level.ERROR, Finding(*where, gap, cover.site.name))
+                for gap in result.runs.unrun.get(cover.site.name, [])
+            ]
     if result.runs is not None:
+        if result.runs.ran_nothing:
+            at_catalog = Finding(catalog and catalog.as_posix(), None, NOTHING_RAN)
+            found.append(Result(NO_RUN, Level.ERROR, at_catalog))
         found += change_fails(result, prefix)
         found += [
             Result(HARNESS, Level.WARNING, Finding(catalog and catalog.as_posix(), None, sentence))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from faults.pipeline.engine import CLEAN
 from faults.review.coverage import Coverage
 from faults.review.model import Review
-from faults.review.runs import RunReport
+from faults.review.runs import NOTHING_RAN, RunReport
 from faults.review.static import ContractCheck
 
 
@@ -17,11 +17,13 @@ def own_run(runs: RunReport | None) -> list[str]:
         return [*lines, "Not run: the static review (--run runs it, then the covering faults).", ""]
     lines += [f"- **{failure}**" for failure in runs.change_fails]
     lines += [f"- **{sentence}**" for sentence in runs.harness_broken]
-    if not runs.change_fails and not runs.harness_broken:
+    if runs.ran_nothing:
+        lines.append(f"- **{NOTHING_RAN}**")
+    elif not runs.change_fails and not runs.harness_broken:
         configs = ", ".join(r.config for r in runs.controls if r.fault == CLEAN)
         lines.append(f"- The change's tree passes the driver with no fault (config {configs}).")
     lines += [f"- BASE's tree with no fault [{r.config}]: {r.verdict}" for r in runs.base_clean]
-    if not runs.base_clean:
+    if not runs.base_clean and not runs.ran_nothing:
         lines.append("- BASE's tree: not run (the change's tree passes: nothing to tell apart).")
     if runs.plan.not_run:
         said = ", ".join(f"{name} ({why})" for name, why in runs.plan.not_run.items())
@@ -88,6 +90,7 @@ def firing_lines(runs: RunReport, cover: Coverage) -> list[str]:
         lines.append(
             f"  - not run: {', '.join(unplaced)} (their sites fire together under no config here)"
         )
+    lines += [f"  - NOT COVERED BY A RUN: {gap}" for gap in runs.unrun.get(cover.site.name, [])]
     return lines
 
 

@@ -83,11 +83,15 @@ class Firing:
 
     @property
     def uncovered(self) -> bool:
-        """It fires under no config that ran to the end: no run covers it."""
-        return not self.fires and not self.unknown and bool(self.never)
+        """It fires under no config that ran to the end, and no failed run
+        leaves that unknown: no run covers it (no config running here at all
+        included)."""
+        return not self.fires and not self.unknown
 
     def __str__(self) -> str:
         said = [f"fires under: {', '.join(self.fires) or 'none'}"]
+        if not (self.fires or self.never or self.unknown):
+            said.append("no clean run here")
         if self.never:
             said.append(f"never under: {', '.join(self.never)}")
         if self.unknown:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from faults.catalog import Catalog, Config, LogPatterns
+from faults.catalog.refs import without_missing_sites
 from faults.pipeline.engine import CLEAN, FORCED, Engine, RunResult
+from faults.pipeline.scratch import make_scratch
 from faults.pipeline.slots import phases, run_faults
 from faults.review.coverage import Coverage
 from faults.review.matrix import (
@@ -28,6 +30,10 @@ from faults.review.matrix import (
 )
 from faults.review.progress import Listener, Tally
 from hostio import gpu_count
+
+
+# What a --run review says when no config runs here: it judged nothing.
+NOTHING_RAN = "no config runs here (each needs more GPUs than are here): the runs judged nothing"
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,9 @@ class RunReport:
     firing: dict[str, Firing] = field(default_factory=dict)  # touched site -> where it fires
     # Covering faults with no config where all their sites fire: not run.
     unplaced: list[str] = field(default_factory=list)
+    # Touched site (one that fires) -> each kind of its covering faults none
+    # of which ran (all unplaced): no run covers it that way.
+    unrun: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def unfired(self) -> list[Firing]:
@@ -61,13 +70,39 @@ class RunReport:
         return [fired for fired in self.firing.values() if fired.uncovered]
 
     @property
+    def ran_nothing(self) -> bool:
+        """No config runs here (each needs more GPUs than are here): the
+        change's tree never ran, so the runs judged nothing."""
+        return not self.controls
+
+    @property
     def ok(self) -> bool:
         return (
-            not self.change_fails
+            not self.ran_nothing
+            and not self.change_fails
             and not self.harness_broken
             and not self.unfired
+            and not self.unrun
             and all(r.ok for r in [*self.controls, *self.faults])
         )
+
+
+def unrun_gaps(touched: list[Coverage], report: RunReport) -> dict[str, list[str]]:
+    """Each touched site that fires whose must-pass faults, or must-fail
+    faults, all ran under no config (their sites fire together under none
+    here): the static coverage rule, asked of the faults that ran. A site
+    that never fires is said once, as such."""
+    gaps: dict[str, list[str]] = {}
+    for cover in touched:
+        if report.firing[cover.site.name].uncovered:
+            continue
+        for kind, ids in (("must-pass", cover.passing), ("must-fail", cover.failing)):
+            if ids and all(fault_id in report.unplaced for fault_id in ids):
+                gaps.setdefault(cover.site.name, []).append(
+                    f"no {kind} fault ran: {', '.join(ids)} "
+                    "(their sites fire together under no config here)"
+                )
+    return gaps
 
 
 def first_failure(result: RunResult, log: LogPatterns) -> str:
@@ -114,7 +149,9 @@ def change_controls(
     engine: Engine, configs: list[Config], what: str, tally: Tally, slots: int
 ) -> list[RunResult]:
     """The change's tree, clean then with the forced failure, under `configs`
-    (their names end what the progress says)."""
+    (their names end what the progress says); none: nothing to plan or build."""
+    if not configs:
+        return []
     forced = bool(engine.catalog.control)
     tally.plan(f"{what}: {', '.join(c.name for c in configs)}", len(configs) * (2 if forced else 1))
     return engine.controls(configs, slots, stage_listener(tally, "change", forced))
@@ -187,9 +224,21 @@ def run_review(
             ran = [*plan.run, *exposed]
             chosen = fault_configs(catalog, touched, fires, ran)
             report.unplaced = [fault_id for fault_id, configs in chosen.items() if not configs]
+            report.unrun = unrun_gaps(touched, report)
             report.faults = run_faults_where_they_fire(engine, chosen, tally, slots)
     judge_controls(report, catalog, repo_root, base, workdir, tally, slots)
     return report
+
+
+def base_catalog(catalog: Catalog, repo_root: Path, base: str, workdir: Path) -> Catalog:
+    """The catalog BASE's clean runs take: without its forced failure (the
+    clean control alone), and with only the anchored sites BASE's sources
+    hold: a change that adds an anchored site declares an anchor BASE lacks."""
+    catalog = replace(catalog, control=())
+    if not catalog.target.anchors:
+        return catalog
+    tree = make_scratch(repo_root, workdir / "base-sources", ref=base)
+    return without_missing_sites(catalog, tree / catalog.target.sources)[0]
 
 
 def judge_controls(
@@ -216,9 +265,9 @@ def judge_controls(
     ]
     if not failed:
         return
-    # BASE's tree with no fault, under the configs the change failed: the
-    # catalog without its forced failure runs the clean control alone.
-    engine = Engine(replace(catalog, control=()), repo_root, workdir / "base", ref=base)
+    # BASE's tree with no fault, under the configs the change failed.
+    on_base = base_catalog(catalog, repo_root, base, workdir)
+    engine = Engine(on_base, repo_root, workdir / "base", ref=base)
     tally.plan(f"BASE's tree, clean, under the {len(failed)} configs the change fails", len(failed))
     report.base_clean = engine.controls(
         [c for c in catalog.configs if c.name in failed], slots, tally.ran("BASE")

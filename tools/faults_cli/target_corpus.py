@@ -138,6 +138,13 @@ def target_corpus_command(args: argparse.Namespace) -> int:
     from tools.targets.registry import CACHE, check_untracked
 
     corpus, catalog_path = _checked(args)
+    # The GPUs a run needs in the chosen rank mode (logical: one), said
+    # before any workspace is made.
+    plain = load_catalog(catalog_path)
+    mode = chosen_rank_mode(args, plain)
+    needed, gpus = plain.in_rank_mode(mode).gpus_needed, gpu_count()
+    if args.run and gpus < needed:
+        raise UsageError(f"corpus --run: the target needs {needed} GPUs, this machine has {gpus}")
     cache = args.root / CACHE.name
     if args.workdir is not None:
         check_untracked(args.workdir, "--workdir")
@@ -153,20 +160,13 @@ def target_corpus_command(args: argparse.Namespace) -> int:
             )
             for bug in corpus.bugs
         ]
-        catalog = made[0][1].catalog
-        rank_mode = str(chosen_rank_mode(args, catalog))
-        needed, gpus = catalog.gpus_needed, gpu_count()
-        if args.run and gpus < needed:
-            raise UsageError(
-                f"corpus --run: the target needs {needed} GPUs, this machine has {gpus}"
-            )
         results = review_commits(
             [replace(commit, older=base.older) for commit, base in made],
             work.path,
             set().union(*(base.sites for _, base in made)),
             run=args.run,
             catalog=catalog_path,
-            rank_mode=rank_mode,
+            rank_mode=str(mode),
             slots=args.slots,
             exposure=not args.no_exposure,
             not_run_why="only a run catches it: corpus --run",
@@ -177,7 +177,7 @@ def target_corpus_command(args: argparse.Namespace) -> int:
             results,
             machine_name(),
             digest,
-            rank_mode,
+            str(mode),
             corpus=corpus.path.stem,
             not_made=corpus.not_made,
         )

@@ -422,6 +422,8 @@ def test_the_markdown_says_every_part_of_a_review():
                 "k.tally": Firing("k.tally", [], ["graph"]),
             },
             unplaced=["S3"],
+            unrun={"k.wait": ["no must-fail fault ran: S3 (their sites fire together under "
+                              "no config here)"]},  # fmt: skip
         ),
         older=OlderTree("catalogs/x.toml", "unknown site 'k.gone'", ["S9"]),
         lost=[LostEntry("N4", ("k.gone",)), LostEntry("target.mutation #0 (weaken)", ())],
@@ -488,6 +490,8 @@ def test_the_markdown_says_every_part_of_a_review():
         "  - ran: none (a control was wrong: no fault judged)",
         "  - fires under: graph; not known under: eager (the clean run failed)",
         "  - not run: S3 (their sites fire together under no config here)",
+        "  - NOT COVERED BY A RUN: no must-fail fault ran: S3 (their sites fire together under "
+        "no config here)",
         "- `k.tally` (compute, src/k.cu:14-16): UNCOVERED: no must-pass fault delays it",
         "  - contract: none (a compute site declares no publish contract)",
         "  - must pass: -",

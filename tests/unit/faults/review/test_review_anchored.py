@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from faults.judge.verdict import Verdict
 from faults.review.model import GoneSite, LostEntry, ReviewVerdict, SiteLoss
+from faults.review.runs import CleanFailure
 from invariants.sync.finding import Finding
 from tests.unit.faults.gitrepo import git
 from tests.unit.faults.review.test_review import reviewed
@@ -69,3 +71,27 @@ def test_an_anchor_the_change_breaks_is_a_finding_of_the_change(repo):
     assert result.unsited == [
         Finding(f"{SRC}/main.cpp", 34, "ordering primitive exchange( outside any site")
     ]
+
+
+def test_base_runs_with_the_anchors_it_holds_when_the_change_adds_one(repo):
+    """The change adds an anchored site (its code and its [[target.site]])
+    and fails the driver with no fault: BASE's tree runs clean to tell whose
+    fault it is, with the anchors BASE's sources hold (not the new one), and
+    the change is blamed, not the catalog (exit 1, not 2)."""
+    edit(repo, "  int mismatches = 0;\n", "  int mismatches = 0;\n  mismatches += 1;\n")
+    catalog = repo / SRC / "catalog.toml"
+    new_site = '[[target.site]]\nname = "fx.consumer.bias"\nfile = "main.cpp"\n'
+    new_site += 'at = "mismatches += 1;"\nkind = "compute"\n\n[target.bound]'
+    catalog.write_text(catalog.read_text().replace("[target.bound]", new_site, 1))
+    git(repo, "commit", "-qam", "head: a new anchored site, every round counted failed")
+    words = ["HEAD~1", "HEAD", "--root", str(repo), "--no-generated", "--run"]
+    status, result = reviewed(words, catalog, workdir="w")
+    assert [c.site.name for c in result.touched] == ["fx.consumer.bias"]
+    assert [(r.fault, r.config, r.verdict, r.ok) for r in result.runs.base_clean] == [
+        ("control.clean", "default", Verdict.PASSED, True)
+    ]
+    log = repo.parent / "w/runs/change/control.clean/control.clean-default.log"
+    said = "exit 1 with no line naming a failure; its last line: fixture rounds=4 failed=4"
+    assert result.runs.change_fails == [CleanFailure("default", said, str(log))]
+    assert result.runs.harness_broken == []
+    assert (status, result.verdict) == (1, ReviewVerdict.CHANGES_NEEDED)

@@ -269,3 +269,35 @@ def test_a_forced_failure_on_a_change_that_fails_alone_does_not_blame_the_harnes
         Ran("change", FORCED, "b", Verdict.SURVIVED, 3, 3),
         Ran("BASE", CLEAN, "a", Verdict.PASSED, 4, 4),
     ]
+
+
+def test_no_config_running_here_is_no_coverage_not_an_approval(stand_in, tmp_path):
+    """Every config needs more GPUs than are here: nothing runs, the touched
+    site fires under no config (no coverage), and the runs are not ok."""
+    catalog = fixture_catalog(Config("a", gpus=4), Config("b", gpus=4))
+    report, events = review_runs(catalog, tmp_path, touched_wait(catalog))
+    assert report.plan.not_run == {"a": "needs 4 GPUs, 2 here", "b": "needs 4 GPUs, 2 here"}
+    assert (report.controls, report.faults, report.unplaced) == ([], [], FAULTS)
+    assert report.firing == {WAIT: Firing(WAIT)}
+    assert report.unfired == [Firing(WAIT)]
+    assert str(Firing(WAIT)) == "fires under: none; no clean run here"
+    assert (report.ran_nothing, report.unrun, report.ok) == (True, {}, False)
+
+
+def test_a_touched_site_none_of_whose_must_pass_faults_ran_is_not_covered(stand_in, tmp_path):
+    """The wait fires, the store its must-pass faults delay never does: they
+    run nowhere, only a must-fail fault runs, and no run covers the wait's
+    must-pass side."""
+    catalog = fixture_catalog(Config("a"))
+    stand_in.printed = {"a": {f"probe.{WAIT}": 1}}
+    report, _ = review_runs(catalog, tmp_path, touched_wait(catalog))
+    assert report.firing == {WAIT: Firing(WAIT, ["a"])}
+    assert [(r.fault, r.config) for r in report.faults] == [("S2", "a")]
+    assert report.unplaced == ["D1", f"gen.delay.{STORE}", "S1", f"gen.skip.{WAIT}"]
+    assert report.unrun == {
+        WAIT: [
+            f"no must-pass fault ran: D1, gen.delay.{STORE} "
+            "(their sites fire together under no config here)"
+        ]
+    }
+    assert (report.unfired, report.ran_nothing, report.ok) == ([], False, False)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from faults.judge.verdict import Verdict
-from faults.pipeline.engine import CLEAN, FORCED
+from faults.pipeline.engine import CLEAN, FORCED, RunResult
 from faults.report.sarif import SCHEMA, Level, Result, Rule, sarif_document
 from faults.review.model import ReviewVerdict
 from faults.review.progress import Planned, Ran
@@ -277,3 +277,68 @@ def test_a_touched_site_no_config_executes_is_no_coverage(tmp_path, capsys, prog
         Ran("change", FORCED, "default", Verdict.KILLED, 2, 2),
     ]
     capsys.readouterr()
+
+
+def test_a_run_review_where_no_config_runs_does_not_approve(tmp_path, capsys, progress):
+    """Every config needs 4 GPUs and none is here: nothing runs, so the
+    touched wait fires under no config (no coverage) and the review says it
+    ran nothing: CHANGES NEEDED, never an approval with zero runs."""
+    repo = fixture_repo(tmp_path)
+    catalog = repo / SRC / "catalog.toml"
+    four = catalog.read_text().replace('name = "default"\n', 'name = "default"\ngpus = 4\n')
+    catalog.write_text(four)
+    edit(repo, "  if (!fixture::wait_until(", "  if (!::fixture::wait_until(")
+    git(repo, "commit", "-qam", "head: an ordering-neutral change no config here runs")
+    sarif = tmp_path / "r.sarif"
+    words = ["HEAD~1", "HEAD", "--root", str(repo), "--run", "--sarif", str(sarif)]
+    status, result = reviewed(words, workdir="w")
+    assert (status, result.verdict) == (1, ReviewVerdict.CHANGES_NEEDED)
+    assert (result.runs.controls, result.runs.faults, progress) == ([], [], [])
+    assert result.runs.plan.not_run == {"default": "needs 4 GPUs, 0 here"}
+    assert results(sarif) == [
+        (
+            "site-never-fires",
+            "error",
+            f"{SRC}/main.cpp",
+            48,
+            "fx.consumer.flag_wait: fires under: none; no clean run here: no run covers it",
+        ),
+        (
+            "nothing-ran",
+            "error",
+            f"{SRC}/catalog.toml",
+            None,
+            "no config runs here (each needs more GPUs than are here): the runs judged nothing",
+        ),
+    ]
+    out = capsys.readouterr().out.splitlines()
+    own = out.index("## The change's own run")
+    assert out[own + 2 : own + 5] == [
+        "- **no config runs here (each needs more GPUs than are here): the runs judged nothing**",
+        "- Configs not run here: default (needs 4 GPUs, 0 here).",
+        "",
+    ]
+
+
+def test_a_touched_site_whose_must_pass_faults_ran_nowhere_is_a_finding():
+    """A Review made by hand: the wait fires, yet none of its must-pass
+    faults ran (their sites fire together under no config here)."""
+    from faults.review.coverage import Coverage
+    from faults.review.findings import findings
+    from faults.review.matrix import Firing
+    from faults.review.model import Review
+    from faults.review.runs import RunReport
+    from faults.review.static import ContractCheck
+    from invariants.sync.sites import Site
+
+    wait = Site("k.wait", "wait", "k.payload", Path("/t/src/k.cu"), 10, 12)
+    gap = "no must-pass fault ran: D1 (their sites fire together under no config here)"
+    clean = RunResult(CLEAN, "graph", 0, Verdict.PASSED, True, "", "0" * 64)
+    runs = RunReport([clean], [], [], [], [], firing={"k.wait": Firing("k.wait", ["graph"])},
+                     unplaced=["D1"], unrun={"k.wait": [gap]})  # fmt: skip
+    touched = [Coverage(wait, passing=["D1"], failing=["S1"])]
+    review = Review("main", "topic", Path("/t"), "src", {"k.cu": {11}}, touched, [],
+                    ContractCheck(False, [], 0, 0), runs=runs)  # fmt: skip
+    assert [(r.rule.id, r.level, r.finding) for r in findings(review, Path("."), None)] == [
+        ("site-not-covered-by-run", Level.ERROR, Finding("src/k.cu", 10, gap, "k.wait"))
+    ]
