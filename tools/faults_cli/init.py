@@ -41,6 +41,8 @@ def init_command(args: argparse.Namespace) -> int:
     if not NAME.match(args.name):
         raise UsageError(f"init: --name {args.name!r}: a lower_case name (a-z, 0-9, _)")
     outputs = []
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"init: --out {args.out}: exists and is not a folder")
     if args.out is not None:
         outputs = [args.out / f"{args.name}.toml", args.out / "harness.cu"]
         taken = [str(path) for path in outputs if path.exists()]
