@@ -4,7 +4,8 @@ one (producers: that barrier's group, else thread); a wait is an acquire, or
 the spin loop around it, through the barrier just after it when there is one
 (consumers: its group). Each site is given by anchors, the shortest text the
 file holds once; a release's stores before it are proposed as the store site
-it guards (docs/tools.md, "Onboarding a codebase")."""
+it guards. A proposal overlapping a site the tree already declares (a
+`// @site` comment) is left out (docs/tools.md, "Onboarding a codebase")."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import PurePosixPath
 
 from faults.init.lines import Lines
 from faults.init.scan import Form, Scan, Use
-from invariants.sync.sites import Group, Scope
+from invariants.sync.sites import Group, Scope, parse_tree
 
 BARRIER_REACH = 3  # code lines between a barrier and the release or wait it belongs to
 FENCE_REACH = 4  # code lines between a fence and the relaxed access it orders
@@ -269,3 +270,21 @@ def guarded(proposals: list[Proposal]) -> list[Proposal]:
     return [
         replace(p, guards=stores[0]) if p.kind is Kind.WAIT and stores else p for p in proposals
     ]
+
+
+def undeclared(scan: Scan, proposals: list[Proposal]) -> tuple[list[Proposal], int]:
+    """The proposals that overlap no site the tree's `// @site` comments
+    declare (a catalog declaring both would fail `sites --check`), and how
+    many were left out. A kept release guarding a store left out guards none
+    (the starter's TODO); the waits' guess is made again from the stores kept."""
+    declared = parse_tree(scan.root)[0]
+
+    def overlaps(proposal: Proposal) -> bool:
+        path = scan.root if scan.root.is_file() else scan.root / proposal.path
+        lines = set(range(proposal.start, proposal.end + 1))
+        return any(site.path == path and lines & set(site.lines) for site in declared)
+
+    kept = [p for p in proposals if not overlaps(p)]
+    names = {p.name for p in kept}
+    kept = [p if p.guards in names else replace(p, guards=None) for p in kept]
+    return guarded(kept), len(proposals) - len(kept)

@@ -70,8 +70,10 @@ def starter_catalog(
     name: str,
     sources: str,
     program: str = "python -m faults",
+    skipped: int = 0,
 ) -> str:
-    """The catalog's text (`program`: the command its comments say to run)."""
+    """The catalog's text (`program`: the command its comments say to run;
+    `skipped`: how many proposals were left out over the tree's own sites)."""
     text = HEADER.format(
         name=name,
         sources=sources,
@@ -81,6 +83,11 @@ def starter_catalog(
     )
     text += "".join(f"{key} = {toml_string(value)}\n" for key, value in LOG_PATTERNS.items())
     text += contract(scan) + BOUND
+    if skipped:
+        text += (
+            f"\n# {skipped} proposed sites left out: they overlap sites the sources\n"
+            "# already declare with `// @site` comments.\n"
+        )
     for proposal in proposals:
         text += site_table(scan, proposal)
     return text + TAIL + first_fault(proposals)
