@@ -15,7 +15,13 @@ from faults.catalog.anchors import site_key
 from faults.catalog.errors import catalog_error
 from faults.catalog.model import GENERATED_PREFIX, Catalog
 from faults.catalog.mutation import TwinError, rule_twins, twin_copy
-from invariants.sync.sites import Site, anchored_sites, guard_problems, parse_tree
+from invariants.sync.sites import (
+    Site,
+    SiteKind,
+    anchored_sites,
+    guard_problems,
+    parse_tree,
+)
 
 
 def check_includes(catalog: Catalog) -> None:
@@ -51,7 +57,7 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
     check_anchors(catalog, sources)
     sites = parse_tree(sources, catalog.target.anchors)[0]
     known = {site.name for site in sites}
-    waits = {site.name for site in sites if site.kind == "wait"}
+    waits = {site.name for site in sites if site.kind == SiteKind.WAIT}
     settings = catalog.generate
     for site in dict(settings.survivor_ok):
         # A key naming one generated fault is checked where faults are generated.

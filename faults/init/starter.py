@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 
 from faults.init.harness import LOG_PATTERNS
-from faults.init.propose import Kind, Proposal
+from faults.init.propose import Proposal
 from faults.init.scan import Scan
+from invariants.sync.sites import SiteKind
 
 HEADER = """\
 # The starter catalog of {name}, written by `{program} init {sources}`
@@ -124,13 +125,13 @@ def site_table(scan: Scan, proposal: Proposal) -> str:
         body += [f"begin = {toml_string(proposal.begin or '')}"]
         body += [f"end = {toml_string(proposal.end_text or '')}"]
     body.append(f'kind = "{proposal.kind.value}"')
-    if proposal.kind is not Kind.STORE:
-        role = "producers" if proposal.kind is Kind.RELEASE else "consumers"
+    if proposal.kind is not SiteKind.STORE:
+        role = "producers" if proposal.kind is SiteKind.RELEASE else "consumers"
         body.append(f'{role} = "{proposal.group.value}"')
         body.append(f'scope = "{proposal.scope.value}"')
         if proposal.guards is None:
             body.append('guards = "TODO"  # TODO: the store or compute site this one guards')
-        elif proposal.kind is Kind.WAIT:
+        elif proposal.kind is SiteKind.WAIT:
             body.append(f'guards = "{proposal.guards}"  # TODO: a guess: the site it awaits')
         else:
             body.append(f'guards = "{proposal.guards}"')
@@ -144,7 +145,7 @@ def site_table(scan: Scan, proposal: Proposal) -> str:
 def first_fault(proposals: list[Proposal]) -> str:
     """A first hand-written fault (a catalog holds one at least): the first
     release delayed must still pass."""
-    releases = [p for p in proposals if p.kind is Kind.RELEASE and p.anchored]
+    releases = [p for p in proposals if p.kind is SiteKind.RELEASE and p.anchored]
     target = (releases or [p for p in proposals if p.anchored] or [None])[0]
     lines = [
         "",

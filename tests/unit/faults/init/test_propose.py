@@ -7,8 +7,8 @@ import tomllib
 from pathlib import Path
 
 from faults.catalog import load_catalog
-from faults.init import Form, Kind, propose, scan, starter_catalog, undeclared
-from invariants.sync.sites import Group, Scope, parse_tree
+from faults.init import Form, propose, scan, starter_catalog, undeclared
+from invariants.sync.sites import Group, Scope, SiteKind, parse_tree
 from tests.unit.faults.init.tree import write_tree
 
 REPO = Path(__file__).parents[4]
@@ -51,12 +51,12 @@ def test_the_synthetic_tree_gets_exactly_these_sites(tmp_path):
     ]
     store = "kernels.producer.store"
     assert said == [
-        (store, Kind.STORE, "kernels.cu", 4, 4, 5, None, None, None),
-        ("kernels.producer.release", Kind.RELEASE, "kernels.cu", 8, 6, 9, Group.BLOCK,
+        (store, SiteKind.STORE, "kernels.cu", 4, 4, 5, None, None, None),
+        ("kernels.producer.release", SiteKind.RELEASE, "kernels.cu", 8, 6, 9, Group.BLOCK,
          Scope.SYS, store),
-        ("kernels.consumer.wait", Kind.WAIT, "kernels.cu", 14, 13, 17, Group.BLOCK,
+        ("kernels.consumer.wait", SiteKind.WAIT, "kernels.cu", 14, 13, 17, Group.BLOCK,
          Scope.SYS, store),
-        ("legacy.legacy_wait.wait", Kind.WAIT, "legacy.cu", 2, 2, 3, Group.THREAD,
+        ("legacy.legacy_wait.wait", SiteKind.WAIT, "legacy.cu", 2, 2, 3, Group.THREAD,
          Scope.SYS, store),
     ]
     anchors = [(p.at, p.begin, p.end_text) for p in proposals]
@@ -89,7 +89,7 @@ def test_a_given_spelling_wins_over_the_wrapper_found(tmp_path):
     sources = write_tree(tmp_path)
     found = scan(sources, {"release.gpu": "st_flag_release"})
     assert "st_flag_release" not in found.helpers
-    [release] = [p for p in propose(found) if p.kind is Kind.RELEASE]
+    [release] = [p for p in propose(found) if p.kind is SiteKind.RELEASE]
     assert (release.line, release.scope) == (8, Scope.GPU)
     assert found.spellings["release.gpu"] == ["st_flag_release"]
 
