@@ -6,16 +6,20 @@ docs/operators.md, "Mutation operators")."""
 
 from __future__ import annotations
 
-import re
-
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from faults.catalog.anchors import site_key
 from faults.catalog.errors import catalog_error
 from faults.catalog.model import GENERATED_PREFIX, Catalog
 from faults.catalog.mutation import TwinError, rule_twins, twin_copy
-from invariants.sync.sites import Site, anchored_sites, guard_problems, parse_tree
+from invariants.sync.sites import (
+    Site,
+    SiteKind,
+    anchored_sites,
+    guard_problems,
+    parse_tree,
+)
 
 
 def check_includes(catalog: Catalog) -> None:
@@ -51,7 +55,7 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
     check_anchors(catalog, sources)
     sites = parse_tree(sources, catalog.target.anchors)[0]
     known = {site.name for site in sites}
-    waits = {site.name for site in sites if site.kind == "wait"}
+    waits = {site.name for site in sites if site.kind == SiteKind.WAIT}
     settings = catalog.generate
     for site in dict(settings.survivor_ok):
         # A key naming one generated fault is checked where faults are generated.
@@ -124,7 +128,9 @@ def patch_sites(catalog: Catalog):
                     yield owner, index, key, name
 
 
-def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, list[str]]:
+def without_missing_sites(
+    catalog: Catalog, sources: Path
+) -> tuple[Catalog, list[str | DroppedAnchor]]:
     """`catalog` made to judge an older tree at `sources`: what it names that
     the tree lacks is left out (a `[generate]` entry naming a missing site, a
     fault whose patch names one, the faults including such a fault, and a
@@ -172,11 +178,21 @@ def without_missing_sites(catalog: Catalog, sources: Path) -> tuple[Catalog, lis
             unmade.append(f"target.mutation #{index} ({rule.family})")
     target = replace(catalog.target, mutations=tuple(rules))
     older = replace(catalog, target=target, generate=generate, faults=faults)
-    anchored = [f"{key}: {message}" for _, key, message in unheld]
+    anchored = [DroppedAnchor(name, key, message) for name, key, message in unheld]
     return older, anchored + left_out + sorted(dropped) + unmade
 
 
-ANCHOR_ENTRY = re.compile(r"target\.site\[\d+\] \((?P<site>[^)]+)\): ")
+@dataclass(frozen=True)
+class DroppedAnchor:
+    """A [[target.site]] without_missing_sites left out: its site, its key
+    (`target.site[i] (name)`) and why; said as `key: why`."""
+
+    site: str
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}"
 
 
 def names_site(key: str, site: str) -> bool:
@@ -185,16 +201,17 @@ def names_site(key: str, site: str) -> bool:
     return key == site or f".{site}." in f"{key}."
 
 
-def entry_sites(catalog: Catalog, entry: str, candidates: set[str]) -> list[str]:
+def entry_sites(
+    catalog: Catalog, entry: str | DroppedAnchor, candidates: set[str]
+) -> list[str]:
     """Which of `candidates` (site names) a catalog entry without_missing_sites
     may leave out names: a fault, through its patches and those of the faults
     it includes; a `[generate.survivor_ok]` key; a `[generate.site_configs]`
-    prefix; a [[target.site]] the tree no longer holds (`target.site[i] (name): ...`).
+    prefix; a [[target.site]] the tree no longer holds (a DroppedAnchor: its site).
     A mutation rule names none."""
+    if isinstance(entry, DroppedAnchor):
+        return sorted({entry.site} & candidates)
     named: set[str] = set()
-    anchor = ANCHOR_ENTRY.match(entry)
-    if anchor:
-        named.add(anchor["site"])
     if entry in catalog.faults:
         seen, todo = set(), [entry]
         while todo:

@@ -1,38 +1,47 @@
-"""The classes of corpus bugs (docs/review.md, "The bug corpus")."""
+"""The classes of corpus bugs (docs/review.md, "The bug corpus"): the
+mutation families' words where one fits (docs/operators.md, "Mutation
+operators"), taken from faults/catalog/model.py's Family, and the words of
+bugs no generated fault makes."""
 
 from __future__ import annotations
 
 from enum import Enum
 
+from faults.catalog.model import ORDER_FAMILIES, Family
 
-class BugClass(str, Enum):
-    """What a corpus bug does: the mutation families' words where one fits
-    (docs/operators.md, "Mutation operators"), and those of bugs no generated
-    fault makes."""
-
-    REMOVE_BARRIER = "remove-barrier"
-    REMOVE_WARP_SYNC = "remove-warp-sync"
-    WEAKEN_RELEASE = "weaken-release"
-    WEAKEN_ACQUIRE = "weaken-acquire"
-    REMOVE_FENCE = "remove-fence"
-    NARROW_SCOPE = "narrow-scope"
-    EPOCH_OFF_BY_ONE = "epoch-off-by-one"
-    WRONG_SLOT = "wrong-slot"
-    PUBLISH_EARLY = "publish-early"
-    REMOVE_WAIT = "remove-wait"
-    WRONG_PEER = "wrong-peer"
+# The families a real bug can be: the order families and the two value rewrites.
+BUG_FAMILIES = [
+    family
+    for family in Family
+    if family in ORDER_FAMILIES or family in (Family.EPOCH_OFF_BY_ONE, Family.WRONG_SLOT)
+]
+OTHER_CLASSES = [
+    ("REMOVE_WAIT", "remove-wait"),
+    ("WRONG_PEER", "wrong-peer"),
     # A wait that covers only some of the peers it must wait for.
-    SOME_PEERS = "some-peers"
-    WRONG_COUNT = "wrong-count"
-    BARRIER_UNDER_CONDITION = "barrier-under-condition"
-    DROPPED_ANNOTATION = "dropped-annotation"
-    UNBALANCED_ANNOTATION = "unbalanced-annotation"
+    ("SOME_PEERS", "some-peers"),
+    ("WRONG_COUNT", "wrong-count"),
+    ("BARRIER_UNDER_CONDITION", "barrier-under-condition"),
+    ("DROPPED_ANNOTATION", "dropped-annotation"),
+    ("UNBALANCED_ANNOTATION", "unbalanced-annotation"),
     # A wait that reads only part of what it waits for (one word of a vector).
-    PARTIAL_WAIT = "partial-wait"
+    ("PARTIAL_WAIT", "partial-wait"),
     # A sentinel a real value can equal (a "not arrived" mark compared by value).
-    WRONG_SENTINEL = "wrong-sentinel"
+    ("WRONG_SENTINEL", "wrong-sentinel"),
     # A flag value reused before every reader has seen the one before (ABA).
-    FLAG_REUSE = "flag-reuse"
+    ("FLAG_REUSE", "flag-reuse"),
+]
 
-    def __str__(self) -> str:
+
+class _Word(str, Enum):
+    def __str__(self) -> str:  # reports print the word
         return self.value
+
+
+# What a corpus bug does: the bug families' words first, in Family's order.
+BugClass = _Word(
+    "BugClass",
+    [(family.name, family.value) for family in BUG_FAMILIES] + OTHER_CLASSES,
+    module=__name__,
+    qualname="BugClass",
+)

@@ -85,8 +85,12 @@ class Release:
     moved: tuple[tuple[str, str], ...] = ()
 
     def holds(self, member: str) -> str:
-        """Where this release's file holds `member` (under the prefix)."""
-        return dict(self.moved).get(member, member)
+        """Where this release's file holds `member` (under the prefix): a
+        moved member, or a path under one, at its moved path."""
+        for path, where in self.moved:
+            if member == path or member.startswith(path + "/"):
+                return where + member[len(path) :]
+        return member
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,13 @@ def _bug(path: Path, number: int, entry: object, releases: dict[str, Release]) -
         upstream=entry["upstream"],
     )
     pick = {key: releases[entry[key]] for key in ("buggy", "fixed", "base")}
+    # The bug's file is read and written at its own path in every release.
+    moved = next((r for r in pick.values() if r.holds(entry["file"]) != entry["file"]), None)
+    if moved is not None:
+        raise CorpusError(
+            f"{where}: file {entry['file']!r} is moved in release {moved.version!r};"
+            " a bug's file must lie at its own path"
+        )
     return ReleaseBug(bug, **pick, file=entry["file"], hunks=tuple(hunks))
 
 
@@ -239,7 +250,10 @@ def load_release_corpus(path: Path, only: str | None = None) -> ReleaseCorpus:
     for key in TOP_KEYS:
         if key not in data:
             raise CorpusError(f"{path}: lacks {key}")
-    releases = {v: _release(path, v, t) for v, t in (data.get("release") or {}).items()}
+    tables = data.get("release") or {}
+    if not isinstance(tables, dict):
+        raise CorpusError(f"{path}: release must be a table of [release.\"<version>\"] tables")
+    releases = {v: _release(path, v, t) for v, t in tables.items()}
     entries = data.get("bug") or []
     bugs = [_bug(path, number, entry, releases) for number, entry in enumerate(entries, 1)]
     names = [b.bug.name for b in bugs]

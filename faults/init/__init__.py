@@ -5,7 +5,7 @@ onboarding a codebase starts from a draft (docs/tools.md, "Onboarding a codebase
 from faults.init.defaults import CONTRACT_KEYS
 from faults.init.errors import InitError
 from faults.init.harness import harness_skeleton
-from faults.init.propose import Kind, Proposal, propose
+from faults.init.propose import Proposal, propose, undeclared
 from faults.init.scan import Form, Scan, Use, scan
 from faults.init.starter import starter_catalog
 
@@ -13,7 +13,6 @@ __all__ = [
     "CONTRACT_KEYS",
     "Form",
     "InitError",
-    "Kind",
     "Proposal",
     "Scan",
     "Use",
@@ -21,4 +20,5 @@ __all__ = [
     "propose",
     "scan",
     "starter_catalog",
+    "undeclared",
 ]

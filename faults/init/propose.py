@@ -4,32 +4,24 @@ one (producers: that barrier's group, else thread); a wait is an acquire, or
 the spin loop around it, through the barrier just after it when there is one
 (consumers: its group). Each site is given by anchors, the shortest text the
 file holds once; a release's stores before it are proposed as the store site
-it guards (docs/tools.md, "Onboarding a codebase")."""
+it guards. A proposal overlapping a site the tree already declares (a
+`// @site` comment) is left out (docs/tools.md, "Onboarding a codebase")."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from enum import Enum
 from itertools import groupby
 from pathlib import PurePosixPath
 
 from faults.init.lines import Lines
 from faults.init.scan import Form, Scan, Use
-from invariants.sync.sites import Group, Scope
+from invariants.sync.sites import Group, Scope, SiteKind, parse_tree
 
 BARRIER_REACH = 3  # code lines between a barrier and the release or wait it belongs to
 FENCE_REACH = 4  # code lines between a fence and the relaxed access it orders
 SPIN_REACH = 12  # lines from a spin loop's first line to its acquire
 GROUPS = {"block": Group.BLOCK, "warp": Group.WARP, "grid": Group.GRID}
-
-
-class Kind(str, Enum):
-    """A proposed site's kind (invariants/sync/sites.py's KINDS)."""
-
-    STORE = "store"
-    RELEASE = "release"
-    WAIT = "wait"
 
 
 @dataclass(frozen=True)
@@ -38,7 +30,7 @@ class Proposal:
     and the anchors that find them (`at`, or `begin` and `end`)."""
 
     name: str
-    kind: Kind
+    kind: SiteKind  # store, release or wait: init proposes no compute site
     path: str
     line: int  # its primitive's line (a store site: its first line)
     start: int
@@ -134,7 +126,7 @@ def _release(lines: Lines, uses: list[Use], taken: list[int], claimed: set[int])
     notes = _notes([uses[i] for i in taken])
     if last.action == "store" and len(taken) == 1:
         notes += ("relaxed (volatile) — no release: no fence before the store",)
-    return _anchored(lines, Kind.RELEASE, last, start, end, group, Scope(scope), notes)
+    return _anchored(lines, SiteKind.RELEASE, last, start, end, group, Scope(scope), notes)
 
 
 def _wait(lines: Lines, uses: list[Use], index: int, claimed: set[int]) -> Proposal:
@@ -161,7 +153,7 @@ def _wait(lines: Lines, uses: list[Use], index: int, claimed: set[int]) -> Propo
         if lines.depth(start) >= depth and near:
             group, start, end = GROUPS[barrier.qualifier], outer, lines.statement_end(barrier.line)
             claimed.add(following)
-    return _anchored(lines, Kind.WAIT, use, start, end, group, Scope(scope), notes)
+    return _anchored(lines, SiteKind.WAIT, use, start, end, group, Scope(scope), notes)
 
 
 def _notes(uses: list[Use]) -> tuple[str, ...]:
@@ -179,7 +171,7 @@ def _notes(uses: list[Use]) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _anchored(lines: Lines, kind: Kind, use: Use, start: int, end: int, group, scope, notes):
+def _anchored(lines: Lines, kind: SiteKind, use: Use, start: int, end: int, group, scope, notes):
     """The proposal with its anchors: `at` when it is one statement, else `begin`/`end`."""
     base = Proposal("", kind, use.path, use.line, start, end, group=group, scope=scope, notes=notes)
     return anchors(lines, base, function=use.function)
@@ -208,7 +200,7 @@ def with_stores(lines: Lines, proposals: list[Proposal]) -> list[Proposal]:
     in its block, after any proposal before it."""
     out: list[Proposal] = []
     for proposal in proposals:
-        if proposal.kind is Kind.RELEASE:
+        if proposal.kind is SiteKind.RELEASE:
             floor = max((p.end for p in out), default=0)
             store = _store_before(lines, proposal, floor)
             if store is not None:
@@ -230,7 +222,7 @@ def _store_before(lines: Lines, release: Proposal, floor: int) -> Proposal | Non
     if first >= release.start or last < first:
         return None
     name = release.name.rsplit(".", 1)[0] + ".store" + _suffix(release.name)
-    store = anchors(lines, Proposal(name, Kind.STORE, release.path, first, first, last))
+    store = anchors(lines, Proposal(name, SiteKind.STORE, release.path, first, first, last))
     return replace(store, name=name) if store.anchored else None
 
 
@@ -265,7 +257,25 @@ def snake(word: str) -> str:
 
 def guarded(proposals: list[Proposal]) -> list[Proposal]:
     """Each wait guards the first store site (a guess the starter says to check)."""
-    stores = [p.name for p in proposals if p.kind is Kind.STORE]
+    stores = [p.name for p in proposals if p.kind is SiteKind.STORE]
     return [
-        replace(p, guards=stores[0]) if p.kind is Kind.WAIT and stores else p for p in proposals
+        replace(p, guards=stores[0]) if p.kind is SiteKind.WAIT and stores else p for p in proposals
     ]
+
+
+def undeclared(scan: Scan, proposals: list[Proposal]) -> tuple[list[Proposal], int]:
+    """The proposals that overlap no site the tree's `// @site` comments
+    declare (a catalog declaring both would fail `sites --check`), and how
+    many were left out. A kept release guarding a store left out guards none
+    (the starter's TODO); the waits' guess is made again from the stores kept."""
+    declared = parse_tree(scan.root)[0]
+
+    def overlaps(proposal: Proposal) -> bool:
+        path = scan.root if scan.root.is_file() else scan.root / proposal.path
+        lines = set(range(proposal.start, proposal.end + 1))
+        return any(site.path == path and lines & set(site.lines) for site in declared)
+
+    kept = [p for p in proposals if not overlaps(p)]
+    names = {p.name for p in kept}
+    kept = [p if p.guards in names else replace(p, guards=None) for p in kept]
+    return guarded(kept), len(proposals) - len(kept)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 
 from faults.init.harness import LOG_PATTERNS
-from faults.init.propose import Kind, Proposal
+from faults.init.propose import Proposal
 from faults.init.scan import Scan
+from invariants.sync.sites import SiteKind
 
 HEADER = """\
 # The starter catalog of {name}, written by `{program} init {sources}`
@@ -70,8 +71,10 @@ def starter_catalog(
     name: str,
     sources: str,
     program: str = "python -m faults",
+    skipped: int = 0,
 ) -> str:
-    """The catalog's text (`program`: the command its comments say to run)."""
+    """The catalog's text (`program`: the command its comments say to run;
+    `skipped`: how many proposals were left out over the tree's own sites)."""
     text = HEADER.format(
         name=name,
         sources=sources,
@@ -81,6 +84,11 @@ def starter_catalog(
     )
     text += "".join(f"{key} = {toml_string(value)}\n" for key, value in LOG_PATTERNS.items())
     text += contract(scan) + BOUND
+    if skipped:
+        text += (
+            f"\n# {skipped} proposed sites left out: they overlap sites the sources\n"
+            "# already declare with `// @site` comments.\n"
+        )
     for proposal in proposals:
         text += site_table(scan, proposal)
     return text + TAIL + first_fault(proposals)
@@ -117,13 +125,13 @@ def site_table(scan: Scan, proposal: Proposal) -> str:
         body += [f"begin = {toml_string(proposal.begin or '')}"]
         body += [f"end = {toml_string(proposal.end_text or '')}"]
     body.append(f'kind = "{proposal.kind.value}"')
-    if proposal.kind is not Kind.STORE:
-        role = "producers" if proposal.kind is Kind.RELEASE else "consumers"
+    if proposal.kind is not SiteKind.STORE:
+        role = "producers" if proposal.kind is SiteKind.RELEASE else "consumers"
         body.append(f'{role} = "{proposal.group.value}"')
         body.append(f'scope = "{proposal.scope.value}"')
         if proposal.guards is None:
             body.append('guards = "TODO"  # TODO: the store or compute site this one guards')
-        elif proposal.kind is Kind.WAIT:
+        elif proposal.kind is SiteKind.WAIT:
             body.append(f'guards = "{proposal.guards}"  # TODO: a guess: the site it awaits')
         else:
             body.append(f'guards = "{proposal.guards}"')
@@ -137,7 +145,7 @@ def site_table(scan: Scan, proposal: Proposal) -> str:
 def first_fault(proposals: list[Proposal]) -> str:
     """A first hand-written fault (a catalog holds one at least): the first
     release delayed must still pass."""
-    releases = [p for p in proposals if p.kind is Kind.RELEASE and p.anchored]
+    releases = [p for p in proposals if p.kind is SiteKind.RELEASE and p.anchored]
     target = (releases or [p for p in proposals if p.anchored] or [None])[0]
     lines = [
         "",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from faults.catalog import Target
 from faults.generate.mutate import tagged
-from invariants.sync.sites import Site, parse_tree
+from invariants.sync.sites import Site, SiteKind, parse_tree
 
 OWNER = "bound"  # the tag's owner: no fault, every tree of the target
 
@@ -72,7 +72,7 @@ def bound_waits(sources: Path, target: Target) -> list[Path]:
     """Every wait site under the (annotated) `sources` bounded; the files changed."""
     if target.bound is None:
         return []
-    waits = [site for site in parse_tree(sources)[0] if site.kind == "wait"]
+    waits = [site for site in parse_tree(sources)[0] if site.kind == SiteKind.WAIT]
     changed = []
     for site in sorted(waits, key=lambda site: site.start, reverse=True):
         lines = site.path.read_text().splitlines()

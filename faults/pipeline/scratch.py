@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog.errors import FaultsError
+from faults.catalog.model import Target
 from faults.judge.verdict import ContractFlags, Judgement
 from faults.generate.annotate import annotate
 
@@ -96,7 +97,7 @@ def make_scratch(root: Path, dest: Path, *, ref: str | None = None) -> Path:
     return archive_ref(root, ref, dest) if ref else copy_working_tree(root, dest)
 
 
-def target_scratch(root: Path, dest: Path, target, *, ref: str | None = None) -> Path:
+def target_scratch(root: Path, dest: Path, target: Target, *, ref: str | None = None) -> Path:
     """A scratch tree (make_scratch) for `target`'s faults: its anchored
     sites written in as comment sites (annotate); `target.annotated()` reads it."""
     tree = make_scratch(root, dest, ref=ref)

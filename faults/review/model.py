@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from faults.catalog.refs import DroppedAnchor
 from faults.review.coverage import Coverage
 from faults.review.runs import RunReport
 from faults.review.static import ContractCheck
@@ -33,7 +34,7 @@ class OlderTree:
 
     catalog: str  # the catalog that judged it
     refused: str  # why the tree's own catalog could not
-    left_out: list[str]  # what that catalog names and the tree lacks
+    left_out: list[str | DroppedAnchor]  # what that catalog names and the tree lacks
 
     def __str__(self) -> str:
         left = ", ".join(f"`{name}`" for name in self.left_out) or "nothing"
@@ -76,7 +77,8 @@ class LostEntry:
     """A catalog entry that no longer applies: the sites the change's tree
     lacks that it names (none: a mutation rule whose twin that tree cannot make)."""
 
-    entry: str  # a fault id, a `[generate]` key, `target.mutation #i (family)`
+    # a fault id, a `[generate]` key, `target.mutation #i (family)`, a [[target.site]]
+    entry: str | DroppedAnchor
     sites: tuple[str, ...]
 
     def __str__(self) -> str:
@@ -106,7 +108,7 @@ class Review:
 
     def lost_naming(self, site: str) -> list[str]:
         """The catalog entries that no longer apply because `site` is gone."""
-        return [lost.entry for lost in self.lost if site in lost.sites]
+        return [str(lost.entry) for lost in self.lost if site in lost.sites]
 
     def site_path(self, cover: Coverage) -> str:
         return cover.site.path.relative_to(self.tree).as_posix()

@@ -38,7 +38,16 @@ from pathlib import Path
 from invariants.sync.finding import Finding
 from invariants.sync.statements import anchored_lines
 
-KINDS = ("store", "release", "wait", "compute")
+class SiteKind(str, Enum):
+    """Where data is made (store, compute), published (release) or awaited (wait)."""
+
+    STORE = "store"
+    RELEASE = "release"
+    WAIT = "wait"
+    COMPUTE = "compute"
+
+
+KINDS = tuple(kind.value for kind in SiteKind)
 
 
 class Group(str, Enum):
@@ -73,7 +82,9 @@ CONTRACT_VALUES = {
     "consumers": (Group.THREAD, Group.WARP, Group.BLOCK),
     "scope": tuple(Scope),
 }
-GUARDABLE_KINDS = ("store", "compute")
+# Kinds whose sites make what a release publishes (the only ones a site
+# guards); a store is preferred.
+GUARDABLE_KINDS = (SiteKind.STORE.value, SiteKind.COMPUTE.value)
 SOURCE_SUFFIXES = (".cuh", ".cu", ".h", ".hpp", ".cpp", ".cc")
 EXEMPT_DIRS = ("common",)
 
@@ -166,14 +177,9 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
         if opened:
             name, attrs = opened["name"], dict(ATTR.findall(opened["attrs"]))
             if open_site is not None:
-                violations.append(
-                    Finding(
-                        str(path),
-                        number,
-                        f"site {name} opens inside site "
-                        f"{open_site[0]} (opened at line {open_site[2]})",
-                    )
-                )
+                inside = f"site {open_site[0]} (opened at line {open_site[2]})"
+                said = f"site {name} opens inside {inside}"
+                violations.append(Finding(str(path), number, said))
                 continue
             violations += _check_header(path, number, name, attrs, opened["attrs"])
             open_site = (name, attrs, number)
@@ -199,13 +205,8 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
         elif check_primitives and open_site is None:
             use = PRIMITIVE.search(_code(line))
             if use:
-                violations.append(
-                    Finding(
-                        str(path),
-                        number,
-                        f"ordering primitive {use[1] or use[2]}( {OUTSIDE}",
-                    )
-                )
+                said = f"ordering primitive {use[1] or use[2]}( {OUTSIDE}"
+                violations.append(Finding(str(path), number, said))
     if open_site is not None:
         violations.append(Finding(str(path), open_site[2], f"site {open_site[0]} is never closed"))
     return sites, violations
@@ -373,9 +374,6 @@ def site_body(site: Site) -> list[str]:
     return lines[site.start : site.end - 1]
 
 
-# Kinds whose sites make what a release publishes; a store is preferred.
-MAKERS = ("store", "compute")
-
 
 def published_store(release: Site, sites: list[Site]) -> Site | None:
     """The site whose data `release` publishes: its `guards=`, else the
@@ -390,8 +388,8 @@ def published_store(release: Site, sites: list[Site]) -> Site | None:
         for site in sites
         if site.path == release.path
         and site.lines.stop <= release.lines.start
-        and site.kind in MAKERS
+        and site.kind in GUARDABLE_KINDS
     ]
     if not above:
         return None
-    return max(above, key=lambda s: (s.name.startswith(stage), s.kind == MAKERS[0], s.start))
+    return max(above, key=lambda s: (s.name.startswith(stage), s.kind == SiteKind.STORE, s.start))

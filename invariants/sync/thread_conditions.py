@@ -67,7 +67,10 @@ class ThreadConditions:
     def __init__(self, sources: Path):
         self.sources = Path(sources)
         self._files: dict[Path, tuple[str, list[_Block]]] = {}
-        self._returns: dict[str, list[Spread]] = {}
+        # By name and depth: what a call reaches depends on how deep it is
+        # (DEPTH cuts it), so a result weighed deep is never one weighed near;
+        # a recursive call is one deeper, so DEPTH ends recursion too.
+        self._returns: dict[tuple[str, int], list[Spread]] = {}
 
     def around(self, path: Path, line: int, column: int) -> list[Condition]:
         """The conditions the call at `path`:`line` (1-based), `column` lies
@@ -95,10 +98,11 @@ class ThreadConditions:
 
     def returns(self, name: str, depth: int) -> list[Spread]:
         """How far what function `name` returns spreads: one entry per
-        element of a returned brace list, else one."""
-        if name in self._returns:
-            return self._returns[name]
-        self._returns[name] = [Spread.UNIFORM]  # a recursive call adds nothing
+        element of a returned brace list, else one; as weighed from `depth`
+        calls in (none followed past DEPTH)."""
+        key = (name, depth)
+        if key in self._returns:
+            return self._returns[key]
         returned: list[list[Spread]] = []
         for found in definitions(self.sources, name) if depth < DEPTH else ():
             if LANE_ASM in found.text[found.body : found.close]:
@@ -112,11 +116,11 @@ class ThreadConditions:
                 elements = _split(text[1:-1]) if listed else [text]
                 returned.append([names.spread(element) for element in elements])
         if len({len(each) for each in returned}) == 1:  # element by element
-            self._returns[name] = [max(spreads) for spreads in zip(*returned, strict=True)]
+            self._returns[key] = [max(spreads) for spreads in zip(*returned, strict=True)]
         else:
             spreads = [spread for each in returned for spread in each]
-            self._returns[name] = [max(spreads, default=Spread.UNIFORM)]
-        return self._returns[name]
+            self._returns[key] = [max(spreads, default=Spread.UNIFORM)]
+        return self._returns[key]
 
 
 class _Names:

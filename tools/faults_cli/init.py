@@ -8,7 +8,14 @@ import argparse
 import re
 from pathlib import Path
 
-from faults.init import CONTRACT_KEYS, harness_skeleton, propose, scan, starter_catalog
+from faults.init import (
+    CONTRACT_KEYS,
+    harness_skeleton,
+    propose,
+    scan,
+    starter_catalog,
+    undeclared,
+)
 from hostio import UsageError, known_names
 from invariants.sync.sites import source_files
 from invariants.sync.spellings import call_pattern
@@ -41,6 +48,8 @@ def init_command(args: argparse.Namespace) -> int:
     if not NAME.match(args.name):
         raise UsageError(f"init: --name {args.name!r}: a lower_case name (a-z, 0-9, _)")
     outputs = []
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"init: --out {args.out}: exists and is not a folder")
     if args.out is not None:
         outputs = [args.out / f"{args.name}.toml", args.out / "harness.cu"]
         taken = [str(path) for path in outputs if path.exists()]
@@ -50,10 +59,9 @@ def init_command(args: argparse.Namespace) -> int:
     for key, regex in args.spelling:
         given[key] = f"{given[key]}|{regex}" if key in given else regex
     found = scan(sources, given)
-    proposals = propose(found)
-    catalog = starter_catalog(
-        found, proposals, args.name, _from_root(sources, args.root), program()
-    )
+    proposals, skipped = undeclared(found, propose(found))
+    from_root = _from_root(sources, args.root)
+    catalog = starter_catalog(found, proposals, args.name, from_root, program(), skipped)
     if args.out is None:
         print(catalog, end="")
         return 0
@@ -61,7 +69,8 @@ def init_command(args: argparse.Namespace) -> int:
     outputs[0].write_text(catalog)
     outputs[1].write_text(harness_skeleton(args.name, next(iter(found.files), ""), program()))
     written = f"{outputs[0]}, {outputs[1]}"
-    print(f"{len(proposals)} sites proposed from {len(found.uses)} uses: {written}")
+    left_out = f", {skipped} left out over the tree's own sites" if skipped else ""
+    print(f"{len(proposals)} sites proposed from {len(found.uses)} uses{left_out}: {written}")
     return 0
 
 

@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import tarfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 from dataclasses import dataclass
@@ -87,8 +88,8 @@ def _url(pin: Pin, index: str) -> str:
     except (ValueError, KeyError, TypeError):
         raise FetchError(f"{pin.where}: {listing}: not a JSON index (PEP 691)") from None
     for entry in files:
-        if entry.get("filename") == pin.file:
-            return entry["url"]
+        if entry.get("filename") == pin.file:  # PEP 691: `url` may be relative to the listing
+            return urllib.parse.urljoin(listing, entry["url"])
     raise FetchError(f"{pin.where}: file: the registry lists no {pin.file} for {pin.package}")
 
 

@@ -151,7 +151,32 @@ def test_a_release_holds_a_moved_member_at_its_path(tmp_path):
     assert made.base.moved == (("spdlog/include", "3rdparty/spdlog/include"),)
     assert made.base.holds("spdlog/include") == "3rdparty/spdlog/include"
     assert made.base.holds("include") == "include"
+    assert made.base.holds("spdlog/include/x.h") == "3rdparty/spdlog/include/x.h"
+    assert made.base.holds("spdlog/includes") == "spdlog/includes"
     assert made.fixed.moved == ()
+
+
+def test_a_bug_whose_file_a_release_moves_is_refused(tmp_path):
+    extra = '[release."1.2"]\nfile = "pkg-1.2.tar.gz"\nsha256 = "%s"\nprefix = "pkg-1.2"\n' % (
+        "c" * 64
+    ) + 'moved = { "include" = "3rdparty/include" }\n'
+    path = write(tmp_path, {**BUG, "base": "1.2"}, extra)
+    with pytest.raises(CorpusError) as error:
+        load_release_corpus(path)
+    assert str(error.value) == (
+        f"{path}: bug B: file 'include/k.cuh' is moved in release '1.2';"
+        " a bug's file must lie at its own path"
+    )
+
+
+def test_a_release_that_is_not_a_table_is_refused(tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(RELEASES.split("[release.")[0] + "release = 3\n")
+    with pytest.raises(CorpusError) as error:
+        load_release_corpus(path)
+    assert str(error.value) == (
+        f'{path}: release must be a table of [release."<version>"] tables'
+    )
 
 
 def test_a_moved_that_is_not_a_table_of_paths_is_refused(tmp_path):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from faults.init import Form, Kind, propose, scan, starter_catalog
-from invariants.sync.sites import Group, Scope, parse_tree
+from faults.catalog import load_catalog
+from faults.init import Form, propose, scan, starter_catalog, undeclared
+from invariants.sync.sites import Group, Scope, SiteKind, parse_tree
 from tests.unit.faults.init.tree import write_tree
 
 REPO = Path(__file__).parents[4]
@@ -50,12 +51,12 @@ def test_the_synthetic_tree_gets_exactly_these_sites(tmp_path):
     ]
     store = "kernels.producer.store"
     assert said == [
-        (store, Kind.STORE, "kernels.cu", 4, 4, 5, None, None, None),
-        ("kernels.producer.release", Kind.RELEASE, "kernels.cu", 8, 6, 9, Group.BLOCK,
+        (store, SiteKind.STORE, "kernels.cu", 4, 4, 5, None, None, None),
+        ("kernels.producer.release", SiteKind.RELEASE, "kernels.cu", 8, 6, 9, Group.BLOCK,
          Scope.SYS, store),
-        ("kernels.consumer.wait", Kind.WAIT, "kernels.cu", 14, 13, 17, Group.BLOCK,
+        ("kernels.consumer.wait", SiteKind.WAIT, "kernels.cu", 14, 13, 17, Group.BLOCK,
          Scope.SYS, store),
-        ("legacy.legacy_wait.wait", Kind.WAIT, "legacy.cu", 2, 2, 3, Group.THREAD,
+        ("legacy.legacy_wait.wait", SiteKind.WAIT, "legacy.cu", 2, 2, 3, Group.THREAD,
          Scope.SYS, store),
     ]
     anchors = [(p.at, p.begin, p.end_text) for p in proposals]
@@ -88,7 +89,7 @@ def test_a_given_spelling_wins_over_the_wrapper_found(tmp_path):
     sources = write_tree(tmp_path)
     found = scan(sources, {"release.gpu": "st_flag_release"})
     assert "st_flag_release" not in found.helpers
-    [release] = [p for p in propose(found) if p.kind is Kind.RELEASE]
+    [release] = [p for p in propose(found) if p.kind is SiteKind.RELEASE]
     assert (release.line, release.scope) == (8, Scope.GPU)
     assert found.spellings["release.gpu"] == ["st_flag_release"]
 
@@ -162,3 +163,46 @@ def test_two_identical_branches_get_no_anchor_and_the_starter_says_so(tmp_path):
     text = starter_catalog(found, proposals, "twice", "src")
     assert "# its text repeats in the file: no anchor finds it once; declare it by hand\n" in text
     assert "site" not in tomllib.loads(text)["target"]
+
+
+def test_a_proposal_over_a_site_the_tree_declares_is_left_out_and_counted(tmp_path):
+    sources = tmp_path / "src"
+    sources.mkdir()
+    (sources / "k.cu").write_text(
+        "__global__ void publish(int* data, int* flag) {\n"
+        "  // @site k.publish.data kind=store\n"
+        "  data[threadIdx.x] = 1;\n"
+        "  // @end k.publish.data\n"
+        "  __syncwarp();\n"
+        "  if (threadIdx.x % 32 == 0) {\n"
+        "    __threadfence();\n"
+        "    atomicExch(flag, 1);\n"
+        "  }\n"
+        "}\n"
+    )
+    found = scan(sources, {})
+    proposals = propose(found)
+    assert [(p.name, p.start, p.end, p.guards) for p in proposals] == [
+        ("k.publish.store", 3, 3, None),
+        ("k.publish.release", 5, 9, "k.publish.store"),
+    ]
+    kept, skipped = undeclared(found, proposals)
+    assert ([(p.name, p.guards) for p in kept], skipped) == ([("k.publish.release", None)], 1)
+    text = starter_catalog(found, kept, "demo", "src", skipped=skipped)
+    assert "# 1 proposed sites left out: they overlap sites the sources\n" in text
+    assert [s["name"] for s in tomllib.loads(text)["target"]["site"]] == ["k.publish.release"]
+
+
+def test_the_starter_of_afdeps_own_sources_loads_and_checks_clean(tmp_path):
+    """Every proposal over a `// @site` region of afdep's kernels is left out,
+    so the starter loads (an anchored site overlapping one is a catalog error)."""
+    sources = REPO / "afdep/csrc"
+    found = scan(sources, AFDEP_SPELLINGS)
+    kept, skipped = undeclared(found, propose(found))
+    assert ([p.name for p in kept], skipped) == (
+        ["attention_dispatch.attention_dispatch_impl.store_2"], 15
+    )
+    path = tmp_path / "afdep.toml"
+    path.write_text(starter_catalog(found, kept, "afdep", "afdep/csrc", skipped=skipped))
+    catalog = load_catalog(path, tree_root=REPO)
+    assert parse_tree(sources, catalog.target.anchors)[1] == []

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from faults.catalog.refs import DroppedAnchor
 from faults.judge.verdict import Verdict
 from faults.review.model import GoneSite, LostEntry, ReviewVerdict, SiteLoss
 from faults.review.runs import CleanFailure
@@ -57,13 +58,19 @@ def test_an_anchor_the_change_breaks_is_a_finding_of_the_change(repo):
     edit(repo, "channel.flag.store(round_idx + 1,", "channel.flag.exchange(round_idx + 1,")
     status, result = review(repo)
     assert (status, result.verdict) == (1, ReviewVerdict.CHANGES_NEEDED)
+    anchor = DroppedAnchor(
+        "fx.producer.flag_release",
+        "target.site[1] (fx.producer.flag_release)",
+        "at found 0 times in main.cpp",
+    )
     assert result.lost == [
-        LostEntry(
-            "target.site[1] (fx.producer.flag_release): at found 0 times in main.cpp",
-            ("fx.producer.flag_release",),
-        ),
+        LostEntry(anchor, ("fx.producer.flag_release",)),
         LostEntry("H1", ("fx.producer.flag_release",)),
     ]
+    assert str(result.lost[0]) == (
+        "`target.site[1] (fx.producer.flag_release): at found 0 times in main.cpp`"
+        " (names `fx.producer.flag_release`)"
+    )
     # BASE holds the site by its anchor: named where it stood there.
     assert result.gone == [
         GoneSite("fx.producer.flag_release", f"{SRC}/main.cpp", 33, SiteLoss.GONE)

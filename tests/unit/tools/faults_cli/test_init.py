@@ -69,3 +69,15 @@ def test_init_out_writes_the_catalog_and_harness_and_never_overwrites(tmp_path):
 def test_bad_input_is_one_line_naming_it(words, line):
     done = faults(*words)
     assert (done.returncode, done.stderr.strip(), done.stdout) == (2, line, "")
+
+
+def test_init_out_that_is_a_file_is_refused_in_one_line(tmp_path):
+    sources, out = write_tree(tmp_path), tmp_path / "onboard"
+    out.write_text("a file\n")
+    done = faults("init", str(sources), "--out", str(out))
+    assert (done.returncode, done.stderr.strip(), done.stdout) == (
+        2,
+        f"{PROG}: error: init: --out {out}: exists and is not a folder",
+        "",
+    )
+    assert out.read_text() == "a file\n"

@@ -123,11 +123,19 @@ def builds(workspace, tmp_path_factory) -> dict[str, tuple[Path, Path, int, str]
         argv = ["--root", str(workspace), "--catalog", str(CATALOG), "apply", fault,
                 "--out", str(trees[fault])]
         assert faults_main(argv) == 0, fault
-    started = {name: build(tree, scratch / name / "out") for name, tree in trees.items()}
-    done = {}
-    for name, child in started.items():
-        _, said = child.communicate(timeout=600)
-        done[name] = (trees[name], scratch / name / "out", child.returncode, said[-2000:])
+    started: dict[str, subprocess.Popen] = {}
+    try:
+        for name, tree in trees.items():
+            started[name] = build(tree, scratch / name / "out")
+        done = {}
+        for name, child in started.items():
+            _, said = child.communicate(timeout=600)
+            done[name] = (trees[name], scratch / name / "out", child.returncode, said[-2000:])
+    finally:  # a timeout or a failed start leaves no nvcc running past the session
+        for child in started.values():
+            if child.poll() is None:
+                child.kill()
+                child.wait()
     return done
 
 

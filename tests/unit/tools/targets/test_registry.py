@@ -51,9 +51,11 @@ def pin(path: Path, prefix: str, sha256: str | None = None) -> Pin:
 
 
 @pytest.fixture
-def index(tmp_path):
-    """An index on this machine (PEP 691 JSON) listing the two archives; the
+def index(tmp_path, request):
+    """An index on this machine (PEP 691 JSON) listing the two archives (by
+    absolute addresses, or relative ones when the test asks "relative"); the
     paths it was asked for."""
+    relative = getattr(request, "param", "absolute") == "relative"
     files = tmp_path / "files"
     files.mkdir()
     make_sdist(files), make_wheel(files)
@@ -63,7 +65,8 @@ def index(tmp_path):
         def do_GET(self):
             asked.append(self.path)
             if self.path == "/simple/fakepkg/":
-                listed = [{"filename": p.name, "url": f"{base}/files/{p.name}"}
+                where = "../../files" if relative else f"{base}/files"
+                listed = [{"filename": p.name, "url": f"{where}/{p.name}"}
                           for p in files.iterdir()]
                 body = json.dumps({"files": listed}).encode()
             elif (files / self.path.removeprefix("/files/")).is_file():
@@ -98,6 +101,14 @@ def test_an_sdist_and_a_wheel_unpack_their_members_without_the_prefix(tmp_path, 
         "include/fake/other.h"
     ]
     assert (sdist / "include/fake/comm/deep/two.h").read_bytes() == b"// two\n"
+
+
+@pytest.mark.parametrize("index", ["relative"], indirect=True)
+def test_a_relative_url_in_the_index_is_read_from_the_listings_address(tmp_path, index):
+    url, files, asked = index
+    path = archive(pin(files / SDIST, "fakepkg-1.0"), tmp_path / "cache", index=url)
+    assert path.read_bytes() == (files / SDIST).read_bytes()
+    assert asked == ["/simple/fakepkg/", f"/files/{SDIST}"]
 
 
 def test_a_member_unpacked_once_asks_nothing_again(tmp_path, index):
