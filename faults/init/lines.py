@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from invariants.sync.statements import occurrences
+
 ANCHOR_LINES = 8  # an anchor grows this many lines at most before giving up
 LOOP = re.compile(r"^(?:while|for|do)\b")
 
@@ -99,10 +101,7 @@ class Lines:
         return None
 
     def occurrences(self, needle: str) -> int:
-        count, at = 0, self.text.find(needle)
-        while at >= 0:
-            count, at = count + 1, self.text.find(needle, at + 1)
-        return count
+        return len(occurrences(self.text, needle))
 
     def span_text(self, first: int, last: int) -> str:
         """The text from line `first`'s first non-blank to line `last`'s last one."""

@@ -21,7 +21,8 @@ from faults.init.defaults import (
     ptx_reading,
 )
 from faults.init.errors import InitError
-from invariants.sync.functions import Definition, closing, code_only, file_definitions
+from invariants.sync.functions import Definition, closing, file_definitions
+from invariants.sync.statements import code_only, line_of
 from invariants.sync.sites import source_files
 from invariants.sync.spellings import call_pattern
 
@@ -81,7 +82,7 @@ class SourceFile:
     definitions: tuple[Definition, ...]
 
     def line_of(self, offset: int) -> int:
-        return self.text.count("\n", 0, offset) + 1
+        return line_of(self.text, offset)
 
     def function_at(self, offset: int) -> Definition | None:
         inside = [d for d in self.definitions if d.body < offset < d.close]

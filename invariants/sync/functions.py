@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from invariants.sync.sites import source_files
+from invariants.sync.statements import code_only
 
 
 @dataclass(frozen=True)
@@ -131,50 +132,3 @@ def _line_end(code: str, at: int) -> int:
     newline = code.find("\n", at)
     end = len(code) if newline < 0 else newline + 1
     return end if not code[at:end].strip() else at
-
-
-def code_only(text: str) -> str:
-    """`text` with its comments, string and character literals blanked
-    (newlines kept, so offsets and lines stay), and each preprocessor line
-    (its continuations too) made a `;` and blanks."""
-    out = list(text)
-
-    def blank(start: int, end: int) -> None:
-        for index in range(start, end):
-            if out[index] != "\n":
-                out[index] = " "
-
-    index, size, line_start = 0, len(text), True
-    while index < size:
-        char = text[index]
-        if char == "\n" or (line_start and char in " \t"):
-            line_start = char == "\n" or line_start
-            index += 1
-            continue
-        if line_start and char == "#":
-            end = text.find("\n", index)
-            while end >= 0 and text[index:end].rstrip(" \t\r").endswith("\\"):
-                end = text.find("\n", end + 1)
-            end = size if end < 0 else end
-            blank(index, end)
-            out[index] = ";"
-            index = end
-            continue
-        line_start = False
-        if text.startswith("//", index):
-            end = text.find("\n", index)
-            end = size if end < 0 else end
-        elif text.startswith("/*", index):
-            end = text.find("*/", index + 2)
-            end = size if end < 0 else end + 2
-        elif char == '"' or (char == "'" and not text[index - 1 : index].isalnum()):
-            end = index + 1
-            while end < size and text[end] not in (char, "\n"):
-                end += 2 if text[end] == "\\" else 1
-            end = min(end + 1, size)
-        else:
-            index += 1
-            continue
-        blank(index, end)
-        index = end
-    return "".join(out)

@@ -1,22 +1,61 @@
 """C and C++ text read as statements, for sites declared by anchors
 (docs/synchronization.md, "The site grammar"): where a literal text occurs,
 and the statement that encloses a place of the text. Comments and string
-literals are blanked first, so a `;` or a brace in them counts for nothing."""
+literals are blanked first (`code_only`: preprocessor lines made a `;`), so a `;` or a brace in them counts for nothing."""
 
 from __future__ import annotations
 
 import re
 
-# A comment, or a string or character literal (with its escapes).
-HIDDEN = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 # The statements whose brace block is their end (`else` and `do` go on after it).
 BLOCK_HEADS = re.compile(r"(if|while|for|switch|do|else|try)\b")
 
 
-def blanked(text: str) -> str:
-    """`text` with every comment and literal turned to spaces, newlines kept:
-    offsets and lines stay those of `text`."""
-    return HIDDEN.sub(lambda m: re.sub(r"[^\n]", " ", m[0]), text)
+def code_only(text: str) -> str:
+    """`text` with its comments, string and character literals blanked
+    (newlines kept, so offsets and lines stay), and each preprocessor line
+    (its continuations too) made a `;` and blanks."""
+    out = list(text)
+
+    def blank(start: int, end: int) -> None:
+        for index in range(start, end):
+            if out[index] != "\n":
+                out[index] = " "
+
+    index, size, line_start = 0, len(text), True
+    while index < size:
+        char = text[index]
+        if char == "\n" or (line_start and char in " \t"):
+            line_start = char == "\n" or line_start
+            index += 1
+            continue
+        if line_start and char == "#":
+            end = text.find("\n", index)
+            while end >= 0 and text[index:end].rstrip(" \t\r").endswith("\\"):
+                end = text.find("\n", end + 1)
+            end = size if end < 0 else end
+            blank(index, end)
+            out[index] = ";"
+            index = end
+            continue
+        line_start = False
+        if text.startswith("//", index):
+            end = text.find("\n", index)
+            end = size if end < 0 else end
+        elif text.startswith("/*", index):
+            end = text.find("*/", index + 2)
+            end = size if end < 0 else end + 2
+        elif char == '"' or (char == "'" and not text[index - 1 : index].isalnum()):
+            end = index + 1
+            while end < size and text[end] not in (char, "\n"):
+                end += 2 if text[end] == "\\" else 1
+            end = min(end + 1, size)
+        else:
+            index += 1
+            continue
+        blank(index, end)
+        index = end
+    return "".join(out)
 
 
 def line_of(text: str, offset: int) -> int:
@@ -101,7 +140,7 @@ def enclosing_statement(text: str, offset: int) -> tuple[int, int] | None:
     """The (first, last) offsets of the statement that encloses `offset`:
     from its start through its `;`, or through the `}` closing the brace
     block it opens (if, while, for, do, a plain block). None: none closes."""
-    code = blanked(text)
+    code = code_only(text)
     start = _do_of(code, _statement_start(code, offset))
     end = _statement_end(code, start)
     return None if end is None or end < offset else (start, end)

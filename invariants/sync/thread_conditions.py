@@ -28,7 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from invariants.sync.divergence import Spread
-from invariants.sync.functions import code_only, definitions
+from invariants.sync.functions import definitions
+from invariants.sync.statements import code_only
 
 SPREAD_WORDS = {"threadIdx": Spread.PER_THREAD, "blockIdx": Spread.PER_BLOCK}
 LANE_ASM = "%laneid"  # an inline asm read of the lane

@@ -18,7 +18,8 @@ from faults.generate.site_faults import with_generated
 from faults.pipeline.apply import ApplyError, apply_fault
 from faults.pipeline.run import BuildError, build_tree
 from faults.pipeline.scratch import tree_digest
-from invariants.sync.functions import code_only, definitions
+from invariants.sync.functions import definitions
+from invariants.sync.statements import code_only
 from tests.unit.faults.catalog.test_load import error_of, load
 
 REPO = Path(__file__).parents[4]
