@@ -190,6 +190,14 @@ def refusal(script: str, *words: str, **env: str) -> tuple[int, str]:
         ),
         ("corpus.sh", [], {}, "corpus.sh: REGEX... (whole bug names, e.g. 'b15.*')"),
         ("corpus.sh", ["b15.*", "b99"], {}, "corpus.sh: REGEX 'b99' names no bug of corpus/afdep"),
+        ("target_corpus.sh", [], {}, "target_corpus.sh: CORPUS [REGEX]"),
+        ("target_corpus.sh", ["no.toml"], {}, "target_corpus.sh: no corpus file no.toml"),
+        (
+            "target_corpus.sh",
+            ["corpus/flashinfer_comm.toml", "Z.*"],
+            {},
+            "target_corpus.sh: REGEX 'Z.*' names no bug of corpus/flashinfer_comm.toml",
+        ),
         (
             "sweep.sh",
             ["P1"],
