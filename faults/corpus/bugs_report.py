@@ -25,10 +25,14 @@ def document(
     *,
     corpus: str | None = None,
     not_made: tuple[dict, ...] = (),
+    base_digests: dict[str, str] | None = None,
 ) -> dict:
     """The document of `results`; `corpus`: a foreign corpus's name (its
     file's stem, in the document's name), `not_made`: its real fixes no bug
-    commit could undo, each with why."""
+    commit could undo, each with why. A foreign corpus's bugs sit on several
+    releases: `digest` is then the corpus's own (its file, catalog and
+    harness: what makes every bug tree), and `base_digests` each bug's base
+    sources, carried in its row."""
     rows = []
     for result in results:
         rows.append(
@@ -47,8 +51,12 @@ def document(
             rows[-1]["not_run_why"] = result.not_run_why
         said = {"why": result.bug.why, "upstream": result.bug.upstream, "older": result.older}
         rows[-1].update({key: text for key, text in said.items() if text})
-    head = {"machine": machine, "rank_mode": rank_mode, "native_source_sha256": digest}
-    if corpus is not None:
+        if base_digests is not None:
+            rows[-1]["base_source_sha256"] = base_digests[result.bug.name]
+    if corpus is None:
+        head = {"machine": machine, "rank_mode": rank_mode, "native_source_sha256": digest}
+    else:
+        head = {"machine": machine, "rank_mode": rank_mode, "corpus_sha256": digest}
         head.update(corpus=corpus, not_made=list(not_made))
     return with_totals(head, rows)
 
@@ -83,22 +91,22 @@ def with_totals(head: dict, rows: list[dict]) -> dict:
 
 def merged(earlier: dict, doc: dict, corpus: Collection[str] | None = None) -> dict:
     """`doc` over an earlier document of the same machine, rank mode and
-    source (else `doc` alone): a bug reviewed again replaces its row, so a
-    corpus run in shards (a bug per command) builds one document. `corpus`:
-    the bugs the corpus holds now; an earlier row of any other is dropped."""
-    same = ("machine", "rank_mode", "native_source_sha256")
-    if any(earlier.get(key) != doc[key] for key in same):
+    source, or of the same foreign corpus (else `doc` alone): a bug reviewed
+    again replaces its row, so a corpus run in shards (a bug per command)
+    builds one document. `corpus`: the bugs the corpus holds now; an earlier
+    row of any other is dropped."""
+    same = ("machine", "rank_mode", "native_source_sha256", "corpus_sha256")
+    if any(earlier.get(key) != doc.get(key) for key in same):
         return doc
-    kept = [key for key in ("corpus", "not_made") if key in doc]
+    kept = [key for key in (*same, "corpus", "not_made") if key in doc]
     rows = {
         row["bug"]: row
         for row in earlier.get("results", [])
         if corpus is None or row["bug"] in corpus
     }
     rows.update({row["bug"]: row for row in doc["results"]})
-    return with_totals(
-        {key: doc[key] for key in (*same, *kept)}, sorted(rows.values(), key=lambda r: r["bug"])
-    )
+    by_bug = sorted(rows.values(), key=lambda row: row["bug"])
+    return with_totals({key: doc[key] for key in kept}, by_bug)
 
 
 def passed(doc: dict) -> bool:
@@ -123,19 +131,28 @@ def markdown(doc: dict) -> str:
         f"# Review corpus {doc['corpus'] + ' ' if doc.get('corpus') else ''}on {doc['machine']}"
         + (" (logical ranks on one GPU)" if doc.get("rank_mode") == "logical" else ""),
         "",
-        f"Source digest `{doc['native_source_sha256']}`; {doc['bugs']} bugs in "
+        (
+            f"Source digest `{doc['native_source_sha256']}`"
+            if "native_source_sha256" in doc
+            else f"Corpus digest `{doc['corpus_sha256']}` (its file, catalog and harness;"
+            " each bug's base sources in the last column)"
+        )
+        + f"; {doc['bugs']} bugs in "
         f"{len(doc['classes'])} classes; caught {doc['caught']}"
         + (f" of the {doc['judged']} judged; {doc['not_run']} not run" if doc["not_run"] else "")
         + ".",
         "",
-        "| bug | class | site | expected | caught by | static s | run s |",
-        "|---|---|---|---|---|---|---|",
     ]
+    foreign = "corpus_sha256" in doc
+    header = ["bug", "class", "site", "expected", "caught by", "static s", "run s"]
+    header += ["base sources"] if foreign else []
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in doc["results"]:
         run_s = row["run"]["seconds"] if row["run"] else "-"
         lines.append(
             f"| {row['bug']} | {row['class']} | `{row['site']}` | {row['catch']} | "
             f"{row['caught_by']} | {row['static']['seconds']} | {run_s} |"
+            + (f" `{row['base_source_sha256'][:12]}` |" if foreign else "")
         )
     return "\n".join(lines + notes(doc)) + "\n"
 

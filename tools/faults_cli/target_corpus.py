@@ -6,6 +6,7 @@ there with the target's catalog (docs/review.md, "Foreign corpora")."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import shutil
 from dataclasses import dataclass, replace
 from functools import partial
@@ -115,6 +116,16 @@ def workspace(corpus, bug, root: Path, into: Path, cache: Path, on_base=None):
     return BugCommit(bug.bug, into, base, head), said
 
 
+def corpus_digest(corpus, catalog_path: Path, root: Path) -> str:
+    """What makes every bug tree of `corpus`: its file (the releases, their
+    sha256 and the hunks), the catalog and our harness; a corpus run in
+    shards merges into one document while these stay the same."""
+    digest = hashlib.sha256()
+    for path in (corpus.path, catalog_path, *(root / name for name in corpus.harness)):
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()
+
+
 def _checked(args: argparse.Namespace):
     from faults.corpus.releases import load_release_corpus
 
@@ -171,15 +182,14 @@ def target_corpus_command(args: argparse.Namespace) -> int:
             exposure=not args.no_exposure,
             not_run_why="only a run catches it: corpus --run",
         )
-        # The first bug's base sources (a corpus's bugs mostly share one base).
-        digest = made[0][1].digest
         doc = document(
             results,
             machine_name(),
-            digest,
+            corpus_digest(corpus, catalog_path, args.root),
             str(mode),
             corpus=corpus.path.stem,
             not_made=corpus.not_made,
+            base_digests={commit.bug.name: base.digest for commit, base in made},
         )
         work.failed = doc["missed_unexpectedly"] > 0
     every_bug = {bug.bug.name for bug in load_release_corpus(corpus.path).bugs}

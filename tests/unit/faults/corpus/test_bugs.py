@@ -309,6 +309,40 @@ def test_a_corpus_run_in_shards_builds_one_document(tmp_path):
     )  # another source digest starts a new document
 
 
+def test_a_foreign_corpus_run_a_bug_a_command_builds_one_document_of_many_bases(tmp_path):
+    """A foreign corpus's bugs sit on several releases: its shards merge by the
+    corpus's own digest, each row carrying its base's sources digest."""
+    first = Bug("A", tmp_path / "c.toml", "wrong-sentinel", "", Catch.MISSED, "t", why="no site")
+    second = Bug("B", tmp_path / "c.toml", "publish-early", "k.p", Catch.STATIC, "t")
+    results = tmp_path / "results"
+
+    def shard(bug, base, corpus_digest="ab" * 32):
+        found = outcome(1, bug.site) if bug.site else outcome(0)
+        doc = document(
+            [BugResult(bug, found, found)],
+            "1xH200",
+            corpus_digest,
+            "logical",
+            corpus="target",
+            base_digests={bug.name: base},
+        )
+        return json.loads(write_results(doc, results).with_suffix(".json").read_text())
+
+    shard(first, "01" * 32)
+    doc = shard(second, "02" * 32)
+    assert [(row["bug"], row["base_source_sha256"]) for row in doc["results"]] == [
+        ("A", "01" * 32),
+        ("B", "02" * 32),
+    ]
+    assert (doc["corpus_sha256"], doc["bugs"], doc["caught"]) == ("ab" * 32, 2, 1)
+    assert "native_source_sha256" not in doc
+    table = markdown(doc).splitlines()
+    assert table[2].startswith("Corpus digest `" + "ab" * 32 + "` (its file, catalog and harness;")
+    row = f"| B | publish-early | `k.p` | static | both | 1.5 | 1.5 | `{'02' * 6}` |"
+    assert table[table.index(row) - 1].startswith("| A | wrong-sentinel | `` | missed | missed |")
+    assert shard(first, "01" * 32, corpus_digest="cd" * 32)["bugs"] == 1  # another corpus
+
+
 def test_a_bug_no_longer_in_the_corpus_leaves_the_document(tmp_path):
     """A patch replaced under a new name (b24-count-tokens by b24-count-words)
     must not leave its old row behind when the corpus is reviewed again."""
