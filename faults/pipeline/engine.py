@@ -159,17 +159,21 @@ class Engine:
         configs: list[Config],
         slots: int = 1,
         on_result: Callable[[RunResult], None] | None = None,
+        with_forced: bool = True,
     ) -> list[RunResult]:
         """The unpatched tree must pass; the forced-fail control must be killed.
         Neither depends on timing, so they run `slots` at a time. A config
         whose clean run fails gets no forced run: on a tree that fails alone it
         says nothing of the harness, and it may hang where the clean run did.
-        `on_result` sees each run as it lands."""
+        `on_result` sees each run as it lands; `with_forced` false: the clean
+        runs alone."""
         clean = self.prepare(CLEAN, patches=self.probes)
         if not clean.error:
             clean.sass_s = erasure_baseline(self.erased)
         forced = (
-            self.prepare(FORCED, patches=self.catalog.control) if self.catalog.control else None
+            self.prepare(FORCED, patches=self.catalog.control)
+            if self.catalog.control and with_forced
+            else None
         )
 
         def control(prepared: Prepared, config: Config, must_fail: bool) -> RunResult:

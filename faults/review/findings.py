@@ -73,8 +73,8 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]
                         *where, f"{r.fault} [{r.config}] {r.verdict}: {r.reason}", cover.site.name
                     ),
                 )
-                for r in result.runs.faults
-                if r.fault in cover.faults and not r.ok
+                for r in result.runs.wrong_faults
+                if r.fault in cover.faults
             ]
             fired = result.runs.firing.get(cover.site.name)
             if fired is not None and fired.uncovered:

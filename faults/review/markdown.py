@@ -94,6 +94,11 @@ def firing_lines(runs: RunReport, cover: Coverage) -> list[str]:
     return lines
 
 
+def not_wrong(run, wrong: set[int]) -> bool:
+    """A must-fail fault's run that did not kill it, before the run that did."""
+    return not run.ok and id(run) not in wrong
+
+
 def markdown(result: Review) -> str:
     lines = [f"# Ordering review: {result.base}..{result.change}", ""]
     files = ", ".join(f"`{name}`" for name in sorted(result.changed)) or "none"
@@ -121,8 +126,11 @@ def markdown(result: Review) -> str:
         lines += [f"- {finding}" for finding in elsewhere]
     if result.runs is not None:
         lines += ["", "## Runs on the change's tree (controls first)", ""]
+        wrong = {id(r) for r in [*result.runs.controls, *result.runs.wrong_faults] if not r.ok}
         lines += [
-            f"- {r.fault} [{r.config}]: {r.verdict}" + ("" if r.ok else f" ({r.reason})")
+            f"- {r.fault} [{r.config}]: {r.verdict}"
+            + (f" ({r.reason})" if id(r) in wrong else "")
+            + (" (not killed here; killed under another config)" if not_wrong(r, wrong) else "")
             for r in [*result.runs.controls, *result.runs.faults]
         ]
     if result.wall_s is not None:

@@ -68,7 +68,8 @@ class Tally:
             self.listener(Planned(what, runs, self.planned, self.done))
 
     def unplan(self, runs: int) -> None:
-        """Runs planned that will not happen (a forced failure after a failed clean run)."""
+        """Runs planned that will not happen (a forced failure after a failed
+        clean run, a must-fail fault's configs after its first kill)."""
         with self.lock:
             self.planned -= runs
 

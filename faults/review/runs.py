@@ -63,11 +63,21 @@ class RunReport:
     # Touched site (one that fires) -> each kind of its covering faults none
     # of which ran (all unplaced): no run covers it that way.
     unrun: dict[str, list[str]] = field(default_factory=dict)
+    must_fail: frozenset[str] = frozenset()  # the covering faults expected to fail
 
     @property
     def unfired(self) -> list[Firing]:
         """The touched sites no config that ran executes: no run covers them."""
         return [fired for fired in self.firing.values() if fired.uncovered]
+
+    @property
+    def wrong_faults(self) -> list[RunResult]:
+        """The covering faults' runs that are wrong: each run of a must-pass
+        fault that did not pass, and every run of a must-fail fault that no
+        run killed (the sweep's rule: one kill is a kill, so a must-fail
+        fault's runs before its first kill are no fault of the change)."""
+        killed = {r.fault for r in self.faults if r.fault in self.must_fail and r.ok}
+        return [r for r in self.faults if not r.ok and r.fault not in killed]
 
     @property
     def ran_nothing(self) -> bool:
@@ -83,7 +93,8 @@ class RunReport:
             and not self.harness_broken
             and not self.unfired
             and not self.unrun
-            and all(r.ok for r in [*self.controls, *self.faults])
+            and all(r.ok for r in self.controls)
+            and not self.wrong_faults
         )
 
 
@@ -146,35 +157,63 @@ def stage_listener(tally: Tally, tree: str, forced: bool) -> Callable[[RunResult
 
 
 def change_controls(
-    engine: Engine, configs: list[Config], what: str, tally: Tally, slots: int
+    engine: Engine,
+    configs: list[Config],
+    what: str,
+    tally: Tally,
+    slots: int,
+    with_forced: bool = True,
 ) -> list[RunResult]:
-    """The change's tree, clean then with the forced failure, under `configs`
-    (their names end what the progress says); none: nothing to plan or build."""
+    """The change's tree, clean then (`with_forced`) with the forced failure,
+    under `configs` (their names end what the progress says); none: nothing
+    to plan or build."""
     if not configs:
         return []
-    forced = bool(engine.catalog.control)
+    forced = bool(engine.catalog.control) and with_forced
     tally.plan(f"{what}: {', '.join(c.name for c in configs)}", len(configs) * (2 if forced else 1))
-    return engine.controls(configs, slots, stage_listener(tally, "change", forced))
+    listener = stage_listener(tally, "change", forced)
+    return engine.controls(configs, slots, listener, with_forced=with_forced)
+
+
+def killers_first(catalog: Catalog, fault_id: str, configs: list[Config]) -> list[Config]:
+    """A must-fail fault's `configs`, those the catalog runs it under in the
+    sweep first (where it is known to be killed; they only order, never
+    choose), the others after, each group in the plan's order."""
+    own = {c.name for c in catalog.configs_for(fault_id)}
+    return [c for c in configs if c.name in own] + [c for c in configs if c.name not in own]
 
 
 def run_faults_where_they_fire(
     engine: Engine, chosen: dict[str, list[Config]], tally: Tally, slots: int
 ) -> list[RunResult]:
     """The covering faults through the sweep's phases (must-fail faults under
-    a delay alone), each under its own configs, each run said as it lands."""
+    a delay alone), each under its own configs, each run said as it lands. A
+    must-fail fault is judged as the sweep judges it, killed once any run
+    kills it: its configs run one by one, and its first kill ends them (the
+    rest would not change its verdict); a must-pass fault runs under all."""
     ids = [fault_id for fault_id, configs in chosen.items() if configs]
     if not ids:
         return []
+    catalog = engine.catalog
     runs = sum(len(chosen[fault_id]) for fault_id in ids)
     tally.plan(f"the covering faults, each where its sites fire: {', '.join(ids)}", runs)
     landed = tally.ran("change")
 
     def evaluate(engine: Engine, fault_id: str) -> list[RunResult]:
+        must_fail = catalog.fault(fault_id).expect == "fail"
+        configs = chosen[fault_id]
+        if must_fail:
+            configs = killers_first(catalog, fault_id, configs)
         found = []
-        for config in chosen[fault_id]:  # one at a time, to say each as it lands
+        for done, config in enumerate(configs, start=1):  # one at a time, each said as it lands
             [result] = engine.evaluate(fault_id, [config])
+            killed = must_fail and result.ok
+            if killed:  # before it lands, so that what is left is said right
+                tally.unplan(len(configs) - done)
             landed(result)
             found.append(result)
+            if killed:
+                break
         return found
 
     results = run_faults(phases([engine], engine.catalog, ids, slots), evaluate, no_batch, None)
@@ -216,8 +255,10 @@ def run_review(
         fires = firing(sites, controls)
         exposed = twins(catalog, [c for f in report.firing.values() for c in f.fires])
         if exposed:
-            what = "the change's tree under the exposure twins of the configs where it fires"
-            controls += change_controls(engine, exposed, what, tally, slots)
+            # Clean alone: the forced failure checks the harness per config,
+            # which a twin (the same config, larger) shares.
+            what = "the change's clean tree under the exposure twins of the configs where it fires"
+            controls += change_controls(engine, exposed, what, tally, slots, with_forced=False)
             fires = firing(sites, controls)
             report.firing = {cover.site.name: fires[cover.site.name] for cover in touched}
         if all(r.ok for r in controls):
@@ -225,6 +266,7 @@ def run_review(
             chosen = fault_configs(catalog, touched, fires, ran)
             report.unplaced = [fault_id for fault_id, configs in chosen.items() if not configs]
             report.unrun = unrun_gaps(touched, report)
+            report.must_fail = frozenset(f for f in chosen if catalog.fault(f).expect == "fail")
             report.faults = run_faults_where_they_fire(engine, chosen, tally, slots)
     judge_controls(report, catalog, repo_root, base, workdir, tally, slots)
     return report

@@ -150,6 +150,8 @@ class StandIn:
     printed: dict[str, dict[str, int]] = {}
     clean: dict[str, Verdict] = {}  # config -> a clean run's verdict other than PASSED
     forced: dict[str, Verdict] = {}  # config -> a forced failure's verdict other than KILLED
+    # (fault, config) -> a covering fault's verdict other than the expected one
+    verdicts: dict[tuple[str, str], Verdict] = {}
 
     def __init__(self, catalog, root, workdir, *, ref=None, probes=()):
         self.catalog, self.ref, self.probes = catalog, ref, probes
@@ -159,7 +161,7 @@ class StandIn:
     def prepare(self, label, fault_id=None, patches=None):
         return None
 
-    def controls(self, configs, slots=1, on_result=None):
+    def controls(self, configs, slots=1, on_result=None, with_forced=True):
         self.calls.append(("controls", [c.name for c in configs], slots))
         clean = []
         for config in configs:
@@ -169,7 +171,7 @@ class StandIn:
             on_result(clean[-1])
         forced = []
         for run in clean:
-            if run.ok and self.catalog.control:
+            if run.ok and self.catalog.control and with_forced:
                 verdict = StandIn.forced.get(run.config, Verdict.KILLED)
                 forced.append(result(FORCED, run.config, verdict, verdict is Verdict.KILLED, {}))
                 on_result(forced[-1])
@@ -178,13 +180,18 @@ class StandIn:
     def evaluate(self, fault_id, configs):
         self.calls.append(("evaluate", fault_id, [c.name for c in configs]))
         expect = self.catalog.fault(fault_id).expect
-        verdict = Verdict.PASSED if expect == "pass" else Verdict.KILLED
-        return [result(fault_id, c.name, verdict, True, {fault_id: 1}) for c in configs]
+        wanted = Verdict.PASSED if expect == "pass" else Verdict.KILLED
+        found = []
+        for c in configs:
+            verdict = StandIn.verdicts.get((fault_id, c.name), wanted)
+            found.append(result(fault_id, c.name, verdict, verdict is wanted, {fault_id: 1}))
+        return found
 
 
 @pytest.fixture
 def stand_in(monkeypatch):
     StandIn.made, StandIn.printed, StandIn.clean, StandIn.forced = [], {}, {}, {}
+    StandIn.verdicts = {}
     monkeypatch.setattr(runs, "Engine", StandIn)
     monkeypatch.setattr(runs, "gpu_count", lambda: 2)
     return StandIn
@@ -206,26 +213,28 @@ def test_the_change_runs_everywhere_then_its_faults_where_the_site_fires(stand_i
     [change] = stand_in.made
     assert [p.owner for p in change.probes] == [f"probe.{WAIT}", f"probe.{STORE}"]
     assert change.calls[:2] == [("controls", ["a", "b"], 3), ("controls", ["a@big"], 3)]
-    assert sorted(change.calls[2:]) == sorted(("evaluate", f, [c]) for f in FAULTS
-                                              for c in ("a", "a@big"))  # fmt: skip
+    # The must-pass faults run under both configs; a must-fail fault's first
+    # kill ends its runs.
+    runs_of = {"D1": ("a", "a@big"), f"gen.delay.{STORE}": ("a", "a@big")}
+    ran_faults = [(f, c) for f in FAULTS for c in runs_of.get(f, ("a",))]
+    assert sorted(change.calls[2:]) == sorted(("evaluate", f, [c]) for f, c in ran_faults)
     assert report.plan.not_run == {"c": "needs 4 GPUs, 2 here"}
     assert report.firing == {WAIT: Firing(WAIT, ["a", "a@big"], ["b"])}
-    assert [(r.fault, r.config) for r in report.faults] == [
-        (f, c) for f in FAULTS for c in ("a", "a@big")
-    ]
+    assert [(r.fault, r.config) for r in report.faults] == ran_faults
     assert (report.unplaced, report.unfired, report.ok) == ([], [], True)
     every = "the change's tree, clean then with the forced failure, under every config here"
-    twins = "the change's tree under the exposure twins of the configs where it fires"
+    twins = "the change's clean tree under the exposure twins of the configs where it fires"
     planned = [e for e in events if isinstance(e, Planned)]
     assert planned == [
         Planned(f"{every}: a, b", 4, 4, 0),
-        Planned(f"{twins}: a@big", 2, 6, 4),
-        Planned(f"the covering faults, each where its sites fire: {', '.join(FAULTS)}", 10, 16, 6),
+        Planned(f"{twins}: a@big", 1, 5, 4),
+        Planned(f"the covering faults, each where its sites fire: {', '.join(FAULTS)}", 10, 15, 5),
     ]
     ran = [e for e in events if isinstance(e, Ran)]
-    # the plan grows as each stage is planned: what is left is of the runs planned so far
-    planned_then = [4, 4, 4, 4, 6, 6, *[16] * 10]
-    assert [(e.done, e.planned) for e in ran] == list(zip(range(1, 17), planned_then))
+    # the plan grows as each stage is planned, and shrinks by a must-fail
+    # fault's configs after its kill: what is left is of the runs planned so far
+    assert [e.done for e in ran] == list(range(1, 13))
+    assert [e.planned for e in ran][:5] == [4, 4, 4, 4, 5]
     assert ran[-1].left == 0
     assert ran[:4] == [
         Ran("change", CLEAN, "a", Verdict.PASSED, 1, 4),
@@ -233,6 +242,30 @@ def test_the_change_runs_everywhere_then_its_faults_where_the_site_fires(stand_i
         Ran("change", FORCED, "a", Verdict.KILLED, 3, 4),
         Ran("change", FORCED, "b", Verdict.KILLED, 4, 4),
     ]
+
+
+def test_a_must_fail_fault_is_killed_once_any_config_kills_it(stand_in, tmp_path):
+    """The sweep's rule: a must-fail fault not killed under its first config
+    runs on, and its first kill ends it, the miss before it no finding; one
+    no config kills is wrong under each; a must-pass fault must pass under all."""
+    catalog = fixture_catalog(Config("a"), Config("b"))
+    both = {f"probe.{WAIT}": 3, f"probe.{STORE}": 1}
+    stand_in.printed = {"a": both, "b": both}
+    stand_in.verdicts = {("S1", "a"): Verdict.SURVIVED}
+    report, _ = review_runs(catalog, tmp_path, touched_wait(catalog))
+    assert [r.config for r in report.faults if r.fault == "S1"] == ["a", "b"]
+    assert [r.config for r in report.faults if r.fault == "S2"] == ["a"]
+    assert (report.wrong_faults, report.ok) == ([], True)
+
+    stand_in.verdicts = {("S1", "a"): Verdict.SURVIVED, ("S1", "b"): Verdict.SURVIVED}
+    report, _ = review_runs(catalog, tmp_path, touched_wait(catalog))
+    assert [(r.fault, r.config) for r in report.wrong_faults] == [("S1", "a"), ("S1", "b")]
+    assert report.ok is False
+
+    stand_in.verdicts = {("D1", "b"): Verdict.BROKE}
+    report, _ = review_runs(catalog, tmp_path, touched_wait(catalog))
+    assert [(r.fault, r.config) for r in report.wrong_faults] == [("D1", "b")]
+    assert report.ok is False
 
 
 def test_a_touched_site_that_never_fires_is_no_coverage(stand_in, tmp_path):
