@@ -94,9 +94,14 @@ def firing_lines(runs: RunReport, cover: Coverage) -> list[str]:
     return lines
 
 
-def not_wrong(run, wrong: set[int]) -> bool:
-    """A must-fail fault's run that did not kill it, before the run that did."""
-    return not run.ok and id(run) not in wrong
+def run_note(run, excused: list) -> str:
+    """Why a run that went wrong did: its reason, or for a must-fail fault's
+    run before its kill (`excused`), that it was killed elsewhere."""
+    if run.ok:
+        return ""
+    if run in excused:
+        return " (not killed here; killed under another config)"
+    return f" ({run.reason})"
 
 
 def markdown(result: Review) -> str:
@@ -126,11 +131,9 @@ def markdown(result: Review) -> str:
         lines += [f"- {finding}" for finding in elsewhere]
     if result.runs is not None:
         lines += ["", "## Runs on the change's tree (controls first)", ""]
-        wrong = {id(r) for r in [*result.runs.controls, *result.runs.wrong_faults] if not r.ok}
+        excused = result.runs.killed_elsewhere
         lines += [
-            f"- {r.fault} [{r.config}]: {r.verdict}"
-            + (f" ({r.reason})" if id(r) in wrong else "")
-            + (" (not killed here; killed under another config)" if not_wrong(r, wrong) else "")
+            f"- {r.fault} [{r.config}]: {r.verdict}{run_note(r, excused)}"
             for r in [*result.runs.controls, *result.runs.faults]
         ]
     if result.wall_s is not None:

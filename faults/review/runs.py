@@ -80,6 +80,12 @@ class RunReport:
         return [r for r in self.faults if not r.ok and r.fault not in killed]
 
     @property
+    def killed_elsewhere(self) -> list[RunResult]:
+        """A must-fail fault's runs that did not kill it, before the one that did."""
+        wrong = self.wrong_faults
+        return [r for r in self.faults if not r.ok and r not in wrong]
+
+    @property
     def ran_nothing(self) -> bool:
         """No config runs here (each needs more GPUs than are here): the
         change's tree never ran, so the runs judged nothing."""

@@ -256,6 +256,7 @@ def test_a_must_fail_fault_is_killed_once_any_config_kills_it(stand_in, tmp_path
     assert [r.config for r in report.faults if r.fault == "S1"] == ["a", "b"]
     assert [r.config for r in report.faults if r.fault == "S2"] == ["a"]
     assert (report.wrong_faults, report.ok) == ([], True)
+    assert [(r.fault, r.config) for r in report.killed_elsewhere] == [("S1", "a")]
 
     stand_in.verdicts = {("S1", "a"): Verdict.SURVIVED, ("S1", "b"): Verdict.SURVIVED}
     report, _ = review_runs(catalog, tmp_path, touched_wait(catalog))
