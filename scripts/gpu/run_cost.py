@@ -83,9 +83,12 @@ class Sampler:
         return {"cpu_busy": mean(self.cpu), "gpu_busy": mean(self.gpu), "samples": len(self.cpu)}
 
 
-def one_run(catalog, config, out: Path, name: str, prefix: tuple[str, ...] = ()) -> dict:
+def one_run(
+    catalog, config, out: Path, name: str, prefix: tuple[str, ...] = (), env: dict | None = None
+) -> dict:
     """One clean run of `config` as the engine makes it (`prefix`: words put
-    between the interpreter and `-m tools.driver`, a profiler's)."""
+    between the interpreter and `-m tools.driver`, a profiler's; `env` over
+    the config's)."""
     target = catalog.target
     if prefix:
         words = list(target.run)
@@ -94,7 +97,7 @@ def one_run(catalog, config, out: Path, name: str, prefix: tuple[str, ...] = ())
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     outcome = run_config(
-        target, config, REPO, out, "", name, gpus=1, ranks=catalog.ranks_for(config)
+        target, config, REPO, out, "", name, gpus=1, ranks=catalog.ranks_for(config), env=env
     )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -114,17 +117,17 @@ def one_run(catalog, config, out: Path, name: str, prefix: tuple[str, ...] = ())
     }
 
 
-def batch(catalog, config, out: Path, count: int) -> dict:
-    """`count` runs of `config` started together."""
+def batch(catalog, config, out: Path, count: int, env: dict | None = None) -> dict:
+    """`count` runs of `config` started together (`env` over the config's)."""
     runs: list[dict] = []
+    tag = "-".join(f"{k}={v}" for k, v in (env or {}).items())
+
+    def run(i: int) -> None:
+        runs.append(one_run(catalog, config, out, f"at{count}{tag and '-' + tag}-{i}", env=env))
+
     with Sampler() as sampler:
         started = time.perf_counter()
-        threads = [
-            threading.Thread(
-                target=lambda i=i: runs.append(one_run(catalog, config, out, f"at{count}-{i}"))
-            )
-            for i in range(count)
-        ]
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -133,6 +136,7 @@ def batch(catalog, config, out: Path, count: int) -> dict:
     walls = sorted(r["wall_s"] for r in runs)
     return {
         "config": config.name,
+        "env": env or {},
         "at_once": count,
         "wall_s": round(wall, 2),
         "runs_per_s": round(count / wall, 3),
@@ -148,7 +152,17 @@ def main() -> int:
     parser.add_argument("--catalog", type=Path, default=REPO / "catalogs/afdep.toml")
     parser.add_argument("--configs", nargs="+", default=["bf16-graph", "4gpu-f2"])
     parser.add_argument("--at-once", type=int, nargs="+", default=[1, 4, 8, 12])
+    parser.add_argument(
+        "--variant",
+        nargs="+",
+        default=["OMP_NUM_THREADS=1"],
+        help="NAME=VALUE settings, each a batch of the largest --at-once with it set",
+    )
     args = parser.parse_args()
+    bad = [word for word in args.variant if "=" not in word]
+    if bad:
+        print(f"run_cost.py: error: --variant {bad[0]}: not NAME=VALUE", file=sys.stderr)
+        return 2
     try:
         catalog = load_catalog(args.catalog).in_rank_mode(RankMode.LOGICAL)
     except CatalogError as error:
@@ -182,6 +196,10 @@ def main() -> int:
     first = named[args.configs[0]]
     for count in args.at_once:
         doc["batches"].append(batch(catalog, first, logs, count))
+        print(json.dumps(doc["batches"][-1]), flush=True)
+    for word in args.variant:
+        name, value = word.split("=", 1)
+        doc["batches"].append(batch(catalog, first, logs, max(args.at_once), {name: value}))
         print(json.dumps(doc["batches"][-1]), flush=True)
     (args.out / "run-cost.json").write_text(json.dumps(doc, indent=1) + "\n")
     lines = [json.dumps(row) for row in [*doc["alone"], *doc["batches"]]]
