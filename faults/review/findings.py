@@ -99,7 +99,7 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]
 
 
 def lost_findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]:
-    """Each site the change broke, at its `// @site` line in BASE, then each
+    """Each site the change broke, at its first line in BASE, then each
     catalog entry that no longer applies, at its first such site (at the
     catalog when it names none, or none BASE had)."""
     at_catalog = catalog and catalog.as_posix(), None

@@ -47,7 +47,7 @@ class OlderTree:
 class SiteLoss(str, Enum):
     """How a site of BASE is no longer a site of the change's tree."""
 
-    GONE = "gone from the change's tree (its `// @site` lines removed or renamed)"
+    GONE = "gone from the change's tree (its `// @site` lines or its anchor removed or renamed)"
     # A site-rule finding of the change names it: its `@end` or `@site`
     # missing, a site opened inside it, a guard naming it left dangling.
     BROKEN = "broken in the change's tree (a site-rule finding names it)"
@@ -64,7 +64,7 @@ class GoneSite:
 
     name: str
     file: str | None  # BASE's, from the tree's root; None: BASE lacks it too
-    line: int | None  # its `// @site` line in BASE
+    line: int | None  # its first line in BASE (its `// @site` line, or its anchor's)
     how: SiteLoss
 
     @property

@@ -17,7 +17,9 @@ from tests.unit.faults.review.test_sarif import results
 
 WAIT = "fx.consumer.flag_wait"
 WAIT_LOST = [LostEntry("S1", (WAIT,)), LostEntry("S2", (WAIT,))]
-GONE_SAID = "gone from the change's tree (its `// @site` lines removed or renamed)"
+GONE_SAID = (
+    "gone from the change's tree (its `// @site` lines or its anchor removed or renamed)"
+)
 BROKEN_SAID = "broken in the change's tree (a site-rule finding names it)"
 
 

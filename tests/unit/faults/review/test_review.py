@@ -460,11 +460,11 @@ def test_the_markdown_says_every_part_of_a_review():
         "## Sites the change removed, renamed or left unbalanced",
         "",
         "- `k.gone` (at BASE src/k.cu:30): gone from the change's tree "
-        "(its `// @site` lines removed or renamed)",
+        "(its `// @site` lines or its anchor removed or renamed)",
         "- `k.open` (at BASE src/k.cu:40): broken in the change's tree "
         "(a site-rule finding names it)",
         "- `k.typo` (not in BASE either): gone from the change's tree "
-        "(its `// @site` lines removed or renamed)",
+        "(its `// @site` lines or its anchor removed or renamed)",
         "",
         "## Catalog entries that no longer apply (their site is gone)",
         "",
