@@ -206,3 +206,94 @@ def test_the_starter_of_afdeps_own_sources_loads_and_checks_clean(tmp_path):
     path.write_text(starter_catalog(found, kept, "afdep", "afdep/csrc", skipped=skipped))
     catalog = load_catalog(path, tree_root=REPO)
     assert parse_tree(sources, catalog.target.anchors)[1] == []
+
+
+WAITS = """\
+#include "flags.cuh"
+
+__device__ int wait_for(const int* flag, int epoch, const int* abort, long budget) {
+  int seen = ld_flag_acquire(flag);
+  if (seen >= epoch) return seen;
+  long spins = 0;
+  while (true) {
+    seen = ld_flag_acquire(flag);
+    if (seen >= epoch) return seen;
+    if (*abort != 0) return -1;
+    if (++spins > budget) {
+      printf("timeout: flag %p\\n", flag);
+      return -2;
+    }
+  }
+}
+
+__device__ int exchange(int* mine, const int* theirs, int epoch, const int* abort) {
+  st_flag_release(mine, epoch);
+  int seen = 0;
+  long spins = 0;
+  while (seen < epoch) {
+    seen = ld_flag_acquire(theirs);
+    if (*abort != 0) {
+      printf("abort: flag %p\n", theirs);
+      return -1;
+    }
+    ++spins;
+  }
+  int folded = static_cast<int>(spins % 7);
+  folded += seen - epoch;
+  return folded;
+}
+
+__device__ int read_once(const int* flag, int epoch) {
+  int seen = ld_flag_acquire(flag);
+  int a = seen + 1;
+  int b = a * 2;
+  int c = b - 3;
+  int d = c / 5;
+  int e = d % 7;
+  int f = e + epoch;
+  int g = f * f;
+  int h = g - a;
+  int i = h + b;
+  return i + c + d;
+}
+"""
+
+
+def test_a_spin_on_an_acquire_is_a_wait_helper_however_long(tmp_path):
+    """A function that spins on an acquire with nothing but loads beside it
+    reads as that acquire at any length (afdep's wait_until: a timeout, an
+    abort word); one that also releases, or holds its acquire in no loop and
+    is no short wrapper, is none."""
+    sources = write_tree(tmp_path)
+    (sources / "waits.cuh").write_text(WAITS)
+    found = scan(sources, {})
+    assert (found.helpers["wait_for"].reading.key, found.helpers["wait_for"].line) == (
+        "acquire.sys",
+        3,
+    )
+    assert "exchange" not in found.helpers and "read_once" not in found.helpers
+
+
+def test_afdeps_wait_helper_is_found_with_no_spelling_given_and_the_starter_checks_clean(
+    tmp_path,
+):
+    """With no spelling given, the starter of afdep's own sources spells
+    acquire as wait_until (common/comm.cuh), so the contract of every
+    release and wait its `// @site` comments declare holds, as with
+    catalogs/afdep.toml's spellings."""
+    from invariants.sync.contract import check_contracts
+
+    sources = REPO / "afdep/csrc"
+    found = scan(sources, {})
+    helper = found.helpers["wait_until"]
+    assert (helper.reading.key, helper.path, helper.why) == (
+        "acquire.sys",
+        "common/comm.cuh",
+        "ld_acquire_sys, ld_relaxed_sys",
+    )
+    kept, skipped = undeclared(found, propose(found))
+    path = tmp_path / "afdep.toml"
+    path.write_text(starter_catalog(found, kept, "afdep", "afdep/csrc", skipped=skipped))
+    catalog = load_catalog(path, tree_root=REPO)
+    report = check_contracts(REPO, catalog.target, ptx=False)
+    assert (report.sites_checked, report.violations) == (13, [])
