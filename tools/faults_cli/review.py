@@ -71,20 +71,23 @@ def review_command(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def shown_progress() -> Iterator:
+def shown_progress(clock=time.monotonic) -> Iterator:
     """The review's stages and runs as they happen, on stderr (the report is
-    stdout's): a line each, under a bar of the runs planned so far."""
+    stdout's): a line each, led by the seconds since the review began (where
+    a slow review spends them), under a bar of the runs planned so far."""
     from rich.console import Console
     from rich.progress import Progress
 
     from faults.review.progress import Event, Planned
 
+    began = clock()
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("review --run", total=None)
 
         def listener(event: Event) -> None:
             progress.update(task, total=event.planned, completed=event.done)
             line = f"review --run: {event}" if isinstance(event, Planned) else str(event)
+            line = f"{clock() - began:6.1f} s  {line}"
             progress.console.print(line, soft_wrap=True, markup=False, highlight=False)
 
         yield listener
