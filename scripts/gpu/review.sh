@@ -19,6 +19,6 @@ git -C "$clone" show --stat HEAD | tail -3 | tee -a "$LOG"
 start=$SECONDS
 ( cd "$clone" && timeout "${LIMIT_S:-480}" python3 -m faults --rank-mode "${RANK_MODE:-logical}" \
     review HEAD~1 HEAD --run --slots "${SLOTS:-8}" \
-    --report "$OUT/results/review-$name.md" --sarif "$OUT/results/review-$name.sarif" ) 2>&1 \
-  | tail -60 >> "$LOG"
-echo "review $name rc=${PIPESTATUS[0]} wall=$((SECONDS - start))s" | tee -a "$LOG"
+    --report "$OUT/results/review-$name.md" --sarif "$OUT/results/review-$name.sarif" ) \
+  >> "$LOG" 2>&1  # every progress line, timed: where a slow review's time went
+echo "review $name rc=$? wall=$((SECONDS - start))s" | tee -a "$LOG"
