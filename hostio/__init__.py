@@ -21,6 +21,7 @@ from hostio.files import KeptFolder, write_bytes, write_json, write_text
 from hostio.machine import (
     CPU_MACHINE,
     RankMode,
+    cpu_share,
     cuda_tool,
     cuda_toolkit_bin,
     gpu_count,
@@ -53,6 +54,7 @@ __all__ = [
     "UsageError",
     "at_least",
     "at_least_one",
+    "cpu_share",
     "die_with_parent",
     "entry_point",
     "folder_problem",

@@ -1,7 +1,7 @@
 """The machine's GPUs: how many, which a worker's group gets, where a run's
-ranks go on them (RankMode), the name results are filed under, and where its
-NVIDIA tools are. torch is imported where it is asked, and its absence means
-a CPU machine."""
+ranks go on them (RankMode), each run's share of the CPU's threads, the name
+results are filed under, and where its NVIDIA tools are. torch is imported
+where it is asked, and its absence means a CPU machine."""
 
 from __future__ import annotations
 
@@ -45,6 +45,20 @@ def gpu_group(index: int, size: int, visible: str | None, count: int) -> list[st
             f"of {devices}: run fewer workers"
         )
     return group
+
+
+# The thread pools a run's libraries size by the machine's cores (torch's
+# intra-op pool is OpenMP's): with N runs at once, each gets its share.
+THREAD_KNOBS = ("OMP_NUM_THREADS",)
+
+
+def cpu_share(runs_at_once: int, *set_by: dict[str, str]) -> dict[str, str]:
+    """Each thread knob at this machine's cores over `runs_at_once` (one at
+    least), for runs started that many at a time: N runs each sizing its pool
+    to every core oversubscribe the CPU N times. A knob any of `set_by` (the
+    caller's environment, a catalog's) sets is left as set."""
+    share = str(max(1, (os.cpu_count() or 1) // max(runs_at_once, 1)))
+    return {knob: share for knob in THREAD_KNOBS if not any(knob in env for env in set_by)}
 
 
 CPU_MACHINE = "cpu"  # the machine name of one without a GPU

@@ -36,6 +36,7 @@ from faults.sweep.selection import (
     select_faults,
 )
 from hostio import (
+    cpu_share,
     gpu_group,
     machine_name,
     writable_dir,
@@ -223,21 +224,25 @@ class Sweep:
 
     def engines(self) -> list[Engine]:
         """One engine per GPU group of the largest config (the caller's
-        CUDA_VISIBLE_DEVICES holds)."""
+        CUDA_VISIBLE_DEVICES holds), each run with its share of the CPU's
+        threads (every group's slots run at once)."""
         size = max(self.catalog.gpus_for(c) for c in self.configs)
         checks = dict(contract=self.options.contract, erased=self.options.erased)
+        groups = max(self.gpus // size, 1) if size else 1
+        share = cpu_share(groups * self.options.slots, os.environ, self.catalog.target.env)
         if not size:
-            return [Engine(self.catalog, self.root, self.workdir / "group0", **checks)]
+            return [Engine(self.catalog, self.root, self.workdir / "group0", env=share, **checks)]
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        devices = [gpu_group(i, size, visible, self.gpus) for i in range(groups)]
         return [
             Engine(
                 self.catalog,
                 self.root,
                 self.workdir / f"group{i}",
-                env={"CUDA_VISIBLE_DEVICES": ",".join(gpu_group(i, size, visible, self.gpus))},
+                env={**share, "CUDA_VISIBLE_DEVICES": ",".join(group)},
                 **checks,
             )
-            for i in range(max(self.gpus // size, 1))
+            for i, group in enumerate(devices)
         ]
 
     @property
