@@ -4,6 +4,7 @@ for, and the command that writes its PTX (docs/synchronization.md, "The publish 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from faults.catalog.errors import catalog_error
@@ -18,10 +19,23 @@ from invariants.sync.spellings import (
 
 
 def contract_table(path: Path, raw):
-    """[target.contract]: its `ptx` command here, the spellings in catalog_types."""
+    """[target.contract]: its `ptx` command and `ptx_inputs` here, the
+    spellings in catalog_types."""
     ptx = raw.get("ptx", []) if isinstance(raw, dict) else []
     words = command(path, "target.contract", "ptx", ptx, known=PTX_PLACEHOLDERS)
-    return contract_spellings(path, raw, words)
+    inputs = raw.get("ptx_inputs", []) if isinstance(raw, dict) else []
+    return replace(contract_spellings(path, raw, words), ptx_inputs=ptx_inputs(path, inputs))
+
+
+def ptx_inputs(path: Path, raw) -> tuple[str, ...]:
+    """`ptx_inputs`: paths relative to the tree's root, inside it."""
+    key = "target.contract"
+    if not isinstance(raw, list) or not all(isinstance(p, str) and p.strip() for p in raw):
+        raise catalog_error(path, key, f"ptx_inputs: a list of paths, got {raw!r}")
+    for text in raw:
+        if Path(text).is_absolute() or ".." in Path(text).parts:
+            raise catalog_error(path, key, f"ptx_inputs: {text!r} is not inside the tree")
+    return tuple(raw)
 
 
 def contract_pattern(path: Path, key: str, text) -> re.Pattern[str]:
@@ -36,7 +50,7 @@ def contract_spellings(path: Path, raw, ptx: tuple[str, ...]) -> ContractSpellin
     """[target.contract] checked key by key (`ptx`, its command, checked by the caller)."""
     if not isinstance(raw, dict):
         raise catalog_error(path, "target.contract", f"a table, got {raw!r}")
-    unknown = sorted(set(raw) - {"ptx", *CONTRACT_TABLES, *CONTRACT_PATTERNS})
+    unknown = sorted(set(raw) - {"ptx", "ptx_inputs", *CONTRACT_TABLES, *CONTRACT_PATTERNS})
     if unknown:
         raise catalog_error(path, "target.contract", f"unknown keys {unknown}")
     tables = {}

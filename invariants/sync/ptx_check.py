@@ -47,13 +47,17 @@ def default_cache(target: ContractTarget) -> Path:
     return Path(base) / "faults" / target.name / "ptx"
 
 
-def sources_digest(sources: Path, command: tuple[str, ...]) -> str:
+def sources_digest(sources: Path, command: tuple[str, ...], inputs: tuple[Path, ...] = ()) -> str:
     """The PTX's cache key: the command's words, then every file under the
-    sources (relative path, bytes)."""
+    sources and under each of the command's other `inputs` (a file or a
+    folder; relative path, bytes; one not there counts as absent)."""
     digest = hashlib.sha256("\0".join(command).encode() + b"\0\0")
-    for path in sorted(p for p in sources.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(sources).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+    for top in (sources, *inputs):
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+        digest.update(top.name.encode() + (b"\0" if top.exists() else b"\0absent\0"))
+        for path in files:
+            digest.update(path.relative_to(top.parent).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:32]
 
 
@@ -65,7 +69,8 @@ def ptx_folder(
     tree first on PYTHONPATH, as the build stage runs)."""
     spellings: ContractSpellings = target.contract
     root = Path(cache) if cache is not None else default_cache(target)
-    folder = root / sources_digest(sources, spellings.ptx)
+    inputs = tuple(Path(tree_root) / name for name in spellings.ptx_inputs)
+    folder = root / sources_digest(sources, spellings.ptx, inputs)
     if (folder / "index.json").is_file():
         os.utime(folder)
         return folder, True

@@ -18,6 +18,9 @@ class ContractSpellings:
     PTX of every kernel variant (`<file>.ptx` and `index.json`, file -> label)."""
 
     ptx: tuple[str, ...] = ()  # empty: the contract is checked on the source only
+    # What else the ptx command reads (paths from the tree's root: a harness,
+    # headers beside the sources): in its cache key with the sources.
+    ptx_inputs: tuple[str, ...] = ()
     barrier: dict[str, re.Pattern[str]] = field(default_factory=dict)  # group -> call
     release: dict[str, re.Pattern[str]] = field(default_factory=dict)  # scope -> call
     acquire: dict[str, re.Pattern[str]] = field(default_factory=dict)  # scope -> call

@@ -363,6 +363,23 @@ def test_a_module_is_parsed_once_per_text_and_an_unreadable_one_every_time(tmp_p
             read_module(tmp_path / "bad.ptx")
 
 
+def test_the_ptx_cache_key_holds_the_commands_other_inputs(tmp_path):
+    """A harness the ptx command compiles with the sources (a foreign
+    target's) is in the key: an edit of it, or its absence, makes new PTX."""
+    sources, harness = tmp_path / "src", tmp_path / "harness"
+    for folder, name in ((sources, "k.cuh"), (harness, "h.cu")):
+        folder.mkdir()
+        (folder / name).write_text("int x;\n")
+    words = ("nvcc", "{tree}/harness/h.cu")
+    alone, with_harness = sources_digest(sources, words), sources_digest(sources, words, (harness,))
+    assert alone != with_harness
+    (harness / "h.cu").write_text("int y;\n")
+    assert sources_digest(sources, words, (harness,)) not in (alone, with_harness)
+    assert sources_digest(sources, words, (harness / "h.cu",)) != alone  # a file too
+    missing = sources_digest(sources, words, (tmp_path / "none",))
+    assert missing not in (alone, with_harness)
+
+
 def test_cached_ptx_without_line_info_fails_the_check(tmp_path):
     cache = tmp_path / "ptx"
     folder = cache / sources_digest(CSRC, NARROW_TARGET.contract.ptx)

@@ -271,8 +271,18 @@ ANCHORED_CATALOG = REPO / "tests/fixtures/flag_payload_anchored/catalog.toml"
             '[target.contract]\nrelase = { sys = "st_release" }\n\n[target.bound]',
             "target.contract: unknown keys ['relase']",
         ),
+        (
+            "[target.bound]",
+            '[target.contract]\nptx_inputs = ["../elsewhere"]\n\n[target.bound]',
+            "target.contract: ptx_inputs: '../elsewhere' is not inside the tree",
+        ),
+        (
+            "[target.bound]",
+            '[target.contract]\nptx_inputs = "harness"\n\n[target.bound]',
+            "target.contract: ptx_inputs: a list of paths, got 'harness'",
+        ),
     ],
-    ids=["an anchor found twice", "an unknown spelling"],
+    ids=["an anchor found twice", "an unknown spelling", "a ptx input outside", "not a list"],
 )
 @pytest.mark.parametrize("command", [["sweep"], ["apply", "D1", "--out", "applied"]])
 def test_a_bad_anchor_or_spelling_is_one_line_before_any_work(
