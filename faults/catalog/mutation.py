@@ -19,7 +19,7 @@ from faults.catalog.errors import CatalogError, catalog_error
 from faults.catalog.fields import regex
 from faults.catalog.model import REWRITE_FAMILIES, Family, MutationRule
 from invariants.sync.functions import Definition, definitions
-from invariants.sync.sites import KINDS, Site
+from invariants.sync.sites import CLOSE, KINDS, OPEN, Site
 
 RULE_KEYS = ("family", "kind", "pattern", "replacement")
 
@@ -237,12 +237,14 @@ def twin_copy(sources: Path, twin: MutationRule.Twin) -> TwinCopy:
             f"twin.pattern: {twin.pattern.pattern!r} matches nothing in the body of "
             f"{twin.of} ({definition.where(sources)})"
         )
-    copy = _line_ended(
-        text[definition.start : definition.name]
-        + twin.name
-        + text[definition.name + len(twin.of) : definition.body]
-        + body
-        + text[definition.close + 1 : definition.end]
+    copy = _without_sites(
+        _line_ended(
+            text[definition.start : definition.name]
+            + twin.name
+            + text[definition.name + len(twin.of) : definition.body]
+            + body
+            + text[definition.close + 1 : definition.end]
+        )
     )
     taken = definitions(sources, twin.name)
     if len(taken) == 1 and _line_ended(taken[0].source) == copy:
@@ -261,3 +263,11 @@ def _places(found: list[Definition], sources: Path) -> str:
 
 def _line_ended(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
+
+
+def _without_sites(copy: str) -> str:
+    """The copy less the site markers its original's body holds (an anchored
+    site in the function, as an annotated tree writes it in): a site is
+    declared once in a tree, and the original keeps it."""
+    lines = copy.splitlines(keepends=True)
+    return "".join(line for line in lines if not (OPEN.match(line) or CLOSE.match(line)))

@@ -6,6 +6,7 @@ wait_until is afdep's in miniature."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -13,12 +14,16 @@ import pytest
 
 from faults.catalog import load_catalog
 from faults.catalog.errors import CatalogError
+from faults.catalog.model import MutationRule
+from faults.catalog.mutation import twin_copy
 from faults.catalog.refs import without_missing_sites
 from faults.generate.site_faults import with_generated
 from faults.pipeline.apply import ApplyError, apply_fault
 from faults.pipeline.run import BuildError, build_tree
 from faults.pipeline.scratch import tree_digest
 from invariants.sync.functions import definitions
+from invariants.sync.finding import Finding
+from invariants.sync.sites import parse_tree
 from invariants.sync.statements import code_only
 from tests.unit.faults.catalog.test_load import error_of, load
 
@@ -353,6 +358,40 @@ def test_a_stale_twin_is_an_apply_error(tmp_path):
         f"fault {FAULT_ID}: text patch anchor found 0 times in common/wait.h (needs exactly 1): "
         f"{twin.old[:80]!r}"
     )
+
+
+# A release helper with an (anchored) site in its body, as an annotated tree holds it.
+HELPER = """\
+static inline __device__ void st_flag(unsigned flag, unsigned* addr) {
+// @site fx.flag.body kind=compute
+#if __CUDA_ARCH__ >= 700
+  asm volatile("st.global.release.sys.b32 [%1], %0;" ::"r"(flag), "l"(addr));
+#else
+  __threadfence_system();
+#endif
+// @end fx.flag.body
+}
+"""
+
+
+def test_a_twin_copies_no_site_of_its_originals_body(tmp_path):
+    """A site is declared once in a tree: the copy leaves the original's
+    markers out, so the mutant's tree still parses, each site once."""
+    (tmp_path / "k.cuh").write_text(HELPER)
+    twin = MutationRule.Twin("st_flag", "st_flag_gpu", re.compile(r"\.sys\."), ".gpu.")
+    made = twin_copy(tmp_path, twin)
+    assert made.copy == (
+        "static inline __device__ void st_flag_gpu(unsigned flag, unsigned* addr) {\n"
+        "#if __CUDA_ARCH__ >= 700\n"
+        '  asm volatile("st.global.release.gpu.b32 [%1], %0;" ::"r"(flag), "l"(addr));\n'
+        "#else\n  __threadfence_system();\n#endif\n}\n"
+    )
+    (tmp_path / "k.cuh").write_text(HELPER + made.copy)
+    sites, violations = parse_tree(tmp_path)
+    assert [s.name for s in sites] == ["fx.flag.body"]
+    # (the copy's own primitive lies outside the sites: a review would say so)
+    outside = "ordering primitive __threadfence_system( outside any site"
+    assert violations == [Finding(str(tmp_path / "k.cuh"), 14, outside)]
 
 
 # ---------------------------------------------------------------- finding a definition
