@@ -21,6 +21,7 @@ from faults.init.defaults import (
     ptx_reading,
 )
 from faults.init.errors import InitError
+from faults.init.lines import Lines
 from invariants.sync.functions import Definition, closing, file_definitions
 from invariants.sync.statements import code_only, line_of
 from invariants.sync.sites import source_files
@@ -244,7 +245,7 @@ def find_helpers(files: dict[str, SourceFile], uses: list[Use]) -> list[Helper]:
                 continue
             body = range(definition.body + 1, definition.close)
             inside = [u for u in uses if u.path == path and u.offset in body]
-            if lines > HELPER_LINES and not spins_on_acquire(source.code, body, inside):
+            if lines > HELPER_LINES and not spins_on_acquire(source, definition, inside):
                 continue
             reading = helper_reading(inside)
             if reading is not None:
@@ -254,42 +255,17 @@ def find_helpers(files: dict[str, SourceFile], uses: list[Use]) -> list[Helper]:
     return helpers
 
 
-LOOP_HEAD = re.compile(r"\b(?:while|for)\s*\(|\bdo\s*\{")
-
-
-def loop_spans(code: str, body: range) -> list[range]:
-    """The offsets of each loop statement in `body` of `code` (comments and
-    strings blanked): its head to its closing brace, or to its `;`."""
-    spans = []
-    for head in LOOP_HEAD.finditer(code, body.start, body.stop):
-        at = head.end() - 1
-        if code[at] == "(":
-            at = matching(code, at, "(", ")") + 1
-            while at < body.stop and code[at].isspace():
-                at += 1
-        end = matching(code, at, "{", "}") if code[at] == "{" else code.find(";", at)
-        spans.append(range(head.start(), min(end, body.stop) + 1))
-    return spans
-
-
-def matching(code: str, at: int, opening: str, closing: str) -> int:
-    """The offset of the bracket closing the one at `at` (the text's end if none)."""
-    depth = 0
-    for offset in range(at, len(code)):
-        depth += (code[offset] == opening) - (code[offset] == closing)
-        if depth == 0:
-            return offset
-    return len(code) - 1
-
-
-def spins_on_acquire(code: str, body: range, inside: list[Use]) -> bool:
+def spins_on_acquire(source: SourceFile, definition: Definition, inside: list[Use]) -> bool:
     """A wait helper: its primitives are acquires and plain loads only, and
     one acquire is in a loop of its body (a spin on a flag, however long the
     function around it: a timeout, an abort word, a message)."""
     if not inside or any(u.action != "acquire" and u.key != "load" for u in inside):
         return False
-    loops = loop_spans(code, body)
-    return any(u.action == "acquire" and any(u.offset in s for s in loops) for u in inside)
+    lines, top = Lines(source.text, source.code), source.line_of(definition.body)
+    return any(
+        u.action == "acquire" and lines.enclosing_loop(u.line, u.line - top) is not None
+        for u in inside
+    )
 
 
 def helper_reading(uses: list[Use]) -> Reading | None:
