@@ -116,7 +116,7 @@ def engines(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     trees under one workdir, its runs on this xdist worker's GPU group."""
     from faults.catalog import load_catalog
     from faults.pipeline.engine import Engine
-    from hostio import cpu_share, gpu_count
+    from hostio import gpu_count
 
     config = request.config
     root = config.rootpath
@@ -131,11 +131,12 @@ def engines(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             # The group holds the largest config that fits here.
             fitting = [catalog.gpus_for(c) for c in catalog.configs]
             size = max((n for n in fitting if enough_gpus(n)), default=0)
+            env = worker_gpu_env(request, size)
             # Every xdist worker runs at once: each run gets its share of the CPU.
             workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-            env = cpu_share(workers, os.environ, catalog.target.env)
-            env.update(worker_gpu_env(request, size))
-            made[path] = Engine(catalog, root, workdir / catalog.target.name, env=env)
+            made[path] = Engine(
+                catalog, root, workdir / catalog.target.name, env=env, runs_at_once=workers
+            )
         return made[path]
 
     return engine_for

@@ -6,6 +6,7 @@ judged."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -22,6 +23,7 @@ from faults.pipeline.erasure import ErasedDecision, decide, erased_check, erasur
 from faults.pipeline.run import BuildError, build_tree, judged_runs
 from faults.pipeline.scratch import Prepared, UserTreeGuard, target_scratch, tree_digest
 from invariants.sync.contract import TreeContract, static_contract
+from hostio import cpu_share
 from invariants.sync.sites import guards_of
 
 CLEAN = "control.clean"
@@ -61,12 +63,18 @@ class Engine:
         contract: TreeContract | None = None,
         erased: ErasedDecision | None = None,
         probes: tuple[Patch, ...] = (),
+        runs_at_once: int | None = None,
     ):
         self.catalog = catalog
         self.root = Path(root).resolve()
         self.workdir = Path(workdir)
         self.ref = ref
-        self.env = env or {}  # e.g. this worker's CUDA_VISIBLE_DEVICES
+        # e.g. this worker's CUDA_VISIBLE_DEVICES; with `runs_at_once` (runs
+        # started that many at a time), each run's share of the CPU's threads
+        # (hostio.cpu_share), unless the caller's environment or the catalog sets it.
+        self.env = dict(env or {})
+        if runs_at_once is not None:
+            self.env = {**cpu_share(runs_at_once, os.environ, catalog.target.env), **self.env}
         # A tree's static contract violations (docs/operators.md, "Mutation
         # operators"): the injected check, else invariants.sync.contract's (when there is one).
         # Asked of scratch trees only, whose anchored sites are comment sites.

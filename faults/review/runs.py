@@ -8,7 +8,6 @@ broken change (BASE passes) from a broken harness (BASE fails as well)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,7 +29,7 @@ from faults.review.matrix import (
     twins,
 )
 from faults.review.progress import Listener, Tally
-from hostio import cpu_share, gpu_count
+from hostio import gpu_count
 
 
 # What a --run review says when no config runs here: it judged nothing.
@@ -253,8 +252,9 @@ def run_review(
     tally = Tally(listener)
     plan = config_plan(catalog, gpu_count())
     sites = probed_sites(catalog, touched)
-    share = cpu_share(slots, os.environ, catalog.target.env)
-    engine = Engine(catalog, tree, workdir / "change", env=share, probes=probes(catalog, sites))
+    engine = Engine(
+        catalog, tree, workdir / "change", probes=probes(catalog, sites), runs_at_once=slots
+    )
     what = "the change's tree, clean then with the forced failure, under every config here"
     controls = change_controls(engine, plan.run, what, tally, slots)
     report = RunReport(controls, [], [], [], [], plan=plan)
@@ -317,8 +317,7 @@ def judge_controls(
         return
     # BASE's tree with no fault, under the configs the change failed.
     on_base = base_catalog(catalog, repo_root, base, workdir)
-    share = cpu_share(slots, os.environ, catalog.target.env)
-    engine = Engine(on_base, repo_root, workdir / "base", ref=base, env=share)
+    engine = Engine(on_base, repo_root, workdir / "base", ref=base, runs_at_once=slots)
     tally.plan(f"BASE's tree, clean, under the {len(failed)} configs the change fails", len(failed))
     report.base_clean = engine.controls(
         [c for c in catalog.configs if c.name in failed], slots, tally.ran("BASE")

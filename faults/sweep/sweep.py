@@ -36,7 +36,6 @@ from faults.sweep.selection import (
     select_faults,
 )
 from hostio import (
-    cpu_share,
     gpu_group,
     machine_name,
     writable_dir,
@@ -229,9 +228,9 @@ class Sweep:
         size = max(self.catalog.gpus_for(c) for c in self.configs)
         checks = dict(contract=self.options.contract, erased=self.options.erased)
         groups = max(self.gpus // size, 1) if size else 1
-        share = cpu_share(groups * self.options.slots, os.environ, self.catalog.target.env)
+        checks.update(runs_at_once=groups * self.options.slots)
         if not size:
-            return [Engine(self.catalog, self.root, self.workdir / "group0", env=share, **checks)]
+            return [Engine(self.catalog, self.root, self.workdir / "group0", **checks)]
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         devices = [gpu_group(i, size, visible, self.gpus) for i in range(groups)]
         return [
@@ -239,7 +238,7 @@ class Sweep:
                 self.catalog,
                 self.root,
                 self.workdir / f"group{i}",
-                env={**share, "CUDA_VISIBLE_DEVICES": ",".join(group)},
+                env={"CUDA_VISIBLE_DEVICES": ",".join(group)},
                 **checks,
             )
             for i, group in enumerate(devices)

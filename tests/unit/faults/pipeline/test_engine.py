@@ -538,3 +538,17 @@ def test_a_contract_violation_is_said_from_its_trees_root(tmp_path):
     assert str(found.from_root(tree)) == "afdep/csrc/a.cuh:12: k.p [v1]: no bar.sync"
     outside = Finding("/elsewhere/a.cuh", 1, "x", "k.p")
     assert str(outside.from_root(tree)) == "/elsewhere/a.cuh:1: k.p: x"
+
+
+def test_runs_started_several_at_a_time_each_get_their_share_of_the_cpu(tmp_path, monkeypatch):
+    """The engine's run environment: the caller's (a GPU group) over each
+    run's share of the cores (hostio.cpu_share), none unless asked."""
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    catalog = load_catalog(CATALOG)
+    group = {"CUDA_VISIBLE_DEVICES": "1"}
+    assert Engine(catalog, REPO, tmp_path, env=group).env == group
+    shared = Engine(catalog, REPO, tmp_path, env=group, runs_at_once=8).env
+    assert shared == {"OMP_NUM_THREADS": "2", "CUDA_VISIBLE_DEVICES": "1"}
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")  # the caller's own setting stands
+    assert Engine(catalog, REPO, tmp_path, runs_at_once=8).env == {}

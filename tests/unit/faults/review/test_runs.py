@@ -153,8 +153,9 @@ class StandIn:
     # (fault, config) -> a covering fault's verdict other than the expected one
     verdicts: dict[tuple[str, str], Verdict] = {}
 
-    def __init__(self, catalog, root, workdir, *, ref=None, env=None, probes=()):
-        self.catalog, self.ref, self.probes, self.env = catalog, ref, probes, env
+    def __init__(self, catalog, root, workdir, *, ref=None, probes=(), runs_at_once=None):
+        self.catalog, self.ref, self.probes = catalog, ref, probes
+        self.runs_at_once = runs_at_once
         self.calls: list[tuple] = []
         StandIn.made.append(self)
 
@@ -205,17 +206,13 @@ def review_runs(catalog, tmp_path, touched, slots=1):
     return report, events
 
 
-def test_the_change_runs_everywhere_then_its_faults_where_the_site_fires(
-    stand_in, tmp_path, monkeypatch
-):
-    monkeypatch.setattr("os.cpu_count", lambda: 7)
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+def test_the_change_runs_everywhere_then_its_faults_where_the_site_fires(stand_in, tmp_path):
     catalog = fixture_catalog(Config("a"), Config("b"), Config("c", gpus=4), exposure=True)
     both = {f"probe.{WAIT}": 3, f"probe.{STORE}": 1}
     stand_in.printed = {"a": both, "b": {f"probe.{STORE}": 2}, "a@big": both}
     report, events = review_runs(catalog, tmp_path, touched_wait(catalog), slots=3)
     [change] = stand_in.made
-    assert change.env == {"OMP_NUM_THREADS": "2"}  # 7 cores over 3 runs at once
+    assert change.runs_at_once == 3  # its slots: each run gets that share of the CPU
     assert [p.owner for p in change.probes] == [f"probe.{WAIT}", f"probe.{STORE}"]
     assert change.calls[:2] == [("controls", ["a", "b"], 3), ("controls", ["a@big"], 3)]
     # The must-pass faults run under both configs; a must-fail fault's first
