@@ -70,7 +70,9 @@ def write_patch(clone: Path, bug: dict, out: Path) -> None:
         move_release_above_store(clone, bug)
     for edit in bug.get("edit", []):
         apply_edit(clone, bug, edit)
-    diff = git(clone, "diff")
+    # Full blob names: an abbreviated index line grows with the repository's
+    # object count, so the same edit would write another patch in a bigger clone.
+    diff = git(clone, "diff", "--full-index")
     if not diff:
         raise SystemExit(f"make_corpus: {bug['name']}: changes nothing")
     header = "".join(f"{key}: {bug[key]}\n" for key in HEADER_KEYS)
