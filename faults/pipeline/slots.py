@@ -6,18 +6,40 @@ group, the faults whose kill needs the window a delay opens
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import as_completed, wait
+from dataclasses import dataclass
 
 from faults.catalog import Catalog, Config
 from faults.pipeline.engine import Engine, RunResult, stopping_pool
 
 BUILDS_AT_ONCE = 8  # trees copied, patched, built and checked at once (CPU work)
 
-# A phase: each (engine, faults) job runs on a thread of its own, its faults in turn.
-Phase = list[tuple[Engine, list[str]]]
+
+@dataclass(frozen=True)
+class Job:
+    """Runs of one fault that one worker makes in turn: the sweep's job is a
+    fault under all its configs; the review makes one job of each must-pass
+    run, so that a few faults under many configs still fill every slot."""
+
+    fault: str
+    configs: tuple[Config, ...] = ()  # () for the sweep: the configs it runs the fault under
+
+
+@dataclass
+class Lane:
+    """An engine's share of a phase: its `workers` threads each take the next
+    job of `jobs` not yet taken, so a long run holds back no other's jobs."""
+
+    engine: Engine
+    workers: int
+    jobs: list[Job]
+
+
+Phase = list[Lane]
 
 
 def sweep(
@@ -52,10 +74,10 @@ def sweep(
     if not all(r.ok for r in controls):
         return controls, []
 
-    def evaluate(engine: Engine, fault_id: str) -> list[RunResult]:
-        return engine.evaluate(fault_id, catalog.configs_for(fault_id, config_names), repeats)
+    def evaluate(engine: Engine, job: Job) -> list[RunResult]:
+        return engine.evaluate(job.fault, catalog.configs_for(job.fault, config_names), repeats)
 
-    phased = phases(engines, catalog, fault_ids, slots)
+    phased = phases(engines, catalog, [Job(f) for f in fault_ids], slots)
     results = run_faults(phased, evaluate, on_results, deadline)
     order = {fault_id: i for i, fault_id in enumerate(fault_ids)}
     return controls, sorted(results, key=lambda r: (order[r.fault], r.config, r.repeat))
@@ -63,11 +85,11 @@ def sweep(
 
 def run_faults(
     phased: tuple[Phase, Phase],
-    evaluate: Callable[[Engine, str], list[RunResult]],
+    evaluate: Callable[[Engine, Job], list[RunResult]],
     on_results: Callable[[list[RunResult]], None],
     deadline: float | None,
 ) -> list[RunResult]:
-    """The faults of a sweep whose controls were right, each `evaluate`d on
+    """The jobs of a sweep whose controls were right, each `evaluate`d on
     its engine: the shared phase, then the faults that run alone, their trees
     built meanwhile."""
     shared_phase, alone_phase = phased
@@ -82,19 +104,21 @@ def run_faults(
         # Trees apply and build several at once (CPU work), in run order, while
         # the shared faults run: each run waits for its own tree only.
         trees = dict.fromkeys(
-            (engine, f)
+            (lane.engine, job.fault)
             for phase in (shared_phase, alone_phase)
-            for engine, ids in phase
-            for f in ids
+            for lane in phase
+            for job in lane.jobs
         )
         built = {tree: builds.submit(tree[0].prepare, tree[1], tree[1]) for tree in trees}
 
-        def work(engine: Engine, ids: list[str]) -> None:
-            for fault_id in ids:
-                if stop.is_set() or past_deadline():
+        def work(engine: Engine, jobs: queue.SimpleQueue[Job]) -> None:
+            while not (stop.is_set() or past_deadline()):
+                try:
+                    job = jobs.get_nowait()
+                except queue.Empty:
                     return
-                built[engine, fault_id].result()  # raises what the build raised
-                found = evaluate(engine, fault_id)
+                built[engine, job.fault].result()  # raises what the build raised
+                found = evaluate(engine, job)
                 with lock:
                     results.extend(found)
                     on_results(found)
@@ -110,16 +134,25 @@ def run_faults(
 
 
 def phases(
-    engines: list[Engine], catalog: Catalog, fault_ids: list[str], slots: int
+    engines: list[Engine], catalog: Catalog, jobs: list[Job], slots: int
 ) -> tuple[Phase, Phase]:
     """The shared phase (`slots` workers on each engine) and the alone phase
-    (one on each), each worker dealt every n-th of its phase's faults."""
-    alone = [f for f in fault_ids if needs_quiet_gpus(catalog, f)]
-    shared = [f for f in fault_ids if f not in alone]
+    (one on each), each engine dealt every n-th of the phase's faults with
+    all their jobs (a tree builds on the engine that runs it), its workers
+    taking them in order."""
+    alone = [job for job in jobs if needs_quiet_gpus(catalog, job.fault)]
+    shared = [job for job in jobs if job not in alone]
     dealt = []
-    for ids, per_engine in ((shared, slots), (alone, 1)):
-        workers = [engine for engine in engines for _ in range(per_engine)]
-        dealt.append([(engine, ids[i :: len(workers)]) for i, engine in enumerate(workers)])
+    for phase_jobs, workers in ((shared, slots), (alone, 1)):
+        faults = list(dict.fromkeys(job.fault for job in phase_jobs))
+        # A fault's jobs stay on one engine: its tree is built once, there.
+        home = {fault: engines[i % len(engines)] for i, fault in enumerate(faults)}
+        dealt.append(
+            [
+                Lane(engine, workers, [job for job in phase_jobs if home[job.fault] is engine])
+                for engine in engines
+            ]
+        )
     shared_phase, alone_phase = dealt
     return shared_phase, alone_phase
 
@@ -136,11 +169,19 @@ def control_configs(
 
 
 def _run_phase(phase: Phase, work, stop: threading.Event) -> None:
-    """Each (engine, faults) job on its own thread; the first job to fail
-    stops the others at their next fault."""
-    with stopping_pool(len(phase), stop) as pool:
-        for job in as_completed([pool.submit(work, engine, ids) for engine, ids in phase]):
-            job.result()
+    """Each lane's workers on threads of their own, taking its jobs from one
+    queue; the first worker to fail stops the others at their next job."""
+    workers = []
+    for lane in phase:
+        jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        for job in lane.jobs:
+            jobs.put(job)
+        workers += [(lane.engine, jobs)] * min(lane.workers, len(lane.jobs))
+    if not workers:
+        return
+    with stopping_pool(len(workers), stop) as pool:
+        for done in as_completed([pool.submit(work, engine, jobs) for engine, jobs in workers]):
+            done.result()
 
 
 def needs_quiet_gpus(catalog: Catalog, fault_id: str) -> bool:

@@ -16,7 +16,7 @@ from faults.catalog import Catalog, Config, LogPatterns
 from faults.catalog.refs import without_missing_sites
 from faults.pipeline.engine import CLEAN, FORCED, Engine, RunResult
 from faults.pipeline.scratch import make_scratch
-from faults.pipeline.slots import phases, run_faults
+from faults.pipeline.slots import Job, phases, run_faults
 from faults.review.coverage import Coverage
 from faults.review.matrix import (
     ConfigPlan,
@@ -189,6 +189,22 @@ def killers_first(catalog: Catalog, fault_id: str, configs: list[Config]) -> lis
     return [c for c in configs if c.name in own] + [c for c in configs if c.name not in own]
 
 
+def covering_jobs(catalog: Catalog, chosen: dict[str, list[Config]]) -> list[Job]:
+    """The covering faults' jobs: a must-pass fault runs under all its
+    configs, each run a job of its own, so that a few faults under many
+    configs fill every slot (config by config: every tree is wanted early); a
+    must-fail fault is one job, its configs run one by one, the catalog's own
+    first (its first kill ends them)."""
+    placed = {f: configs for f, configs in chosen.items() if configs}
+    failing = [f for f in placed if catalog.fault(f).expect == "fail"]
+    passing = [f for f in placed if f not in failing]
+    names = list(dict.fromkeys(c.name for f in passing for c in placed[f]))
+    return [
+        *(Job(f, (c,)) for name in names for f in passing for c in placed[f] if c.name == name),
+        *(Job(f, tuple(killers_first(catalog, f, placed[f]))) for f in failing),
+    ]
+
+
 def run_faults_where_they_fire(
     engine: Engine, chosen: dict[str, list[Config]], tally: Tally, slots: int
 ) -> list[RunResult]:
@@ -196,7 +212,8 @@ def run_faults_where_they_fire(
     a delay alone), each under its own configs, each run said as it lands. A
     must-fail fault is judged as the sweep judges it, killed once any run
     kills it: its configs run one by one, and its first kill ends them (the
-    rest would not change its verdict); a must-pass fault runs under all."""
+    rest would not change its verdict); a must-pass fault runs under all,
+    `slots` runs at a time."""
     ids = [fault_id for fault_id, configs in chosen.items() if configs]
     if not ids:
         return []
@@ -205,26 +222,26 @@ def run_faults_where_they_fire(
     tally.plan(f"the covering faults, each where its sites fire: {', '.join(ids)}", runs)
     landed = tally.ran("change")
 
-    def evaluate(engine: Engine, fault_id: str) -> list[RunResult]:
-        must_fail = catalog.fault(fault_id).expect == "fail"
-        configs = chosen[fault_id]
-        if must_fail:
-            configs = killers_first(catalog, fault_id, configs)
+    def evaluate(engine: Engine, job: Job) -> list[RunResult]:
+        must_fail = catalog.fault(job.fault).expect == "fail"
         found = []
-        for done, config in enumerate(configs, start=1):  # one at a time, each said as it lands
-            [result] = engine.evaluate(fault_id, [config])
+        for done, config in enumerate(job.configs, start=1):  # one at a time, each said as it lands
+            [result] = engine.evaluate(job.fault, [config])
             killed = must_fail and result.ok
             if killed:  # before it lands, so that what is left is said right
-                tally.unplan(len(configs) - done)
+                tally.unplan(len(job.configs) - done)
             landed(result)
             found.append(result)
             if killed:
                 break
         return found
 
-    results = run_faults(phases([engine], engine.catalog, ids, slots), evaluate, no_batch, None)
+    jobs = covering_jobs(catalog, chosen)
+    results = run_faults(phases([engine], catalog, jobs, slots), evaluate, no_batch, None)
+    # Fault by fault, each fault's runs in its jobs' order (a must-fail fault's as they ran).
+    planned = {(job.fault, c.name): i for i, job in enumerate(jobs) for c in job.configs}
     order = {fault_id: i for i, fault_id in enumerate(ids)}
-    return sorted(results, key=lambda r: order[r.fault])  # stable: each fault's configs in order
+    return sorted(results, key=lambda r: (order[r.fault], planned[r.fault, r.config]))
 
 
 def no_batch(found: list[RunResult]) -> None:

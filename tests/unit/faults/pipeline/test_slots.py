@@ -94,3 +94,25 @@ def test_an_interrupted_run_phase_stops_every_worker_at_its_next_fault():
     with pytest.raises(KeyboardInterrupt):
         slots_module.sweep([engine], ["D1"] * 10, None, 1, lambda found: None, slots=2)
     assert len(engine.started) <= 3  # not 6: the interrupted worker's one and the other's five
+
+
+def test_a_long_run_holds_back_no_other_fault(monkeypatch):
+    """Two slots, four faults, the first still running until the other three
+    have run: the free worker takes each next fault in turn (dealt in
+    advance, the third would wait behind the first)."""
+    others_done = threading.Event()
+    ran: list[str] = []
+
+    class OneLongRun(InterruptedEngine):
+        def evaluate(self, fault_id, configs, repeats):
+            if fault_id == "D1":
+                assert others_done.wait(timeout=10), "the other faults waited behind D1"
+            ran.append(fault_id)
+            if len(ran) == 3:
+                others_done.set()
+            return []
+
+    monkeypatch.setattr(slots_module, "needs_quiet_gpus", lambda catalog, f: False)
+    faults = ["D1", "S1", "S2", "N1"]
+    slots_module.sweep([OneLongRun("none")], faults, None, 1, lambda found: None, slots=2)
+    assert ran == ["S1", "S2", "N1", "D1"]

@@ -337,3 +337,44 @@ def test_a_touched_site_none_of_whose_must_pass_faults_ran_is_not_covered(stand_
         ]
     }
     assert (report.unfired, report.ran_nothing, report.ok) == ([], False, False)
+
+
+def test_a_few_must_pass_faults_under_many_configs_fill_every_slot(stand_in, tmp_path):
+    """Two must-pass faults under four configs are eight runs, each a job of
+    its own: with four slots, four run at once (a fault's configs in turn,
+    as the sweep runs them, would hold it to two), and each fault's runs are
+    reported in its configs' order."""
+    import itertools
+    import threading
+
+    names = ["a", "b", "c", "d"]
+    catalog = fixture_catalog(*(Config(name) for name in names))
+    both = {f"probe.{WAIT}": 3, f"probe.{STORE}": 1}
+    stand_in.printed = dict.fromkeys(names, both)
+    # The first four runs meet here before any ends: were fewer at once, the
+    # barrier would time out and the review raise.
+    together = threading.Barrier(4, timeout=10)
+    calls = itertools.count()
+    plain = StandIn.evaluate
+
+    def meeting_evaluate(self, fault_id, configs):
+        if next(calls) < 4:
+            together.wait()
+        return plain(self, fault_id, configs)
+
+    passing = ["D1", f"gen.delay.{STORE}"]
+    failing = [f for f in FAULTS if f not in passing]
+    jobs = runs.covering_jobs(catalog, {f: list(catalog.configs) for f in FAULTS})
+    assert [(j.fault, [c.name for c in j.configs]) for j in jobs] == [
+        *((f, [name]) for name in names for f in passing),
+        *((f, names) for f in failing),
+    ]
+    stand_in.evaluate = meeting_evaluate
+    try:
+        report, _ = review_runs(catalog, tmp_path, touched_wait(catalog), slots=4)
+    finally:
+        stand_in.evaluate = plain
+    assert [(r.fault, r.config) for r in report.faults if r.fault in passing] == [
+        (f, name) for f in passing for name in names
+    ]
+    assert report.ok is True
