@@ -2,8 +2,8 @@
 stdlib only, with no dependency on either (docs/architecture.md, "Layout"):
 child processes that die with their parent (children.py, through the guard
 in guard.py), atomic writes (files.py), the machine's GPUs, where ranks go on them and the results
-files' names (machine.py) and
-one-line usage errors (usage.py). Every name is imported from here."""
+files' names (machine.py), a release file pinned in a package registry
+(pins.py) and one-line usage errors (usage.py). Every name is imported from here."""
 
 from hostio.children import (
     CLI_STOP_SIGNALS,
@@ -29,6 +29,7 @@ from hostio.machine import (
     machine_name,
     results_stem,
 )
+from hostio.pins import SHA256, Pin
 from hostio.usage import (
     OneLineParser,
     UsageError,
@@ -49,8 +50,10 @@ __all__ = [
     "ChildrenStopped",
     "KeptFolder",
     "OneLineParser",
+    "Pin",
     "ProcessOutcome",
     "RankMode",
+    "SHA256",
     "UsageError",
     "at_least",
     "at_least_one",

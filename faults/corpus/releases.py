@@ -36,6 +36,7 @@ from pathlib import Path
 
 from faults.catalog.errors import read_toml
 from faults.corpus.bugs import Bug, BugClass, Catch, CorpusError, word_of
+from hostio import SHA256, Pin
 
 DIFF_CONTEXT = 3  # difflib's and diff -u's: the hunk numbers depend on it
 TOP_KEYS = ("package", "catalog", "harness", "members")
@@ -59,7 +60,6 @@ BUG_KEYS = (
 )
 # A real fix that no bug commit can undo alone: said in the report, never faked.
 NOT_MADE_KEYS = ("name", "class", "buggy", "fixed", "file", "upstream", "why")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -74,15 +74,15 @@ class Hunk:
 
 @dataclass(frozen=True)
 class Release:
-    """One released file of the package: what the registry calls it, its
-    sha256, the folder inside it that holds the members, and the members
-    it holds at another path (member, where)."""
+    """One released file of the package (its pin), and the members it holds
+    at another path (member, where)."""
 
-    version: str
-    file: str
-    sha256: str
-    prefix: str
+    pin: Pin
     moved: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def version(self) -> str:
+        return self.pin.version
 
     def holds(self, member: str) -> str:
         """Where this release's file holds `member` (under the prefix): a
@@ -166,7 +166,7 @@ def _strings(where: str, key: str, value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _release(path: Path, version: str, table: object) -> Release:
+def _release(path: Path, package: str, version: str, table: object) -> Release:
     where = f"{path}: release {version!r}"
     if not isinstance(table, dict):
         raise CorpusError(f"{where}: not a table")
@@ -184,7 +184,8 @@ def _release(path: Path, version: str, table: object) -> Release:
     ):
         raise CorpusError(f"{where}: {RELEASE_MOVED} must map members to paths")
     pairs = tuple((member.strip("/"), path.strip("/")) for member, path in moved.items())
-    return Release(version, table["file"], table["sha256"], table["prefix"].strip("/"), pairs)
+    prefix = table["prefix"].strip("/")
+    return Release(Pin(package, version, table["file"], table["sha256"], prefix, where), pairs)
 
 
 def _bug(path: Path, number: int, entry: object, releases: dict[str, Release]) -> ReleaseBug:
@@ -253,7 +254,7 @@ def load_release_corpus(path: Path, only: str | None = None) -> ReleaseCorpus:
     tables = data.get("release") or {}
     if not isinstance(tables, dict):
         raise CorpusError(f"{path}: release must be a table of [release.\"<version>\"] tables")
-    releases = {v: _release(path, v, t) for v, t in tables.items()}
+    releases = {v: _release(path, str(data["package"]), v, t) for v, t in tables.items()}
     entries = data.get("bug") or []
     bugs = [_bug(path, number, entry, releases) for number, entry in enumerate(entries, 1)]
     names = [b.bug.name for b in bugs]

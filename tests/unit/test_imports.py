@@ -127,7 +127,13 @@ def test_the_graph_sees_every_kind_of_import():
     )  # from faults.catalog import ...
     assert "faults.pipeline.engine" in graph["tools.faults_cli.run"]  # inside a function
     assert set(graph) >= {"afdep", "tools.driver.driver", "faults.report.document", "hostio"}
-    reexported = {"hostio.children", "hostio.files", "hostio.machine", "hostio.usage"}
+    reexported = {
+        "hostio.children",
+        "hostio.files",
+        "hostio.machine",
+        "hostio.pins",
+        "hostio.usage",
+    }
     assert {name for name in graph if name.startswith("hostio.")} == {*reexported, "hostio.guard"}
     assert set(graph["hostio"]) == reexported  # the guard runs as a script, never imported
 

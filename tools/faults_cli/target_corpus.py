@@ -23,12 +23,10 @@ from tools.faults_cli.steps import workdir
 AUTHOR = ("faults corpus", "corpus@localhost")
 
 
-def _tree(corpus, release, wanted: list[str], cache: Path, missing_ok: bool = False) -> Path:
-    from tools.targets.registry import Pin, tree
+def _tree(release, wanted: list[str], cache: Path, missing_ok: bool = False) -> Path:
+    from tools.targets.registry import tree
 
-    where = f"{corpus.path}: release {release.version!r}"
-    pin = Pin(corpus.package, release.file, release.sha256, release.prefix, where)
-    return tree(pin, wanted, cache, missing_ok=missing_ok)
+    return tree(release.pin, wanted, cache, missing_ok=missing_ok)
 
 
 @dataclass(frozen=True)
@@ -81,13 +79,13 @@ def _base_files(corpus, bug, cache: Path) -> tuple[Path, list[str], str]:
     # The harness's members an older base lacks are left out (its build fails
     # there, said by the review); the bug's own file must be there.
     held = [bug.base.holds(member) for member in corpus.members]
-    _tree(corpus, bug.base, held, cache, missing_ok=True)
-    base_tree = _tree(corpus, bug.base, [bug.file], cache)
+    _tree(bug.base, held, cache, missing_ok=True)
+    base_tree = _tree(bug.base, [bug.file], cache)
     wanted = dict.fromkeys([*corpus.members, bug.file])
     members = [m for m in wanted if (base_tree / bug.base.holds(m)).exists()]
     texts = {bug.base.version: (base_tree / bug.file).read_text()}
     for release in (bug.buggy, bug.fixed):
-        tree = _tree(corpus, release, [bug.file], cache)
+        tree = _tree(release, [bug.file], cache)
         texts.setdefault(release.version, (tree / bug.file).read_text())
     return base_tree, members, make_bug_text(bug, texts)
 
@@ -106,7 +104,8 @@ def workspace(corpus, bug, root: Path, into: Path, cache: Path, on_base=None):
     repo = git.Repo.init(into)
     actor = git.Actor(*AUTHOR)
     repo.git.add("--all")
-    title = f"{corpus.package} {bug.base.version}: {bug.base.file} (sha256 {bug.base.sha256})"
+    pin = bug.base.pin
+    title = f"{pin.package} {pin.version}: {pin.file} (sha256 {pin.sha256})"
     base = repo.index.commit(title, author=actor, committer=actor).hexsha
     said = on_base(into) if on_base is not None else None
     (into / bug.file).write_text(buggy_text)

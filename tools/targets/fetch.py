@@ -23,7 +23,6 @@ that is not empty.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -32,14 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faults.catalog.errors import read_toml
-from hostio import OneLineParser, UsageError, entry_point, folder_problem
-from tools.targets.registry import CACHE, INDEX, FetchError, Pin, check_untracked, tree
+from hostio import SHA256, OneLineParser, Pin, UsageError, entry_point, folder_problem
+from tools.targets.registry import CACHE, INDEX, FetchError, check_untracked, tree
 
 TARGETS = Path(__file__).resolve().parent  # tools/targets/: a folder per target
 TABLE_NAME = "release.toml"
 HARNESS_FOLDER = "harness"  # where our harness files land in a workspace
 TABLE_KEYS = ("package", "version", "file", "sha256", "prefix", "members", "harness")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -47,21 +45,9 @@ class Release:
     """One release table: the file to fetch and what of it to keep."""
 
     path: Path  # the table
-    package: str
-    version: str
-    file: str  # the release file's name, as the registry lists it
-    sha256: str
-    prefix: str  # the folder in the file holding the members ("flashinfer/data")
+    pin: Pin  # the release file ("flashinfer/data" the folder holding the members)
     members: tuple[str, ...]  # paths under the prefix: a file, or a folder
     harness: tuple[str, ...]  # our files, relative to the table's folder
-
-    @property
-    def spec(self) -> str:
-        return f"{self.package}=={self.version}"
-
-    @property
-    def pin(self) -> Pin:
-        return Pin(self.package, self.file, self.sha256, self.prefix, str(self.path))
 
 
 def _table_error(path: Path, key: str, message: str) -> FetchError:
@@ -98,8 +84,8 @@ def read_release(target: str | Path) -> Release:
         if not (path.parent / name).is_file():
             raise _table_error(path, "harness", f"{name}: no such file beside the table")
     fields = {key: raw[key] for key in ("package", "version", "file", "sha256")}
-    return Release(path, **fields, prefix=raw["prefix"].strip("/"),
-                   members=_strings(path, raw, "members"), harness=harness)
+    pin = Pin(**fields, prefix=raw["prefix"].strip("/"), where=str(path))
+    return Release(path, pin, members=_strings(path, raw, "members"), harness=harness)
 
 
 # ----------------------------------------------------------------- workspace
@@ -142,8 +128,9 @@ def commit_workspace(release: Release, into: Path) -> str:
         config.set_value("user", "name", "faults fetch")
         config.set_value("user", "email", "faults-fetch@localhost")
     repo.git.add("--all")
+    pin = release.pin
     message = (
-        f"{release.spec}: {release.file} (sha256 {release.sha256}), members of "
+        f"{pin.spec}: {pin.file} (sha256 {pin.sha256}), members of "
         f"{release.path.name}, and our harness\n"
     )
     return repo.index.commit(message).hexsha

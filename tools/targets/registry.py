@@ -28,10 +28,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from hostio import UsageError
+from hostio import Pin, UsageError
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".targets"
@@ -41,19 +40,6 @@ TIMEOUT_S = 60  # per socket operation, not per download
 
 class FetchError(UsageError):
     """A release file or member that cannot be had: one line naming the pin."""
-
-
-@dataclass(frozen=True)
-class Pin:
-    """One release file, pinned: the package, the registry's file name, its
-    sha256, the folder in it that holds the members, and who pins it (a
-    table's path and key, named by every error)."""
-
-    package: str
-    file: str
-    sha256: str
-    prefix: str  # "flashinfer/data" in a wheel, "<name>-<version>" in an sdist
-    where: str
 
 
 def file_sha256(path: Path) -> str:

@@ -96,9 +96,11 @@ def test_a_corpus_entry_reads_its_bug(tmp_path):
     assert (made.bug.name, made.bug.bug_class, made.bug.site, made.bug.catch) == (
         "B", BugClass.PUBLISH_EARLY, "t.release", Catch.STATIC
     )
-    assert (made.buggy.version, made.fixed.prefix, made.base.file, made.file, made.hunks) == (
-        "1.0", "pkg/data", "pkg-1.1-py3-none-any.whl", "include/k.cuh", (1,)
+    assert (made.buggy.version, made.fixed.pin.prefix, made.base.pin.file) == (
+        "1.0", "pkg/data", "pkg-1.1-py3-none-any.whl"
     )
+    assert (made.base.pin.spec, made.file, made.hunks) == ("pkg==1.1", "include/k.cuh", (1,))
+    assert made.base.pin.where.endswith(": release '1.1'")  # every fetch error names it
     assert (corpus.package, corpus.catalog, corpus.harness, corpus.members) == (
         "pkg", "catalogs/t.toml", ("tools/targets/t/harness.cu",), ("include",)
     )

@@ -53,10 +53,10 @@ def test_bug_b_undoes_exactly_its_hunks_on_the_base(tmp_path):
     assert said.older == ""  # 0.7.4 is the catalog's pin: it loads there
 
     trees = CACHE / "trees"
-    buggy = (trees / bug.buggy.file / bug.file).read_text()
-    fixed = (trees / bug.fixed.file / bug.file).read_text()
+    buggy = (trees / bug.buggy.pin.file / bug.file).read_text()
+    fixed = (trees / bug.fixed.pin.file / bug.file).read_text()
     base, reverted = show(made, made.base, bug.file), show(made, made.head, bug.file)
-    assert base == (trees / bug.base.file / bug.file).read_text()
+    assert base == (trees / bug.base.pin.file / bug.file).read_text()
     # The fix's every change, undone: base -> bug is fixed -> buggy (its only two hunks).
     assert bug.hunks == (1, 2)
     assert changes(base, reverted) == changes(fixed, buggy)

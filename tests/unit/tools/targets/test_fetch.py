@@ -61,9 +61,9 @@ def fetched(tmp_path: Path, release, into: Path, links: Path) -> str:
 
 def test_the_flashinfer_table_pins_the_wheel_and_leaves_vllm_out():
     release = read_release("flashinfer_comm")
-    assert (release.package, release.version) == ("flashinfer-python", "0.7.4")
-    assert release.sha256 == "a051a62e09a2738e8b0de47a1944fd2f0f3eff01b728b662141ea660cb09dd32"
-    assert release.prefix == "flashinfer/data"
+    assert release.pin.spec == "flashinfer-python==0.7.4"
+    assert release.pin.sha256 == "a051a62e09a2738e8b0de47a1944fd2f0f3eff01b728b662141ea660cb09dd32"
+    assert (release.pin.prefix, release.pin.where) == ("flashinfer/data", str(release.path))
     chosen = " ".join(release.members)
     assert "vllm" not in chosen and "ulysses" not in chosen and "custom_all_reduce" not in chosen
     assert "include/flashinfer/comm" not in release.members  # a folder would take them

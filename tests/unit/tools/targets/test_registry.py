@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.targets.registry import FetchError, Pin, archive, tree
+from hostio import Pin
+from tools.targets.registry import FetchError, archive, tree
 
 MEMBERS = {
     "include/fake/comm/one.cuh": b"// one\n",
@@ -47,7 +48,7 @@ def make_wheel(folder: Path) -> Path:
 
 def pin(path: Path, prefix: str, sha256: str | None = None) -> Pin:
     digest = sha256 or hashlib.sha256(path.read_bytes()).hexdigest()
-    return Pin("fakepkg", path.name, digest, prefix, "t.toml: release '1.0'")
+    return Pin("fakepkg", "1.0", path.name, digest, prefix, "t.toml: release '1.0'")
 
 
 @pytest.fixture
@@ -135,7 +136,9 @@ def test_a_sha256_that_differs_is_refused_and_never_kept(tmp_path, index):
 
 def test_a_file_the_registry_does_not_list_is_refused(tmp_path, index):
     url, _, _ = index
-    absent = Pin("fakepkg", "fakepkg-9.9.tar.gz", "0" * 64, "fakepkg-9.9", "t.toml: release '9.9'")
+    absent = Pin(
+        "fakepkg", "9.9", "fakepkg-9.9.tar.gz", "0" * 64, "fakepkg-9.9", "t.toml: release '9.9'"
+    )
     with pytest.raises(FetchError) as caught:
         archive(absent, tmp_path / "cache", index=url)
     assert str(caught.value) == (
@@ -158,7 +161,7 @@ def test_a_member_the_file_lacks_is_refused_unless_missing_is_ok(tmp_path, index
 
 def test_an_unreachable_registry_is_said_plainly(tmp_path):
     nowhere = "http://127.0.0.1:9/simple/"  # nothing listens on the discard port
-    absent = Pin("fakepkg", SDIST, "0" * 64, "fakepkg-1.0", "t.toml: release '1.0'")
+    absent = Pin("fakepkg", "1.0", SDIST, "0" * 64, "fakepkg-1.0", "t.toml: release '1.0'")
     with pytest.raises(FetchError) as caught:
         archive(absent, tmp_path / "cache", index=nowhere)
     assert str(caught.value) == (
