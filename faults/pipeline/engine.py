@@ -168,13 +168,17 @@ class Engine:
         slots: int = 1,
         on_result: Callable[[RunResult], None] | None = None,
         with_forced: bool = True,
+        then: Callable[[RunResult], list[Config]] | None = None,
     ) -> list[RunResult]:
         """The unpatched tree must pass; the forced-fail control must be killed.
         Neither depends on timing, so they run `slots` at a time. A config
         whose clean run fails gets no forced run: on a tree that fails alone it
         says nothing of the harness, and it may hang where the clean run did.
         `on_result` sees each run as it lands; `with_forced` false: the clean
-        runs alone."""
+        runs alone. `then`: given each clean run of `configs` that passed, more
+        configs to run clean only (the review's exposure twins where a touched
+        site fired), in the same slots: they need not wait for the last
+        control to land."""
         clean = self.prepare(CLEAN, patches=self.probes)
         if not clean.error:
             clean.sass_s = erasure_baseline(self.erased)
@@ -191,6 +195,7 @@ class Engine:
             )[0]
 
         found: dict[tuple[str, str], RunResult] = {}
+        ran = list(configs)
         with stopping_pool(slots) as pool:
             pending = {pool.submit(control, clean, c, False): c for c in configs}
             while pending:
@@ -201,13 +206,15 @@ class Engine:
                     found[result.fault, config.name] = result
                     if on_result is not None:
                         on_result(result)
-                    if result.fault == CLEAN and result.ok and forced is not None:
+                    if result.fault != CLEAN or not result.ok or config not in configs:
+                        continue
+                    if forced is not None:
                         pending[pool.submit(control, forced, config, True)] = config
+                    for more in then(result) if then is not None else []:
+                        ran.append(more)
+                        pending[pool.submit(control, clean, more, False)] = more
         return [
-            found[key]
-            for label in (CLEAN, FORCED)
-            for c in configs
-            if (key := (label, c.name)) in found
+            found[key] for label in (CLEAN, FORCED) for c in ran if (key := (label, c.name)) in found
         ]
 
 

@@ -24,6 +24,7 @@ from faults.review.matrix import (
     config_plan,
     fault_configs,
     firing,
+    probe_id,
     probed_sites,
     probes,
     twins,
@@ -168,17 +169,38 @@ def change_controls(
     what: str,
     tally: Tally,
     slots: int,
-    with_forced: bool = True,
+    then: Callable[[RunResult], list[Config]] | None = None,
 ) -> list[RunResult]:
-    """The change's tree, clean then (`with_forced`) with the forced failure,
-    under `configs` (their names end what the progress says); none: nothing
-    to plan or build."""
+    """The change's tree, clean then with the forced failure, under `configs`
+    (their names end what the progress says), and `then`'s configs clean (the
+    exposure twins); none: nothing to plan or build."""
     if not configs:
         return []
-    forced = bool(engine.catalog.control) and with_forced
+    forced = bool(engine.catalog.control)
     tally.plan(f"{what}: {', '.join(c.name for c in configs)}", len(configs) * (2 if forced else 1))
     listener = stage_listener(tally, "change", forced)
-    return engine.controls(configs, slots, listener, with_forced=with_forced)
+    return engine.controls(configs, slots, listener, then=then)
+
+
+def exposure_twins(
+    catalog: Catalog, touched: list[str], tally: Tally
+) -> Callable[[RunResult], list[Config]]:
+    """Given a clean run that passed, the exposure twins of its config when a
+    touched site fired there (its probe's marker), each planned as it is
+    found: they run clean alone, the forced failure checking the harness per
+    config, which a twin (the same config, larger) shares."""
+
+    def found(result: RunResult) -> list[Config]:
+        markers = result.outcome["markers"] if result.outcome else {}
+        if not any(markers.get(probe_id(site), 0) for site in touched):
+            return []
+        exposed = twins(catalog, [result.config])
+        if exposed:
+            what = "the change's clean tree under the exposure twin of a config where it fires"
+            tally.plan(f"{what}: {', '.join(c.name for c in exposed)}", len(exposed))
+        return exposed
+
+    return found
 
 
 def killers_first(catalog: Catalog, fault_id: str, configs: list[Config]) -> list[Config]:
@@ -262,8 +284,10 @@ def run_review(
     harness that fails everything cannot pass its must-fail faults off as
     KILLED, and a change that fails with no fault is said before any fault is
     judged), their clean runs carrying a probe at each site the review needs
-    to see; then the exposure twins of the configs where a touched site
-    fires; then each covering fault where its sites fire. `slots`: runs at a
+    to see, and with them the exposure twin of each config whose clean run
+    shows a touched site firing (started as that run lands, in the same
+    slots: a stage of its own waited for the slowest control); then each
+    covering fault where its sites fire. `slots`: runs at a
     time for the controls and the must-pass faults (the sweep's --slots);
     `listener`: each stage and run as it happens (faults/review/progress.py)."""
     tally = Tally(listener)
@@ -273,26 +297,19 @@ def run_review(
         catalog, tree, workdir / "change", probes=probes(catalog, sites), runs_at_once=slots
     )
     what = "the change's tree, clean then with the forced failure, under every config here"
-    controls = change_controls(engine, plan.run, what, tally, slots)
+    names = [cover.site.name for cover in touched]
+    then = exposure_twins(catalog, names, tally)
+    controls = change_controls(engine, plan.run, what, tally, slots, then)
     report = RunReport(controls, [], [], [], [], plan=plan)
-    report.firing = firing([cover.site.name for cover in touched], controls)
+    fires = firing(sites, controls)
+    report.firing = {name: fires[name] for name in names}
     if all(r.ok for r in controls):
-        fires = firing(sites, controls)
-        exposed = twins(catalog, [c for f in report.firing.values() for c in f.fires])
-        if exposed:
-            # Clean alone: the forced failure checks the harness per config,
-            # which a twin (the same config, larger) shares.
-            what = "the change's clean tree under the exposure twins of the configs where it fires"
-            controls += change_controls(engine, exposed, what, tally, slots, with_forced=False)
-            fires = firing(sites, controls)
-            report.firing = {cover.site.name: fires[cover.site.name] for cover in touched}
-        if all(r.ok for r in controls):
-            ran = [*plan.run, *exposed]
-            chosen = fault_configs(catalog, touched, fires, ran)
-            report.unplaced = [fault_id for fault_id, configs in chosen.items() if not configs]
-            report.unrun = unrun_gaps(touched, report)
-            report.must_fail = frozenset(f for f in chosen if catalog.fault(f).expect == "fail")
-            report.faults = run_faults_where_they_fire(engine, chosen, tally, slots)
+        exposed = [c for c in catalog.configs if c.base and c.name in {r.config for r in controls}]
+        chosen = fault_configs(catalog, touched, fires, [*plan.run, *exposed])
+        report.unplaced = [fault_id for fault_id, configs in chosen.items() if not configs]
+        report.unrun = unrun_gaps(touched, report)
+        report.must_fail = frozenset(f for f in chosen if catalog.fault(f).expect == "fail")
+        report.faults = run_faults_where_they_fire(engine, chosen, tally, slots)
     judge_controls(report, catalog, repo_root, base, workdir, tally, slots)
     return report
 

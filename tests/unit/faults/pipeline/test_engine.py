@@ -552,3 +552,31 @@ def test_runs_started_several_at_a_time_each_get_their_share_of_the_cpu(tmp_path
     assert shared == {"OMP_NUM_THREADS": "2", "CUDA_VISIBLE_DEVICES": "1"}
     monkeypatch.setenv("OMP_NUM_THREADS", "4")  # the caller's own setting stands
     assert Engine(catalog, REPO, tmp_path, runs_at_once=8).env == {}
+
+
+def test_the_configs_a_clean_run_brings_run_clean_in_the_same_slots(tmp_path):
+    """`then` (the review's exposure twins): asked of each passing clean run
+    of the given configs, never of its own configs' runs; what it names runs
+    clean only, listed after the given configs' clean runs."""
+    from dataclasses import replace
+
+    from faults.catalog import Config
+
+    catalog = load_catalog(CATALOG, tree_root=REPO)
+    [default] = catalog.configs
+    larger = replace(default, name="default@larger", base="default")
+    catalog = replace(catalog, configs=(default, larger))
+    asked: list[str] = []
+
+    def then(result: RunResult) -> list[Config]:
+        asked.append(result.config)
+        return [larger]
+
+    engine = Engine(catalog, REPO, tmp_path / "work")
+    found = engine.controls([default], slots=2, then=then)
+    assert asked == ["default"]
+    assert [(r.fault, r.config, r.verdict) for r in found] == [
+        ("control.clean", "default", Verdict.PASSED),
+        ("control.clean", "default@larger", Verdict.PASSED),
+        ("control.forced_fail", "default", Verdict.KILLED),
+    ]

@@ -162,21 +162,29 @@ class StandIn:
     def prepare(self, label, fault_id=None, patches=None):
         return None
 
-    def controls(self, configs, slots=1, on_result=None, with_forced=True):
+    def controls(self, configs, slots=1, on_result=None, with_forced=True, then=None):
+        """As Engine.controls runs them in one slot: from one queue, each
+        clean run of `configs` that passes followed by its forced failure and
+        `then`'s configs, clean."""
         self.calls.append(("controls", [c.name for c in configs], slots))
-        clean = []
-        for config in configs:
-            verdict = Verdict.PASSED if self.ref else StandIn.clean.get(config.name, Verdict.PASSED)
-            markers = StandIn.printed.get(config.name, {})
-            clean.append(result(CLEAN, config.name, verdict, verdict is Verdict.PASSED, markers))
-            on_result(clean[-1])
-        forced = []
-        for run in clean:
-            if run.ok and self.catalog.control and with_forced:
-                verdict = StandIn.forced.get(run.config, Verdict.KILLED)
-                forced.append(result(FORCED, run.config, verdict, verdict is Verdict.KILLED, {}))
-                on_result(forced[-1])
-        return clean + forced
+        queue, found = [(CLEAN, c) for c in configs], []
+        while queue:
+            label, config = queue.pop(0)
+            if label == CLEAN:
+                passed = Verdict.PASSED
+                verdict = passed if self.ref else StandIn.clean.get(config.name, passed)
+                markers = StandIn.printed.get(config.name, {})
+                run = result(CLEAN, config.name, verdict, verdict is passed, markers)
+            else:
+                verdict = StandIn.forced.get(config.name, Verdict.KILLED)
+                run = result(FORCED, config.name, verdict, verdict is Verdict.KILLED, {})
+            found.append(run)
+            on_result(run)
+            if label == CLEAN and run.ok and config in configs:
+                if self.catalog.control and with_forced:
+                    queue.append((FORCED, config))
+                queue += [(CLEAN, more) for more in (then(run) if then else [])]
+        return [run for label in (CLEAN, FORCED) for run in found if run.fault == label]
 
     def evaluate(self, fault_id, configs):
         self.calls.append(("evaluate", fault_id, [c.name for c in configs]))
@@ -214,35 +222,37 @@ def test_the_change_runs_everywhere_then_its_faults_where_the_site_fires(stand_i
     [change] = stand_in.made
     assert change.runs_at_once == 3  # its slots: each run gets that share of the CPU
     assert [p.owner for p in change.probes] == [f"probe.{WAIT}", f"probe.{STORE}"]
-    assert change.calls[:2] == [("controls", ["a", "b"], 3), ("controls", ["a@big"], 3)]
+    assert change.calls[0] == ("controls", ["a", "b"], 3)  # a@big as a's clean run lands
     # The must-pass faults run under both configs; a must-fail fault's first
     # kill ends its runs.
     runs_of = {"D1": ("a", "a@big"), f"gen.delay.{STORE}": ("a", "a@big")}
     ran_faults = [(f, c) for f in FAULTS for c in runs_of.get(f, ("a",))]
-    assert sorted(change.calls[2:]) == sorted(("evaluate", f, [c]) for f, c in ran_faults)
+    assert sorted(change.calls[1:]) == sorted(("evaluate", f, [c]) for f, c in ran_faults)
+    clean_then_forced = [(CLEAN, "a"), (CLEAN, "b"), (CLEAN, "a@big"), (FORCED, "a"), (FORCED, "b")]
+    assert [(r.fault, r.config) for r in report.controls] == clean_then_forced
     assert report.plan.not_run == {"c": "needs 4 GPUs, 2 here"}
     assert report.firing == {WAIT: Firing(WAIT, ["a", "a@big"], ["b"])}
     assert [(r.fault, r.config) for r in report.faults] == ran_faults
     assert (report.unplaced, report.unfired, report.ok) == ([], [], True)
     every = "the change's tree, clean then with the forced failure, under every config here"
-    twins = "the change's clean tree under the exposure twins of the configs where it fires"
+    twins = "the change's clean tree under the exposure twin of a config where it fires"
     planned = [e for e in events if isinstance(e, Planned)]
     assert planned == [
         Planned(f"{every}: a, b", 4, 4, 0),
-        Planned(f"{twins}: a@big", 1, 5, 4),
+        Planned(f"{twins}: a@big", 1, 5, 1),  # planned as a's clean run landed
         Planned(f"the covering faults, each where its sites fire: {', '.join(FAULTS)}", 10, 15, 5),
     ]
     ran = [e for e in events if isinstance(e, Ran)]
     # the plan grows as each stage is planned, and shrinks by a must-fail
     # fault's configs after its kill: what is left is of the runs planned so far
     assert [e.done for e in ran] == list(range(1, 13))
-    assert [e.planned for e in ran][:5] == [4, 4, 4, 4, 5]
     assert ran[-1].left == 0
-    assert ran[:4] == [
+    assert ran[:5] == [
         Ran("change", CLEAN, "a", Verdict.PASSED, 1, 4),
-        Ran("change", CLEAN, "b", Verdict.PASSED, 2, 4),
-        Ran("change", FORCED, "a", Verdict.KILLED, 3, 4),
-        Ran("change", FORCED, "b", Verdict.KILLED, 4, 4),
+        Ran("change", CLEAN, "b", Verdict.PASSED, 2, 5),
+        Ran("change", FORCED, "a", Verdict.KILLED, 3, 5),
+        Ran("change", CLEAN, "a@big", Verdict.PASSED, 4, 5),  # before b's forced failure
+        Ran("change", FORCED, "b", Verdict.KILLED, 5, 5),
     ]
 
 
