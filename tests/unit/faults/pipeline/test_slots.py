@@ -116,3 +116,23 @@ def test_a_long_run_holds_back_no_other_fault(monkeypatch):
     faults = ["D1", "S1", "S2", "N1"]
     slots_module.sweep([OneLongRun("none")], faults, None, 1, lambda found: None, slots=2)
     assert ran == ["S1", "S2", "N1", "D1"]
+
+
+def test_each_fault_s_jobs_go_to_one_gpu_group_the_faults_dealt_in_turn(monkeypatch):
+    """Two groups, three slots each: the faults alternate between them, a
+    fault's every job (the review's one per config) on the group that builds
+    its tree; the faults under a delay go to the alone phase, one worker each."""
+    catalog = InterruptedEngine.catalog
+    monkeypatch.setattr(slots_module, "needs_quiet_gpus", lambda catalog, f: f == "S1")
+    first, second = InterruptedEngine("none"), InterruptedEngine("none")
+    jobs = [slots_module.Job(f, (c,)) for c in ("x", "y") for f in ("D1", "S2", "N1", "S1")]
+    shared, alone = slots_module.phases([first, second], catalog, jobs, 3)
+    assert [(lane.engine, lane.workers) for lane in shared] == [(first, 3), (second, 3)]
+    assert [[(j.fault, j.configs) for j in lane.jobs] for lane in shared] == [
+        [("D1", ("x",)), ("N1", ("x",)), ("D1", ("y",)), ("N1", ("y",))],
+        [("S2", ("x",)), ("S2", ("y",))],
+    ]
+    assert [(lane.engine, lane.workers, len(lane.jobs)) for lane in alone] == [
+        (first, 1, 2),
+        (second, 1, 0),
+    ]
