@@ -1,7 +1,8 @@
-"""[target.bound]: a time limit on every spin loop of a wait site, written
-into each tree the target runs (docs/catalog.md, "Bounded waits"), so a
-wait that would hang forever ends with the target's timeout line and a trap:
-a hung run still says which site hung, and its markers reach the log."""
+"""[target.bound]: a time limit on every spin loop of a wait or compute
+site, written into each tree the target runs (docs/catalog.md, "Bounded
+waits"), so a spin that would hang forever ends with the target's timeout
+line and a trap: a hung run still says which site hung, and its markers
+reach the log."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ WHERE = "target.bound"
 class Bound:
     """How the target's spin loops start (`loop`, a regular expression whose
     group `cond` is the loop's condition), how long one may spin (from the
-    start of its wait site), and the statements that run past it
+    start of its site), and the statements that run past it
     (`expired`: they print the timeout line and stop, as `__trap();`)."""
 
     loop: re.Pattern[str]

@@ -287,7 +287,7 @@ class Target:
     ] = ()  # [target.sass] cubin: writes every variant's cubin (faults/pipeline/erasure.py)
     schedule: ScheduleSpelling | None = None  # [target.schedule]: thread identities, steps
     anchors: tuple[Anchor, ...] = ()  # [[target.site]]: sites declared outside the sources
-    bound: Bound | None = None  # [target.bound]: a time limit on the spin loops of its waits
+    bound: Bound | None = None  # [target.bound]: a time limit on its sites' spin loops
 
     def annotated(self) -> Target:
         """This target as its scratch trees hold it: its anchored sites are

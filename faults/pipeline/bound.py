@@ -1,9 +1,11 @@
 """Bounded spins (docs/catalog.md, "Bounded waits"): in a tree the target
-runs, every loop of a wait site that the catalog's `loop` pattern finds gets
-a time limit, so a wait that would spin forever prints the target's timeout
-line naming its site and stops (its statements, `expired`, trap on a GPU,
-and a fault flushes the device's printf buffer: the markers reach the log).
-The limit counts from the start of the wait site, read with the target's
+runs, every loop of a wait or compute site that the catalog's `loop`
+pattern finds gets a time limit (a compute site may spin too: a Lamport
+poll, whose data is its own flag, has no acquire to make it a wait), so a
+spin that would go on forever prints the target's timeout line naming its
+site and stops (its statements, `expired`, trap on a GPU, and a fault
+flushes the device's printf buffer: the markers reach the log). The limit
+counts from the start of the site, read with the target's
 clock; lines the engine injected are left alone."""
 
 from __future__ import annotations
@@ -68,13 +70,20 @@ def bound_site(lines: list[str], site: Site, target: Target) -> list[str]:
     return [*lines[: site.start], start, *rewritten, *lines[site.end - 1 :]]
 
 
+# The kinds of site whose loops may spin on another thread's data: a wait,
+# and work that polls data which is its own flag (a release or a store site
+# only writes).
+SPINNING_KINDS = (SiteKind.WAIT, SiteKind.COMPUTE)
+
+
 def bound_waits(sources: Path, target: Target) -> list[Path]:
-    """Every wait site under the (annotated) `sources` bounded; the files changed."""
+    """Every spin of a wait or compute site under the (annotated) `sources`
+    bounded; the files changed."""
     if target.bound is None:
         return []
-    waits = [site for site in parse_tree(sources)[0] if site.kind == SiteKind.WAIT]
+    spinning = [site for site in parse_tree(sources)[0] if site.kind in SPINNING_KINDS]
     changed = []
-    for site in sorted(waits, key=lambda site: site.start, reverse=True):
+    for site in sorted(spinning, key=lambda site: site.start, reverse=True):
         lines = site.path.read_text().splitlines()
         bounded = bound_site(lines, site, target)
         if bounded != lines:

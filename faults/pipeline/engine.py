@@ -213,9 +213,8 @@ class Engine:
                     for more in then(result) if then is not None else []:
                         ran.append(more)
                         pending[pool.submit(control, clean, more, False)] = more
-        return [
-            found[key] for label in (CLEAN, FORCED) for c in ran if (key := (label, c.name)) in found
-        ]
+        keys = [(label, c.name) for label in (CLEAN, FORCED) for c in ran]
+        return [found[key] for key in keys if key in found]
 
 
 @contextmanager

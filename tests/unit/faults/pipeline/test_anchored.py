@@ -128,3 +128,36 @@ def test_the_faults_generated_from_anchored_sites_apply(tmp_path):
     assert region(lines, "fx.consumer.flag_wait")[1].endswith(
         "// AFDFAULT gen.skip.fx.consumer.flag_wait skip fx.consumer.flag_wait"
     )
+
+
+def test_a_compute_site_s_spin_is_bounded_a_store_site_s_loop_is_not(tmp_path):
+    """A Lamport poll (data that is its own flag, no acquire) is a compute
+    site and may spin forever: its loop gets the limit as a wait's does; a
+    store site only writes, and its loops are left as they are."""
+    from faults.pipeline.bound import bound_waits
+
+    catalog = load_catalog(CATALOG, tree_root=REPO)
+    source = tmp_path / "k.cpp"
+    source.write_text(
+        "void f(int* a, volatile int* v) {\n"
+        "  // @site k.poll kind=compute\n"
+        "  while (*v == 0) {\n"
+        "  }\n"
+        "  // @end k.poll\n"
+        "  // @site k.fill kind=store\n"
+        "  int i = 0;\n"
+        "  while (i < 4) {\n"
+        "    a[i++] = 1;\n"
+        "  }\n"
+        "  // @end k.fill\n"
+        "}\n"
+    )
+    assert bound_waits(tmp_path, catalog.target) == [source]
+    lines = source.read_text().splitlines()
+    assert lines[2] == (
+        "  const auto afd_bound_k_poll = std::chrono::steady_clock::now();"
+        "  // AFDFAULT bound start of k.poll's time limit"
+    )
+    assert lines[3].startswith("  while ((*v == 0) && (std::chrono::steady_clock::now()")
+    assert 'std::printf("afdep timeout: site=k.poll rank=%d\\n", rank_idx);' in lines[3]
+    assert lines[7:11] == ["  int i = 0;", "  while (i < 4) {", "    a[i++] = 1;", "  }"]

@@ -151,6 +151,7 @@ def test_a_generated_fault_applies_and_builds(builds, fault):
     text = (tree / HEADER).read_text()
     assert f"AFDFAULT {fault} rank=%d" in text
     assert ("faults timeout: site=ar.barrier.flag_wait" in text) == FAULTS[fault]
+    assert "faults timeout: site=ar.oneshot.poll" in text  # the Lamport poll spins too
     assert code == 0, said
     assert (out / "harness").is_file()
 
