@@ -167,26 +167,20 @@ class Engine:
         configs: list[Config],
         slots: int = 1,
         on_result: Callable[[RunResult], None] | None = None,
-        with_forced: bool = True,
         then: Callable[[RunResult], list[Config]] | None = None,
     ) -> list[RunResult]:
         """The unpatched tree must pass; the forced-fail control must be killed.
         Neither depends on timing, so they run `slots` at a time. A config
         whose clean run fails gets no forced run: on a tree that fails alone it
         says nothing of the harness, and it may hang where the clean run did.
-        `on_result` sees each run as it lands; `with_forced` false: the clean
-        runs alone. `then`: given each clean run of `configs` that passed, more
-        configs to run clean only (the review's exposure twins where a touched
-        site fired), in the same slots: they need not wait for the last
-        control to land."""
+        `on_result` sees each run as it lands. `then`: given each clean run
+        of `configs` that passed, more configs to run clean only (the
+        review's exposure twins where a touched site fired), in the same
+        slots: they need not wait for the last control to land."""
         clean = self.prepare(CLEAN, patches=self.probes)
         if not clean.error:
             clean.sass_s = erasure_baseline(self.erased)
-        forced = (
-            self.prepare(FORCED, patches=self.catalog.control)
-            if self.catalog.control and with_forced
-            else None
-        )
+        forced = self.prepare(FORCED, patches=self.catalog.control) if self.catalog.control else None
 
         def control(prepared: Prepared, config: Config, must_fail: bool) -> RunResult:
             out = self.workdir / prepared.label

@@ -140,8 +140,9 @@ def phases(
     (one on each), each engine dealt every n-th of the phase's faults with
     all their jobs (a tree builds on the engine that runs it), its workers
     taking them in order."""
-    alone = [job for job in jobs if needs_quiet_gpus(catalog, job.fault)]
-    shared = [job for job in jobs if job not in alone]
+    quiet = {fault: needs_quiet_gpus(catalog, fault) for fault in {job.fault for job in jobs}}
+    alone = [job for job in jobs if quiet[job.fault]]
+    shared = [job for job in jobs if not quiet[job.fault]]
     dealt = []
     for phase_jobs, workers in ((shared, slots), (alone, 1)):
         faults = list(dict.fromkeys(job.fault for job in phase_jobs))

@@ -162,7 +162,7 @@ class StandIn:
     def prepare(self, label, fault_id=None, patches=None):
         return None
 
-    def controls(self, configs, slots=1, on_result=None, with_forced=True, then=None):
+    def controls(self, configs, slots=1, on_result=None, then=None):
         """As Engine.controls runs them in one slot: from one queue, each
         clean run of `configs` that passes followed by its forced failure and
         `then`'s configs, clean."""
@@ -181,7 +181,7 @@ class StandIn:
             found.append(run)
             on_result(run)
             if label == CLEAN and run.ok and config in configs:
-                if self.catalog.control and with_forced:
+                if self.catalog.control:
                     queue.append((FORCED, config))
                 queue += [(CLEAN, more) for more in (then(run) if then else [])]
         return [run for label in (CLEAN, FORCED) for run in found if run.fault == label]
