@@ -180,7 +180,8 @@ class Engine:
         clean = self.prepare(CLEAN, patches=self.probes)
         if not clean.error:
             clean.sass_s = erasure_baseline(self.erased)
-        forced = self.prepare(FORCED, patches=self.catalog.control) if self.catalog.control else None
+        control_patches = self.catalog.control
+        forced = self.prepare(FORCED, patches=control_patches) if control_patches else None
 
         def control(prepared: Prepared, config: Config, must_fail: bool) -> RunResult:
             out = self.workdir / prepared.label
