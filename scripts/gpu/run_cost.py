@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import resource
 import subprocess
 import sys
@@ -29,11 +28,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from afdep.vocab import parse_log  # noqa: E402
 from faults.catalog import CatalogError, load_catalog  # noqa: E402
 from faults.pipeline.run import run_config  # noqa: E402
-from hostio import RankMode  # noqa: E402
-
-RESULT = re.compile(r"AFDEP_RESULT (\{.*\})")
+from hostio import RankMode, at_least  # noqa: E402
 
 
 def cpu_busy() -> tuple[float, float]:
@@ -102,8 +100,8 @@ def one_run(
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     text = (out / f"{name}.log").read_text(errors="replace")
-    found = RESULT.search(text)
-    driver = json.loads(found[1]) if found else {}
+    results = parse_log(text).results  # the driver's AFDEP_RESULT line(s)
+    driver = results[-1] if results else {}
     return {
         "config": config.name,
         "exit": outcome.exit_code,
@@ -151,7 +149,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--catalog", type=Path, default=REPO / "catalogs/afdep.toml")
     parser.add_argument("--configs", nargs="+", default=["bf16-graph", "4gpu-f2"])
-    parser.add_argument("--at-once", type=int, nargs="+", default=[1, 4, 8, 12])
+    parser.add_argument("--at-once", type=at_least(1), nargs="+", default=[1, 4, 8, 12])
     parser.add_argument(
         "--variant",
         nargs="+",
