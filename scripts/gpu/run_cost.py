@@ -15,7 +15,6 @@ a -X importtime of one run of each config, alone).
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import subprocess
@@ -31,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from afdep.vocab import parse_log  # noqa: E402
 from faults.catalog import CatalogError, load_catalog  # noqa: E402
 from faults.pipeline.run import run_config  # noqa: E402
-from hostio import RankMode, at_least  # noqa: E402
+from hostio import OneLineParser, RankMode, at_least  # noqa: E402
 
 
 def cpu_busy() -> tuple[float, float]:
@@ -145,7 +144,7 @@ def batch(catalog, config, out: Path, count: int, env: dict | None = None) -> di
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="run_cost.py", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="run_cost.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--catalog", type=Path, default=REPO / "catalogs/afdep.toml")
     parser.add_argument("--configs", nargs="+", default=["bf16-graph", "4gpu-f2"])
