@@ -1,7 +1,7 @@
 """Host-side helpers the kernel package's tools and the fault engine share,
 stdlib only, with no dependency on either (docs/architecture.md, "Layout"):
 child processes that die with their parent (children.py, through the guard
-in guard.py), atomic writes (files.py), the machine's GPUs, where ranks go on them and the results
+in guard.py), the warm worker that forks a run per job (serve.py), atomic writes (files.py), the machine's GPUs, where ranks go on them and the results
 files' names (machine.py), a release file pinned in a package registry
 (pins.py) and one-line usage errors (usage.py). Every name is imported from here."""
 
@@ -13,9 +13,12 @@ from hostio.children import (
     ChildrenStopped,
     ProcessOutcome,
     die_with_parent,
+    end_worker,
     entry_point,
     run_logged,
+    start_worker,
     stop_children,
+    stopping_children,
 )
 from hostio.files import KeptFolder, write_bytes, write_json, write_text
 from hostio.machine import (
@@ -59,6 +62,7 @@ __all__ = [
     "at_least_one",
     "cpu_share",
     "die_with_parent",
+    "end_worker",
     "entry_point",
     "folder_problem",
     "cuda_tool",
@@ -70,7 +74,9 @@ __all__ = [
     "positive_seconds",
     "results_stem",
     "run_logged",
+    "start_worker",
     "stop_children",
+    "stopping_children",
     "writable_dir",
     "write_bytes",
     "write_json",

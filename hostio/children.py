@@ -128,9 +128,50 @@ _registry = threading.RLock()  # reentrant: the signal handler runs in any frame
 _stopping = False  # set once: this process is on its way out
 
 
-def _start_guarded(command: list[str], log, env, cwd) -> subprocess.Popen:
+def start_worker(
+    command: list[str], log_path: Path, *, env: dict[str, str] | None, cwd: Path | None
+) -> subprocess.Popen:
+    """A long-lived child through the guard (it dies with this process, and
+    stop_children ends it), talking over its stdin and stdout pipes, its
+    stderr to `log_path`. End it with end_worker."""
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def start() -> subprocess.Popen:
+        with open(log_path, "ab") as log:
+            return _start_guarded(list(command), log, env, cwd, talk=True)
+
+    return _spawner().submit(start).result()
+
+
+@functools.cache
+def _spawner():
+    """The one thread that starts workers, living as long as this process:
+    Linux sends the parent-death signal when the *thread* that forked a child
+    ends, so a worker started from a pool's short-lived thread would die with
+    that thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="worker-spawner")
+
+
+def end_worker(guard: subprocess.Popen) -> None:
+    """End a worker start_worker began, with its whole tree."""
+    try:
+        if guard.poll() is None:
+            _end(guard)
+    finally:
+        _forget(guard)
+        for pipe in (guard.stdin, guard.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
+def _start_guarded(command: list[str], log, env, cwd, talk: bool = False) -> subprocess.Popen:
     """The guard, registered, once its command is exec'd; an exec failure is
-    raised here as subprocess.Popen would have raised it."""
+    raised here as subprocess.Popen would have raised it. `talk`: stdin and
+    stdout are pipes, stderr goes to `log`."""
     read_end, write_end = os.pipe()
     with open(read_end, "rb") as status:
         try:
@@ -140,8 +181,9 @@ def _start_guarded(command: list[str], log, env, cwd) -> subprocess.Popen:
                 guard = subprocess.Popen(
                     [sys.executable, "-I", "-S", GUARD_SCRIPT, "--guard"]
                     + [str(os.getpid()), str(write_end), "--", *command],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.PIPE if talk else None,
+                    stdout=subprocess.PIPE if talk else log,
+                    stderr=log if talk else subprocess.STDOUT,
                     env=env,
                     cwd=cwd,
                     start_new_session=True,
@@ -162,6 +204,11 @@ def _start_guarded(command: list[str], log, env, cwd) -> subprocess.Popen:
         code = int(failure)
         raise OSError(code, os.strerror(code), command[0])
     return guard
+
+
+def stopping_children() -> bool:
+    """Whether this process is stopping its children (Ctrl-C, SIGTERM, exit)."""
+    return _stopping
 
 
 def _forget(guard: subprocess.Popen) -> None:

@@ -28,6 +28,8 @@ FAULTS_LISTED = "the `list` command names them all"
 PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus", "ranks")
 # The `{name}`s of `[target.contract] ptx`, filled in by invariants/sync/contract.py.
 PTX_PLACEHOLDERS = ("tree", "sources", "out", "python")
+# A warm worker's command ([target.serve]): it serves every run of a tree.
+SERVE_PLACEHOLDERS = ("tree", "out", "python")
 
 
 class Family(str, Enum):
@@ -288,6 +290,9 @@ class Target:
     schedule: ScheduleSpelling | None = None  # [target.schedule]: thread identities, steps
     anchors: tuple[Anchor, ...] = ()  # [[target.site]]: sites declared outside the sources
     bound: Bound | None = None  # [target.bound]: a time limit on its sites' spin loops
+    # [target.serve] command: a warm worker that takes the runs (faults/pipeline/serve.py); ()
+    # runs a process per run
+    serve: tuple[str, ...] = ()
 
     def annotated(self) -> Target:
         """This target as its scratch trees hold it: its anchored sites are
@@ -354,6 +359,10 @@ class Catalog:
             )
         target = replace(self.target, run=self.target.logical_run)
         return replace(self, target=target, rank_mode=mode)
+
+    def process_per_run(self) -> Catalog:
+        """This catalog with its runs made a process each, its warm workers unused."""
+        return replace(self, target=replace(self.target, serve=()))
 
     def with_exposure(self) -> Catalog:
         """This catalog with each config's exposure twin after it (none: as it is)."""

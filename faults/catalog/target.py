@@ -13,6 +13,7 @@ from faults.catalog.fields import command, env_table, expect_type, fail
 from faults.catalog.log import log_table
 from faults.catalog.model import (
     PTX_PLACEHOLDERS,
+    SERVE_PLACEHOLDERS,
     Target,
 )
 from faults.catalog.publisher import publisher_table
@@ -24,7 +25,7 @@ LANGUAGES = ("cuda", "cpp")
 TARGET_KEYS = frozenset(
     (
         "name sources language run log build clock rank timeout_s env gpus"
-        " contract mutation publisher logical sass schedule site bound"
+        " contract mutation publisher logical sass schedule site bound serve"
     ).split()
 )
 
@@ -86,7 +87,21 @@ def target_table(path: Path, raw) -> Target:
         sass=sass_table(path, raw.get("sass")),
         anchors=site_tables(path, raw.get("site")),
         bound=bound_table(path, raw.get("bound"), raw["language"], clock),
+        serve=serve_table(path, raw.get("serve")),
     )
+
+
+def serve_table(path: Path, raw) -> tuple[str, ...]:
+    """[target.serve] command: the warm worker that takes a tree's runs
+    (hostio/serve.py's protocol; docs/catalog.md, "Warm workers")."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or set(raw) != {"command"}:
+        raise fail(path, "target.serve", f"a table with one key, command; got {raw!r}")
+    words = command(path, "target.serve", "command", raw["command"], known=SERVE_PLACEHOLDERS)
+    if not words:
+        raise fail(path, "target.serve", "command: at least the program to start")
+    return words
 
 
 def sass_table(path: Path, raw) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from faults.judge.seeds import RunResult
 from faults.judge.verdict import Judgement, Verdict
 from faults.pipeline.apply import ApplyError, apply_fault, apply_patches
 from faults.pipeline.erasure import ErasedDecision, decide, erased_check, erasure_baseline
-from faults.pipeline.run import BuildError, build_tree, judged_runs
+from faults.pipeline.run import BuildError, build_tree, judged_runs, worker_pool
 from faults.pipeline.scratch import Prepared, UserTreeGuard, target_scratch, tree_digest
 from invariants.sync.contract import TreeContract, static_contract
 from hostio import cpu_share
@@ -86,6 +86,14 @@ class Engine:
         # its runs then say which configs execute those sites (the review's
         # probes, docs/review.md, "The pre-merge review"); none: the tree as it is.
         self.probes = probes
+        # The target's warm workers ([target.serve]), started as runs need them; None: a
+        # process per run. close() ends them.
+        self.workers = worker_pool(catalog.target, self.env, self.workdir / "workers")
+
+    def close(self) -> None:
+        """End this engine's warm workers (runs after it start new ones)."""
+        if self.workers is not None:
+            self.workers.close()
 
     @property
     def build_gpus(self) -> int:
@@ -160,6 +168,7 @@ class Engine:
             out=self.workdir / prepared.label,
             env=self.env,
             fault=self.catalog.fault(fault_id),
+            workers=self.workers,
         )
 
     def controls(
@@ -186,8 +195,9 @@ class Engine:
         def control(prepared: Prepared, config: Config, must_fail: bool) -> RunResult:
             out = self.workdir / prepared.label
             return judged_runs(
-                self.catalog, prepared, [(config, 0)], out=out, env=self.env, must_fail=must_fail
-            )[0]
+                self.catalog, prepared, [(config, 0)], out=out, env=self.env,
+                must_fail=must_fail, workers=self.workers,
+            )[0]  # fmt: skip
 
         found: dict[tuple[str, str], RunResult] = {}
         ran = list(configs)

@@ -18,6 +18,7 @@ from faults.judge.seeds import RunResult
 from faults.judge.verdict import Judgement, Verdict, judge, judge_control
 from faults.pipeline.parse import parse_outcome
 from faults.pipeline.scratch import Prepared
+from faults.pipeline.serve import WorkerError, WorkerPool
 from hostio import ProcessOutcome, run_logged
 
 
@@ -25,6 +26,21 @@ def substitute(words: tuple[str, ...], **values: str) -> list[str]:
     """`{tree}`, `{out}`, `{python}`, `{digest}`, `{gpus}`, `{ranks}` in a command's words
     (faults.catalog.model.PLACEHOLDERS: the load refuses any other)."""
     return [word.format(**values) for word in words]
+
+
+def worker_pool(target: Target, env: dict[str, str], logs: Path) -> WorkerPool | None:
+    """The warm workers of `target`'s runs ([target.serve]), each started
+    with the stage environment of its tree and `env` (the GPU group's); None:
+    a process per run."""
+    if not target.serve:
+        return None
+
+    def command(tree: Path, out: Path) -> list[str]:
+        return substitute(target.serve, tree=str(tree), out=str(out), python=sys.executable)
+
+    return WorkerPool(
+        command, lambda tree: stage_env(target, tree, env), logs, start_timeout_s=target.timeout_s
+    )
 
 
 def stage_env(target: Target, tree: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -124,8 +140,10 @@ def run_config(
     gpus: int,
     ranks: int | None = None,
     env: dict[str, str] | None = None,
+    workers: WorkerPool | None = None,
 ) -> ProcessOutcome:
-    """One run of `config` in `tree`; `env` (the GPU group) goes over the config's."""
+    """One run of `config` in `tree`; `env` (the GPU group) goes over the config's.
+    With `workers`, a warm worker of the target's makes it (faults/pipeline/serve.py)."""
     command = substitute(
         target.run + config.args,
         tree=str(tree),
@@ -135,14 +153,15 @@ def run_config(
         gpus=str(gpus),
         ranks=str(gpus if ranks is None else ranks),
     )
+    run_env = stage_env(target, tree, {**config.env, **(env or {})})
+    log = out / f"{log_name}.log"
     try:
-        return run_logged(
-            command,
-            out / f"{log_name}.log",
-            timeout_s=target.timeout_s,
-            env=stage_env(target, tree, {**config.env, **(env or {})}),
-            cwd=tree,
-        )
+        if workers is not None:
+            timeout_s = target.timeout_s
+            return workers.run(command, log, timeout_s=timeout_s, env=run_env, tree=tree, out=out)
+        return run_logged(command, log, timeout_s=target.timeout_s, env=run_env, cwd=tree)
+    except WorkerError as error:
+        raise RunError(f"run of {tree}: {error}") from None
     except OSError as error:
         raise RunError(f"run of {tree} could not start {command[0]!r}: {error}") from None
 
@@ -156,6 +175,7 @@ def judged_runs(
     env: dict[str, str],
     fault: Fault | None = None,
     must_fail: bool = False,
+    workers: WorkerPool | None = None,
 ) -> list[RunResult]:
     """Each (config, repeat) of `runs` run in `tree`, parsed and judged: as
     `fault`'s, else as a control's that must fail or pass. A tree decided
@@ -178,6 +198,7 @@ def judged_runs(
                 gpus=catalog.gpus_for(config),
                 ranks=catalog.ranks_for(config),
                 env=env,
+                workers=workers,
             )
         except RunError as error:
             broke = Judgement(Verdict.BROKE, False, str(error))

@@ -299,17 +299,21 @@ def run_review(
     what = "the change's tree, clean then with the forced failure, under every config here"
     names = [cover.site.name for cover in touched]
     then = exposure_twins(catalog, names, tally)
-    controls = change_controls(engine, plan.run, what, tally, slots, then)
-    report = RunReport(controls, [], [], [], [], plan=plan)
-    fires = firing(sites, controls)
-    report.firing = {name: fires[name] for name in names}
-    if all(r.ok for r in controls):
-        exposed = [c for c in catalog.configs if c.base and c.name in {r.config for r in controls}]
-        chosen = fault_configs(catalog, touched, fires, [*plan.run, *exposed])
-        report.unplaced = [fault_id for fault_id, configs in chosen.items() if not configs]
-        report.unrun = unrun_gaps(touched, report)
-        report.must_fail = frozenset(f for f in chosen if catalog.fault(f).expect == "fail")
-        report.faults = run_faults_where_they_fire(engine, chosen, tally, slots)
+    try:
+        controls = change_controls(engine, plan.run, what, tally, slots, then)
+        report = RunReport(controls, [], [], [], [], plan=plan)
+        fires = firing(sites, controls)
+        report.firing = {name: fires[name] for name in names}
+        if all(r.ok for r in controls):
+            ran = {r.config for r in controls}
+            exposed = [c for c in catalog.configs if c.base and c.name in ran]
+            chosen = fault_configs(catalog, touched, fires, [*plan.run, *exposed])
+            report.unplaced = [fault_id for fault_id, configs in chosen.items() if not configs]
+            report.unrun = unrun_gaps(touched, report)
+            report.must_fail = frozenset(f for f in chosen if catalog.fault(f).expect == "fail")
+            report.faults = run_faults_where_they_fire(engine, chosen, tally, slots)
+    finally:
+        engine.close()
     judge_controls(report, catalog, repo_root, base, workdir, tally, slots)
     return report
 
@@ -353,9 +357,12 @@ def judge_controls(
     on_base = base_catalog(catalog, repo_root, base, workdir)
     engine = Engine(on_base, repo_root, workdir / "base", ref=base, runs_at_once=slots)
     tally.plan(f"BASE's tree, clean, under the {len(failed)} configs the change fails", len(failed))
-    report.base_clean = engine.controls(
-        [c for c in catalog.configs if c.name in failed], slots, tally.ran("BASE")
-    )
+    try:
+        report.base_clean = engine.controls(
+            [c for c in catalog.configs if c.name in failed], slots, tally.ran("BASE")
+        )
+    finally:
+        engine.close()
     for base_run in report.base_clean:
         mine = failed[base_run.config]
         # The control's own reason blames the harness; the runs listed

@@ -199,15 +199,20 @@ class Sweep:
             if found and found[0].fault in self.fault_ids:
                 advance()
 
-        self.controls, self.results = sweep(
-            self.engines(),
-            self.fault_ids,
-            [c.name for c in self.configs],
-            self.options.repeat,
-            on_results,
-            slots=self.options.slots,
-            deadline=deadline,
-        )
+        engines = self.engines()
+        try:
+            self.controls, self.results = sweep(
+                engines,
+                self.fault_ids,
+                [c.name for c in self.configs],
+                self.options.repeat,
+                on_results,
+                slots=self.options.slots,
+                deadline=deadline,
+            )
+        finally:
+            for engine in engines:
+                engine.close()
         if not self.harness_ok:
             say("HARNESS BROKEN: a control is wrong, no fault is judged")
             return

@@ -1,206 +1,292 @@
-"""What one fault-engine run costs on this GPU machine, and where it goes: the
-clean tree of a catalog run as the engine runs it (faults.pipeline.run.
-run_config: the catalog's logical-rank command, its env, its timeout), alone
-and N at a time. The review's --run time is its runs over the runs a second
-this machine completes, so this says which bound holds that rate: the
-process start (imports), the driver's own steps, the CPU or the GPU.
+"""What the fault engine's runs cost on this GPU machine, on both of its paths
+in one call: a process started per run (hostio.run_logged) and the target's
+warm workers ([target.serve], faults/pipeline/serve.py). The clean tree's runs
+of the catalog's configs that fit one GPU (logical ranks), `slots` at a time
+from one queue as the engine takes them, each path at each slot count.
 
-    python3 scripts/gpu/run_cost.py --out DIR [--configs NAME...] [--at-once N...]
+    python3 scripts/gpu/run_cost.py --out DIR [--results-dir docs/results]
+        [--configs NAME...] [--process-slots N...] [--worker-slots N...]
+        [--runs-per-slot N] [--variant NAME=VALUE...] [--profile]
 
-Writes DIR/run-cost.json (per run: wall, the driver's own wall, CPU seconds;
-per batch: wall, runs a second, CPU and GPU busy sampled every 0.5 s),
-DIR/run-cost.txt (the same, a line each) and DIR/profiles/ (a cProfile and
-a -X importtime of one run of each config, alone).
-"""
+Per batch: runs a second, the GPU busy (nvidia-smi, every 0.5 s), CPU seconds
+a run (all CPUs' busy time over the batch, /proc/stat, per run), the median
+run wall, the driver's own wall (its AFDEP_RESULT line) and the overhead
+beyond it. Writes DIR/run-cost.json, the document
+`<results-dir>/engine-cost-<machine>-logical.{json,md}`, DIR/logs/ and
+DIR/profiles/ (a cProfile of one process-per-run run of each config)."""
 
 from __future__ import annotations
 
 import json
-import resource
+import os
+import queue
+import statistics
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from afdep.jit import source_digest  # noqa: E402
 from afdep.vocab import parse_log  # noqa: E402
 from faults.catalog import CatalogError, load_catalog  # noqa: E402
-from faults.pipeline.run import run_config  # noqa: E402
-from hostio import OneLineParser, RankMode, at_least  # noqa: E402
+from faults.pipeline.run import run_config, worker_pool  # noqa: E402
+from hostio import (  # noqa: E402
+    OneLineParser,
+    RankMode,
+    at_least,
+    machine_name,
+    results_stem,
+    write_json,
+    write_text,
+)
 
-
-def cpu_busy() -> tuple[float, float]:
+def cpu_jiffies() -> tuple[float, float]:
     """(busy, total) jiffies of all CPUs, from /proc/stat."""
     fields = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
     idle = fields[3] + fields[4]
     return sum(fields) - idle, sum(fields)
 
 
+def gpu_card() -> dict:
+    """The card that ran, and its bounds as nvidia-smi states them."""
+    query = "name,memory.total,clocks.max.sm,clocks.max.memory,power.limit"
+    try:
+        said = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20,
+        ).stdout.strip().splitlines()  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return dict(zip(query.split(","), (v.strip() for v in said[0].split(",")), strict=False))
+
+
 class Sampler:
-    """CPU and GPU busy fractions every 0.5 s while it runs."""
+    """The GPU's busy fraction every 0.5 s, and the CPUs' busy seconds, while it runs."""
 
     def __init__(self):
-        self.cpu: list[float] = []
         self.gpu: list[float] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.cpu_s = 0.0
+        self.cpu_busy = 0.0
 
     def loop(self) -> None:
-        last = cpu_busy()
         while not self.stop.wait(0.5):
-            now = cpu_busy()
-            self.cpu.append((now[0] - last[0]) / max(now[1] - last[1], 1.0))
-            last = now
             try:
                 said = subprocess.run(
                     ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
-                    capture_output=True,
-                    text=True,
-                    timeout=10,
-                ).stdout.split()
-            except (OSError, subprocess.TimeoutExpired):  # no nvidia-smi here: CPU alone
+                    capture_output=True, text=True, timeout=10,
+                ).stdout.split()  # fmt: skip
+            except (OSError, subprocess.TimeoutExpired):  # no nvidia-smi here
                 said = []
             if said:
                 self.gpu.append(float(said[0]) / 100)
 
     def __enter__(self) -> Sampler:
+        self.before = cpu_jiffies()
         self.thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop.set()
         self.thread.join()
+        after = cpu_jiffies()
+        busy, total = after[0] - self.before[0], after[1] - self.before[1]
+        self.cpu_s = busy / os.sysconf("SC_CLK_TCK")
+        self.cpu_busy = busy / max(total, 1.0)
 
-    def means(self) -> dict:
-        mean = lambda xs: round(sum(xs) / len(xs), 3) if xs else None  # noqa: E731
-        return {"cpu_busy": mean(self.cpu), "gpu_busy": mean(self.gpu), "samples": len(self.cpu)}
 
-
-def one_run(
-    catalog, config, out: Path, name: str, prefix: tuple[str, ...] = (), env: dict | None = None
-) -> dict:
-    """One clean run of `config` as the engine makes it (`prefix`: words put
-    between the interpreter and `-m tools.driver`, a profiler's; `env` over
-    the config's)."""
-    target = catalog.target
-    if prefix:
-        words = list(target.run)
-        at = words.index("-m")
-        target = replace(target, run=tuple(words[:at] + list(prefix) + words[at:]))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def one_run(catalog, config, logs: Path, name: str, workers=None, env=None) -> dict:
+    """One clean run of `config` as the engine makes it (`env` over the config's)."""
     started = time.perf_counter()
     outcome = run_config(
-        target, config, REPO, out, "", name, gpus=1, ranks=catalog.ranks_for(config), env=env
-    )
+        catalog.target, config, REPO, logs, "", name,
+        gpus=1, ranks=catalog.ranks_for(config), env=env, workers=workers,
+    )  # fmt: skip
     wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    text = (out / f"{name}.log").read_text(errors="replace")
-    results = parse_log(text).results  # the driver's AFDEP_RESULT line(s)
+    results = parse_log((logs / f"{name}.log").read_text(errors="replace")).results
     driver = results[-1] if results else {}
     return {
         "config": config.name,
         "exit": outcome.exit_code,
-        "wall_s": round(wall, 2),
+        "wall_s": round(wall, 3),
         "driver_wall_s": driver.get("wall_s"),
-        "ok": driver.get("ok"),
-        # whole-process CPU (children reaped so far: exact alone, shared at once)
-        "cpu_s": round(
-            (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2
-        ),
+        "ok": bool(driver.get("ok")) and outcome.exit_code == 0,
     }
 
 
-def batch(catalog, config, out: Path, count: int, env: dict | None = None) -> dict:
-    """`count` runs of `config` started together (`env` over the config's)."""
-    runs: list[dict] = []
-    tag = "-".join(f"{k}={v}" for k, v in (env or {}).items())
+def batch(catalog, configs, logs: Path, path: str, slots: int, runs: int, workers, env) -> dict:
+    """`runs` clean runs over `configs` in turn, `slots` at a time from one queue."""
+    jobs: queue.SimpleQueue = queue.SimpleQueue()
+    for i in range(runs):
+        jobs.put((i, configs[i % len(configs)]))
+    done: list[dict] = []
+    lock = threading.Lock()
 
-    def run(i: int) -> None:
-        runs.append(one_run(catalog, config, out, f"at{count}{tag and '-' + tag}-{i}", env=env))
+    def work() -> None:
+        while True:
+            try:
+                i, config = jobs.get_nowait()
+            except queue.Empty:
+                return
+            name = f"{path}-s{slots}-{i}-{config.name}"
+            row = one_run(catalog, config, logs, name, workers, env)
+            with lock:
+                done.append(row)
 
     with Sampler() as sampler:
         started = time.perf_counter()
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+        threads = [threading.Thread(target=work) for _ in range(slots)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         wall = time.perf_counter() - started
-    walls = sorted(r["wall_s"] for r in runs)
+    walls = [r["wall_s"] for r in done]
+    driver = [r["driver_wall_s"] for r in done if r["driver_wall_s"] is not None]
+    overhead = [r["wall_s"] - r["driver_wall_s"] for r in done if r["driver_wall_s"] is not None]
+    median = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
     return {
-        "config": config.name,
-        "env": env or {},
-        "at_once": count,
+        "path": path,
+        "slots": slots,
+        "runs": runs,
         "wall_s": round(wall, 2),
-        "runs_per_s": round(count / wall, 3),
-        "run_wall_s": {"min": walls[0], "max": walls[-1]},
-        "all_ok": all(r["ok"] for r in runs),
-        **sampler.means(),
+        "runs_per_s": round(runs / wall, 3),
+        "gpu_busy": round(statistics.mean(sampler.gpu), 3) if sampler.gpu else None,
+        "cpu_busy": round(sampler.cpu_busy, 3),
+        "cpu_s_per_run": round(sampler.cpu_s / runs, 2),
+        "run_wall_s": median(walls),
+        "driver_wall_s": median(driver),
+        "overhead_s": median(overhead),
+        "failed": [r for r in done if not r["ok"]],
     }
+
+
+def profile(catalog, config, profiles: Path, logs: Path) -> None:
+    """A cProfile of one process-per-run run of `config`, its top 40 lines beside it."""
+    from dataclasses import replace
+
+    prof = profiles / f"{config.name}.prof"
+    words = list(catalog.target.run)
+    at = words.index("-m")
+    target = replace(catalog.target, run=tuple(words[:at] + ["-m", "cProfile", "-o", str(prof)]
+                                                + words[at:]))  # fmt: skip
+    run_config(target, config, REPO, logs, "", f"prof-{config.name}", gpus=1,
+               ranks=catalog.ranks_for(config))  # fmt: skip
+    top = subprocess.run(
+        [sys.executable, "-c", "import pstats,sys; pstats.Stats(sys.argv[1])"
+         ".sort_stats('cumulative').print_stats(40)", str(prof)],
+        capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    (profiles / f"{config.name}-top.txt").write_text(top)
+
+
+def markdown(doc: dict) -> str:
+    card = doc["card"]
+    lines = [
+        f"# Engine cost: {doc['machine']}, logical ranks",
+        "",
+        f"Source digest `{doc['source_digest']}`; card {card.get('name', '?')} "
+        f"({card.get('memory.total', '?')}, SM clock max {card.get('clocks.max.sm', '?')}, "
+        f"power limit {card.get('power.limit', '?')}); {doc['cpus']} CPUs. Written by "
+        "`scripts/gpu/run_cost.py`.",
+        "",
+        "The bound: a run's kernels are microseconds of work; what a run costs beyond "
+        "them is process start, CUDA context start, module loads and the host's checks. "
+        "`overhead` is a run's wall beyond the driver's own wall.",
+        "",
+        "| path | slots | runs | runs/s | GPU busy | CPU busy | CPU s/run | run wall s "
+        "| driver wall s | overhead s | failed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for b in doc["batches"]:
+        lines.append(
+            f"| {b['path']}{' ' + b['variant'] if b.get('variant') else ''} | {b['slots']} "
+            f"| {b['runs']} | {b['runs_per_s']} | {b['gpu_busy']} | {b['cpu_busy']} "
+            f"| {b['cpu_s_per_run']} | {b['run_wall_s']} | {b['driver_wall_s']} "
+            f"| {b['overhead_s']} | {len(b['failed'])} |"
+        )
+    lines += ["", f"Worker start (imports once): {doc.get('worker_import_s')} s."]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     parser = OneLineParser(prog="run_cost.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--results-dir", type=Path, default=None)
     parser.add_argument("--catalog", type=Path, default=REPO / "catalogs/afdep.toml")
-    parser.add_argument("--configs", nargs="+", default=["bf16-graph", "4gpu-f2"])
-    parser.add_argument("--at-once", type=at_least(1), nargs="+", default=[1, 4, 8, 12])
+    parser.add_argument("--configs", nargs="+", default=None, help="default: every config")
     parser.add_argument(
-        "--variant",
-        nargs="+",
-        default=["OMP_NUM_THREADS=1"],
-        help="NAME=VALUE settings, each a batch of the largest --at-once with it set",
-    )
+        "--process-slots", type=at_least(1), nargs="*", default=[8],
+        help="runs at once on the process-per-run path (one batch each)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--worker-slots", type=at_least(1), nargs="*", default=[1, 4, 8, 12, 16],
+        help="runs at once on the warm workers' path (one batch each)",
+    )  # fmt: skip
+    parser.add_argument("--runs-per-slot", type=at_least(1), default=3)
+    parser.add_argument(
+        "--variant", nargs="*", default=[],
+        help="NAME=VALUE: one more worker batch at the largest --worker-slots with it set",
+    )  # fmt: skip
+    parser.add_argument("--profile", action="store_true", help="a cProfile of each config")
     args = parser.parse_args()
     bad = [word for word in args.variant if "=" not in word]
     if bad:
-        print(f"run_cost.py: error: --variant {bad[0]}: not NAME=VALUE", file=sys.stderr)
-        return 2
+        parser.error(f"argument --variant: {bad[0]!r} is not NAME=VALUE")
     try:
         catalog = load_catalog(args.catalog).in_rank_mode(RankMode.LOGICAL)
     except CatalogError as error:
-        print(f"run_cost.py: error: --catalog {args.catalog}: {error}", file=sys.stderr)
-        return 2
+        parser.error(f"argument --catalog: {error}")
     named = {c.name: c for c in catalog.configs}
-    unknown = [name for name in args.configs if name not in named]
+    unknown = [name for name in args.configs or [] if name not in named]
     if unknown:
-        said = f"run_cost.py: error: --configs: no config {unknown[0]} in the catalog"
-        print(said, file=sys.stderr)
-        return 2
+        parser.error(f"argument --configs: no config {unknown[0]} in the catalog")
+    configs = [named[n] for n in args.configs] if args.configs else list(catalog.configs)
     logs, profiles = args.out / "logs", args.out / "profiles"
     logs.mkdir(parents=True, exist_ok=True)
     profiles.mkdir(parents=True, exist_ok=True)
-    doc: dict = {"alone": [], "batches": []}
-    for name in args.configs:
-        config = named[name]
-        for repeat in range(2):
-            doc["alone"].append(one_run(catalog, config, logs, f"alone-{name}-{repeat}"))
-            print(json.dumps(doc["alone"][-1]), flush=True)
-        prof = profiles / f"{name}.prof"
-        one_run(catalog, config, logs, f"prof-{name}", ("-m", "cProfile", "-o", str(prof)))
-        imports = one_run(catalog, config, logs, f"imports-{name}", ("-X", "importtime"))
-        print(f"imports {name}: {imports['wall_s']} s", flush=True)
-        top = subprocess.run(
-            [sys.executable, "-c", "import pstats,sys; pstats.Stats(sys.argv[1])"
-             ".sort_stats('cumulative').print_stats(30)", str(prof)],
-            capture_output=True, text=True,
-        ).stdout  # fmt: skip
-        (profiles / f"{name}-top.txt").write_text(top)
-    first = named[args.configs[0]]
-    for count in args.at_once:
-        doc["batches"].append(batch(catalog, first, logs, count))
-        print(json.dumps(doc["batches"][-1]), flush=True)
-    for word in args.variant:
-        name, value = word.split("=", 1)
-        doc["batches"].append(batch(catalog, first, logs, max(args.at_once), {name: value}))
-        print(json.dumps(doc["batches"][-1]), flush=True)
-    (args.out / "run-cost.json").write_text(json.dumps(doc, indent=1) + "\n")
-    lines = [json.dumps(row) for row in [*doc["alone"], *doc["batches"]]]
-    (args.out / "run-cost.txt").write_text("\n".join(lines) + "\n")
+    doc: dict = {
+        "machine": machine_name(),
+        "card": gpu_card(),
+        "cpus": os.cpu_count(),
+        "rank_mode": str(RankMode.LOGICAL),
+        "source_digest": source_digest(),
+        "configs": [c.name for c in configs],
+        "batches": [],
+    }
+    for config in configs if args.profile else []:
+        profile(catalog, config, profiles, logs)
+    if args.variant and not args.worker_slots:
+        parser.error("argument --variant: a worker batch needs --worker-slots")
+    plans = [("process", slots, {}) for slots in args.process_slots]
+    plans += [("worker", slots, {}) for slots in args.worker_slots]
+    plans += [("worker", max(args.worker_slots), dict([w.split("=", 1)])) for w in args.variant]
+    for path, slots, env in plans:
+        workers = None
+        if path == "worker":
+            workers = worker_pool(catalog.target, env, args.out / "workers")
+            # Warm: every slot's worker started before the clock, as a sweep's are after its first runs.
+            batch(catalog, configs, logs, f"warm{slots}", slots, slots, workers, env)
+            doc["worker_import_s"] = max(w.import_s for w in workers._all) if workers._all else None
+        runs = max(slots * args.runs_per_slot, len(configs))
+        row = batch(catalog, configs, logs, path, slots, runs, workers, env)
+        if env:
+            row["variant"] = " ".join(f"{k}={v}" for k, v in env.items())
+        if workers is not None:
+            row["workers_started"] = workers.started
+            workers.close()
+        doc["batches"].append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "failed"}), flush=True)
+    write_json(args.out / "run-cost.json", doc)
+    if args.results_dir is not None:
+        stem = results_stem("engine-cost", doc["machine"], RankMode.LOGICAL)
+        write_json(args.results_dir / f"{stem}.json", doc)
+        write_text(args.results_dir / f"{stem}.md", markdown(doc))
     return 0
 
 

@@ -93,6 +93,11 @@ def parser() -> OneLineParser:
     top.add_argument(
         "--no-generated", action="store_true", help="leave out the faults generated from sites"
     )
+    top.add_argument(
+        "--process-per-run",
+        action="store_true",
+        help="start a process for every run, not the target's warm workers ([target.serve])",
+    )
     commands = top.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for command in COMMANDS:
         command.add_parser(commands)

@@ -41,6 +41,8 @@ def review_command(args: argparse.Namespace) -> int:
             older_trees=args.older_trees,
         )
         if args.run:
+            if args.process_per_run:
+                catalog = catalog.process_per_run()
             with shown_progress() as listener:
                 result.runs = run_review(
                     result.touched,

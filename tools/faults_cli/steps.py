@@ -23,6 +23,8 @@ from hostio import (
 def load(args: argparse.Namespace) -> Catalog:
     catalog = load_catalog(args.catalog, tree_root=args.root)
     catalog = catalog.in_rank_mode(chosen_rank_mode(args, catalog))
+    if args.process_per_run:
+        catalog = catalog.process_per_run()
     return catalog if args.no_generated else with_generated(catalog, args.root)
 
 

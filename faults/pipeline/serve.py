@@ -1,0 +1,223 @@
+"""Warm workers: a target's runs made by long-lived workers that import once
+and fork a child per run ([target.serve], docs/catalog.md, "Warm workers"),
+instead of a process started per run. The log, its parse and the verdict are
+the process-per-run path's: a worker's child writes the same log.
+
+A worker is started in the tree of the first run that needs one, through
+hostio's guard (it dies with this process, SIGKILL included). It says which
+files it imported; a run whose tree holds other contents at any of those
+paths (a change to the worker's own Python) gets a worker of its own. A run
+past its timeout ends its worker, child and all, and the next run gets a
+fresh one; a worker that died is never reused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import select
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hostio import ProcessOutcome, end_worker, start_worker, stopping_children
+
+# How often a wait for a worker's line looks at the stop event.
+POLL_S = 0.05
+
+
+class WorkerError(RuntimeError):
+    """A worker could not start, broke its protocol or died while no run of
+    its own could explain it: nothing was judged."""
+
+
+def _file_sha(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:  # absent in this tree: differs from any worker's file
+        return None
+
+
+@dataclass(eq=False)
+class Worker:
+    process: subprocess.Popen
+    command: tuple[str, ...]
+    tree: Path
+    own_files: dict[str, str | None] = field(default_factory=dict)  # tree path -> sha256
+    import_s: float = 0.0
+    runs: int = 0
+    _buffer: bytes = b""
+
+    def read_line(self, deadline: float) -> dict | None:
+        """The worker's next JSON line; None past `deadline` (monotonic);
+        EOFError when it closed its end (it died)."""
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, POLL_S))
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise EOFError
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise WorkerError(f"worker {self.process.pid} wrote {line[:200]!r}") from None
+
+    def serves(self, command: tuple[str, ...], tree: Path, shas) -> bool:
+        """Whether this worker runs `tree`'s runs as that tree's own process would."""
+        return command == self.command and all(
+            shas(tree / name) == sha for name, sha in self.own_files.items()
+        )
+
+
+class WorkerPool:
+    """The warm workers of one engine: `command(tree, out)` the worker's words
+    for a tree, `env(tree)` its environment (a run's own goes with its job)."""
+
+    def __init__(self, command, env, logs: Path, start_timeout_s: float):
+        self.command, self.env = command, env
+        self.logs = Path(logs)
+        self.start_timeout_s = start_timeout_s
+        self._idle: list[Worker] = []
+        self._all: list[Worker] = []
+        self._lock = threading.Lock()
+        self._shas: dict[Path, str | None] = {}  # a scratch tree's files never change once built
+        self.started = 0  # workers started, for the report and the tests
+        self.replaced = 0  # workers ended by a run's timeout or death
+
+    def _sha(self, path: Path) -> str | None:
+        if path not in self._shas:
+            self._shas[path] = _file_sha(path)
+        return self._shas[path]
+
+    def run(
+        self,
+        argv: list[str],
+        log_path: Path,
+        *,
+        timeout_s: float,
+        env: dict[str, str],
+        tree: Path,
+        out: Path,
+    ) -> ProcessOutcome:
+        """One run of `argv` with `env` in `tree`, its output in `log_path`,
+        as hostio.run_logged would make it."""
+        log_path = Path(log_path)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        worker = self._take(tuple(self.command(tree, out)), Path(tree))
+        started = time.perf_counter()
+        job = {"argv": list(argv), "env": env, "cwd": str(tree), "log": str(log_path)}
+        try:
+            worker.process.stdin.write((json.dumps(job) + "\n").encode())
+            worker.process.stdin.flush()
+            answer = worker.read_line(time.monotonic() + timeout_s)
+        except (EOFError, BrokenPipeError, OSError) as error:
+            self._drop(worker)
+            if stopping_children():
+                raise KeyboardInterrupt("stopped with the other children") from None
+            raise WorkerError(
+                f"worker {worker.process.pid} died during a run of {tree} "
+                f"(exit {worker.process.returncode}; its log: {self._log(worker)}): "
+                f"{type(error).__name__}"
+            ) from None
+        except BaseException:
+            self._drop(worker)
+            raise
+        wall = round(time.perf_counter() - started, 3)
+        if answer is None:  # past the timeout: the worker goes with its child
+            self._drop(worker)
+            exit_code, outer_timeout = None, True
+        else:
+            exit_code, outer_timeout = answer.get("exit"), False
+            if not isinstance(exit_code, int):
+                self._drop(worker)
+                raise WorkerError(f"worker {worker.process.pid} answered {answer!r}")
+            worker.runs += 1
+            with self._lock:
+                self._idle.append(worker)
+            if "errno" in answer:  # as the process-per-run path says it: nothing ran
+                raise OSError(answer["errno"], os.strerror(answer["errno"]), argv[0])
+        data = log_path.read_bytes() if log_path.exists() else b""
+        return ProcessOutcome(
+            list(argv), exit_code, wall, outer_timeout, str(log_path),
+            hashlib.sha256(data).hexdigest(),
+        )  # fmt: skip
+
+    def _take(self, command: tuple[str, ...], tree: Path) -> Worker:
+        """An idle worker that serves `tree`, else a new one started there."""
+        with self._lock:
+            for worker in self._idle:
+                if worker.process.poll() is None and worker.serves(command, tree, self._sha):
+                    self._idle.remove(worker)
+                    return worker
+        return self._start(command, tree)
+
+    def _log(self, worker: Worker) -> Path:
+        return self.logs / f"worker-{worker.process.pid}.log"
+
+    def _start(self, command: tuple[str, ...], tree: Path) -> Worker:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = self.logs / f"worker-start-{os.getpid()}-{threading.get_ident()}.log"
+        try:
+            process = start_worker(list(command), log, env=self.env(tree), cwd=tree)
+        except OSError as error:
+            raise WorkerError(f"worker {command[0]!r} could not start: {error}") from None
+        worker = Worker(process, command, tree)
+        with self._lock:
+            self._all.append(worker)
+            self.started += 1
+        try:
+            ready = worker.read_line(time.monotonic() + self.start_timeout_s)
+        except EOFError:
+            process.wait()
+            self._drop(worker)
+            said = log.read_text(errors="replace").strip().splitlines()[-1:] or ["its log is empty"]
+            raise WorkerError(
+                f"worker {' '.join(command)} ended before it was ready "
+                f"(exit {process.returncode}): {said[0]}"
+            ) from None
+        except BaseException:
+            self._drop(worker)
+            raise
+        if not ready or ready.get("ready") is not True:
+            self._drop(worker)
+            raise WorkerError(f"worker {' '.join(command)} not ready after "
+                              f"{self.start_timeout_s:g} s: {ready!r}")  # fmt: skip
+        log.rename(self._log(worker))
+        root = tree.resolve()
+        for path in ready.get("loaded", []):
+            path = Path(path)
+            if path.is_relative_to(root):
+                name = path.relative_to(root).as_posix()
+                worker.own_files[name] = self._sha(tree / name)
+        worker.import_s = float(ready.get("import_s", 0.0))
+        return worker
+
+    def _drop(self, worker: Worker) -> None:
+        end_worker(worker.process)
+        with self._lock:
+            if worker in self._idle:
+                self._idle.remove(worker)
+            if worker in self._all:
+                self._all.remove(worker)
+            self.replaced += 1
+
+    def close(self) -> None:
+        """End every worker (none outlives its engine's work)."""
+        with self._lock:
+            workers, self._all, self._idle = list(self._all), [], []
+        for worker in workers:
+            end_worker(worker.process)
+
+    @property
+    def alive(self) -> list[int]:
+        """The pids of this pool's workers still running."""
+        with self._lock:
+            return [w.process.pid for w in self._all if w.process.poll() is None]
