@@ -13,6 +13,7 @@ from faults.catalog.exposure import exposure_table
 from faults.catalog.faults import control_table, fault_table
 from faults.catalog.fields import fail, tables
 from faults.catalog.generate import generate_table
+from faults.catalog.matrix import matrix_table
 from faults.catalog.model import Catalog, Fault
 from faults.catalog.mutation import mutation_rules
 from faults.catalog.refs import check_includes, check_sites_exist
@@ -39,7 +40,7 @@ def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
 
 def catalog_from_tables(path: Path, data: dict) -> Catalog:
     """The catalog the TOML tables of `path` describe, every table checked."""
-    known = {"target", "config", "fault", "control", "generate", "exposure", "shrink"}
+    known = {"target", "config", "fault", "control", "generate", "exposure", "shrink", "matrix"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise fail(path, "top level", f"unknown tables {unknown}")
@@ -58,8 +59,10 @@ def catalog_from_tables(path: Path, data: dict) -> Catalog:
     generate = generate_table(path, data, configs, target)
     exposure = exposure_table(path, data.get("exposure"))
     shrink = shrink_table(data.get("shrink"), lambda where, message: fail(path, where, message))
+    matrix = matrix_table(path, data.get("matrix"))
     catalog = Catalog(
-        path, target, configs, faults, control, generate, exposure=exposure, shrink=shrink
-    )
+        path, target, configs, faults, control, generate,
+        exposure=exposure, shrink=shrink, matrix=matrix,
+    )  # fmt: skip
     check_includes(catalog)
     return catalog

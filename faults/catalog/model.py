@@ -11,6 +11,7 @@ from pathlib import Path
 
 from faults.catalog.bound import Bound
 from faults.catalog.errors import CatalogError
+from faults.catalog.matrix import Matrix
 from faults.catalog.schedule import Schedule, ScheduleSpelling
 from faults.catalog.shrink import ShrinkSpec
 from hostio import RankMode, known_names
@@ -312,6 +313,7 @@ class Catalog:
     rank_mode: RankMode = RankMode.PER_GPU
     exposure: Exposure | None = None  # [exposure]: real-size twins of every config
     shrink: ShrinkSpec | None = None  # [shrink]: what `shrink` may make smaller
+    matrix: Matrix | None = None  # [matrix]: the dimensions a change is run across
 
     def config(self, name: str) -> Config:
         for config in self.configs:
@@ -359,6 +361,23 @@ class Catalog:
             )
         target = replace(self.target, run=self.target.logical_run)
         return replace(self, target=target, rank_mode=mode)
+
+    def on_matrix(self) -> tuple[Catalog, str]:
+        """This catalog with its [matrix]'s configs for its own (each named by its
+        values: `bf16-graph-pf-...-2A2F`), and how they were chosen in words; as it
+        is, and "", without a matrix."""
+        if self.matrix is None:
+            return self, ""
+        points, how = self.matrix.points()
+        configs = []
+        for point in points:
+            env: dict[str, str] = {}
+            for value in point:
+                env.update(value.env)
+            name = "-".join(value.name for value in point)
+            args = tuple(arg for value in point for arg in value.args)
+            configs.append(Config(name, args, env, max(v.gpus for v in point)))
+        return replace(self, configs=tuple(configs)), how
 
     def process_per_run(self) -> Catalog:
         """This catalog with its runs made a process each, its warm workers unused."""

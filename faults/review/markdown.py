@@ -25,6 +25,8 @@ def own_run(runs: RunReport | None) -> list[str]:
     lines += [f"- BASE's tree with no fault [{r.config}]: {r.verdict}" for r in runs.base_clean]
     if not runs.base_clean and not runs.ran_nothing:
         lines.append("- BASE's tree: not run (the change's tree passes: nothing to tell apart).")
+    ran = [c.name for c in runs.plan.run]
+    lines.append(f"- The matrix: {runs.plan.chosen}; run here: {', '.join(ran) or 'none'}.")
     if runs.plan.not_run:
         said = ", ".join(f"{name} ({why})" for name, why in runs.plan.not_run.items())
         lines.append(f"- Configs not run here: {said}.")

@@ -24,13 +24,15 @@ class ConfigPlan:
 
     run: list[Config]
     not_run: dict[str, str] = field(default_factory=dict)  # config -> why not here
+    chosen: str = "the catalog's configs"  # how they were chosen: its [matrix], in words
 
 
-def config_plan(catalog: Catalog, gpus: int) -> ConfigPlan:
+def config_plan(catalog: Catalog, gpus: int, chosen: str = "") -> ConfigPlan:
     """Every config but the exposure twins, in the catalog's order; a config
     needing more GPUs than `gpus` is listed as not run, with its need (with
-    logical ranks on one GPU every config needs one, so every config runs)."""
-    plan = ConfigPlan([])
+    logical ranks on one GPU every config needs one, so every config runs).
+    `chosen`: how those configs were chosen (its [matrix], in words)."""
+    plan = ConfigPlan([], chosen=chosen) if chosen else ConfigPlan([])
     for config in catalog.configs:
         if config.base is not None:
             continue

@@ -279,6 +279,7 @@ def run_review(
     workdir: Path,
     slots: int = 1,
     listener: Listener | None = None,
+    chosen: str = "",
 ) -> RunReport:
     """Controls first, on every config of the matrix that fits here (a
     harness that fails everything cannot pass its must-fail faults off as
@@ -289,9 +290,10 @@ def run_review(
     slots: a stage of its own waited for the slowest control); then each
     covering fault where its sites fire. `slots`: runs at a
     time for the controls and the must-pass faults (the sweep's --slots);
-    `listener`: each stage and run as it happens (faults/review/progress.py)."""
+    `listener`: each stage and run as it happens (faults/review/progress.py);
+    `chosen`: how the catalog's configs were chosen (its [matrix], in words)."""
     tally = Tally(listener)
-    plan = config_plan(catalog, gpu_count())
+    plan = config_plan(catalog, gpu_count(), chosen)
     sites = probed_sites(catalog, touched)
     engine = Engine(
         catalog, tree, workdir / "change", probes=probes(catalog, sites), runs_at_once=slots

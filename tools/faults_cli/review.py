@@ -43,6 +43,7 @@ def review_command(args: argparse.Namespace) -> int:
         if args.run:
             if args.process_per_run:
                 catalog = catalog.process_per_run()
+            catalog, chosen = catalog.on_matrix()  # its [matrix], where it has one
             with shown_progress() as listener:
                 result.runs = run_review(
                     result.touched,
@@ -53,6 +54,7 @@ def review_command(args: argparse.Namespace) -> int:
                     work.path / "runs",
                     slots=args.slots,
                     listener=listener,
+                    chosen=chosen,
                 )
             work.failed = not result.runs.ok
     result.wall_s = round(time.perf_counter() - started, 1)

@@ -162,6 +162,9 @@ class StandIn:
     def prepare(self, label, fault_id=None, patches=None):
         return None
 
+    def close(self):
+        self.closed = True
+
     def controls(self, configs, slots=1, on_result=None, then=None):
         """As Engine.controls runs them in one slot: from one queue, each
         clean run of `configs` that passes followed by its forced failure and

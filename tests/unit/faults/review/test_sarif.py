@@ -313,8 +313,9 @@ def test_a_run_review_where_no_config_runs_does_not_approve(tmp_path, capsys, pr
     ]
     out = capsys.readouterr().out.splitlines()
     own = out.index("## The change's own run")
-    assert out[own + 2 : own + 5] == [
+    assert out[own + 2 : own + 6] == [
         "- **no config runs here (each needs more GPUs than are here): the runs judged nothing**",
+        "- The matrix: the catalog's configs; run here: none.",
         "- Configs not run here: default (needs 4 GPUs, 0 here).",
         "",
     ]
