@@ -185,6 +185,24 @@ def profile(catalog, config, profiles: Path, logs: Path) -> None:
     (profiles / f"{config.name}-top.txt").write_text(top)
 
 
+def slots_default(batches: list[dict]) -> dict:
+    """The runs at once the engine takes by default on this machine
+    (tools/faults_cli/steps.py chosen_slots): the fewest worker slots whose
+    runs a second come within 5 % of the most, past which a run's wall grows
+    as fast as the count or faster. {} when no clean worker batch ran."""
+    rows = [b for b in batches if b["path"] == "worker" and not b.get("variant") and not b["failed"]]
+    if not rows:
+        return {}
+    best = max(rows, key=lambda b: b["runs_per_s"])
+    chosen = min((b for b in rows if b["runs_per_s"] >= 0.95 * best["runs_per_s"]),
+                 key=lambda b: b["slots"])  # fmt: skip
+    basis = (
+        f"{chosen['runs_per_s']} runs/s at {chosen['slots']} at once on the warm workers "
+        f"(the most: {best['runs_per_s']} at {best['slots']})"
+    )
+    return {"slots_default": chosen["slots"], "slots_basis": basis}
+
+
 def markdown(doc: dict) -> str:
     card = doc["card"]
     lines = [
@@ -211,6 +229,9 @@ def markdown(doc: dict) -> str:
             f"| {b['overhead_s']} | {len(b['failed'])} |"
         )
     lines += ["", f"Worker start (imports once): {doc.get('worker_import_s')} s."]
+    if "slots_default" in doc:
+        lines += ["", f"The engine's default `--slots` here: {doc['slots_default']} "
+                  f"({doc['slots_basis']})."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -282,6 +303,7 @@ def main() -> int:
             workers.close()
         doc["batches"].append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "failed"}), flush=True)
+    doc.update(slots_default(doc["batches"]))
     write_json(args.out / "run-cost.json", doc)
     if args.results_dir is not None:
         stem = results_stem("engine-cost", doc["machine"], RankMode.LOGICAL)

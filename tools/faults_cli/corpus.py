@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from hostio import UsageError, at_least_one, gpu_count, machine_name
-from tools.faults_cli.steps import NO_EXPOSURE_HELP, SLOTS_HELP, load, workdir
+from tools.faults_cli.steps import NO_EXPOSURE_HELP, SLOTS_HELP, chosen_slots, load, workdir
 
 
 def corpus_command(args: argparse.Namespace) -> int:
@@ -41,7 +41,7 @@ def corpus_command(args: argparse.Namespace) -> int:
             work.path,
             run=args.run,
             rank_mode=str(catalog.rank_mode),
-            slots=args.slots,
+            slots=chosen_slots(args) if args.run else 1,
             exposure=not args.no_exposure,
             not_run_why=not_run_why,
         )
@@ -124,6 +124,6 @@ def add_parser(commands) -> None:
     corpus.add_argument("--run", action="store_true", help="also run each review's faults")
     corpus.add_argument("--only", default=None, help="a regular expression matching whole names")
     corpus.add_argument("--results-dir", type=Path, default=None)
-    corpus.add_argument("--slots", type=at_least_one, default=1, help=SLOTS_HELP)
+    corpus.add_argument("--slots", type=at_least_one, default=None, help=SLOTS_HELP)
     corpus.add_argument("--no-exposure", action="store_true", help=NO_EXPOSURE_HELP)
     corpus.set_defaults(handler=corpus_command)

@@ -11,7 +11,13 @@ from pathlib import Path
 
 from faults.catalog import load_catalog
 from hostio import UsageError, at_least_one, gpu_count, write_text
-from tools.faults_cli.steps import NO_EXPOSURE_HELP, SLOTS_HELP, chosen_rank_mode, workdir
+from tools.faults_cli.steps import (
+    NO_EXPOSURE_HELP,
+    SLOTS_HELP,
+    chosen_rank_mode,
+    chosen_slots,
+    workdir,
+)
 
 
 def review_command(args: argparse.Namespace) -> int:
@@ -52,7 +58,7 @@ def review_command(args: argparse.Namespace) -> int:
                     args.root,
                     args.base,
                     work.path / "runs",
-                    slots=args.slots,
+                    slots=chosen_slots(args),
                     listener=listener,
                     chosen=chosen,
                 )
@@ -111,7 +117,7 @@ def add_parser(commands) -> None:
         help="run the change's tree, then the covering faults (without it: the static review)",
     )
     review.add_argument("--report", type=Path, default=None, help="write the Markdown here")
-    review.add_argument("--slots", type=at_least_one, default=1, help=SLOTS_HELP)
+    review.add_argument("--slots", type=at_least_one, default=None, help=SLOTS_HELP)
     review.add_argument("--sarif", type=Path, default=None, help="write the findings as SARIF")
     review.add_argument("--no-exposure", action="store_true", help=NO_EXPOSURE_HELP)
     review.add_argument(

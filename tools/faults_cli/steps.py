@@ -5,6 +5,7 @@ this machine, a sweep report read back, and the name the user typed."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -84,5 +85,38 @@ def read_sweep(
 
 
 # The help of --slots and --no-exposure, which review and corpus share.
-SLOTS_HELP = "with --run: controls and must-pass faults this many at a time (must-fail: one)"
+SLOTS_HELP = (
+    "with --run: controls and must-pass faults this many at a time (must-fail: one); "
+    "default: as measured on this machine (docs/results/engine-cost-<machine>-logical.json)"
+)
+# Where scripts/gpu/run_cost.py files what it measured on a machine, under the root.
+ENGINE_COST = Path("docs/results")
+
+
+def chosen_slots(args: argparse.Namespace) -> int:
+    """--slots as given, else the runs at once measured on this kind of machine
+    (the engine-cost document's `slots_default`: the fewest slots within 5 % of
+    the most runs a second), said on stderr in one line; 1 where nothing was
+    measured (said too)."""
+    if args.slots is not None:
+        return args.slots
+    from hostio import CPU_MACHINE, machine_name, results_stem
+
+    machine = machine_name()
+    if machine == CPU_MACHINE:
+        return 1  # nothing runs here
+    stem = results_stem("engine-cost", machine, RankMode.LOGICAL)
+    path = args.root / ENGINE_COST / f"{stem}.json"
+    try:
+        doc = json.loads(path.read_text())
+        slots, basis = int(doc["slots_default"]), str(doc["slots_basis"])
+    except (OSError, ValueError, KeyError, TypeError):
+        print(
+            f"slots: 1 (no engine-cost measurement of {machine} at {path}: "
+            "scripts/gpu/run_cost.py makes one; --slots N chooses)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"slots: {slots}, measured on {machine}: {basis} ({path.name})", file=sys.stderr)
+    return slots
 NO_EXPOSURE_HELP = "with --run: leave out the configs' real-size twins"

@@ -16,7 +16,7 @@ from hostio import (
     positive_seconds,
 )
 from tools.faults_cli.run import add_config_arguments
-from tools.faults_cli.steps import load, read_sweep, workdir
+from tools.faults_cli.steps import chosen_slots, load, read_sweep, workdir
 
 # Each seed is a tree of its own per scheduled fault, built and run: 1000
 # seeds of one fault are already about a thousand builds and runs (hours on
@@ -32,8 +32,9 @@ def sweep_command(args: argparse.Namespace) -> int:
 
     rest_of(args)
     catalog = load(args)
+    slots = chosen_slots(args) if catalog.gpus_needed <= gpu_count() else 1
     options = SweepOptions(
-        args.only, args.config, args.repeat, args.slots, args.results_dir, args.history
+        args.only, args.config, args.repeat, slots, args.results_dir, args.history
     )
     options.exposure = not args.no_exposure
     options.budget_s = args.budget_s
@@ -100,8 +101,9 @@ def add_parser(commands) -> None:
     sweep.add_argument(
         "--slots",
         type=at_least_one,
-        default=1,
-        help="must-pass faults run this many at a time per GPU group (must-fail: one)",
+        default=None,
+        help="must-pass faults run this many at a time per GPU group (must-fail: one); "
+        "default: as measured on this machine (docs/results/engine-cost-<machine>-logical.json)",
     )
     sweep.add_argument("--results-dir", type=Path, default=None)
     sweep.add_argument("--history", type=Path, default=None, help="SQLite history")

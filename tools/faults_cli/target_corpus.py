@@ -18,7 +18,7 @@ from faults.corpus.bugs import BugCommit, CorpusError
 from faults.review.model import OlderTree
 from hostio import UsageError, gpu_count, machine_name
 from invariants.sync.sites import parse_tree
-from tools.faults_cli.steps import workdir
+from tools.faults_cli.steps import chosen_slots, workdir
 
 AUTHOR = ("faults corpus", "corpus@localhost")
 
@@ -177,7 +177,7 @@ def target_corpus_command(args: argparse.Namespace) -> int:
             run=args.run,
             catalog=catalog_path,
             rank_mode=str(mode),
-            slots=args.slots,
+            slots=chosen_slots(args) if args.run else 1,
             exposure=not args.no_exposure,
             not_run_why="only a run catches it: corpus --run",
         )
