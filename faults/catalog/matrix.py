@@ -58,6 +58,20 @@ class Matrix:
         )
 
 
+def config_fields(point: tuple[Value, ...]) -> dict:
+    """A combination as a config's fields: named by its values, their args in
+    the dimensions' order, their env together, the most ranks any asks for."""
+    env: dict[str, str] = {}
+    for value in point:
+        env.update(value.env)
+    return {
+        "name": "-".join(value.name for value in point),
+        "args": tuple(arg for value in point for arg in value.args),
+        "env": env,
+        "gpus": max(value.gpus for value in point),
+    }
+
+
 def pairs_of(point: tuple[Value, ...]) -> set[tuple[int, str, int, str]]:
     return {
         (i, point[i].name, j, point[j].name)

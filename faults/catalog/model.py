@@ -11,7 +11,7 @@ from pathlib import Path
 
 from faults.catalog.bound import Bound
 from faults.catalog.errors import CatalogError
-from faults.catalog.matrix import Matrix
+from faults.catalog.matrix import Matrix, config_fields
 from faults.catalog.schedule import Schedule, ScheduleSpelling
 from faults.catalog.shrink import ShrinkSpec
 from hostio import RankMode, known_names
@@ -369,15 +369,7 @@ class Catalog:
         if self.matrix is None:
             return self, ""
         points, how = self.matrix.points()
-        configs = []
-        for point in points:
-            env: dict[str, str] = {}
-            for value in point:
-                env.update(value.env)
-            name = "-".join(value.name for value in point)
-            args = tuple(arg for value in point for arg in value.args)
-            configs.append(Config(name, args, env, max(v.gpus for v in point)))
-        return replace(self, configs=tuple(configs)), how
+        return replace(self, configs=tuple(Config(**config_fields(p)) for p in points)), how
 
     def process_per_run(self) -> Catalog:
         """This catalog with its runs made a process each, its warm workers unused."""

@@ -29,29 +29,35 @@ from pathlib import Path
 from hostio import OneLineParser
 from tools.bench import micro, micro_step
 from tools.bench.micro import (
-    HBM_GBPS,
     HIDDEN,
     NUM_SMS,
-    NVLINK_GBPS_PER_DIRECTION,
+    CardBounds,
     bound_us,
     gbps,
     geometry,
+    hbm_rate,
+    nvlink_rate,
 )
 from tools.bench.timing import graph_launch_us
 
 PROG = "python -m tools.bench.combine"
 BF16_BYTES = 2
-LOGICAL_NOTE = (
-    "logical mode: the partials land in this GPU's HBM, not over NVLink; the NVLink "
-    f"write bound is the written bytes at {NVLINK_GBPS_PER_DIRECTION} GB/s per direction "
-    "(H200 datasheet: 900 GB/s bidirectional), what a rank per GPU adds"
-)
-HBM_NOTE = f"HBM read bound: the read bytes at {HBM_GBPS / 1000} TB/s (H200 datasheet, HBM3e)"
-ATTENTION_NOTE = (
-    "attention_combine: the partials read (one per routed token at 1A:1F) and the rows "
-    f"written (one per token), at {HBM_GBPS / 1000} TB/s: in both rank modes the partials "
-    "sit in the attention rank's own HBM"
-)
+
+
+def notes(bounds: CardBounds) -> list[str]:
+    """The report's notes on its bounds, at `bounds` (the card that ran)."""
+    hbm = f"HBM read bound: the read bytes at {hbm_rate(bounds)} ({bounds.hbm_source})"
+    logical = (
+        "logical mode: the partials land in this GPU's HBM, not over NVLink; the NVLink "
+        f"write bound is the written bytes at {nvlink_rate(bounds)} "
+        f"({bounds.nvlink_source}), what a rank per GPU adds"
+    )
+    attention = (
+        "attention_combine: the partials read (one per routed token at 1A:1F) and the rows "
+        f"written (one per token), at {hbm_rate(bounds)}: in both rank modes the partials "
+        "sit in the attention rank's own HBM"
+    )
+    return [hbm, logical, attention]
 
 
 @dataclass(frozen=True)
@@ -85,25 +91,25 @@ def traffic_of(topk_idx, num_tokens: int, hidden: int) -> Traffic:
     return Traffic(int(routed.sum()), int(routed.any(dim=1).sum()), hidden, num_tokens)
 
 
-def row_figures(traffic: Traffic, us: float) -> dict:
-    """A result row's byte and bandwidth figures, rounded as reported."""
+def row_figures(traffic: Traffic, us: float, bounds: CardBounds) -> dict:
+    """A result row's byte and bandwidth figures at `bounds`, rounded as reported."""
     moved = traffic.read_bytes + traffic.written_bytes
     return {
         "read_bytes": traffic.read_bytes,
         "written_bytes": traffic.written_bytes,
         "gbps": round(gbps(moved, us), 1),
-        "hbm_read_bound_us": round(bound_us(traffic.read_bytes, HBM_GBPS), 2),
+        "hbm_read_bound_us": round(bound_us(traffic.read_bytes, bounds.hbm_gbps), 2),
         "nvlink_write_bound_us": round(
-            bound_us(traffic.written_bytes, NVLINK_GBPS_PER_DIRECTION), 2
+            bound_us(traffic.written_bytes, bounds.nvlink_gbps_per_direction), 2
         ),
     }
 
 
-def attention_figures(traffic: Traffic, attention_us: float) -> dict:
-    """attention_combine's time beside its HBM bound, rounded as reported."""
+def attention_figures(traffic: Traffic, attention_us: float, bounds: CardBounds) -> dict:
+    """attention_combine's time beside its HBM bound at `bounds`, rounded as reported."""
     return {
         "attention_us": round(attention_us, 2),
-        "attention_hbm_bound_us": round(bound_us(traffic.attention_bytes, HBM_GBPS), 2),
+        "attention_hbm_bound_us": round(bound_us(traffic.attention_bytes, bounds.hbm_gbps), 2),
     }
 
 
@@ -119,8 +125,9 @@ def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 # ---------------------------------------------------------------- on the GPU
-def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
-    """One row: ffn_combine of `tree` at `tokens` on `ctas` CTAs, timed and checked."""
+def measure(tree: Path, tokens: int, ctas: int, args, bounds: CardBounds) -> dict:
+    """One row: ffn_combine of `tree` at `tokens` on `ctas` CTAs, timed and
+    checked, beside the bounds of this card (`bounds`)."""
     import torch
 
     g = geometry(tokens)
@@ -138,8 +145,8 @@ def measure(tree: Path, tokens: int, ctas: int, args) -> dict:
         mismatches,
         ctas=ctas,
         us=round(us, 2),
-        **row_figures(traffic, us),
-        **attention_figures(traffic, attention_us),
+        **row_figures(traffic, us, bounds),
+        **attention_figures(traffic, attention_us, bounds),
     )
 
 
@@ -162,16 +169,11 @@ def row_cells(row: dict) -> str:
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the bounds' notes."""
     title = "ffn_combine, then attention_combine"
-    notes = [HBM_NOTE, LOGICAL_NOTE, ATTENTION_NOTE]
-    return micro.table_lines(document, title, TABLE_HEAD, row_cells, notes)
+    return micro.table_lines(document, title, TABLE_HEAD, row_cells)
 
 
 def run(args: argparse.Namespace) -> int:
-    document = micro.start(
-        args,
-        bounds={"hbm_gbps": HBM_GBPS, "nvlink_gbps_per_direction": NVLINK_GBPS_PER_DIRECTION},
-        notes=[HBM_NOTE, LOGICAL_NOTE],
-    )
+    document = micro.start(args, notes)
     import torch
 
     sm_count = torch.cuda.get_device_properties(0).multi_processor_count

@@ -38,10 +38,11 @@ from hostio import OneLineParser, UsageError, at_least
 from tools.bench import micro, micro_step
 from tools.bench.micro import (
     NUM_SMS,
-    NVLINK_GBPS_PER_DIRECTION,
     PROTOCOL_KNOB,
+    CardBounds,
     bound_us,
     geometry,
+    nvlink_rate,
 )
 from tools.bench.timing import graph_launch_us
 
@@ -49,14 +50,19 @@ PROG = "python -m tools.bench.dispatch"
 SLOT_FLAG_BYTES = 8  # a u64 epoch per slot (common/layout.cuh)
 DEFAULT_TOKENS = (1, 128, 512, 2048, 4096)
 DEFAULT_CAPACITY = 4096
-TIMING_NOTE = (
-    "each dispatch is attention_route (the epoch's increment, the routes' check and maps) "
-    f"and attention_dispatch on {NUM_SMS} CTAs; 'without the kernel': the same launch, "
-    "the epoch's increment alone "
-    "(skip_send); logical mode: the rows land in this GPU's HBM, not over NVLink; "
-    f"the NVLink write bound is the written bytes at {NVLINK_GBPS_PER_DIRECTION} GB/s "
-    "per direction (H200 datasheet: 900 GB/s bidirectional)"
-)
+
+
+def notes(bounds: CardBounds) -> list[str]:
+    """The report's note on its timing and its bound, at `bounds` (the card that ran)."""
+    timing = (
+        "each dispatch is attention_route (the epoch's increment, the routes' check and maps) "
+        f"and attention_dispatch on {NUM_SMS} CTAs; 'without the kernel': the same launch, "
+        "the epoch's increment alone "
+        "(skip_send); logical mode: the rows land in this GPU's HBM, not over NVLink; "
+        f"the NVLink write bound is the written bytes at {nvlink_rate(bounds)} "
+        f"({bounds.nvlink_source})"
+    )
+    return [timing]
 
 
 def protocol_word(text: str) -> Protocol:
@@ -112,9 +118,9 @@ def protocol_environ(protocol: Protocol) -> dict[str, str]:
     return environ | (COUNT_FIRST_EVERY_BUCKET if protocol is Protocol.COUNT_FIRST else {})
 
 
-def measure(tree: Path, tokens: int, protocol: Protocol, args) -> dict:
+def measure(tree: Path, tokens: int, protocol: Protocol, args, bounds: CardBounds) -> dict:
     """One row: attention_dispatch of `tree` at `tokens` in `protocol`,
-    checked, then timed."""
+    checked, then timed, beside the bound of this card (`bounds`)."""
     g = geometry(args.capacity)
     ranks, attention, ffn, sources = micro_step.stepped(tree, tokens, g, protocol_environ(protocol))
     _, mismatches = ffn.check(sources, step=tokens, num_tokens=tokens)
@@ -131,7 +137,7 @@ def measure(tree: Path, tokens: int, protocol: Protocol, args) -> dict:
         us=round(us, 2),
         floor_us=round(floor, 2),
         written_bytes=written,
-        nvlink_write_bound_us=round(bound_us(written, NVLINK_GBPS_PER_DIRECTION), 2),
+        nvlink_write_bound_us=round(bound_us(written, bounds.nvlink_gbps_per_direction), 2),
     )
 
 
@@ -155,15 +161,16 @@ def row_cells(row: dict) -> str:
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the note."""
     title = "attention_route + attention_dispatch"
-    return micro.table_lines(document, title, TABLE_HEAD, row_cells, [TIMING_NOTE])
+    return micro.table_lines(document, title, TABLE_HEAD, row_cells)
 
 
 def run(args: argparse.Namespace) -> int:
-    document = micro.start(args, notes=[TIMING_NOTE])
+    document = micro.start(args, notes)
+    bounds = micro.document_bounds(document)
     for tokens in args.tokens:
         for protocol in args.protocol:
             for tree in args.tree:
-                row = measure(tree, tokens, protocol, args)
+                row = measure(tree, tokens, protocol, args, bounds)
                 document["rows"].append(row)
                 print(f"{tree} {protocol} tokens={tokens}: {row['us']} us", flush=True)
     return micro.finish(document, "dispatch", args.results_dir, table_lines)

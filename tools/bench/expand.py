@@ -29,20 +29,26 @@ from afdep.workspace import Geometry
 from hostio import OneLineParser
 from tools.bench import micro, micro_step
 from tools.bench.micro import (
-    HBM_GBPS,
     NUM_SMS,
     PROTOCOL_KNOB,
+    CardBounds,
     bound_us,
     gbps,
     geometry,
+    hbm_rate,
 )
 from tools.bench.timing import graph_launch_us
 
 PROG = "python -m tools.bench.expand"
-HBM_NOTE = (
-    f"HBM bound: the read and written bytes at {HBM_GBPS / 1000} TB/s (H200 datasheet, HBM3e); "
-    "logical mode: the slots were written by a rank on this GPU, as NVLink would leave them"
-)
+
+
+def notes(bounds: CardBounds) -> list[str]:
+    """The report's note on its bound, at `bounds` (the card that ran)."""
+    hbm = (
+        f"HBM bound: the read and written bytes at {hbm_rate(bounds)} ({bounds.hbm_source}); "
+        "logical mode: the slots were written by a rank on this GPU, as NVLink would leave them"
+    )
+    return [hbm]
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,17 @@ def traffic_of(topk_idx, num_tokens: int, g: Geometry) -> Traffic:
     return Traffic(int(routed.any(dim=1).sum()), int(routed.sum()), g)
 
 
+def row_figures(traffic: Traffic, us: float, bounds: CardBounds) -> dict:
+    """A result row's byte and bandwidth figures at `bounds`, rounded as reported."""
+    moved = traffic.read_bytes + traffic.written_bytes
+    return {
+        "read_bytes": traffic.read_bytes,
+        "written_bytes": traffic.written_bytes,
+        "gbps": round(gbps(moved, us), 1),
+        "hbm_bound_us": round(bound_us(moved, bounds.hbm_gbps), 2),
+    }
+
+
 # ---------------------------------------------------------------- arguments
 def argument_parser() -> OneLineParser:
     grid = f"ffn_expand's grid cap (AFDEP_EXPAND_SMS); repeatable; default: {NUM_SMS} and "
@@ -81,9 +98,10 @@ def checked_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 # ---------------------------------------------------------------- on the GPU
-def measure(tree: Path, tokens: int, ctas: int | None, args) -> dict:
+def measure(tree: Path, tokens: int, ctas: int | None, args, bounds: CardBounds) -> dict:
     """One row: ffn_expand of `tree` at `tokens` on at most `ctas` CTAs
-    (None: the Buffer's default), checked, timed, checked again."""
+    (None: the Buffer's default), checked, timed, checked again, beside the
+    bound of this card (`bounds`)."""
     import torch
 
     g = geometry(tokens)
@@ -99,17 +117,13 @@ def measure(tree: Path, tokens: int, ctas: int | None, args) -> dict:
     _, after = ffn.check(sources, step=tokens, num_tokens=tokens)
     traffic = traffic_of(sources[0].topk_idx, tokens, g)
     del ranks, attention, ffn, expansion
-    moved = traffic.read_bytes + traffic.written_bytes
     return micro_step.finished_row(
         tree,
         tokens,
         before + after,
         ctas=grid,
         us=round(us, 2),
-        read_bytes=traffic.read_bytes,
-        written_bytes=traffic.written_bytes,
-        gbps=round(gbps(moved, us), 1),
-        hbm_bound_us=round(bound_us(moved, HBM_GBPS), 2),
+        **row_figures(traffic, us, bounds),
     )
 
 
@@ -123,11 +137,11 @@ TABLE_HEAD = (
 def table_lines(document: dict) -> list[str]:
     """The Markdown report: the trees, one row per measurement, the bound's note."""
     cells = lambda row: f"{micro.grid_cells(row)} | {row['hbm_bound_us']:.2f}"
-    return micro.table_lines(document, "ffn_expand", TABLE_HEAD, cells, [HBM_NOTE])
+    return micro.table_lines(document, "ffn_expand", TABLE_HEAD, cells)
 
 
 def run(args: argparse.Namespace) -> int:
-    document = micro.start(args, bounds={"hbm_gbps": HBM_GBPS}, notes=[HBM_NOTE])
+    document = micro.start(args, notes)
     micro.measure_grids(document, args, args.ctas or [NUM_SMS, None], measure)
     return micro.finish(document, "expand", args.results_dir, table_lines)
 

@@ -1,5 +1,6 @@
 """What the one-GPU micro-benches (`combine`, `dispatch`, `expand`) share:
-their 1A:1F geometry and the datasheet bounds, their arguments and checks,
+their 1A:1F geometry and the datasheet bounds of the card that runs them,
+their arguments and checks,
 the kernel trees they take, CUDA started for logical ranks, the report's
 head, rows, tree lines, table and writing. Each bench keeps its own sizes,
 figures and columns; the timing loop is `timing.graph_launch_us`."""
@@ -12,6 +13,7 @@ import re
 import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from afdep.jit import CSRC, source_digest
@@ -30,10 +32,6 @@ BUFFER_FIELDS = (
     "ffn_ranks",
     "num_sms",
 )  # Geometry's, as Buffer takes them
-# H200 datasheet (NVIDIA H200 Tensor Core GPU): HBM3e 4.8 TB/s; NVLink 900 GB/s
-# bidirectional, so 450 GB/s each way.
-HBM_GBPS = 4800
-NVLINK_GBPS_PER_DIRECTION = 450
 # What of a kernel tree the host side of this package reads, a tree must keep,
 # per file: the part a pattern finds (`struct Params`, its fields in order; the
 # layout's constants, slot metadata and row shape, which afdep/workspace.py
@@ -85,6 +83,81 @@ def gbps(num_bytes: int, us: float) -> float:
 def bound_us(num_bytes: int, rate_gbps: float) -> float:
     """The time `num_bytes` take at `rate_gbps` GB/s, in µs."""
     return num_bytes / (rate_gbps * 1e3)
+
+
+@dataclass(frozen=True)
+class CardBounds:
+    """A card's datasheet bounds, stated beside each time: its HBM bandwidth
+    and its NVLink bandwidth each way (datasheets give both ways at once),
+    each with where the figure comes from."""
+
+    card: str  # as the report names it
+    hbm_gbps: float
+    nvlink_gbps_per_direction: float
+    hbm_source: str
+    nvlink_source: str
+
+
+# Keyed by the name CUDA gives the card (torch.cuda.get_device_name()), exactly:
+# other SKUs of the same GPU (an H100 of 94 or 64 GB, a GH200) have other figures.
+DATASHEET_BOUNDS: dict[str, CardBounds] = {
+    "NVIDIA H200": CardBounds(  # SXM; the H200 NVL's datasheet figures are the same
+        card="H200",
+        hbm_gbps=4800,
+        nvlink_gbps_per_direction=450,
+        hbm_source="H200 datasheet, HBM3e",
+        nvlink_source="H200 datasheet: 900 GB/s bidirectional",
+    ),
+    "NVIDIA H100 80GB HBM3": CardBounds(
+        card="H100 SXM",
+        hbm_gbps=3350,
+        nvlink_gbps_per_direction=450,
+        hbm_source="H100 datasheet, SXM5 HBM3",
+        nvlink_source="H100 datasheet, SXM5: 900 GB/s bidirectional",
+    ),
+    "NVIDIA H100 NVL": CardBounds(
+        card="H100 NVL",
+        hbm_gbps=3900,
+        nvlink_gbps_per_direction=300,
+        hbm_source="H100 datasheet, NVL HBM3",
+        nvlink_source="H100 datasheet, NVL: NVLink bridge, 600 GB/s bidirectional",
+    ),
+    "NVIDIA H100 PCIe": CardBounds(
+        card="H100 PCIe",
+        hbm_gbps=2000,
+        nvlink_gbps_per_direction=300,
+        hbm_source="H100 datasheet, PCIe HBM2e",
+        nvlink_source="H100 datasheet, PCIe: NVLink bridge, 600 GB/s bidirectional",
+    ),
+}
+
+
+def card_bounds(device_name: str) -> CardBounds:
+    """The datasheet bounds of the card CUDA names `device_name`, or
+    UsageError naming it: a card missing from DATASHEET_BOUNDS gets no other
+    card's figures."""
+    bounds = DATASHEET_BOUNDS.get(device_name.strip())
+    if bounds is None:
+        known = ", ".join(DATASHEET_BOUNDS)
+        raise UsageError(
+            f"GPU {device_name!r}: no datasheet bounds in tools/bench/micro.py (known: {known})"
+        )
+    return bounds
+
+
+def document_bounds(document: dict) -> CardBounds:
+    """The bounds a report's head carries (`start` put them there)."""
+    return CardBounds(**document["bounds"])
+
+
+def hbm_rate(bounds: CardBounds) -> str:
+    """The HBM bound's rate as the notes state it: `4.8 TB/s`."""
+    return f"{bounds.hbm_gbps / 1000:g} TB/s"
+
+
+def nvlink_rate(bounds: CardBounds) -> str:
+    """The NVLink bound's rate as the notes state it: `450 GB/s per direction`."""
+    return f"{bounds.nvlink_gbps_per_direction:g} GB/s per direction"
 
 
 def tree_problem(tree: Path) -> str | None:
@@ -162,10 +235,12 @@ def checked_common(args: argparse.Namespace) -> None:
     writable_dir(args.results_dir, "--results-dir")
 
 
-def start(args: argparse.Namespace, **head) -> dict:
+def start(args: argparse.Namespace, notes: Callable[[CardBounds], list[str]]) -> dict:
     """CUDA started for logical ranks (their connection settings first), a GPU
-    required, and the report's head: machine, rank mode, geometry, trees and
-    their digests, timing, then `head` (bounds, notes), then no rows yet."""
+    required whose datasheet bounds are known (else UsageError, before any
+    GPU work), and the report's head: machine, rank mode, geometry, trees and
+    their digests, timing, the card's bounds and `notes(bounds)`, then no
+    rows yet."""
     from tools.driver.logical import CONNECTIONS
 
     for name, value in CONNECTIONS.items():
@@ -177,27 +252,32 @@ def start(args: argparse.Namespace, **head) -> dict:
 
     if torch.cuda.device_count() < 1:
         raise UsageError("needs a GPU, found 0")
+    device_name = torch.cuda.get_device_name()
+    bounds = card_bounds(device_name)
     from tools.bench.timing import node_floor_us
 
     return {
         "machine": machine_name(),
-        "rank_mode": rank_mode_label(RankMode.LOGICAL, 2, torch.cuda.get_device_name()),
+        "rank_mode": rank_mode_label(RankMode.LOGICAL, 2, device_name),
         "geometry": {"shape": "1A:1F", "hidden": HIDDEN, "top_k": TOP_K, "payload": "bf16"},
         "trees": {str(tree): source_digest(tree) for tree in args.tree},
         "timing": {"iters": args.iters, "warmup": args.warmup, "reps": args.reps},
         "node_floor_us": round(node_floor_us(args), 2),
-        **head,
+        "bounds": asdict(bounds),
+        "notes": notes(bounds),
         "rows": [],
     }
 
 
 def measure_grids(document: dict, args: argparse.Namespace, grids, measure) -> None:
-    """A row per (tokens, grid, tree), `measure(tree, tokens, grid, args)`,
-    into the document, each said in one line as it lands."""
+    """A row per (tokens, grid, tree), `measure(tree, tokens, grid, args,
+    bounds)` at the document's bounds, into the document, each said in one
+    line as it lands."""
+    bounds = document_bounds(document)
     for tokens in args.tokens:
         for grid in grids:
             for tree in args.tree:
-                row = measure(tree, tokens, grid, args)
+                row = measure(tree, tokens, grid, args, bounds)
                 document["rows"].append(row)
                 print(f"{tree} tokens={tokens} ctas={row['ctas']}: {row['us']} us", flush=True)
 
@@ -216,16 +296,17 @@ def tree_lines(document: dict) -> tuple[list[str], dict[str, str]]:
     return lines, {tree: f"#{i}" for i, tree in enumerate(document["trees"])}
 
 
-def table_lines(document: dict, title: str, head: tuple[str, str], cells, notes) -> list[str]:
+def table_lines(document: dict, title: str, head: tuple[str, str], cells) -> list[str]:
     """A bench's Markdown report: `title` and the rank mode, the trees, the
     table (`head`: its heading and alignment rows; a row per measurement: its
-    tree, `cells(row)`, bitwise or not), the notes."""
+    tree, `cells(row)`, bitwise or not), the document's notes (its card's
+    bounds)."""
     trees, names = tree_lines(document)
     lines = [f"# {title}, {document['rank_mode']}", "", *trees, "", *head]
     for row in document["rows"]:
         bitwise = "ok" if row["bitwise"] else "MISMATCH"
         lines.append(f"| {names[row['tree']]} | {cells(row)} | {bitwise} |")
-    return [*lines, "", *(f"- {note}" for note in notes)]
+    return [*lines, "", *(f"- {note}" for note in document["notes"])]
 
 
 def grid_cells(row: dict) -> str:

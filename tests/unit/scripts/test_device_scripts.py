@@ -38,11 +38,12 @@ def loop_words(lines: list[str], name: str) -> list[str]:
 
 
 def invocations(script: Path) -> list[tuple[str, list[str]]]:
-    """Each `python3 -m MODULE ARGS` the script runs: (module, its words)."""
+    """Each `python3 -m MODULE ARGS` or `python3 SCRIPT.py ARGS` the script
+    runs: (module or script, its words)."""
     lines = code_lines(script)
     calls = []
     for line in lines:
-        for found in re.finditer(r"python3 -m (\S+)(.*)", line):
+        for found in re.finditer(r"python3 (?:-m (?=\S)|(?=\S+\.py\b))(\S+)(.*)", line):
             module, rest = found[1], shlex.split(found[2].split(">")[0], posix=True)
             if loop := re.search(r"\$\{?(\w+)\}?", module):
                 calls += [(module.replace(loop[0], w), rest) for w in loop_words(lines, loop[1])]
@@ -53,9 +54,8 @@ def invocations(script: Path) -> list[tuple[str, list[str]]]:
 
 @cache
 def help_text(*command: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", *command, "--help"], cwd=REPO, capture_output=True, text=True
-    )
+    run = [sys.executable, *command] if command[0].endswith(".py") else [sys.executable, "-m", *command]
+    done = subprocess.run([*run, "--help"], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, f"{' '.join(command)} --help: {done.stderr.strip()}"
     return done.stdout
 
@@ -80,7 +80,7 @@ def unknown_flags(script: Path, helps: str) -> list[str]:
     text names; a line that runs a tool is read from the tool on (what a
     wrapper such as timeout or ncu takes before it is not the tool's)."""
     lines = [
-        line[line.index("python3 -m") :] if "python3 -m" in line else line
+        line[tool.start() :] if (tool := re.search(r"python3 (-m |\S+\.py)", line)) else line
         for line in code_lines(script)
     ]
     lines = [line for line in lines if not OTHER_COMMANDS.search(line)]
@@ -109,6 +109,8 @@ def test_the_scripts_tools_are_all_found():
         "tools.driver",
         "tools.validate",
         "faults",
+        "scripts/gpu/run_cost.py",
+        "scripts/gpu/count_wait_probe.py",
     }
 
 

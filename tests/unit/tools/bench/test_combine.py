@@ -3,7 +3,9 @@ bandwidth arithmetic, its report, and every ffn_combine variant compiling."""
 
 from __future__ import annotations
 
+import json
 import shutil
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -19,8 +21,11 @@ from tools.bench.combine import (
     row_figures,
     traffic_of,
 )
+from tools.bench.micro import card_bounds
 
 PROG = "python -m tools.bench.combine"
+H200 = card_bounds("NVIDIA H200")
+H100 = card_bounds("NVIDIA H100 80GB HBM3")
 
 
 def test_the_2048_token_top8_combine_moves_64_mib_in_and_8_mib_out():
@@ -29,13 +34,20 @@ def test_the_2048_token_top8_combine_moves_64_mib_in_and_8_mib_out():
     assert bound_us(traffic.read_bytes, 4800) == 67108864 / 4.8e6
     assert bound_us(traffic.written_bytes, 450) == 8388608 / 4.5e5
     assert gbps(75497472, 30.0) == 2516.5824
-    assert row_figures(traffic, 30.0) == {
+    assert row_figures(traffic, 30.0, H200) == {
         "read_bytes": 67108864,
         "written_bytes": 8388608,
         "gbps": 2516.6,
         "hbm_read_bound_us": 13.98,
         "nvlink_write_bound_us": 18.64,
     }
+
+
+def test_on_an_h100_the_same_bytes_are_bound_at_its_3_35_tbps():
+    traffic = Traffic(rows_read=2048 * 8, tokens_written=2048, hidden=2048, num_tokens=2048)
+    figures = row_figures(traffic, 30.0, H100)
+    assert (figures["hbm_read_bound_us"], figures["nvlink_write_bound_us"]) == (20.03, 18.64)
+    assert attention_figures(traffic, 7.5, H100)["attention_hbm_bound_us"] == 5.01  # 16 MiB
 
 
 def test_traffic_counts_unmasked_slots_and_routed_tokens_below_num_tokens():
@@ -51,7 +63,7 @@ def test_attention_combine_reads_every_partial_and_writes_every_row():
     traffic = Traffic(rows_read=5, tokens_written=2, hidden=128, num_tokens=3)
     assert traffic.attention_bytes == (2 + 3) * 128 * 2
     at_2048 = Traffic(rows_read=2048 * 8, tokens_written=2048, hidden=2048, num_tokens=2048)
-    assert attention_figures(at_2048, 7.004) == {
+    assert attention_figures(at_2048, 7.004, H200) == {
         "attention_us": 7.0,
         "attention_hbm_bound_us": 3.5,  # 16 MiB at 4.8 TB/s
     }
@@ -157,8 +169,9 @@ def test_without_a_gpu_main_says_so_in_one_line(monkeypatch, capsys, tmp_path):
 def test_the_report_names_trees_by_index_and_states_both_bounds():
     row = {"tree": "/a", "tokens": 2048, "ctas": 132, "us": 30.0, "bitwise": True}
     traffic = Traffic(16384, 2048, 2048, 2048)
-    row.update(row_figures(traffic, 30.0), **attention_figures(traffic, 7.5))
+    row.update(row_figures(traffic, 30.0, H200), **attention_figures(traffic, 7.5, H200))
     document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": [row]}
+    document["notes"] = combine.notes(H200)
     lines = combine.table_lines(document)
     assert lines[0] == "# ffn_combine, then attention_combine, 1xH200, 2 logical ranks"
     assert lines[2] == "- tree `/a`: source digest `ab12`"
@@ -166,13 +179,64 @@ def test_the_report_names_trees_by_index_and_states_both_bounds():
         "| #0 | 2048 | 132 | 30.00 | 64.00 | 8.00 | 2516.6 | 13.98 | 18.64 | 7.50 | 3.50 | ok |"
     )
     assert lines[-3] == "- HBM read bound: the read bytes at 4.8 TB/s (H200 datasheet, HBM3e)"
-    assert lines[-2].startswith("- logical mode: the partials land in this GPU's HBM, not over")
+    assert lines[-2] == (
+        "- logical mode: the partials land in this GPU's HBM, not over NVLink; the NVLink "
+        "write bound is the written bytes at 450 GB/s per direction (H200 datasheet: 900 GB/s "
+        "bidirectional), what a rank per GPU adds"
+    )
     assert lines[-1].startswith("- attention_combine: the partials read (one per routed token")
+    assert lines[-1].endswith(
+        ", at 4.8 TB/s: in both rank modes the partials sit in the attention rank's own HBM"
+    )
+
+
+def test_an_h100_run_writes_its_rows_and_notes_at_the_h100_s_bounds(
+    one_gpu_named, monkeypatch, tmp_path
+):
+    """The whole bench, its GPU work faked: a run on an H100 SXM states 3.35 TB/s,
+    never the H200's 4.8, in its head, its rows and its notes."""
+    one_gpu_named("NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(
+        torch.cuda,
+        "get_device_properties",
+        lambda device: SimpleNamespace(multi_processor_count=132),
+    )
+
+    def measure(tree, tokens, ctas, args, bounds):
+        traffic = Traffic(tokens * 8, tokens, 2048, tokens)
+        figures = row_figures(traffic, 30.0, bounds) | attention_figures(traffic, 7.5, bounds)
+        return {
+            "tree": str(tree),
+            "tokens": tokens,
+            "ctas": ctas,
+            "us": 30.0,
+            **figures,
+            "bitwise": True,
+            "mismatch": None,
+        }
+
+    monkeypatch.setattr(combine, "measure", measure)
+    assert combine.main(["--tokens", "2048", "--ctas", "132", "--results-dir", str(tmp_path)]) == 0
+    document = json.loads((tmp_path / "combine-1xH100.json").read_text())
+    assert (document["bounds"]["card"], document["bounds"]["hbm_gbps"]) == ("H100 SXM", 3350)
+    [row] = document["rows"]
+    assert (row["hbm_read_bound_us"], row["nvlink_write_bound_us"]) == (20.03, 18.64)
+    assert row["attention_hbm_bound_us"] == 5.01
+    report = (tmp_path / "combine-1xH100.md").read_text().splitlines()
+    assert report[0] == "# ffn_combine, then attention_combine, 1xH100, 2 logical ranks"
+    assert report[7].endswith("| 20.03 | 18.64 | 7.50 | 5.01 | ok |")
+    assert report[-3:] == [f"- {note}" for note in document["notes"]]
+    assert report[-3] == (
+        "- HBM read bound: the read bytes at 3.35 TB/s (H100 datasheet, SXM5 HBM3)"
+    )
+    assert "(H100 datasheet, SXM5: 900 GB/s bidirectional)" in report[-2]
+    assert ", at 3.35 TB/s: in both rank modes" in report[-1]
+    assert "4.8 TB/s" not in "\n".join(report) and "H200" not in "\n".join(report)
 
 
 def test_the_graph_node_floor_follows_the_trees_once_measured():
     document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": []}
-    document["node_floor_us"] = 2.5
+    document |= {"node_floor_us": 2.5, "notes": combine.notes(H200)}
     lines = combine.table_lines(document)
     assert lines[3] == (
         "- a kernel that does nothing costs 2.50 µs a launch in the same graph "

@@ -3,6 +3,8 @@ attention_dispatch compiling at every top-k a lane per slot allows."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -10,8 +12,10 @@ from afdep.jit import CSRC, KernelSpec, compile_kernel
 from afdep.vocab import Protocol
 from hostio import UsageError
 from tools.bench import dispatch
+from tools.bench.micro import card_bounds
 
 PROG = "python -m tools.bench.dispatch"
+H200 = card_bounds("NVIDIA H200")
 
 
 def test_defaults_are_the_package_tree_five_sizes_and_a_4096_capacity(tmp_path):
@@ -72,6 +76,7 @@ def test_the_report_names_trees_by_index():
     row |= {"us": 7.5, "floor_us": 2.25, "bitwise": False}
     row |= {"written_bytes": 3 * 2**19, "nvlink_write_bound_us": 3.5}
     document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": [row]}
+    document["notes"] = dispatch.notes(H200)
     lines = dispatch.table_lines(document)
     assert lines[0] == "# attention_route + attention_dispatch, 1xH200, 2 logical ranks"
     assert lines[2] == "- tree `/a`: source digest `ab12`"
@@ -79,6 +84,38 @@ def test_the_report_names_trees_by_index():
     assert lines[-1].startswith(
         "- each dispatch is attention_route (the epoch's increment, the routes' check and maps) "
         "and attention_dispatch on 24 CTAs;"
+    )
+    assert lines[-1].endswith(
+        "the NVLink write bound is the written bytes at 450 GB/s per direction "
+        "(H200 datasheet: 900 GB/s bidirectional)"
+    )
+
+
+def test_an_h100_pcie_run_bounds_its_writes_at_its_nvlink_bridge_s_300_gbps(
+    one_gpu_named, monkeypatch, tmp_path
+):
+    """The whole bench, its GPU work faked: each row's NVLink bound and the
+    note are the bridge's 300 GB/s each way, not the H200's 450."""
+    one_gpu_named("NVIDIA H100 PCIe")
+    written = 2048 * (4096 + 112)
+
+    def measure(tree, tokens, protocol, args, bounds):
+        row = {"tree": str(tree), "tokens": tokens, "protocol": str(protocol), "bitwise": True}
+        row |= {"capacity": args.capacity, "us": 30.0, "floor_us": 2.0, "written_bytes": written}
+        bound_us = dispatch.bound_us(written, bounds.nvlink_gbps_per_direction)
+        return row | {"nvlink_write_bound_us": round(bound_us, 2)}
+
+    monkeypatch.setattr(dispatch, "measure", measure)
+    argv = ["--tokens", "2048", "--capacity", "2048", "--results-dir", str(tmp_path)]
+    assert dispatch.main(argv) == 0
+    document = json.loads((tmp_path / "dispatch-1xH100.json").read_text())
+    assert document["bounds"]["card"] == "H100 PCIe"
+    assert document["bounds"]["nvlink_gbps_per_direction"] == 300
+    assert document["rows"][0]["nvlink_write_bound_us"] == 28.73  # 8.2 MiB at 300 GB/s
+    report = (tmp_path / "dispatch-1xH100.md").read_text().splitlines()
+    assert report[-1].endswith(
+        "the NVLink write bound is the written bytes at 300 GB/s per direction "
+        "(H100 datasheet, PCIe: NVLink bridge, 600 GB/s bidirectional)"
     )
 
 

@@ -3,14 +3,19 @@ bytes it counts."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
 from afdep.jit import CSRC
 from hostio import UsageError
 from tools.bench import expand
+from tools.bench.micro import card_bounds
 
 PROG = "python -m tools.bench.expand"
+H200 = card_bounds("NVIDIA H200")
+H100 = card_bounds("NVIDIA H100 80GB HBM3")
 
 
 def test_defaults_are_the_package_tree_five_sizes_and_both_grids(tmp_path):
@@ -67,11 +72,50 @@ def test_the_report_names_trees_by_index_with_the_grid_used():
     row = {"tree": "/a", "tokens": 2048, "ctas": 108, "us": 20.0, "bitwise": True}
     row |= {"read_bytes": 2**23, "written_bytes": 2**26, "gbps": 3774.9, "hbm_bound_us": 15.73}
     document = {"rank_mode": "1xH200, 2 logical ranks", "trees": {"/a": "ab12"}, "rows": [row]}
+    document["notes"] = expand.notes(H200)
     lines = expand.table_lines(document)
     assert lines[0] == "# ffn_expand, 1xH200, 2 logical ranks"
     assert lines[2] == "- tree `/a`: source digest `ab12`"
     assert lines[6] == "| #0 | 2048 | 108 | 20.00 | 8.00 | 64.00 | 3774.9 | 15.73 | ok |"
-    assert lines[-1].startswith("- HBM bound: the read and written bytes at 4.8 TB/s")
+    assert lines[-1].startswith(
+        "- HBM bound: the read and written bytes at 4.8 TB/s (H200 datasheet, HBM3e); "
+    )
+
+
+def test_a_row_s_hbm_bound_is_its_bytes_at_the_card_s_bandwidth():
+    """8.2 MiB read and 64 MiB written: 15.78 µs at the H200's 4.8 TB/s, 22.61 µs
+    at the H100 SXM's 3.35 TB/s."""
+    traffic = expand.Traffic(tokens_read=2048, rows_written=2048 * 8, g=expand.geometry(2048))
+    assert (traffic.read_bytes, traffic.written_bytes) == (2048 * (4096 + 112), 2**26)
+    assert expand.row_figures(traffic, 20.0, H200) == {
+        "read_bytes": 8617984,
+        "written_bytes": 67108864,
+        "gbps": 3786.3,
+        "hbm_bound_us": 15.78,
+    }
+    assert expand.row_figures(traffic, 20.0, H100)["hbm_bound_us"] == 22.61
+
+
+def test_an_h100_run_states_the_h100_s_hbm_bound(one_gpu_named, monkeypatch, tmp_path):
+    """The whole bench, its GPU work faked: the head, the rows and the note
+    carry the H100 SXM's 3.35 TB/s."""
+    one_gpu_named("NVIDIA H100 80GB HBM3")
+
+    def measure(tree, tokens, ctas, args, bounds):
+        g = expand.geometry(tokens)
+        traffic = expand.Traffic(tokens_read=tokens, rows_written=tokens * 8, g=g)
+        row = {"tree": str(tree), "tokens": tokens, "ctas": ctas or 108, "us": 20.0}
+        return row | expand.row_figures(traffic, 20.0, bounds) | {"bitwise": True}
+
+    monkeypatch.setattr(expand, "measure", measure)
+    assert expand.main(["--tokens", "2048", "--results-dir", str(tmp_path)]) == 0
+    document = json.loads((tmp_path / "expand-1xH100.json").read_text())
+    assert document["bounds"]["card"] == "H100 SXM"
+    assert [row["hbm_bound_us"] for row in document["rows"]] == [22.61, 22.61]  # 24 CTAs, all
+    report = (tmp_path / "expand-1xH100.md").read_text().splitlines()
+    assert report[-1].startswith(
+        "- HBM bound: the read and written bytes at 3.35 TB/s (H100 datasheet, SXM5 HBM3); "
+    )
 
 
 def test_a_rank_that_raised_is_one_line_per_rank_not_a_traceback(tmp_path, capsys):
