@@ -26,6 +26,7 @@ from afdep.ranks import MAX_LOGICAL_RANKS, RankFailures, rank_mode_label
 from afdep.residency import ResidencyError
 from afdep.vocab import MISMATCH, digest_line, result_line
 from hostio import RankMode, UsageError, at_least
+from invariants.data.reference import dispatch_reference
 from tools.driver.logical_steps import LogicalStepper
 from tools.driver.parts import (
     INVALID_STEP,
@@ -129,13 +130,14 @@ class RankTally:
     protocols: list[str] = field(default_factory=list)
 
 
-def tally_step(tally, runner, sources, *, step, num_tokens, invalid, args) -> None:
-    """One rank's checks of a finished step (the torchrun driver's, per rank)."""
+def tally_step(tally, runner, sources, *, step, num_tokens, invalid, args, references) -> None:
+    """One rank's checks of a finished step (the torchrun driver's, per rank),
+    against the step's `references` (made once for every rank)."""
     buffer = runner.buffer
     if invalid:
         tally.mismatches.append(f"{MISMATCH} route {args.invalid_route}: the step ran clean")
     else:
-        checks, mismatches = runner.check(sources, step, num_tokens)
+        checks, mismatches = runner.check(sources, step, num_tokens, references)
         tally.checks += checks
         tally.mismatches += mismatches
     ran, expected = buffer.last_protocol(), buffer.protocol_for(num_tokens)
@@ -171,11 +173,13 @@ def run_steps(args: argparse.Namespace, ranks: LogicalRanks, tags: RankTags) -> 
             with step_deadline(deadline_s, step, list(range(ranks.world_size))):
                 stepper.step(sources, bucket=num_tokens, skip_ranks=skip, delays=delays)
                 torch.cuda.synchronize()  # a trap or timeout surfaces here as a CUDA error
+            g = ranks.geometry
+            references = None if invalid else dispatch_reference(sources, g.num_experts, g.ffn_ranks)
             for rank, runner in enumerate(runners):
                 with tags.speaking(rank):
                     tally_step(
                         tallies[rank], runner, sources, step=step, num_tokens=num_tokens,
-                        invalid=invalid, args=args,
+                        invalid=invalid, args=args, references=references,
                     )  # fmt: skip
             step += 1
     results = []

@@ -158,12 +158,15 @@ class StepRunner:
         return {name: round(statistics.median(v), 2) for name, v in samples.items()}
 
     # ---------------------------------------------------------------- checking
-    def check(self, sources: list[SourceInputs], step: int, num_tokens: int):
+    def check(self, sources: list[SourceInputs], step: int, num_tokens: int, references=None):
         """This rank's step against the reference, bitwise: an FFN rank's
         receive buffers (and the layout invariants), an attention rank's
-        combined output. Returns (checks made, mismatch messages)."""
+        combined output. Returns (checks made, mismatch messages).
+        `references`: the step's dispatch_reference, when the caller made it
+        once for every rank of the step (logical ranks)."""
         g = self.buffer.geometry
-        references = dispatch_reference(sources, g.num_experts, g.ffn_ranks)
+        if references is None:
+            references = dispatch_reference(sources, g.num_experts, g.ffn_ranks)
         where = f"rank={self.buffer.rank} step={step} tokens={num_tokens}"
         mismatches = []
         if self.buffer.role == Role.FFN:
