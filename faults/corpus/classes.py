@@ -30,6 +30,8 @@ OTHER_CLASSES = [
     ("WRONG_SENTINEL", "wrong-sentinel"),
     # A flag value reused before every reader has seen the one before (ABA).
     ("FLAG_REUSE", "flag-reuse"),
+    # A site's declared contract weakened together with the code it required.
+    ("WEAKEN_CONTRACT", "weaken-contract"),
 ]
 
 

@@ -32,8 +32,16 @@ SITE_GONE = Rule(
 NO_LONGER_APPLIES = Rule(
     "entry-no-longer-applies", "a catalog entry naming a site the change's tree lacks"
 )
+CONTRACT_CHANGED = Rule(
+    "contract-changed", "a site's declared contract differs between BASE and the change"
+)
+BASE_CONTRACT = Rule(
+    "base-contract-violation", "the change's code breaks the contract BASE declared at a site"
+)
 RULES = [
     CONTRACT,
+    CONTRACT_CHANGED,
+    BASE_CONTRACT,
     UNSITED,
     SITE_GONE,
     NO_LONGER_APPLIES,
@@ -56,6 +64,10 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]
         return replace(finding, file=(prefix / finding.file).as_posix())
 
     found = [Result(CONTRACT, Level.ERROR, at_top(f)) for f in result.contract.findings]
+    found += [
+        Result(CONTRACT_CHANGED, Level.ERROR, at_top(c.finding())) for c in result.contract_changes
+    ]
+    found += [Result(BASE_CONTRACT, Level.ERROR, at_top(f)) for f in result.held_to_base]
     found += [Result(UNSITED, Level.ERROR, at_top(u)) for u in result.unsited]
     found += lost_findings(result, prefix, catalog)
     for cover in result.touched:

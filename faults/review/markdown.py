@@ -122,6 +122,10 @@ def markdown(result: Review) -> str:
     if result.lost:
         lines += ["## Catalog entries that no longer apply (their site is gone)", ""]
         lines += [f"- {lost}" for lost in result.lost] + [""]
+    if result.contract_changes or result.held_to_base:
+        lines += ["## Contracts the change changed (old -> new), and BASE's held", ""]
+        lines += [f"- {change.finding()}" for change in result.contract_changes]
+        lines += [f"- {finding}" for finding in result.held_to_base] + [""]
     lines += ["## Sites touched", ""]
     if not result.touched:
         lines.append("None: the change leaves every synchronization site as it was.")

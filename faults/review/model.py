@@ -8,6 +8,7 @@ from enum import Enum
 from pathlib import Path
 
 from faults.catalog.refs import DroppedAnchor
+from faults.review.contracts import ContractChange
 from faults.review.coverage import Coverage
 from faults.review.runs import RunReport
 from faults.review.static import ContractCheck
@@ -102,6 +103,10 @@ class Review:
     # renamed or left open): those entries no longer apply, a finding of the change.
     lost: list[LostEntry] = field(default_factory=list)
     gone: list[GoneSite] = field(default_factory=list)  # the sites the change broke
+    # Sites whose declared contract the change changed, and what the change's
+    # code breaks of BASE's contract there (docs/review.md, "Contracts across the change").
+    contract_changes: list[ContractChange] = field(default_factory=list)
+    held_to_base: list[Finding] = field(default_factory=list)
     # Seconds the whole review took, static half and runs (the command sets
     # it): with --run on a GPU, the figure of its benchmark.
     wall_s: float | None = None
@@ -126,6 +131,8 @@ class Review:
             not self.unsited
             and not self.lost
             and not self.gone
+            and not self.contract_changes
+            and not self.held_to_base
             and not any(cover.missing for cover in self.touched)
             and self.contract.ok
         )

@@ -23,6 +23,7 @@ from faults.catalog import Catalog, CatalogError, load_catalog
 from faults.catalog.refs import without_missing_sites
 from faults.generate.site_faults import with_generated
 from faults.pipeline.scratch import make_scratch
+from faults.review.contracts import contract_changes, held_to_base
 from faults.review.coverage import Coverage, coverage
 from faults.review.diff import ReviewError, changed_lines, check_refs, in_repo
 from faults.review.lost import gone_sites, lost_entries
@@ -154,6 +155,14 @@ def review(
         unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
         lost_ones = lost_entries(own, lost, base_sites, kept) if own is not None else []
         gone = gone_sites(base_sites, base_tree, kept, unsited, tree, lost_ones)
+        # Each site's contract as BASE declared it: an anchored site's by BASE's own catalog.
+        base_anchors = own_anchors(repo_root, base_tree, catalog_path, anchors)
+        declared = base_sites
+        if base_anchors != anchors:
+            declared, _ = parse_tree(base_tree / catalog.target.sources, base_anchors)
+        changes = contract_changes(declared, sites, tree)
+    contract = check_contract(tree, catalog.target)
+    held = held_to_base(tree, catalog.target, changes, declared, contract.findings)
     covers = coverage(catalog, sites)
     touched = [covers[s.name] for s in sites if lines_of(s.path) & set(s.lines)]
     result = Review(
@@ -164,9 +173,23 @@ def review(
         changed,
         touched,
         unsited,
-        check_contract(tree, catalog.target),
+        contract,
         older=older,
         lost=lost_ones,
         gone=gone,
+        contract_changes=changes,
+        held_to_base=held,
     )
     return result, catalog
+
+
+def own_anchors(repo_root: Path, tree: Path, catalog_path: Path, fallback) -> tuple:
+    """The anchors `tree`'s own catalog declares (a catalog outside the
+    repository, or one that tree's catalog cannot load: `fallback`)."""
+    path = change_catalog(repo_root, tree, catalog_path)
+    if path == Path(catalog_path) and not in_repo(catalog_path, repo_root):
+        return fallback
+    try:
+        return load_catalog(path).target.anchors
+    except CatalogError:
+        return fallback

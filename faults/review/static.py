@@ -35,14 +35,16 @@ def declares_contract(target) -> bool:
     return target.contract is not None
 
 
-def check_contract(tree: Path, target) -> ContractCheck:
-    """Every site contract of `tree`, on the sources and on the PTX the
-    target's compiler emits. PTX that cannot be made or read stops the review
-    with one line naming it (exit 2), never a silent pass."""
+def check_contract(tree: Path, target, sources: Path | None = None) -> ContractCheck:
+    """Every site contract of `tree` (its sources, else `sources`), on the
+    sources and on the PTX the target's compiler emits. PTX that cannot be
+    made or read stops the review with one line naming it (exit 2), never a
+    silent pass."""
     if not declares_contract(target):
         return ContractCheck(declared=False)
     try:
-        report = check_contracts(tree, target, ptx=True)
+        elsewhere = {} if sources is None else {"sources": sources}
+        report = check_contracts(tree, target, ptx=True, **elsewhere)
     except PtxError as error:
         raise ReviewError(f"the changed tree's PTX: {error}") from None
     findings = [violation.from_root(tree) for violation in report.violations]
