@@ -20,7 +20,9 @@ from faults.corpus.bugs import (
     review_sarif,
 )
 from faults.review.findings import (
+    BASE_CONTRACT,
     CONTRACT,
+    CONTRACT_CHANGED,
     NO_LONGER_APPLIES,
     SITE_GONE,
     UNCOVERED,
@@ -31,7 +33,9 @@ from invariants.sync.sites import parse_tree
 REPO = Path(__file__).parents[4]
 CORPUS = load_corpus(REPO / "corpus/afdep")
 KNOWN_SITES = {site.name for site in parse_tree(REPO / "afdep/csrc")[0]}
-STATIC_RULES = (CONTRACT, UNSITED, SITE_GONE, NO_LONGER_APPLIES, UNCOVERED)
+STATIC_RULES = (
+    CONTRACT, CONTRACT_CHANGED, BASE_CONTRACT, UNSITED, SITE_GONE, NO_LONGER_APPLIES, UNCOVERED
+)
 STATIC_ERRORS = {(rule.id, "error") for rule in STATIC_RULES}
 
 
