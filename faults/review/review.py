@@ -155,32 +155,27 @@ def review(
         unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
         lost_ones = lost_entries(own, lost, base_sites, kept) if own is not None else []
         gone = gone_sites(base_sites, base_tree, kept, unsited, tree, lost_ones)
-        # Each site's contract as BASE declared it: an anchored site's by BASE's own catalog.
-        base_anchors = own_anchors(repo_root, base_tree, catalog_path, anchors)
-        declared = base_sites
-        if base_anchors != anchors:
-            declared, _ = parse_tree(base_tree / catalog.target.sources, base_anchors)
+        declared = declared_in_base(repo_root, base_tree, catalog_path, anchors, base_sites)
         changes = contract_changes(declared, sites, tree)
     contract = check_contract(tree, catalog.target)
     held = held_to_base(tree, catalog.target, changes, declared, contract.findings)
     covers = coverage(catalog, sites)
     touched = [covers[s.name] for s in sites if lines_of(s.path) & set(s.lines)]
     result = Review(
-        base,
-        change or "working tree",
-        tree,
-        catalog.target.sources,
-        changed,
-        touched,
-        unsited,
-        contract,
-        older=older,
-        lost=lost_ones,
-        gone=gone,
-        contract_changes=changes,
-        held_to_base=held,
-    )
+        base, change or "working tree", tree, catalog.target.sources, changed, touched,
+        unsited, contract, older=older, lost=lost_ones, gone=gone,
+        contract_changes=changes, held_to_base=held,
+    )  # fmt: skip
     return result, catalog
+
+
+def declared_in_base(repo_root, base_tree: Path, catalog_path: Path, anchors, base_sites):
+    """BASE's sites as BASE declared them: an anchored site's contract by
+    BASE's own catalog (`base_sites` were read with `anchors`, the change's)."""
+    base_anchors = own_anchors(repo_root, base_tree, catalog_path, anchors)
+    if base_anchors == anchors:
+        return base_sites
+    return parse_tree(base_tree / catalog.target.sources, base_anchors)[0]
 
 
 def own_anchors(repo_root: Path, tree: Path, catalog_path: Path, fallback) -> tuple:
