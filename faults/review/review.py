@@ -155,7 +155,9 @@ def review(
         unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
         lost_ones = lost_entries(own, lost, base_sites, kept) if own is not None else []
         gone = gone_sites(base_sites, base_tree, kept, unsited, tree, lost_ones)
-        declared = declared_in_base(repo_root, base_tree, catalog_path, anchors, base_sites)
+        declared = declared_in_base(
+            repo_root, base_tree, catalog_path, catalog.target.sources, anchors, base_sites
+        )
         changes = contract_changes(declared, sites, tree)
     contract = check_contract(tree, catalog.target)
     held = held_to_base(tree, catalog.target, changes, declared, contract.findings)
@@ -169,13 +171,13 @@ def review(
     return result, catalog
 
 
-def declared_in_base(repo_root, base_tree: Path, catalog_path: Path, anchors, base_sites):
+def declared_in_base(repo_root, base_tree: Path, catalog_path: Path, sources, anchors, base_sites):
     """BASE's sites as BASE declared them: an anchored site's contract by
     BASE's own catalog (`base_sites` were read with `anchors`, the change's)."""
     base_anchors = own_anchors(repo_root, base_tree, catalog_path, anchors)
     if base_anchors == anchors:
         return base_sites
-    return parse_tree(base_tree / catalog.target.sources, base_anchors)[0]
+    return parse_tree(base_tree / sources, base_anchors)[0]
 
 
 def own_anchors(repo_root: Path, tree: Path, catalog_path: Path, fallback) -> tuple:
