@@ -34,6 +34,13 @@ from invariants.sync.statements import code_only
 SPREAD_WORDS = {"threadIdx": Spread.PER_THREAD, "blockIdx": Spread.PER_BLOCK}
 LANE_ASM = "%laneid"  # an inline asm read of the lane
 CONTROL = re.compile(r"\b(if|while|for|switch)\b\s*(?:constexpr\b\s*)?\(")
+# Warp collectives whose result every lane of the warp gets alike.
+WARP_COLLECTIVE = re.compile(r"\b(?:__reduce_\w+_sync|__ballot_sync|__all_sync|__any_sync)\s*\(")
+# A `for` header that declares its variable: `for (int i = start; ...`.
+FOR_DECLARES = re.compile(
+    r"for\s*\(\s*(?:const\s+)?(?:[A-Za-z_][\w:<>]*\s+)+(?P<name>[A-Za-z_]\w*)\s*=\s*"
+    r"(?P<value>[^;,]*);"
+)
 IDENTIFIER = re.compile(r"(?<![\w.])(?<!->)[A-Za-z_]\w*")
 PER_WARP = re.compile(r"(?:\.[xyz])?\s*(?:/\s*(?:32|warpSize)\b|>>\s*5\b)")
 CALLS = re.compile(r"\s*(?:<[^;()]*>)?\s*\(")
@@ -87,7 +94,7 @@ class ThreadConditions:
         start = _statement_start(code, offset)
         found += _headers(code, start, offset, blocks)
         return [
-            Condition(text, code.count("\n", 0, at) + 1, names.spread(_inside(text)))
+            Condition(text, code.count("\n", 0, at) + 1, names.in_loop(text).spread(_inside(text)))
             for text, at in found
         ]
 
@@ -132,8 +139,14 @@ class _Names:
         self.known: dict[str, Spread] = {}
 
     def spread(self, expression: str) -> Spread:
-        """As far as the most spread name or call of `expression`."""
+        """As far as the most spread name or call of `expression`; a warp
+        collective's result is one value for its whole warp."""
         worst = Spread.UNIFORM
+        while collective := WARP_COLLECTIVE.search(expression):
+            close = _closing(expression, collective.end() - 1)
+            inside = self.spread(expression[collective.end() : close])
+            worst = max(worst, min(inside, Spread.PER_WARP))
+            expression = expression[: collective.start()] + expression[close + 1 :]
         for word in IDENTIFIER.finditer(expression):
             if word[0] in KEYWORDS:
                 continue
@@ -146,6 +159,23 @@ class _Names:
                 spread = Spread.PER_WARP
             worst = max(worst, spread)
         return worst
+
+    def in_loop(self, header: str) -> _Names:
+        """These names as a `for` header sees them: a variable it declares
+        is its own, spread by its initial value and its steps there, not by
+        whatever another loop's variable of that name holds (two grid-stride
+        loops over `token_idx`, one per thread and one per warp)."""
+        declared = FOR_DECLARES.match(header)
+        if declared is None:
+            return self
+        variable, initial = declared["name"], declared["value"]
+        step = header[header.rfind(";") + 1 :]
+        spread = self.spread(initial)
+        for value in re.finditer(rf"\b{variable}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)([^,)]*)", step):
+            spread = max(spread, self.spread(value[1]))
+        scoped = _Names(self.tree, self.body, self.depth)
+        scoped.known = {**self.known, variable: spread}
+        return scoped
 
     def name(self, name: str) -> Spread:
         if name in SPREAD_WORDS:

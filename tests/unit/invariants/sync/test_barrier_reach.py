@@ -312,3 +312,28 @@ def test_no_barrier_of_any_variant_is_skipped_within_its_group(ptx_cache):
                 assert skip is None or not splits(skip.origin.spread, group), (module.name, index)
                 per_warp += skip is not None
     assert per_warp > 0
+
+
+TWO_LOOPS = """\
+__global__ void k(int n) {
+  const int thread_idx = threadIdx.x;
+  const int warp_idx = thread_idx / 32;
+  for (int token_idx = thread_idx; token_idx < n; token_idx += 512) n -= 0;
+  for (int token_idx = blockIdx.x * 4 + warp_idx; token_idx < n; token_idx += 64) {
+    __syncwarp();
+  }
+  for (int i = warp_idx; i < n; i += thread_idx) __syncwarp();
+}
+"""
+
+
+def test_a_loop_variable_is_its_own_loops_not_another_of_that_name(tmp_path):
+    """Two grid-stride loops over `token_idx`, the first per thread, the
+    second per warp: the warp's loop parts no warp (a neutral commit of the
+    history, 0478c9b8, was flagged for it); a step per thread still does."""
+    (tmp_path / "k.cuh").write_text(TWO_LOOPS)
+    conditions = ThreadConditions(tmp_path)
+    [warp_loop] = conditions.around(tmp_path / "k.cuh", 6, 4)
+    [stepped] = conditions.around(tmp_path / "k.cuh", 8, 49)
+    assert (warp_loop.line, warp_loop.spread) == (5, Spread.PER_WARP)
+    assert (stepped.line, stepped.spread) == (8, Spread.PER_THREAD)
