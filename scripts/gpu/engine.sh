@@ -6,7 +6,7 @@
 # and the neutral one-site rename's `review --run`, timed.
 # Back: results/ (engine-cost, the seed sweep, the review), console.log, cost.tgz.
 source scripts/gpu/common.sh
-python3 scripts/gpu/run_cost.py --out /tmp/cost --results-dir "$OUT/results" --profile \
+python3 scripts/gpu/run_cost.py --out /tmp/cost --results-dir "$OUT/results" ${PROFILE:---profile} --runs-per-slot ${RUNS_PER_SLOT:-3} \
   --configs bf16-graph 4gpu-f2 fp8-eager \
   --process-slots ${PROCESS_SLOTS:-8} --worker-slots ${WORKER_SLOTS:-1 4 8 16} \
   --variant ${VARIANTS:-CUDA_MODULE_LOADING=LAZY} 2>&1 | tee -a "$LOG"
