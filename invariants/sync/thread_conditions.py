@@ -189,7 +189,7 @@ class _Names:
         worst = Spread.UNIFORM
         assigned = rf"(?<![\w.])(?<!->){name}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)([^;]*)"
         for value in re.finditer(assigned, self.body):
-            worst = max(worst, self.spread(value[1]))
+            worst = max(worst, self.spread(_until_unbalanced(value[1])))
         for bound in re.finditer(r"\bauto\s*&{0,2}\s*\[([^\]]*)\]\s*=\s*([^;]*)", self.body):
             names = [n.strip() for n in bound[1].split(",")]
             if name not in names:
@@ -286,6 +286,17 @@ def _closing(text: str, at: int) -> int:
         if depth == 0:
             return index
     return len(text)
+
+
+def _until_unbalanced(text: str) -> str:
+    """`text` up to the first `)` it did not open: an assignment in a `for`
+    header's step (`i += step) { ...`) ends there, not at the next `;`."""
+    depth = 0
+    for index, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        if depth < 0:
+            return text[:index]
+    return text
 
 
 def _split(text: str) -> list[str]:

@@ -337,3 +337,38 @@ def test_a_loop_variable_is_its_own_loops_not_another_of_that_name(tmp_path):
     [stepped] = conditions.around(tmp_path / "k.cuh", 8, 49)
     assert (warp_loop.line, warp_loop.spread) == (5, Spread.PER_WARP)
     assert (stepped.line, stepped.spread) == (8, Spread.PER_THREAD)
+
+
+MASK_LOOP = """\
+__global__ void k(const long* topk, int n) {
+  const int lane_idx = threadIdx.x % 32;
+  const long expert = topk[lane_idx];
+  const unsigned mask = __reduce_or_sync(0xffffffffu, expert >= 0 ? 1u << expert : 0u);
+  for (unsigned pending = mask; pending != 0; pending &= pending - 1) {
+    const int ffn = __ffs(pending) - 1;
+    __syncwarp();
+  }
+  for (int ffn = lane_idx; ffn < n; ffn += 32) n -= 0;
+  if (__ballot_sync(0xffffffffu, expert > 0) != 0) __syncwarp();
+  if (__shfl_sync(0xffffffffu, lane_idx, lane_idx) > 3) __syncwarp();
+}
+"""
+
+
+def test_a_warp_collectives_value_parts_no_warp(tmp_path):
+    """A loop over the bits of a warp's `__reduce_or_sync` (0478c9b8's
+    history, e0ac0218 and 13 more commits were flagged for it): the step's
+    `pending - 1` is read up to its header's `)`, not into the body's `ffn`,
+    which another loop gives per lane; a ballot is one value per warp, a
+    shuffle from a lane-chosen lane is not."""
+    (tmp_path / "k.cuh").write_text(MASK_LOOP)
+    conditions = ThreadConditions(tmp_path)
+    lines = MASK_LOOP.splitlines()
+
+    def spreads(number: int) -> list[Spread]:
+        column = lines[number - 1].index("__syncwarp")
+        return [c.spread for c in conditions.around(tmp_path / "k.cuh", number, column)]
+
+    assert spreads(7) == [Spread.PER_WARP]
+    assert spreads(10) == [Spread.PER_WARP]
+    assert spreads(11) == [Spread.PER_THREAD]
