@@ -3,7 +3,7 @@
 # ranks: what a run costs on both paths (scripts/gpu/run_cost.py, the
 # engine-cost document), the seed faults swept on the warm workers (compared
 # with the process-per-run sweep of the same digest when COMPARE names it),
-# and the neutral one-site rename's `review --run`, timed.
+# the neutral one-site rename's `review --run`, timed, and a change that breaks the driver.
 # Back: results/ (engine-cost, the seed sweep, the review), console.log, cost.tgz.
 source scripts/gpu/common.sh
 python3 scripts/gpu/run_cost.py --out /tmp/cost --results-dir "$OUT/results" ${PROFILE:---profile} --runs-per-slot ${RUNS_PER_SLOT:-3} \
@@ -23,3 +23,8 @@ if [ -n "${COMPARE:-}" ]; then
 fi
 LIMIT_S=${REVIEW_LIMIT_S:-240} SLOTS=${REVIEW_SLOTS:-16} EDIT='153,155s/pending/waiting/g' \
   FILE=afdep/csrc/impls/attention_combine.cuh bash scripts/gpu/review.sh neutral-rename -
+# A change that breaks the clean driver (the forced failure's corruption, committed):
+# how soon the review says so.
+LIMIT_S=${BREAK_LIMIT_S:-120} SLOTS=${REVIEW_SLOTS:-16} FILE=afdep/csrc/common/dispatch.cuh \
+  EDIT='s/^  copy_row<Shape::kPayloadVecs>(reinterpret_cast<int4\*>(row), src, lane_idx);$/&\n  if (token_idx == 3 \&\& lane_idx == 0) reinterpret_cast<int4*>(row)[0] = make_int4(1, 2, 3, 4);/' \
+  bash scripts/gpu/review.sh breaks-driver -
