@@ -126,6 +126,9 @@ def _release(lines: Lines, uses: list[Use], taken: list[int], claimed: set[int])
     notes = _notes([uses[i] for i in taken])
     if last.action == "store" and len(taken) == 1:
         notes += ("relaxed (volatile) — no release: no fence before the store",)
+    if not scope:  # a volatile store alone says no scope: the widest is proposed, and said
+        scope = "sys"
+        notes += ("scope not spelt (no fence, no release): sys proposed",)
     return _anchored(lines, SiteKind.RELEASE, last, start, end, group, Scope(scope), notes)
 
 
@@ -137,7 +140,7 @@ def _wait(lines: Lines, uses: list[Use], index: int, claimed: set[int]) -> Propo
     scope, notes = use.qualifier or "sys", _notes([use])
     if use.action == "load":
         fence = next((u for u in uses[index + 1 :] if u.line <= end and u.action == "fence"), None)
-        scope = fence.qualifier if fence else "sys"
+        scope = (fence.qualifier if fence else "") or "sys"
         if fence is None and not use.volatile:
             notes += ("relaxed — no acquire: no fence after the load",)
     group = Group.THREAD
