@@ -33,7 +33,8 @@ from faults.review.runs import RunReport, run_review
 from faults.review.static import check_contract
 from hostio import RankMode
 from invariants.sync.finding import Finding
-from invariants.sync.sites import parse_tree
+from invariants.sync.sites import PRIMITIVE, parse_tree
+from invariants.sync.spellings import primitive_pattern
 
 __all__ = [
     "Coverage",
@@ -135,7 +136,8 @@ def review(
         repo_root, tree, catalog_path, rank_mode, generated=generated, older_trees=older_trees
     )
     sources = tree / catalog.target.sources
-    sites, violations = parse_tree(sources, catalog.target.anchors)
+    primitives = primitive_pattern(catalog.target.contract, PRIMITIVE)  # the target's words
+    sites, violations = parse_tree(sources, catalog.target.anchors, primitives)
     kept = {site.name for site in sites}
     changed = changed_lines(repo_root, base, change, catalog.target.sources)
 
@@ -150,7 +152,9 @@ def review(
         # BASE is read with every anchor the catalog declares: the change's
         # catalog has left out those its own tree no longer holds.
         anchors = (own or catalog).target.anchors
-        base_sites, base_violations = parse_tree(base_tree / catalog.target.sources, anchors)
+        base_sites, base_violations = parse_tree(
+            base_tree / catalog.target.sources, anchors, primitives
+        )
         had = [v.from_root(base_tree) for v in base_violations]
         unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
         lost_ones = lost_entries(own, lost, base_sites, kept) if own is not None else []

@@ -169,7 +169,11 @@ def _exempt(path: Path, root: Path) -> bool:
     return bool(parts) and parts[0] in EXEMPT_DIRS
 
 
-def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[Finding]]:
+def parse_file(
+    path: Path, *, check_primitives: bool, primitives: re.Pattern[str] = PRIMITIVE
+) -> tuple[list[Site], list[Finding]]:
+    """The comment sites of one file and the rules it breaks; `primitives`:
+    what an ordering primitive outside every site is (the target's words)."""
     sites, violations = [], []
     open_site: tuple[str, dict[str, str], int] | None = None  # name, attributes, line
     for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
@@ -203,9 +207,9 @@ def parse_file(path: Path, *, check_primitives: bool) -> tuple[list[Site], list[
                 sites.append(_site(open_site, Path(path), number))
                 open_site = None
         elif check_primitives and open_site is None:
-            use = PRIMITIVE.search(_code(line))
+            use = primitives.search(_code(line))
             if use:
-                said = f"ordering primitive {use[1] or use[2]}( {OUTSIDE}"
+                said = f"ordering primitive {next(g for g in use.groups() if g)}( {OUTSIDE}"
                 violations.append(Finding(str(path), number, said))
     if open_site is not None:
         violations.append(Finding(str(path), open_site[2], f"site {open_site[0]} is never closed"))
@@ -318,13 +322,18 @@ def _overlap(one: Site, other: Site) -> bool:
     return one.path == other.path and bool(set(one.lines) & set(other.lines))
 
 
-def parse_tree(root: Path, anchors=()) -> tuple[list[Site], list[Finding]]:
+def parse_tree(
+    root: Path, anchors=(), primitives: re.Pattern[str] = PRIMITIVE
+) -> tuple[list[Site], list[Finding]]:
     """Every site under `root` (its comment sites, then the sites `anchors`
-    declare) and every rule it breaks, across files."""
+    declare) and every rule it breaks, across files; `primitives`: what the
+    rule calls an ordering primitive (invariants.sync.spellings.primitive_pattern:
+    CUDA's and the target's own spellings)."""
     root = Path(root)
     sites, violations = [], []
     for path in source_files(root):
-        found, problems = parse_file(path, check_primitives=not _exempt(path, root))
+        exempt = _exempt(path, root)
+        found, problems = parse_file(path, check_primitives=not exempt, primitives=primitives)
         sites += found
         violations += problems
     found, problems = anchored_sites(root, anchors, sites)

@@ -69,3 +69,21 @@ class ContractTarget(Protocol):
     contract: ContractSpellings | None
     env: dict[str, str]
     timeout_s: float
+
+
+def primitive_pattern(spellings: ContractSpellings | None, default: re.Pattern[str]) -> re.Pattern[str]:
+    """What the site rule calls an ordering primitive in a target's code:
+    CUDA's (`default`), and every release, acquire, fence, relaxed store and
+    load the target spells (its own flag helpers), so the rule speaks the
+    target's words, not afdep's alone."""
+    if spellings is None:
+        return default
+    spelt = [
+        pattern
+        for table in (spellings.release, spellings.acquire, spellings.fence)
+        for pattern in table.values()
+    ] + [p for p in (spellings.store, spellings.load) if p is not None]
+    if not spelt:
+        return default
+    names = "|".join(spelling(p) for p in spelt)
+    return re.compile(rf"{default.pattern}|\b({names})\s*\(")

@@ -12,7 +12,8 @@ from faults.catalog.project import ProjectError, project_catalogs
 from hostio import (
     UsageError,
 )
-from invariants.sync.sites import parse_tree
+from invariants.sync.sites import PRIMITIVE, parse_tree
+from invariants.sync.spellings import primitive_pattern
 
 
 # --------------------------------------------------------------------- commands
@@ -24,7 +25,10 @@ def sites_command(args: argparse.Namespace) -> int:
     if not source_files(Path(args.dir)):
         raise UsageError(f"sites: {args.dir}: no source file under it")
     try:
-        sites, violations = parse_tree(Path(args.dir), dir_anchors(args))
+        catalog = sources_catalog(args)
+        spellings = catalog.target.contract if catalog is not None else None
+        primitives = primitive_pattern(spellings, PRIMITIVE)  # the target's words too
+        sites, violations = parse_tree(Path(args.dir), dir_anchors(args), primitives)
     except UnicodeDecodeError as error:
         raise UsageError(f"sites: {args.dir}: not a text source ({error.reason})") from None
     if Path(args.dir).is_file() and Path(args.dir).suffix not in SOURCE_SUFFIXES:

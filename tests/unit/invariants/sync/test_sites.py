@@ -273,3 +273,34 @@ def test_guards_of_names_each_site_and_the_site_it_guards():
         "fx.consumer.flag_wait": "fx.producer.payload_store",
         "fx.consumer.check": None,
     }
+
+
+def test_the_outside_any_site_rule_speaks_the_targets_words(tmp_path):
+    """A target's own flag helpers (its [target.contract] spellings) outside
+    every site are findings; CUDA's words alone would not see them."""
+    import re as re_
+
+    from invariants.sync.sites import PRIMITIVE
+    from invariants.sync.spellings import ContractSpellings, call_pattern, primitive_pattern
+
+    (tmp_path / "k.cu").write_text(
+        "__global__ void k(int* f, int* d) {\n"
+        "  d[0] = 1;\n"
+        "  st_flag(f, 1);\n"
+        "  while (ld_flag(f) == 0) {}\n"
+        "  __syncthreads();\n"
+        "}\n"
+    )
+    spellings = ContractSpellings(
+        release={"sys": call_pattern("st_flag")},
+        acquire={"sys": call_pattern("ld_flag")},
+        barrier={"block": call_pattern("__syncthreads")},
+    )
+    assert parse_tree(tmp_path)[1] == []  # CUDA's words: nothing there
+    _, found = parse_tree(tmp_path, (), primitive_pattern(spellings, PRIMITIVE))
+    assert [(f.line, f.message) for f in found] == [
+        (3, "ordering primitive st_flag( outside any site"),
+        (4, "ordering primitive ld_flag( outside any site"),
+    ]  # a barrier outside a site is no primitive
+    assert primitive_pattern(None, PRIMITIVE) is PRIMITIVE
+    assert isinstance(primitive_pattern(spellings, PRIMITIVE), re_.Pattern)
