@@ -67,5 +67,6 @@ def gone_sites(
             if site is None:
                 gone.append(GoneSite(name, None, None, how))
             else:
-                gone.append(GoneSite(name, tree_relative(site.path, base_tree), site.start, how))
+                where = tree_relative(site.path, base_tree)
+                gone.append(GoneSite(name, where, site.lines.start, how))  # an anchor's first line
     return sorted(gone, key=lambda g: (g.file is None, g.file or "", g.line or 0, g.name))

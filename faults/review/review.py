@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, load_catalog
-from faults.catalog.refs import without_missing_sites
+from faults.catalog.refs import check_sites_exist, without_missing_sites
 from faults.generate.site_faults import with_generated
 from faults.pipeline.scratch import make_scratch
+from faults.review.carry import as_declared, carried
 from faults.review.contracts import contract_changes, held_to_base
 from faults.review.coverage import Coverage, coverage
 from faults.review.diff import ReviewError, changed_lines, check_refs, in_repo
@@ -67,6 +69,7 @@ def review_catalog(
     *,
     generated: bool,
     older_trees: bool,
+    base_tree: Path | None = None,
 ) -> tuple[Catalog, OlderTree | None, list[str], Catalog | None]:
     """The catalog that judges `tree`, what of it no longer applies, and the
     whole catalog that was cut. Its own catalog; when the change removed,
@@ -75,22 +78,34 @@ def review_catalog(
     from that is the user's error). With
     `older_trees`, a tree whose own catalog this review cannot take (one
     older than its present form) is judged by the given catalog, what it
-    names that the tree lacks left out, and said."""
+    names that the tree lacks left out, and said. With `base_tree`, an
+    anchored site whose text the change rewrote is carried through the diff
+    from where BASE's sources hold it (faults/review/carry.py)."""
 
     def prepared(catalog: Catalog) -> Catalog:
         catalog = catalog.in_rank_mode(rank_mode)
         return with_generated(catalog, tree) if generated else catalog
 
+    def loaded(path: Path) -> Catalog:
+        catalog = load_catalog(path)
+        if base_tree is None or not catalog.target.anchors:
+            return catalog
+        sources = catalog.target.sources
+        anchors = carried(catalog.target.anchors, base_tree / sources, tree / sources)
+        return replace(catalog, target=replace(catalog.target, anchors=anchors))
+
     own_path = change_catalog(repo_root, tree, catalog_path)
     try:
-        return prepared(load_catalog(own_path, tree_root=tree)), None, [], None
+        own = loaded(own_path)
+        check_sites_exist(own, tree / own.target.sources)
+        return prepared(own), None, [], None
     except CatalogError as refused:
         if older_trees:
-            given = load_catalog(catalog_path)
+            given = loaded(catalog_path)
             catalog, left_out = without_missing_sites(given, tree / given.target.sources)
             older = OlderTree(str(catalog_path), str(refused), left_out)
             return prepared(catalog), older, [], None
-        own = load_catalog(own_path)  # malformed otherwise: the user's error, raised
+        own = loaded(own_path)  # malformed otherwise: the user's error, raised
         kept, lost = without_missing_sites(own, tree / own.target.sources)
         if not lost:
             raise
@@ -132,26 +147,27 @@ def review(
     the catalog returned places the ranks of the runs --run makes)."""
     check_refs(repo_root, base, change)
     tree = make_scratch(repo_root, workdir / "change", ref=change) if change else Path(repo_root)
-    catalog, older, lost, own = review_catalog(
-        repo_root, tree, catalog_path, rank_mode, generated=generated, older_trees=older_trees
-    )
-    sources = tree / catalog.target.sources
-    primitives = primitive_pattern(catalog.target.contract, PRIMITIVE)  # the target's words
-    sites, violations = parse_tree(sources, catalog.target.anchors, primitives)
-    kept = {site.name for site in sites}
-    changed = changed_lines(repo_root, base, change, catalog.target.sources)
-
-    def lines_of(path: Path) -> set[int]:
-        return changed.get(str(path.relative_to(sources)), set())
-
-    def changed_in(file: str) -> set[int]:  # a finding's file, from the tree's root
-        return lines_of(tree / file)
-
     with tempfile.TemporaryDirectory(prefix="review-base-") as scratch:  # read, then gone
         base_tree = make_scratch(repo_root, Path(scratch) / "base", ref=base)
-        # BASE is read with every anchor the catalog declares: the change's
-        # catalog has left out those its own tree no longer holds.
-        anchors = (own or catalog).target.anchors
+        catalog, older, lost, own = review_catalog(
+            repo_root, tree, catalog_path, rank_mode,
+            generated=generated, older_trees=older_trees, base_tree=base_tree,
+        )  # fmt: skip
+        sources = tree / catalog.target.sources
+        primitives = primitive_pattern(catalog.target.contract, PRIMITIVE)  # the target's words
+        sites, violations = parse_tree(sources, catalog.target.anchors, primitives)
+        kept = {site.name for site in sites}
+        changed = changed_lines(repo_root, base, change, catalog.target.sources)
+
+        def lines_of(path: Path) -> set[int]:
+            return changed.get(str(path.relative_to(sources)), set())
+
+        def changed_in(file: str) -> set[int]:  # a finding's file, from the tree's root
+            return lines_of(tree / file)
+
+        # BASE is read with every anchor the catalog declares (as declared, not
+        # carried): the change's catalog has left out those its own tree no longer holds.
+        anchors = as_declared((own or catalog).target.anchors)
         base_sites, base_violations = parse_tree(
             base_tree / catalog.target.sources, anchors, primitives
         )

@@ -147,6 +147,9 @@ class Anchor:
     begin: str | None = None
     end: str | None = None
     at: str | None = None
+    # The (first, last) lines of a region carried through a change's diff
+    # (faults/review/carry.py): its text rewritten, where its site lies now.
+    lines: tuple[int, int] | None = None
 
 
 def source_files(root: Path) -> list[Path]:
@@ -305,7 +308,10 @@ def anchored_sites(
                 raise ValueError(f"file {anchor.file} does not exist in {root}")
             where = Path(anchor.file).as_posix()
             keys = {key: getattr(anchor, key) for key in ("begin", "end", "at")}
-            first, last = anchored_lines(path.read_text(), where, **keys)
+            if anchor.lines is not None:
+                first, last = anchor.lines
+            else:
+                first, last = anchored_lines(path.read_text(), where, **keys)
             site = _site((anchor.name, dict(anchor.attrs), first - 1), path, last + 1)
             site = replace(site, anchored=True)
             other = next((s for s in [*declared, *sites] if _overlap(s, site)), None)

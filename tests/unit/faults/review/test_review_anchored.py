@@ -14,7 +14,6 @@ from faults.catalog.refs import DroppedAnchor
 from faults.judge.verdict import Verdict
 from faults.review.model import GoneSite, LostEntry, ReviewVerdict, SiteLoss
 from faults.review.runs import CleanFailure
-from invariants.sync.finding import Finding
 from tests.unit.faults.gitrepo import git
 from tests.unit.faults.review.test_review import reviewed
 
@@ -51,11 +50,23 @@ def test_a_change_inside_an_anchored_site_touches_it(repo):
     assert (result.lost, result.unsited) == ([], [])
 
 
-def test_an_anchor_the_change_breaks_is_a_finding_of_the_change(repo):
-    """The change rewrites the release so its anchor is no longer found: the
-    primitive is outside every site, and the site's catalog entries (its
-    anchor, fault H1) no longer apply: CHANGES NEEDED, not exit 2."""
+def test_an_anchor_whose_text_the_change_rewrites_is_carried_not_gone(repo):
+    """The change rewrites the very text the release's anchor names: its
+    region is carried through the diff (faults/review/carry.py), so the site
+    is still there, touched and judged at its line, never "gone" (issue 49:
+    flashinfer's real bug read as two sites gone)."""
     edit(repo, "channel.flag.store(round_idx + 1,", "channel.flag.exchange(round_idx + 1,")
+    status, result = review(repo)
+    assert (result.lost, result.gone, result.unsited) == ([], [], [])
+    assert [(c.site.name, c.site.anchored, list(c.site.lines)) for c in result.touched] == [
+        ("fx.producer.flag_release", True, [34]),
+    ]
+
+
+def test_an_anchored_site_whose_every_line_the_change_deletes_is_gone(repo):
+    """Nothing to carry: the site is gone, named at its first line in BASE
+    (its own line, no longer the one above it), and its entries no longer apply."""
+    edit(repo, "  channel.flag.store(round_idx + 1, std::memory_order_release);\n", "")
     status, result = review(repo)
     assert (status, result.verdict) == (1, ReviewVerdict.CHANGES_NEEDED)
     anchor = DroppedAnchor(
@@ -67,17 +78,10 @@ def test_an_anchor_the_change_breaks_is_a_finding_of_the_change(repo):
         LostEntry(anchor, ("fx.producer.flag_release",)),
         LostEntry("H1", ("fx.producer.flag_release",)),
     ]
-    assert str(result.lost[0]) == (
-        "`target.site[1] (fx.producer.flag_release): at found 0 times in main.cpp`"
-        " (names `fx.producer.flag_release`)"
-    )
-    # BASE holds the site by its anchor: named where it stood there.
     assert result.gone == [
-        GoneSite("fx.producer.flag_release", f"{SRC}/main.cpp", 33, SiteLoss.GONE)
+        GoneSite("fx.producer.flag_release", f"{SRC}/main.cpp", 34, SiteLoss.GONE)
     ]
-    assert result.unsited == [
-        Finding(f"{SRC}/main.cpp", 34, "ordering primitive exchange( outside any site")
-    ]
+    assert result.unsited == []
 
 
 def test_base_runs_with_the_anchors_it_holds_when_the_change_adds_one(repo):
