@@ -19,7 +19,9 @@ from invariants.sync.statements import anchored_lines
 def carry_lines(old: str, new: str, first: int, last: int) -> tuple[int, int] | None:
     """Where lines `first`..`last` (1-based) of `old` lie in `new`: from the
     first to the last line of `new` that keeps, replaces or is inserted among
-    them; None when the change deleted them all and put nothing there."""
+    them (a block rewritten line for line maps line to line, so two sites on
+    adjacent lines rewritten together stay two); None when the change
+    deleted them all and put nothing there."""
     before, after = old.splitlines(), new.splitlines()
     mapped: list[int] = []
     start, stop = first - 1, last  # the region, 0-based, half open
@@ -31,7 +33,9 @@ def carry_lines(old: str, new: str, first: int, last: int) -> tuple[int, int] | 
         elif lo < hi:
             if tag == "equal":
                 mapped += range(j1 + lo - i1, j1 + hi - i1)
-            elif tag == "replace":
+            elif tag == "replace" and i2 - i1 == j2 - j1:  # rewritten line for line
+                mapped += range(j1 + lo - i1, j1 + hi - i1)
+            elif tag == "replace":  # rewritten into another count of lines: all of them
                 mapped += range(j1, j2)
     if not mapped:
         return None

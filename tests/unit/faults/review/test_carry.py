@@ -40,3 +40,12 @@ def test_an_anchor_is_carried_only_where_its_text_is_gone(tmp_path):
     assert [a.lines for a in kept] == [(3, 3), None, None]
     assert as_declared(kept) == (found, other, gone)
     assert carried((found,), base, Path(tmp_path / "absent")) == (found,)
+
+
+def test_adjacent_lines_rewritten_together_stay_apart():
+    """flashinfer's end barrier: the release and the wait on adjacent lines,
+    both weakened to volatile accesses in one hunk."""
+    old = "a\nst_flag(f, v);\nwhile (ld_flag(f) == v) {\n}\n"
+    new = "a\n*(volatile int*)f = v;\nwhile (*(volatile int*)f == v) {\n}\n"
+    assert carry_lines(old, new, 2, 2) == (2, 2)
+    assert carry_lines(old, new, 3, 4) == (3, 4)
