@@ -34,14 +34,15 @@ class Lines:
         object.__setattr__(self, "_after", after)
 
     def raw(self, number: int) -> str:
-        return self._raw[number]
+        """Line `number` as written ("" past either end: unbalanced sources walk there)."""
+        return self._raw[number] if 0 < number < len(self._raw) else ""
 
     def code(self, number: int) -> str:
-        return self._code[number].strip()
+        return self._code[number].strip() if 0 < number < len(self._code) else ""
 
     def depth(self, number: int) -> int:
         """The brace depth at the start of line `number`."""
-        return self._before[number]
+        return self._before[number] if 0 <= number < len(self._before) else 0
 
     @property
     def count(self) -> int:
