@@ -22,10 +22,24 @@ def write_bytes(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        # mkstemp makes it 0600; a report is for others to read too (0644 less the umask).
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:  # nothing half-written stays behind
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """This process's umask, read from /proc (setting it to read it would
+    race with the threads writing files); 0o022 where /proc does not say."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
 
 
 def write_text(path: Path, text: str) -> None:
