@@ -301,14 +301,21 @@ def _changes(changes: dict | None) -> list[str]:
 
 
 def junit(document: dict) -> str:
-    """One testcase per (fault, config, repeat); a missed expectation is a failure."""
+    """One testcase per (fault, config, repeat); a missed expectation is a
+    failure. A sweep that could run nothing: one per tree it built (its
+    state the case's, a tree not built as it should a failure)."""
     results = document["controls"] + document["results"]
+    built = [] if results else document.get("built") or []
     suite = ET.Element(
         "testsuite",
         name=f"faults:{document['catalog']}",
-        tests=str(len(results)),
-        failures=str(sum(not r["ok"] for r in results)),
+        tests=str(len(results) + len(built)),
+        failures=str(sum(not r["ok"] for r in results) + sum(not b["ok"] for b in built)),
     )
+    for tree in built:
+        case = ET.SubElement(suite, "testcase", classname=tree["fault"], name="built")
+        if not tree["ok"]:
+            ET.SubElement(case, "failure", message=tree["state"]).text = tree.get("reason", "")
     for r in results:
         case = ET.SubElement(
             suite,
