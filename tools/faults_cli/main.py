@@ -129,6 +129,8 @@ def check_paths(args: argparse.Namespace) -> None:
     outputs = {name: getattr(args, name, None) for name in ("report", "sarif")}
     for name, output in outputs.items():
         if output is not None:
+            if not output.parent.exists():  # a typo'd path is refused, never made
+                raise UsageError(f"--{name} {output}: its folder {output.parent} does not exist")
             writable_dir(output.parent, f"--{name}'s folder")
             if output.is_dir():
                 raise UsageError(f"--{name} {output}: a directory, not a file")

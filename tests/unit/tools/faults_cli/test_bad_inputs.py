@@ -99,6 +99,16 @@ ROWS = {
         fixture("run", "S1", "--report", "/dev/null/r.json"),
         "--report's folder /dev/null: not a directory",
     ),
+    "run --report into a folder that is not there": (
+        fixture("run", "S1", "--report", "/tmp/no-such-folder-faults/x/r.json"),
+        "--report /tmp/no-such-folder-faults/x/r.json: its folder "
+        "/tmp/no-such-folder-faults/x does not exist",
+    ),
+    "review --sarif into a folder that is not there": (
+        fixture("review", "HEAD", "--sarif", "/tmp/no-such-folder-faults/r.sarif"),
+        "--sarif /tmp/no-such-folder-faults/r.sarif: its folder /tmp/no-such-folder-faults "
+        "does not exist",
+    ),
     "--results-dir a file": (
         fixture("sweep", "--results-dir", "/dev/null"),
         "--results-dir /dev/null: not a directory",
