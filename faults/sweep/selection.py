@@ -67,7 +67,7 @@ def outside_sources(path: Path, root: Path, catalog: Catalog, argument: str) -> 
     if where == sources or sources in where.parents:
         raise SweepError(
             f"{argument} {path}: inside the target's sources ({catalog.target.sources}); "
-            "the sweep's files would change the tree it judges"
+            "the command's files would change the tree it judges"
         )
 
 

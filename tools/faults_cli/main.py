@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 from faults.catalog.errors import FaultsError
+from faults.catalog.errors import read_toml
 from faults.catalog.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from hostio import OneLineParser, RankMode, UsageError, entry_point, writable_dir
 from tools.faults_cli import (
@@ -118,12 +119,18 @@ def project_root(start: Path) -> Path:
     return start
 
 
-def check_paths(args: argparse.Namespace) -> None:
-    """The paths the user named are what they must be, before any work."""
+def check_inputs(args: argparse.Namespace) -> None:
+    """The tree and catalog the user named are there, before any work."""
     if args.root is not None and not args.root.is_dir():
         raise UsageError(f"--root {args.root}: not a directory")
     if args.catalog is not None and not args.catalog.is_file():
         raise UsageError(f"--catalog {args.catalog}: not a file")
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """The paths the user named are what they must be, before any work
+    (outputs outside the sources: refuse_outputs_in_sources, first)."""
+    check_inputs(args)
     if args.workdir is not None:
         writable_dir(args.workdir, "--workdir")
     outputs = {name: getattr(args, name, None) for name in ("report", "sarif")}
@@ -138,14 +145,44 @@ def check_paths(args: argparse.Namespace) -> None:
         raise UsageError(f"--report and --sarif name one file: {outputs['sarif']}")
 
 
+# Every path a command may write, by its argument's name.
+OUTPUTS = ("workdir", "report", "sarif", "results_dir", "out", "history")
+
+
+def refuse_outputs_in_sources(args: argparse.Namespace) -> None:
+    """No command writes inside its target's sources (the engine's digest
+    guard would find them changed, after the work): an output named there is
+    refused in one line, before any work."""
+    if args.catalog is None or not Path(args.catalog).is_file():
+        return
+    try:
+        sources = read_toml(Path(args.catalog), lambda error: error)["target"]["sources"]
+    except Exception:  # a catalog that does not say: its own load says why, later
+        return
+    inside = (args.root / sources).resolve()
+    for name in OUTPUTS:
+        value = getattr(args, name, None)
+        if not isinstance(value, Path):
+            continue
+        path = value.resolve()
+        if path == inside or inside in path.parents:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(
+                f"{flag} {value}: inside the target's sources ({sources}); "
+                "the command's files would change the tree it judges"
+            )
+
+
 @entry_point
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        check_paths(args)
+        check_inputs(args)
         args.root = (args.root or project_root(Path.cwd().resolve())).resolve()
         if args.catalog is None and getattr(args, "needs_catalog", True):
             args.catalog = default_catalog(args.root)
+        refuse_outputs_in_sources(args)  # before any folder is made
+        check_paths(args)
         return args.handler(args)
     except (FaultsError, UsageError) as error:  # bad input: one line, exit 2
         print(f"{program()}: error: {error}", file=sys.stderr)

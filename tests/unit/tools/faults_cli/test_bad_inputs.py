@@ -99,6 +99,14 @@ ROWS = {
         fixture("run", "S1", "--report", "/dev/null/r.json"),
         "--report's folder /dev/null: not a directory",
     ),
+    "--workdir inside the sources": (
+        ["--workdir", str(FIXTURE / "w"), *fixture("run", "D1")],
+        f"--workdir {FIXTURE / 'w'}: inside the target's sources (tests/fixtures/flag_payload)",
+    ),
+    "review --sarif inside the sources": (
+        fixture("review", "HEAD", "--sarif", str(FIXTURE / "r.sarif")),
+        f"--sarif {FIXTURE / 'r.sarif'}: inside the target's sources",
+    ),
     "run --report into a folder that is not there": (
         fixture("run", "S1", "--report", "/tmp/no-such-folder-faults/x/r.json"),
         "--report /tmp/no-such-folder-faults/x/r.json: its folder "
@@ -134,17 +142,17 @@ ROWS = {
     "--results-dir in the target's sources": (
         ["sweep", "--results-dir", "afdep/csrc"],
         f"{PROG}: error: --results-dir afdep/csrc: inside the target's sources (afdep/csrc); "
-        "the sweep's files would change the tree it judges",
+        "the command's files would change the tree it judges",
     ),
     "--results-dir under the target's sources": (
         fixture("sweep", "--results-dir", "tests/fixtures/flag_payload/out"),
         f"{PROG}: error: --results-dir tests/fixtures/flag_payload/out: inside the target's "
-        "sources (tests/fixtures/flag_payload); the sweep's files would change the tree it judges",
+        "sources (tests/fixtures/flag_payload); the command's files would change the tree it judges",
     ),
     "--history in the target's sources": (
         fixture("sweep", "--history", "tests/fixtures/flag_payload/h.sqlite"),
         f"{PROG}: error: --history tests/fixtures/flag_payload/h.sqlite: inside the target's "
-        "sources (tests/fixtures/flag_payload); the sweep's files would change the tree it judges",
+        "sources (tests/fixtures/flag_payload); the command's files would change the tree it judges",
     ),
     "sites --check of a file that is not a source": (
         ["sites", "--check", "README.md"],
