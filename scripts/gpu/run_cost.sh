@@ -1,10 +1,12 @@
 #!/bin/bash
-# What one fault-engine run costs on this machine, alone and N at a time
-# (scripts/gpu/run_cost.py), to tell which bound holds the review's runs a
-# second: process start, the driver's steps, CPU or GPU. ~4 min.
-# Back: run-cost.json, run-cost.txt, cost.tgz (logs, cProfile, importtime), console.log.
+# What the fault engine's runs cost on this machine on both paths, a process
+# per run and the warm workers (scripts/gpu/run_cost.py; its options pass
+# through: --profile, --worker-slots, --variant ...). ~2-4 min.
+# Back: results/engine-cost-<machine>-logical.{json,md}, run-cost.json, cost.tgz
+# (profiles, worker logs), console.log.
 source scripts/gpu/common.sh
-python3 scripts/gpu/run_cost.py --out /tmp/cost "$@" 2>&1 | tee -a "$LOG"
-cp /tmp/cost/run-cost.json /tmp/cost/run-cost.txt "$OUT/" 2>/dev/null
-tar czf "$OUT/cost.tgz" -C /tmp cost/profiles cost/logs 2>/dev/null
+python3 scripts/gpu/run_cost.py --out /tmp/cost --results-dir "$OUT/results" "$@" 2>&1 \
+  | tee -a "$LOG"
+cp /tmp/cost/run-cost.json "$OUT/" 2>/dev/null
+tar czf "$OUT/cost.tgz" -C /tmp cost/profiles cost/workers 2>/dev/null
 exit 0
