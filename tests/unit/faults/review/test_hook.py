@@ -98,7 +98,7 @@ BAD = {
     ),
     "SARIF in a folder that cannot be made": (
         ["HEAD", "--sarif", "{tmp}/file/out/r.sarif"],
-        "--sarif's folder {tmp}/file/out: cannot create it (Not a directory)",
+        "--sarif {tmp}/file/out/r.sarif: its folder {tmp}/file/out does not exist",
     ),
     "SARIF a folder": (["HEAD", "--sarif", "{tmp}"], "--sarif {tmp}: a directory, not a file"),
     "SARIF over the report": (

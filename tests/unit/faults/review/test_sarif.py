@@ -130,7 +130,8 @@ def test_the_review_writes_a_contract_violation_at_its_line(tmp_path, monkeypatc
     install_contract(monkeypatch)
     repo = fixture_repo(tmp_path)
     edit(repo, "std::memory_order_release);", "std::memory_order_relaxed);")
-    sarif = tmp_path / "out/review.sarif"  # its folder is made, as --report's
+    sarif = tmp_path / "out/review.sarif"
+    sarif.parent.mkdir()  # a file's folder must be there: a typo'd one is refused, not made
     status, result = reviewed(["HEAD", "--root", str(repo), "--sarif", str(sarif)])
     assert status == 1 and result.verdict is ReviewVerdict.CHANGES_NEEDED
     assert results(sarif) == [
