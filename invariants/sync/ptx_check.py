@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -61,6 +62,31 @@ def sources_digest(sources: Path, command: tuple[str, ...], inputs: tuple[Path, 
     return digest.hexdigest()[:32]
 
 
+# A compiler's error line: `path(line): error: message` (NVRTC, nvcc) or
+# `path:line:col: error: message` (gcc, clang).
+COMPILER_ERROR = re.compile(
+    r"(?P<file>[^\s:()]+)(?:\((?P<line>\d+)\)|:(?P<gline>\d+)(?::\d+)?):\s*(?:fatal )?error:?\s*"
+    r"(?P<message>.*)"
+)
+
+
+def compiler_error(lines: list[str], tree_root: Path) -> str | None:
+    """The first error a compiler said in a log's `lines`, as `file:line:
+    message` with the file from `tree_root` (a scratch tree's path is gone
+    once its review ends); None when no line says one."""
+    for line in lines:
+        found = COMPILER_ERROR.search(line)
+        if found is None:
+            continue
+        file = found["file"]
+        try:
+            file = Path(file).resolve().relative_to(Path(tree_root).resolve()).as_posix()
+        except ValueError:
+            pass
+        return f"{file}:{found['line'] or found['gline']}: {found['message'].strip()}"
+    return None
+
+
 def ptx_folder(
     tree_root: Path, sources: Path, target: ContractTarget, cache: Path | None = None
 ) -> tuple[Path, bool]:
@@ -92,7 +118,8 @@ def ptx_folder(
         what = "timed out" if outcome.outer_timeout else f"exit {outcome.exit_code}"
         if outcome.exit_code == 0:
             what = "wrote no index.json"
-        raise PtxError(f"the ptx command failed ({what}): {(lines or ['-'])[-1]} (log: {log})")
+        said = compiler_error(lines, Path(tree_root)) or (lines or ["-"])[-1]
+        raise PtxError(f"the ptx command failed ({what}): {said} (log: {log})")
     log.unlink(missing_ok=True)
     try:
         out.rename(folder)

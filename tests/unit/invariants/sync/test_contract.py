@@ -537,3 +537,22 @@ def test_sources_no_catalog_names_get_the_site_rules_only(tmp_path, capsys):
     fixture = REPO / "tests/fixtures/flag_payload"  # its catalog has no [target.contract]
     assert main(["sites", "--check", str(fixture)]) == 0
     assert capsys.readouterr().out.splitlines() == [f"4 sites in {fixture}: ok"]
+
+
+def test_a_ptx_build_that_fails_is_said_by_the_compilers_first_error(tmp_path):
+    """Not the log's last line (a kernel that compiled fine): the file from
+    the tree's root, its line, the compiler's message (NVRTC's and gcc's forms)."""
+    from invariants.sync.ptx_check import compiler_error
+
+    log = [
+        "ptx        0.00s   43167 B  ffn_stream_expand<kHidden=7168>",
+        f"{tmp_path}/afdep/csrc/impls/ffn_expand.cuh(30): error: expected an expression",
+        '1 error detected in the compilation of "ffn_expand.cu".',
+        "ptx        0.00s   51234 B  attention_combine<kHidden=2048>",
+    ]
+    assert compiler_error(log, tmp_path) == (
+        "afdep/csrc/impls/ffn_expand.cuh:30: expected an expression"
+    )
+    gcc = ["/elsewhere/k.cu:12:5: error: 'x' was not declared in this scope"]
+    assert compiler_error(gcc, tmp_path) == "/elsewhere/k.cu:12: 'x' was not declared in this scope"
+    assert compiler_error(["all fine", "ptx 0.1s"], tmp_path) is None
