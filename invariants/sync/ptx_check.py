@@ -112,6 +112,9 @@ def ptx_folder(
     except OSError as error:
         shutil.rmtree(out, ignore_errors=True)
         raise PtxError(f"the ptx command could not start {command[0]!r}: {error}") from None
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): no half-written folder stays
+        shutil.rmtree(out, ignore_errors=True)
+        raise
     if outcome.exit_code != 0 or not (out / "index.json").is_file():
         shutil.rmtree(out, ignore_errors=True)
         lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
