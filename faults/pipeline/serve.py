@@ -177,17 +177,17 @@ class WorkerPool:
             ready = worker.read_line(time.monotonic() + self.start_timeout_s)
         except EOFError:
             process.wait()
-            self._drop(worker)
+            self._drop(worker, replaced=False)
             said = log.read_text(errors="replace").strip().splitlines()[-1:] or ["its log is empty"]
             raise WorkerError(
                 f"worker {' '.join(command)} ended before it was ready "
                 f"(exit {process.returncode}): {said[0]}"
             ) from None
         except BaseException:
-            self._drop(worker)
+            self._drop(worker, replaced=False)
             raise
         if not ready or ready.get("ready") is not True:
-            self._drop(worker)
+            self._drop(worker, replaced=False)
             raise WorkerError(f"worker {' '.join(command)} not ready after "
                               f"{self.start_timeout_s:g} s: {ready!r}")  # fmt: skip
         log.rename(self._log(worker))
@@ -200,14 +200,15 @@ class WorkerPool:
         worker.import_s = float(ready.get("import_s", 0.0))
         return worker
 
-    def _drop(self, worker: Worker) -> None:
+    def _drop(self, worker: Worker, replaced: bool = True) -> None:
+        """End `worker` with its tree; `replaced`: a run ended it (the next gets a new one)."""
         end_worker(worker.process)
         with self._lock:
             if worker in self._idle:
                 self._idle.remove(worker)
             if worker in self._all:
                 self._all.remove(worker)
-            self.replaced += 1
+            self.replaced += replaced
 
     def close(self) -> None:
         """End every worker (none outlives its engine's work)."""

@@ -556,3 +556,25 @@ def test_a_ptx_build_that_fails_is_said_by_the_compilers_first_error(tmp_path):
     gcc = ["/elsewhere/k.cu:12:5: error: 'x' was not declared in this scope"]
     assert compiler_error(gcc, tmp_path) == "/elsewhere/k.cu:12: 'x' was not declared in this scope"
     assert compiler_error(["all fine", "ptx 0.1s"], tmp_path) is None
+
+
+def test_an_interrupted_ptx_compile_leaves_no_half_written_folder(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import invariants.sync.ptx_check as ptx_check
+    from invariants.sync.spellings import ContractSpellings
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ptx_check, "run_logged", interrupted)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "k.cu").write_text("__global__ void k() {}\n")
+    target = SimpleNamespace(
+        name="t", sources="src", anchors=(), env={}, timeout_s=5.0,
+        contract=ContractSpellings(ptx=("{python}", "-c", "pass", "{out}")),
+    )  # fmt: skip
+    cache = tmp_path / "cache"
+    with pytest.raises(KeyboardInterrupt):
+        ptx_check.ptx_folder(tmp_path, tmp_path / "src", target, cache)
+    assert [p.name for p in cache.iterdir() if p.is_dir()] == []
