@@ -1,9 +1,11 @@
 """Host-side helpers the kernel package's tools and the fault engine share,
 stdlib only, with no dependency on either (docs/architecture.md, "Layout"):
 child processes that die with their parent (children.py, through the guard
-in guard.py), the warm worker that forks a run per job (serve.py), atomic writes (files.py), the machine's GPUs, where ranks go on them and the results
-files' names (machine.py), a release file pinned in a package registry
-(pins.py) and one-line usage errors (usage.py). Every name is imported from here."""
+in guard.py), the warm worker that forks a run per job (serve.py, run as a
+script), atomic writes (files.py), the machine's GPUs, where ranks go on them
+and the results files' names (machine.py), a release file pinned in a package
+registry (pins.py) and one-line usage errors (usage.py). Every name is
+imported from here."""
 
 from hostio.children import (
     CLI_STOP_SIGNALS,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hostio import ProcessOutcome, end_worker, start_worker, stopping_children
 
-# How often a wait for a worker's line looks at the stop event.
+# The longest one wait on a worker's pipe blocks before the deadline is looked at again.
 POLL_S = 0.05
 
 

@@ -35,7 +35,7 @@ from faults.review.runs import RunReport, run_review
 from faults.review.static import check_contract
 from hostio import RankMode
 from invariants.sync.finding import Finding
-from invariants.sync.sites import PRIMITIVE, parse_tree
+from invariants.sync.sites import parse_tree
 from invariants.sync.spellings import primitive_pattern
 
 __all__ = [
@@ -154,7 +154,7 @@ def review(
             generated=generated, older_trees=older_trees, base_tree=base_tree,
         )  # fmt: skip
         sources = tree / catalog.target.sources
-        primitives = primitive_pattern(catalog.target.contract, PRIMITIVE)  # the target's words
+        primitives = primitive_pattern(catalog.target.contract)  # the target's words
         sites, violations = parse_tree(sources, catalog.target.anchors, primitives)
         kept = {site.name for site in sites}
         changed = changed_lines(repo_root, base, change, catalog.target.sources)

@@ -59,18 +59,6 @@ def check_history(path: Path) -> None:
         raise SweepError(f"--history {path}: not a sweep history ({error})") from None
 
 
-def outside_sources(path: Path, root: Path, catalog: Catalog, argument: str) -> None:
-    """SweepError when `path` lies in the target's sources: what the sweep
-    writes there would change the tree it judges."""
-    sources = (root / catalog.target.sources).resolve()
-    where = Path(path).resolve()
-    if where == sources or sources in where.parents:
-        raise SweepError(
-            f"{argument} {path}: inside the target's sources ({catalog.target.sources}); "
-            "the command's files would change the tree it judges"
-        )
-
-
 def covered_by_catalog(catalog: Catalog) -> set[str]:
     """Sites some hand-written fault patches."""
     return {

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, Config
+from faults.catalog.refs import outside_sources
 from faults.judge.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
 from faults.judge.verdict import FaultSummary, summarize_fault
 from faults.pipeline.engine import Engine, RunResult, TreeContract
@@ -31,7 +32,6 @@ from faults.sweep.selection import (
     SweepError,
     check_history,
     covered_by_catalog,
-    outside_sources,
     select_configs,
     select_faults,
 )
@@ -115,9 +115,9 @@ class Sweep:
             too_big = []
         default = Path("docs/results") if runnable and catalog.target.gpus else CPU_RESULTS
         results_dir = options.results_dir or root / default
-        outside_sources(results_dir, root, catalog, "--results-dir")
+        outside_sources(results_dir, root, catalog.target.sources, "--results-dir")
         history = options.history or results_dir / "sweep-history.sqlite"
-        outside_sources(history, root, catalog, "--history")
+        outside_sources(history, root, catalog.target.sources, "--history")
         writable_dir(results_dir, "--results-dir")
         writable_dir(history.parent, "--history")
         check_history(history)

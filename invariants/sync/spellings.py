@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from invariants.sync.sites import PRIMITIVE
+
 
 @dataclass(frozen=True)
 class ContractSpellings:
@@ -71,19 +73,19 @@ class ContractTarget(Protocol):
     timeout_s: float
 
 
-def primitive_pattern(spellings: ContractSpellings | None, default: re.Pattern[str]) -> re.Pattern[str]:
+def primitive_pattern(spellings: ContractSpellings | None) -> re.Pattern[str]:
     """What the site rule calls an ordering primitive in a target's code:
-    CUDA's (`default`), and every release, acquire, fence, relaxed store and
-    load the target spells (its own flag helpers), so the rule speaks the
-    target's words, not afdep's alone."""
+    CUDA's (invariants.sync.sites.PRIMITIVE), and every release, acquire,
+    fence, relaxed store and load the target spells (its own flag helpers),
+    so the rule speaks the target's words, not afdep's alone."""
     if spellings is None:
-        return default
+        return PRIMITIVE
     spelt = [
         pattern
         for table in (spellings.release, spellings.acquire, spellings.fence)
         for pattern in table.values()
     ] + [p for p in (spellings.store, spellings.load) if p is not None]
     if not spelt:
-        return default
+        return PRIMITIVE
     names = "|".join(spelling(p) for p in spelt)
-    return re.compile(rf"{default.pattern}|\b({names})\s*\(")
+    return re.compile(rf"{PRIMITIVE.pattern}|\b({names})\s*\(")

@@ -31,9 +31,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from faults.catalog.errors import FaultsError
-from faults.catalog.errors import read_toml
+from faults.catalog.errors import FaultsError, read_toml
 from faults.catalog.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
+from faults.catalog.refs import outside_sources
 from hostio import OneLineParser, RankMode, UsageError, entry_point, writable_dir
 from tools.faults_cli import (
     amplify,
@@ -152,25 +152,17 @@ OUTPUTS = ("workdir", "report", "sarif", "results_dir", "out", "history")
 def refuse_outputs_in_sources(args: argparse.Namespace) -> None:
     """No command writes inside its target's sources (the engine's digest
     guard would find them changed, after the work): an output named there is
-    refused in one line, before any work."""
+    refused in one line before any folder is made (faults.catalog.refs.outside_sources)."""
     if args.catalog is None or not Path(args.catalog).is_file():
         return
     try:
         sources = read_toml(Path(args.catalog), lambda error: error)["target"]["sources"]
     except Exception:  # a catalog that does not say: its own load says why, later
         return
-    inside = (args.root / sources).resolve()
     for name in OUTPUTS:
         value = getattr(args, name, None)
-        if not isinstance(value, Path):
-            continue
-        path = value.resolve()
-        if path == inside or inside in path.parents:
-            flag = "--" + name.replace("_", "-")
-            raise UsageError(
-                f"{flag} {value}: inside the target's sources ({sources}); "
-                "the command's files would change the tree it judges"
-            )
+        if isinstance(value, Path):
+            outside_sources(value, args.root, sources, "--" + name.replace("_", "-"))
 
 
 @entry_point

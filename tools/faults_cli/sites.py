@@ -12,7 +12,7 @@ from faults.catalog.project import ProjectError, project_catalogs
 from hostio import (
     UsageError,
 )
-from invariants.sync.sites import PRIMITIVE, parse_tree
+from invariants.sync.sites import parse_tree
 from invariants.sync.spellings import primitive_pattern
 
 
@@ -24,11 +24,11 @@ def sites_command(args: argparse.Namespace) -> int:
         raise UsageError(f"sites: {args.dir}: no such file or directory")
     if not source_files(Path(args.dir)):
         raise UsageError(f"sites: {args.dir}: no source file under it")
+    catalog = sources_catalog(args)  # loaded once: the anchors, the words, the contract
+    spellings = catalog.target.contract if catalog is not None else None
     try:
-        catalog = sources_catalog(args)
-        spellings = catalog.target.contract if catalog is not None else None
-        primitives = primitive_pattern(spellings, PRIMITIVE)  # the target's words too
-        sites, violations = parse_tree(Path(args.dir), dir_anchors(args), primitives)
+        primitives = primitive_pattern(spellings)  # the target's words too
+        sites, violations = parse_tree(Path(args.dir), dir_anchors(args, catalog), primitives)
     except UnicodeDecodeError as error:
         raise UsageError(f"sites: {args.dir}: not a text source ({error.reason})") from None
     if Path(args.dir).is_file() and Path(args.dir).suffix not in SOURCE_SUFFIXES:
@@ -51,20 +51,19 @@ def sites_command(args: argparse.Namespace) -> int:
         print(violation, file=sys.stderr)
     if not args.check:
         return 1 if violations else 0
-    broken = len(violations) + contract_check(args)
+    broken = len(violations) + contract_check(args, catalog)
     state = "ok" if not broken else f"{broken} violation(s)"
     print(f"{len(sites)} sites in {args.dir}: {state}")
     return 1 if broken else 0
 
 
-def contract_check(args: argparse.Namespace) -> int:
+def contract_check(args: argparse.Namespace, catalog: Catalog | None) -> int:
     """The publish contract of the sources under DIR (docs/synchronization.md, "The
     publish contract"), when their catalog has [target.contract]: on the source,
     and on the PTX unless --no-ptx. Its violations are printed and counted."""
     from invariants.sync.contract import check_contracts
     from invariants.sync.ptx_read import PtxError
 
-    catalog = sources_catalog(args)
     if catalog is None or catalog.target.contract is None or not Path(args.dir).is_dir():
         return 0
     cache = args.workdir / "ptx" if args.workdir is not None else None
@@ -85,9 +84,8 @@ def contract_check(args: argparse.Namespace) -> int:
     return len(report.violations)
 
 
-def dir_anchors(args: argparse.Namespace) -> tuple:
-    """The sites DIR's catalog declares by anchors, when DIR is its sources."""
-    catalog = sources_catalog(args)
+def dir_anchors(args: argparse.Namespace, catalog: Catalog | None) -> tuple:
+    """The sites DIR's `catalog` declares by anchors, when DIR is its sources."""
     if catalog is None:
         return ()
     sources = (args.root / catalog.target.sources).resolve()

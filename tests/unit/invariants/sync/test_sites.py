@@ -297,10 +297,10 @@ def test_the_outside_any_site_rule_speaks_the_targets_words(tmp_path):
         barrier={"block": call_pattern("__syncthreads")},
     )
     assert parse_tree(tmp_path)[1] == []  # CUDA's words: nothing there
-    _, found = parse_tree(tmp_path, (), primitive_pattern(spellings, PRIMITIVE))
+    _, found = parse_tree(tmp_path, (), primitive_pattern(spellings))
     assert [(f.line, f.message) for f in found] == [
         (3, "ordering primitive st_flag( outside any site"),
         (4, "ordering primitive ld_flag( outside any site"),
     ]  # a barrier outside a site is no primitive
-    assert primitive_pattern(None, PRIMITIVE) is PRIMITIVE
-    assert isinstance(primitive_pattern(spellings, PRIMITIVE), re_.Pattern)
+    assert primitive_pattern(None) is PRIMITIVE
+    assert isinstance(primitive_pattern(spellings), re_.Pattern)
