@@ -41,6 +41,8 @@ FOR_DECLARES = re.compile(
     r"for\s*\(\s*(?:const\s+)?(?:[A-Za-z_][\w:<>]*\s+)+(?P<name>[A-Za-z_]\w*)\s*=\s*"
     r"(?P<value>[^;,]*);"
 )
+# What follows a name it is assigned to: `=` or a compound `op=`, never `==`.
+ASSIGNS = r"\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
 IDENTIFIER = re.compile(r"(?<![\w.])(?<!->)[A-Za-z_]\w*")
 PER_WARP = re.compile(r"(?:\.[xyz])?\s*(?:/\s*(?:32|warpSize)\b|>>\s*5\b)")
 CALLS = re.compile(r"\s*(?:<[^;()]*>)?\s*\(")
@@ -171,8 +173,8 @@ class _Names:
         variable, initial = declared["name"], declared["value"]
         step = header[header.rfind(";") + 1 :]
         spread = self.spread(initial)
-        for value in re.finditer(rf"\b{variable}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)([^,)]*)", step):
-            spread = max(spread, self.spread(value[1]))
+        for value in re.finditer(rf"\b{variable}{ASSIGNS}([^,]*)", step):
+            spread = max(spread, self.spread(_until_unbalanced(value[1])))
         scoped = _Names(self.tree, self.body, self.depth)
         scoped.known = {**self.known, variable: spread}
         return scoped
@@ -187,7 +189,7 @@ class _Names:
 
     def _assigned(self, name: str) -> Spread:
         worst = Spread.UNIFORM
-        assigned = rf"(?<![\w.])(?<!->){name}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)([^;]*)"
+        assigned = rf"(?<![\w.])(?<!->){name}{ASSIGNS}([^;]*)"
         for value in re.finditer(assigned, self.body):
             worst = max(worst, self.spread(_until_unbalanced(value[1])))
         for bound in re.finditer(r"\bauto\s*&{0,2}\s*\[([^\]]*)\]\s*=\s*([^;]*)", self.body):
