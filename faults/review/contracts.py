@@ -13,19 +13,18 @@ from pathlib import Path
 
 from faults.review.static import check_contract
 from invariants.sync.finding import Finding
-from invariants.sync.sites import Site
+from invariants.sync.sites import Site, parse_tree
 
 CONTRACT_FIELDS = ("kind", "producers", "consumers", "scope", "guards")
 
 
 def attributes(site: Site) -> tuple[tuple[str, str], ...]:
     """The site's declared contract, field by field ("" where it declares none)."""
-    return tuple((f, str(getattr(getattr(site, f), "value", getattr(site, f)) or "")) for f in
-                 CONTRACT_FIELDS)  # fmt: skip
-
-
-def spelled(attrs: tuple[tuple[str, str], ...]) -> str:
-    return " ".join(f"{k}={v}" for k, v in attrs if v) or "no attributes"
+    said = []
+    for name in CONTRACT_FIELDS:
+        value = getattr(site, name)
+        said.append((name, str(getattr(value, "value", value) or "")))  # an enum's word
+    return tuple(said)
 
 
 @dataclass(frozen=True)
@@ -90,8 +89,6 @@ def held_to_base(
     each said as under BASE's contract. None when no contract changed."""
     if not changes or target.contract is None:
         return []
-    from invariants.sync.sites import parse_tree
-
     names = {change.site for change in changes}
     with tempfile.TemporaryDirectory(prefix="review-held-") as scratch:
         copy = Path(scratch) / "sources"
