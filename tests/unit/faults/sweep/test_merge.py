@@ -9,15 +9,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.unit.faults.sweep.test_rejudge import FIXTURE, REPO, edit, swept
+import pytest
+
+from tests.unit.faults.sweep.test_rejudge import FIXTURE, REPO, edit
 from tests.unit.faults.sweep.test_replay import scheduled_catalog
 from tools.faults_cli.main import main
 
 COMMON = ["--catalog", str(FIXTURE), "--root", str(REPO), "--no-generated"]
 
 
-def shard(tmp_path: Path, name: str, only: str, catalog: Path = FIXTURE, *words: str) -> Path:
-    return swept(tmp_path, catalog, "--only", only, *words, out=name)
+@pytest.fixture
+def shard(tmp_path, swept):
+    """shard(name, only, catalog=FIXTURE, *words): a sweep's report under tmp_path/name."""
+
+    def report(name: str, only: str, catalog: Path = FIXTURE, *words: str) -> Path:
+        return swept(tmp_path, catalog, "--only", only, *words, out=name)
+
+    return report
 
 
 def merge(tmp_path: Path, *reports: Path, out: Path | None = None) -> int:
@@ -29,9 +37,9 @@ def judged(document: dict) -> list[tuple]:
     return [(f["fault"], f["verdict"], f["ok"], f["runs"]) for f in document["faults"]]
 
 
-def test_two_shards_make_the_report_one_sweep_of_both_makes(tmp_path, capsys):
-    first, second = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S2")
-    whole = json.loads(shard(tmp_path, "whole", "S1|S2").read_text())
+def test_two_shards_make_the_report_one_sweep_of_both_makes(tmp_path, capsys, shard):
+    first, second = shard("a", "S1"), shard("b", "S2")
+    whole = json.loads(shard("whole", "S1|S2").read_text())
     capsys.readouterr()
     assert merge(tmp_path, first, second) == 0
     stem = tmp_path / "merged" / first.stem
@@ -59,10 +67,10 @@ def test_two_shards_make_the_report_one_sweep_of_both_makes(tmp_path, capsys):
     assert "- **in no shard**: 2 faults of the catalog (D1, N1)" in markdown
 
 
-def test_what_a_shard_left_and_no_shard_ran_is_said_not_run(tmp_path, capsys):
-    first = shard(tmp_path, "a", "S1")
+def test_what_a_shard_left_and_no_shard_ran_is_said_not_run(tmp_path, capsys, shard):
+    first = shard("a", "S1")
     edit(first, lambda document: document.update(unrun=["S2", "N1"], budget_s=60.0))
-    second = shard(tmp_path, "b", "S2")
+    second = shard("b", "S2")
     capsys.readouterr()
     assert merge(tmp_path, first, second) == 1  # N1 is owed
     document = json.loads((tmp_path / "merged" / first.name).read_text())
@@ -79,8 +87,8 @@ def refused(tmp_path, capsys, *reports: Path, out: Path | None = None) -> str:
     return capsys.readouterr().err.removeprefix("python -m faults: error: merge: ")
 
 
-def test_a_run_in_two_shards_is_refused_naming_both_unless_the_rerun_wins(tmp_path, capsys):
-    first, again = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S1")
+def test_a_run_in_two_shards_is_refused_naming_both_unless_the_rerun_wins(tmp_path, capsys, shard):
+    first, again = shard("a", "S1"), shard("b", "S1")
     assert refused(tmp_path, capsys, first, again) == (
         f"{again}: S1 under default (repeat 0) is in {first} too: its verdict would be "
         "ambiguous (--rerun-wins keeps the later shard's)\n"
@@ -101,8 +109,8 @@ def test_a_run_in_two_shards_is_refused_naming_both_unless_the_rerun_wins(tmp_pa
     )
 
 
-def test_shards_of_another_tree_or_catalog_are_refused(tmp_path, capsys):
-    first, second = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S2")
+def test_shards_of_another_tree_or_catalog_are_refused(tmp_path, capsys, shard):
+    first, second = shard("a", "S1"), shard("b", "S2")
     edit(second, lambda document: document.update(native_source_sha256="f" * 64))
     assert refused(tmp_path, capsys, first, second).startswith(
         f"{second}: its native_source_sha256 is 'fff"
@@ -123,15 +131,15 @@ def test_shards_of_another_tree_or_catalog_are_refused(tmp_path, capsys):
     assert json.loads((tmp_path / "merged" / first.name).read_text())["catalog_sha256"] == ours
 
 
-def test_a_seeded_shard_a_broken_harness_and_an_overwrite_are_refused(tmp_path, capsys):
+def test_a_seeded_shard_a_broken_harness_and_an_overwrite_are_refused(tmp_path, capsys, shard):
     catalog = scheduled_catalog(tmp_path)
-    seeded = shard(tmp_path, "s", "SU", catalog, "--seeds", "2", "--seed-base", "5")
-    first = shard(tmp_path, "a", "S1")
+    seeded = shard("s", "SU", catalog, "--seeds", "2", "--seed-base", "5")
+    first = shard("a", "S1")
     edit(seeded, lambda d: d.update(catalog_sha256=json.loads(first.read_text())["catalog_sha256"]))
     assert refused(tmp_path, capsys, first, seeded).endswith(
         "a shard over seeds (sweep --seeds): merge takes none\n"
     )
-    second = shard(tmp_path, "b", "S2")
+    second = shard("b", "S2")
     edit(second, lambda document: document.update(harness_ok=False))
     assert refused(tmp_path, capsys, first, second) == (
         f"{second}: its harness was broken or it ran nothing: no fault judged\n"
@@ -142,8 +150,8 @@ def test_a_seeded_shard_a_broken_harness_and_an_overwrite_are_refused(tmp_path, 
     )
 
 
-def test_an_older_shard_merges_without_what_it_lacks_but_not_without_its_runs(tmp_path, capsys):
-    first, second = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S2")
+def test_an_older_shard_merges_without_what_it_lacks_but_not_without_its_runs(tmp_path, capsys, shard):
+    first, second = shard("a", "S1"), shard("b", "S2")
     for gone in ("logical_ranks", "sites", "built", "stage_seconds", "gpus_needed"):
         edit(first, lambda document, gone=gone: document.pop(gone))
     capsys.readouterr()
@@ -154,7 +162,7 @@ def test_an_older_shard_merges_without_what_it_lacks_but_not_without_its_runs(tm
     )
 
 
-def test_a_fault_the_catalog_lacks_is_refused_naming_it(tmp_path, capsys):
-    first, second = shard(tmp_path, "a", "S1"), shard(tmp_path, "b", "S2")
+def test_a_fault_the_catalog_lacks_is_refused_naming_it(tmp_path, capsys, shard):
+    first, second = shard("a", "S1"), shard("b", "S2")
     edit(second, lambda document: document["faults"][0].update(fault="S9"))
     assert refused(tmp_path, capsys, first, second) == f"{second}: fault S9 is not in {FIXTURE}\n"

@@ -16,15 +16,6 @@ REPO = Path(__file__).parents[4]
 FIXTURE = REPO / "tests/fixtures/flag_payload/catalog.toml"
 
 
-def swept(tmp_path: Path, catalog: Path, *words: str, out: str = "out") -> Path:
-    """The report of a sweep of `catalog` on the fixture, written under `out`."""
-    common = ["--catalog", str(catalog), "--root", str(REPO), "--no-generated"]
-    sweep = [*common, "--workdir", str(tmp_path / f"sweep-{out}"), "sweep", *words]
-    assert main([*sweep, "--results-dir", str(tmp_path / out)]) == 0
-    [report] = (tmp_path / out).glob("sweep-*.json")
-    return report
-
-
 def rejudged(catalog: Path, tmp_path: Path, report: Path) -> int:
     common = ["--catalog", str(catalog), "--root", str(REPO), "--no-generated"]
     return main([*common, "--workdir", str(tmp_path / "again"), "rejudge", str(report)])
@@ -36,7 +27,7 @@ def edit(report: Path, change) -> None:
     report.write_text(json.dumps(document))
 
 
-def test_a_verdict_judged_by_older_rules_is_judged_again(tmp_path, capsys):
+def test_a_verdict_judged_by_older_rules_is_judged_again(tmp_path, capsys, swept):
     report = swept(tmp_path, FIXTURE, "--only", "S1")
 
     def as_an_older_rule_said(document: dict) -> None:
@@ -68,7 +59,7 @@ def test_a_verdict_judged_by_older_rules_is_judged_again(tmp_path, capsys):
     assert [len(again["changes"]) for again in passes] == [1, 0]  # the first pass still said
 
 
-def test_seeded_runs_and_their_kill_rates_are_judged_again(tmp_path, capsys):
+def test_seeded_runs_and_their_kill_rates_are_judged_again(tmp_path, capsys, swept):
     catalog = scheduled_catalog(tmp_path)
     report = swept(tmp_path, catalog, "--only", "SU", "--seeds", "2", "--seed-base", "5")
 
@@ -86,7 +77,7 @@ def test_seeded_runs_and_their_kill_rates_are_judged_again(tmp_path, capsys):
     assert [(f["fault"], f["verdict"]) for f in document["faults"]] == [("SU", "KILLED")]
 
 
-def test_a_tree_that_is_not_the_one_that_ran_is_refused(tmp_path, capsys):
+def test_a_tree_that_is_not_the_one_that_ran_is_refused(tmp_path, capsys, swept):
     report = swept(tmp_path, FIXTURE, "--only", "S1")
     edit(report, lambda document: document["results"][0].update(tree_digest="0" * 64))
     before = report.read_text(), report.with_suffix(".md").read_text()
@@ -115,7 +106,7 @@ def test_a_report_with_nothing_judged_or_no_report_is_one_line(tmp_path, capsys)
     )
 
 
-def test_a_changed_tree_is_dropped_with_drop_changed_and_run_again_in_a_shard(tmp_path, capsys):
+def test_a_changed_tree_is_dropped_with_drop_changed_and_run_again_in_a_shard(tmp_path, capsys, swept):
     """A shard whose fault changed since it ran: --drop-changed keeps the
     others' verdicts and drops that fault, which a new shard runs; the two
     merge into the report one sweep of both gives."""
