@@ -3,8 +3,10 @@
 # ranks, most needed first: what a run costs on both paths (scripts/gpu/run_cost.py,
 # the engine-cost document), the neutral one-site rename's `review --run`, timed,
 # a change that breaks the driver, reviewed and timed, then the seed faults swept
-# on both paths and their verdicts compared. Every step ends by TOTAL_S (default
-# 570) so the results always come back.
+# on the process-per-run path, then (NIGHTLY=1) the whole nightly sweep on the
+# warm workers in what time is left, and the seed faults' verdicts on the two
+# paths compared. Every step ends by TOTAL_S (default 570) so the results
+# always come back.
 # Back: results.tgz (engine-cost, the reviews, the seed sweeps, the compare),
 # console.log, cost.tgz, logs.tgz.
 source scripts/gpu/common.sh
@@ -17,7 +19,7 @@ timeout "$(within ${COST_LIMIT_S:-200})" python3 scripts/gpu/run_cost.py --out /
   --results-dir "$OUT/results" ${PROFILE:-} \
   --runs-per-slot ${RUNS_PER_SLOT:-3} --configs bf16-graph 4gpu-f2 fp8-eager \
   --process-slots ${PROCESS_SLOTS:-8} --worker-slots ${WORKER_SLOTS:-1 4 8 16} \
-  --variant ${VARIANTS:-CUDA_MODULE_LOADING=LAZY} 2>&1 | tee -a "$LOG"
+  $([ "${VARIANTS:-}" = none ] || echo --variant ${VARIANTS:-CUDA_MODULE_LOADING=LAZY}) 2>&1 | tee -a "$LOG"
 tar czf "$OUT/cost.tgz" -C /tmp cost/profiles cost/workers 2>/dev/null
 LIMIT_S=$(within ${REVIEW_LIMIT_S:-240}) SLOTS=${REVIEW_SLOTS:-16} EDIT='153,155s/pending/waiting/g' \
   FILE=afdep/csrc/impls/attention_combine.cuh bash scripts/gpu/review.sh neutral-rename -
@@ -34,10 +36,20 @@ seed() {  # seed NAME [FLAG]: the seed faults swept into results/seed-NAME
     --results-dir "$OUT/results/seed-$1" >> "$LOG" 2>&1
   echo "seed sweep $1 rc=$? wall=$((SECONDS - start))s" | tee -a "$LOG"
 }
-seed workers
 seed processes --process-per-run
+if [ "${NIGHTLY:-0}" = 1 ]; then  # every fault, every config and its twin, on the workers
+  start=$SECONDS left=$((deadline - SECONDS))
+  timeout "$left" python3 -m faults --rank-mode logical --workdir /tmp/nightly sweep \
+    --slots "${SLOTS:-10}" --budget-s $((left - 45)) --results-dir "$OUT/results/nightly" \
+    >> "$LOG" 2>&1
+  echo "nightly sweep on workers rc=$? wall=$((SECONDS - start))s" | tee -a "$LOG"
+  workers=("$OUT"/results/nightly/sweep-*.json)
+else
+  seed workers
+  workers=("$OUT"/results/seed-workers/sweep-*.json)
+fi
 python3 -m faults compare --left "$OUT"/results/seed-processes/sweep-*.json \
-  --right "$OUT"/results/seed-workers/sweep-*.json --out "$OUT/results/compare-seed.md" >> "$LOG" 2>&1
+  --right "${workers[@]}" --out "$OUT/results/compare-seed.md" >> "$LOG" 2>&1
 echo "compare rc=$?" | tee -a "$LOG"
-pack_logs /tmp/seed-workers /tmp/seed-processes
+pack_logs /tmp/seed-processes /tmp/seed-workers /tmp/nightly
 tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$OUT/results"
