@@ -17,9 +17,6 @@ from faults.pytest_plugin import worker_gpu_env, worker_index, xdist_worker_id
 from faults.report.document import catalog_sha256
 from hostio import gpu_count, gpu_group
 
-# The plugin's header counts GPUs (hostio.gpu_count imports torch), and torch's
-# extension cannot be loaded twice in one process: pytester's in-process runs
-# unload what they imported, so torch is loaded here first, and stays.
 GPUS_HERE = gpu_count()
 
 pytest_plugins = ["pytester"]
