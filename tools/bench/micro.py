@@ -248,9 +248,9 @@ def start(args: argparse.Namespace, notes: Callable[[CardBounds], list[str]]) ->
     import torch
 
     from afdep.ranks import rank_mode_label
-    from hostio import RankMode, machine_name
+    from hostio import RankMode, gpu_count, machine_name
 
-    if torch.cuda.device_count() < 1:
+    if gpu_count() < 1:
         raise UsageError("needs a GPU, found 0")
     device_name = torch.cuda.get_device_name()
     bounds = card_bounds(device_name)

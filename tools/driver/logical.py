@@ -25,7 +25,7 @@ from afdep.logical import LogicalRanks, logical_ranks
 from afdep.ranks import MAX_LOGICAL_RANKS, RankFailures, rank_mode_label
 from afdep.residency import ResidencyError
 from afdep.vocab import MISMATCH, digest_line, result_line
-from hostio import RankMode, UsageError, at_least
+from hostio import RankMode, UsageError, at_least, gpu_count
 from invariants.data.reference import dispatch_reference
 from tools.driver.logical_steps import LogicalStepper
 from tools.driver.parts import (
@@ -217,7 +217,7 @@ def main_logical(args: argparse.Namespace) -> int:
     """The driver's logical mode (args resolved: `args.ranks` logical ranks)."""
     for name, value in CONNECTIONS.items():
         os.environ.setdefault(name, value)  # read when CUDA starts, below
-    if torch.cuda.device_count() < 1:
+    if gpu_count() < 1:
         print("afdep drive: error: --mode logical: needs a GPU, found 0", file=sys.stderr)
         return 2
     tags = RankTags()

@@ -63,10 +63,10 @@ def test_a_tree_without_kernels_is_refused_naming_it(tmp_path):
     assert str(caught.value) == f"--tree {tmp_path}: holds no kernel sources (no impls/ folder)"
 
 
-def test_without_a_gpu_main_says_so_in_one_line(monkeypatch, capsys, tmp_path):
+def test_without_a_gpu_main_says_so_in_one_line(monkeypatch, gpus_seen, capsys, tmp_path):
     for name in ("CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MODULE_LOADING"):
         monkeypatch.setenv(name, "kept")  # restored after the test
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    gpus_seen(0)
     assert dispatch.main(["--results-dir", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"{PROG}: error: needs a GPU, found 0\n"
 

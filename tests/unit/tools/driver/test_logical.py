@@ -365,7 +365,7 @@ def no_gpu_needed(monkeypatch):
     import tools.driver.logical as logical
 
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(logical, "gpu_count", lambda: 1)
     monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32")  # restored after the test
 
     def exit_now(code):
@@ -422,9 +422,7 @@ def test_a_geometry_that_cannot_be_resident_ends_the_run_in_one_line(
 
 
 def test_logical_mode_without_a_gpu_is_one_line(no_gpu_needed, monkeypatch, capsys):
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(no_gpu_needed, "gpu_count", lambda: 0)
     args = parse_args([])
     resolve_rank_mode(args, PLAIN)
     assert no_gpu_needed.main_logical(args) == 2

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+import hostio
+import tools.validate.validation
 from afdep.vocab import RouteKind
 from tools.validate.matrix import ROUTE_DEADLINE_S, Expect, Group
 from tools.validate.validation import Run, judge, main, matrix_2gpu, results_document
@@ -91,10 +93,9 @@ def test_matrix_covers_the_acceptance():
 
 
 def test_cpu_machine_compiles_checks_reference_and_lists_gpu_runs(monkeypatch, tmp_path, capsys):
-    import torch
-
     monkeypatch.setenv("AFDEP_JIT_CACHE", str(tmp_path / "jit"))
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(tools.validate.validation, "gpu_count", lambda: 0)
+    monkeypatch.setattr(hostio.machine, "gpu_count", lambda: 0)
     assert main(["--only", "^invalid-eager"]) == 0
     out = capsys.readouterr().out
     assert "reference 2A:2F E=16 bf16: ok" in out
@@ -149,7 +150,6 @@ def two_gpus(monkeypatch, tmp_path):
     code for its run (0 unless named). Temporary folders go under tmp/."""
     import tempfile
 
-    import tools.validate.validation
     from afdep.jit import source_digest
     from afdep.vocab import digest_line, result_line
     from hostio import ProcessOutcome
