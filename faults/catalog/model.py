@@ -371,6 +371,13 @@ class Catalog:
         points, how = self.matrix.points()
         return replace(self, configs=tuple(Config(**config_fields(p)) for p in points)), how
 
+    def unpinned(self) -> Catalog:
+        """This catalog with no fault pinned to configs by name: a matrix
+        sweep's configs are its [matrix]'s points, and each fault runs where
+        its sites fire (faults/sweep/sweep.py)."""
+        faults = {name: replace(fault, configs=()) for name, fault in self.faults.items()}
+        return replace(self, faults=faults)
+
     def process_per_run(self) -> Catalog:
         """This catalog with its runs made a process each, its warm workers unused."""
         return replace(self, target=replace(self.target, serve=()))

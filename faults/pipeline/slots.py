@@ -50,6 +50,7 @@ def sweep(
     on_results: Callable[[list[RunResult]], None],
     slots: int = 1,
     deadline: float | None = None,
+    placing: Callable[[list[RunResult]], dict[str, list[Config]]] | None = None,
 ) -> tuple[list[RunResult], list[RunResult]]:
     """Controls first (on the first engine), under each config some selected
     fault runs under (every selected config when none runs): a config no fault
@@ -63,8 +64,10 @@ def sweep(
     Trees build while the shared faults run, each run waiting for its own;
     the faults that run alone start once every build has ended. Past
     `deadline` (time.monotonic()) no fault or build starts; those running
-    end. Returns (controls, results), results in fault order; `on_results` sees
-    each batch as it lands."""
+    end. `placing`: each fault's configs read from the right controls (a
+    matrix sweep's: where its sites fired), a fault it gives none not run;
+    None: the catalog's configs for it. Returns (controls, results), results
+    in fault order; `on_results` sees each batch as it lands."""
     if slots < 1:
         raise ValueError(f"slots: at least 1 run per GPU group, got {slots}")
     catalog = engines[0].catalog
@@ -73,9 +76,14 @@ def sweep(
     on_results(controls)
     if not all(r.ok for r in controls):
         return controls, []
+    if placing is None:
+        placed = {f: catalog.configs_for(f, config_names) for f in fault_ids}
+    else:
+        placed = placing(controls)
+        fault_ids = [f for f in fault_ids if placed.get(f)]
 
     def evaluate(engine: Engine, job: Job) -> list[RunResult]:
-        return engine.evaluate(job.fault, catalog.configs_for(job.fault, config_names), repeats)
+        return engine.evaluate(job.fault, placed[job.fault], repeats)
 
     phased = phases(engines, catalog, [Job(f) for f in fault_ids], slots)
     results = run_faults(phased, evaluate, on_results, deadline)

@@ -121,6 +121,9 @@ class SweepReport:
     only: list[str] = field(default_factory=list)  # --only's patterns: a partial sweep
     budget_s: float | None = None
     unrun: list[str] = field(default_factory=list)  # the faults the budget left
+    matrix: str = ""  # a matrix sweep's: how the [matrix]'s points were chosen, in words
+    firing: dict[str, str] = field(default_factory=dict)  # a matrix sweep's: site -> where it fires
+    unplaced: list[str] = field(default_factory=list)  # matrix: sites fire together nowhere
     schedules: dict | None = None  # with --seeds: each seed's run, the kill rates
     built: list[dict] = field(default_factory=list)  # without the GPUs: each fault's tree
     configs_not_run: dict[str, str] = field(default_factory=dict)
@@ -134,14 +137,16 @@ class SweepReport:
 
     @property
     def ok(self) -> bool:
-        """The harness right (or not run), no fault left unrun, and every fault
+        """The harness right (or not run), no fault left unrun (nor, in a matrix
+        sweep, placed under no config), and every fault
         (every run, for `run`, which summarizes none) met its expectation; a
         sweep with no GPU for its runs: every tree built as it should (what
         its exit status says too)."""
         if self.runnable is False:
             return bool(self.built) and all(b["ok"] for b in self.built)
         judged = self.faults or self.results
-        return self.harness_ok is not False and not self.unrun and all(r.ok for r in judged)
+        left_out = self.unrun or self.unplaced
+        return self.harness_ok is not False and not left_out and all(r.ok for r in judged)
 
     def seconds(self) -> dict[str, float]:
         if self.stage_seconds is not None:

@@ -95,6 +95,7 @@ def _header(document: dict) -> list[str]:
         *_shards(document.get("shards")),
         *_superseded(document.get("superseded")),
         *_unrun(document),
+        *_matrix(document),
         *_not_selected(document.get("not_selected")),
         *_rejudged(document.get("rejudged")),
         "",
@@ -127,6 +128,20 @@ def _superseded(runs: list[dict] | None) -> list[str]:
         return []
     said = "; ".join(f"{r['run']} (kept from `{r['kept']}`)" for r in runs)
     return [f"- {len(runs)} runs re-run in a later shard, the later kept: {said}"]
+
+
+def _matrix(document: dict) -> list[str]:
+    """A matrix sweep: how its configs were chosen, where each patched site
+    fired, and the faults whose sites fire together nowhere."""
+    if not document.get("matrix"):
+        return []
+    lines = [f"- configs: the catalog's [matrix], {document['matrix']}"]
+    lines += [f"  - `{site}`: {where}" for site, where in document.get("firing", {}).items()]
+    unplaced = document.get("unplaced") or []
+    if unplaced:
+        said = ", ".join(unplaced)
+        lines.append(f"- **not run**, sites fire together under no config: {len(unplaced)} ({said})")
+    return lines
 
 
 def _unrun(document: dict) -> list[str]:

@@ -27,6 +27,7 @@ from faults.pipeline.run import overridden_env
 from faults.pipeline.scratch import UserTreeGuard
 from faults.pipeline.slots import sweep
 from faults.report.document import SweepReport, catalog_sha256, summary_line, write_report
+from faults.review.matrix import Firing, firing, probes
 from faults.sweep.history import History
 from faults.sweep.selection import (
     SweepError,
@@ -63,6 +64,9 @@ class SweepOptions:
     # Past this many seconds from the start no fault starts (None: no limit);
     # the report lists the faults not run, so a next shard can take them.
     budget_s: float | None = None
+    # The catalog's [matrix] points for its configs, each fault run under every
+    # point where all its sites fire (probed in the clean controls).
+    matrix: bool = False
 
 
 @dataclass
@@ -86,6 +90,9 @@ class Sweep:
     user_digest: str = ""
     wall_s: float = 0.0
     unrun: list[str] = field(default_factory=list)  # the faults the budget left out
+    matrix: str = ""  # with --matrix: how its points were chosen, in words
+    firing: dict[str, Firing] = field(default_factory=dict)  # with --matrix: site -> where
+    unplaced: list[str] = field(default_factory=list)  # with --matrix: sites fire together nowhere
 
     # ------------------------------------------------------------------ plan
     @classmethod
@@ -93,6 +100,12 @@ class Sweep:
         cls, catalog: Catalog, root: Path, workdir: Path, options: SweepOptions, gpus: int
     ) -> Sweep:
         """Everything the sweep will do, or a SweepError naming the argument at fault."""
+        chosen = ""
+        if options.matrix:
+            catalog, chosen = catalog.on_matrix()
+            if not chosen:
+                raise SweepError(f"--matrix: the catalog {catalog.path} has no [matrix]")
+            catalog = catalog.unpinned()
         if options.exposure:
             catalog = catalog.with_exposure()
         fault_ids = select_faults(catalog, options.only)
@@ -138,6 +151,7 @@ class Sweep:
                 s.name
                 for s in parse_tree(root / catalog.target.sources, catalog.target.anchors)[0]
             ],
+            matrix=chosen,
         )
 
     # ------------------------------------------------------------------- run
@@ -200,6 +214,7 @@ class Sweep:
                 advance()
 
         engines = self.engines()
+        placing = self.place_where_fired if self.matrix else None
         try:
             self.controls, self.results = sweep(
                 engines,
@@ -209,6 +224,7 @@ class Sweep:
                 on_results,
                 slots=self.options.slots,
                 deadline=deadline,
+                placing=placing,
             )
         finally:
             for engine in engines:
@@ -219,19 +235,44 @@ class Sweep:
         if deadline is None:  # without a budget every fault ran: nothing is left over
             return
         ran = {r.fault for r in self.results}
-        self.unrun = [f for f in self.fault_ids if f not in ran]
+        self.unrun = [f for f in self.fault_ids if f not in ran and f not in self.unplaced]
         if self.unrun:
             say(
                 f"the {self.options.budget_s:g} s budget is spent: {len(self.unrun)} faults "
                 f"not run; the next shard: --only '{'|'.join(map(re.escape, self.unrun))}'"
             )
 
+    def patched_sites(self) -> list[str]:
+        """Every site a chosen fault patches, in fault order."""
+        patches = [p for f in self.fault_ids for p in self.catalog.all_patches(f)]
+        return list(dict.fromkeys(p.site for p in patches if p.site))
+
+    def place_where_fired(self, controls: list[RunResult]) -> dict[str, list[Config]]:
+        """A matrix sweep's faults, each under the configs whose clean control
+        fired every site it patches (its probes' markers): elsewhere the fault
+        cannot open its window, and its run would prove nothing."""
+        self.firing = firing(self.patched_sites(), controls)
+        names = [c.name for c in self.configs]
+        placed = {}
+        for fault_id in self.fault_ids:
+            sites = {p.site for p in self.catalog.all_patches(fault_id) if p.site}
+            placed[fault_id] = [
+                c
+                for c in self.catalog.configs_for(fault_id, names)
+                if all(c.name in self.firing[site].fires for site in sites)
+            ]
+        self.unplaced = [f for f, configs in placed.items() if not configs]
+        return placed
+
     def engines(self) -> list[Engine]:
         """One engine per GPU group of the largest config (the caller's
         CUDA_VISIBLE_DEVICES holds), each run with its share of the CPU's
-        threads (every group's slots run at once)."""
+        threads (every group's slots run at once); in a matrix sweep the
+        clean tree carries a probe at each patched site."""
         size = max(self.catalog.gpus_for(c) for c in self.configs)
         checks = dict(contract=self.options.contract, erased=self.options.erased)
+        if self.matrix:
+            checks.update(probes=probes(self.catalog, self.patched_sites()))
         groups = max(self.gpus // size, 1) if size else 1
         checks.update(runs_at_once=groups * self.options.slots)
         if not size:
@@ -263,7 +304,7 @@ class Sweep:
         return [
             summarize_fault(self.catalog.fault(f), [r for r in self.results if r.fault == f])
             for f in self.fault_ids
-            if f not in self.unrun
+            if f not in self.unrun and f not in self.unplaced
         ]
 
     def record(self, report: SweepReport) -> str | None:
@@ -319,6 +360,9 @@ class Sweep:
             unrun=self.unrun,
             schedules=self.schedules(),
             built=self.built,
+            matrix=self.matrix,
+            firing={site: str(fired) for site, fired in self.firing.items()},
+            unplaced=self.unplaced,
             configs_not_run={
                 c.name: f"needs {self.catalog.gpus_for(c)} GPUs" for c in self.too_big
             },
@@ -350,10 +394,17 @@ class Sweep:
         if not self.harness_ok:
             return "the harness is broken: a control is wrong, no fault was judged"
         missed = [f"{s.fault} (expect {s.expect}: {s.verdict})" for s in report.faults if not s.ok]
-        said = [f"{n_faults(len(missed))} missed the expectation: {', '.join(missed)}"]
+        said = []
+        if missed:
+            said.append(f"{n_faults(len(missed))} missed the expectation: {', '.join(missed)}")
         if self.unrun:
             said.append(f"{n_faults(len(self.unrun))} not run (the budget was spent)")
-        return "; ".join(said[0 if missed else 1 :])
+        if self.unplaced:
+            said.append(
+                f"{n_faults(len(self.unplaced))} whose sites fire together under no config "
+                f"of the matrix: {', '.join(self.unplaced)}"
+            )
+        return "; ".join(said)
 
 
 def n_faults(count: int) -> str:

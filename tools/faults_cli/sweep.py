@@ -38,6 +38,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     )
     options.exposure = not args.no_exposure
     options.budget_s = args.budget_s
+    options.matrix = args.matrix
     options.seeds = sweep_seeds(args)
     with workdir(args, "sweep") as work:
         plan = Sweep.plan(catalog, args.root, work.path, options, gpu_count())
@@ -109,6 +110,12 @@ def add_parser(commands) -> None:
     sweep.add_argument("--history", type=Path, default=None, help="SQLite history")
     sweep.add_argument(
         "--no-exposure", action="store_true", help="leave out the configs' real-size twins"
+    )
+    sweep.add_argument(
+        "--matrix",
+        action="store_true",
+        help="the configs: the catalog's [matrix] points, each fault under every one "
+        "where its sites fire (its clean control probes them)",
     )
     sweep.add_argument(
         "--budget-s",
