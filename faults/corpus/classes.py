@@ -32,6 +32,12 @@ OTHER_CLASSES = [
     ("FLAG_REUSE", "flag-reuse"),
     # A site's declared contract weakened together with the code it required.
     ("WEAKEN_CONTRACT", "weaken-contract"),
+    # Peer-written data read on the read-only path (ld.global.nc, __ldg) after the wait.
+    ("NON_COHERENT_READ", "non-coherent-read"),
+    # A load of the guarded data moved above the wait that orders it.
+    ("READ_ABOVE_WAIT", "read-above-wait"),
+    # A wait some of the consumers skip (whole blocks) while all of them read.
+    ("WAIT_BY_SOME", "wait-by-some"),
 ]
 
 

@@ -115,7 +115,7 @@ def check_contracts(
         folder, report.ptx_cached = ptx_folder(Path(tree_root), sources, catalog_target, cache)
         modules = read_index(folder)
         report.variants_checked = len(modules)
-        found = ptx_findings(checked, sources, modules)
+        found = ptx_findings(checked, sources, modules, sites)
         report.violations += found
         report.ptx_seconds = time.perf_counter() - started
     return report

@@ -28,12 +28,13 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hostio import run_logged
-from invariants.sync.divergence import splits
+from invariants.sync.divergence import Spread, splits
 from invariants.sync.finding import Finding
+from invariants.sync.ptx_dataflow import Bases, access_bases, guarded_bases
 from invariants.sync.ptx_instruction import SCOPE_RANK
 from invariants.sync.ptx_read import Function, Module, PtxError, read_module
 from invariants.sync.sites import Group, Site
@@ -155,31 +156,89 @@ def read_index(folder: Path) -> list[tuple[str, Module]]:
 
 # ------------------------------------------------------------------ findings
 def ptx_findings(
-    sites: list[Site], sources: Path, modules: list[tuple[str, Module]]
+    sites: list[Site],
+    sources: Path,
+    modules: list[tuple[str, Module]],
+    every_site: list[Site] | None = None,
 ) -> list[Finding]:
-    """Each site in each variant whose lines some instruction carries; a site
-    no variant carries is a finding of its own."""
+    """Each release and wait of `sites` in each variant whose lines some
+    instruction carries; a site no variant carries is a finding of its own.
+    The data each wait guards is read from the stores and releases of
+    `every_site` (default: `sites`)."""
     violations, present = [], set()
+    guarded = guarded_data(every_site or sites, sources, modules)
     for label, module in modules:
-        for site in sites:
-            file_index = module.file_index(site.path.relative_to(sources).as_posix())
-            for function in module.functions.values() if file_index is not None else ():
-                lines = _site_lines(function, file_index, site)
-                members = [i for i, n in enumerate(lines) if n and site.start < n < site.end]
-                if not members:
-                    continue
-                present.add(site.name)
-                check = release_findings if site.kind == "release" else wait_findings
-                found = dict.fromkeys(check(site, module, function, members, lines))
-                violations += [Finding(str(site.path), n, m, site.name, label) for n, m in found]
+        placed = list(_placed(sites, sources, module))
+        for site, function, members, lines in placed:
+            if site.kind not in ("release", "wait"):
+                continue
+            present.add(site.name)
+            if site.kind == "release":
+                found = release_findings(site, module, function, members, lines)
+                publishes = {
+                    i
+                    for other, where, their, _ in placed
+                    if where is function and other.kind == "release"
+                    and other.guards == site.guards
+                    for i in their
+                    if function.instructions[i].is_data_store()
+                }
+                data = guarded.get(site.guards or "", frozenset())
+                found += stores_after(function, publishes, lines, data)
+            else:
+                data = guarded.get(site.guards or "", frozenset())
+                alike = {
+                    index: other.consumers
+                    for other, where, their, _ in placed
+                    if where is function and other.kind == "wait" and other is not site
+                    and other.guards == site.guards
+                    for index in acquired(other, module, function, their)
+                }
+                found = wait_findings(site, module, function, members, lines, data, alike)
+            found = dict.fromkeys(found)
+            violations += [Finding(str(site.path), n, m, site.name, label) for n, m in found]
     absent = "no instruction of the site in any variant"
     violations = list(dict.fromkeys(violations))  # a module's kernels that say the same
     violations += [
         Finding(str(site.path), site.lines.start, absent, site.name)
         for site in sites
-        if site.name not in present
+        if site.kind in ("release", "wait") and site.name not in present
     ]
     return violations
+
+
+def _placed(sites: list[Site], sources: Path, module: Module):
+    """(site, function, its instructions' indexes, each instruction's line
+    as the site sees it) for each site some function of `module` carries."""
+    for site in sites:
+        file_index = module.file_index(site.path.relative_to(sources).as_posix())
+        for function in module.functions.values() if file_index is not None else ():
+            lines = _site_lines(function, file_index, site)
+            members = [i for i, n in enumerate(lines) if n and site.start < n < site.end]
+            if members:
+                yield site, function, members, lines
+
+
+def guarded_data(
+    sites: list[Site], sources: Path, modules: list[tuple[str, Module]]
+) -> dict[str, Bases]:
+    """Each guarded store site's data, as the parameter fields its stores
+    reach that the flags its releases publish do not, over every variant
+    (invariants/sync/ptx_dataflow.py): the loads a wait must order."""
+    stored: dict[str, list[Bases]] = {}
+    published: dict[str, list[Bases]] = {}
+    guarded = {site.guards for site in sites if site.guards}
+    for _, module in modules:
+        for site, function, members, _ in _placed(sites, sources, module):
+            key = site.guards if site.kind == "release" else site.name
+            if key not in guarded or site.kind == "wait":
+                continue
+            into = published if site.kind == "release" else stored
+            code = function.instructions
+            into.setdefault(key, []).extend(
+                access_bases(code[i], function.bases) for i in members if code[i].is_data_store()
+            )
+    return {name: guarded_bases(bases, published.get(name, [])) for name, bases in stored.items()}
 
 
 def _site_lines(function: Function, file_index: int, site: Site) -> list[int | None]:
@@ -229,17 +288,12 @@ def release_findings(
     return findings
 
 
-def wait_findings(
-    site: Site, module: Module, function: Function, members, lines
-) -> list[tuple[int, str]]:
-    """An acquire of the scope (a load, a call whose body acquires, or a relaxed
-    load then a fence), then on every path the consumers' barrier before a data
-    load or the end."""
-    code, scope, group = function.instructions, site.scope.value, site.consumers
-    want, acquiring = SCOPE_RANK[site.scope.value], module.acquiring
-    ranks = {i: code[i].acquire_rank() for i in members}
-    ranks.update({i: acquiring[code[i].callee()] for i in members if code[i].callee() in acquiring})
-    acquires = {i for i, rank in ranks.items() if rank is not None and rank >= want}
+def acquired(site: Site, module: Module, function: Function, members) -> set[int]:
+    """The wait's instructions that acquire at its scope: an acquire load, a
+    call whose body acquires, or the fence after a relaxed load of its own
+    (before any data load)."""
+    code, want = function.instructions, SCOPE_RANK[site.scope.value]
+    acquires = {i for i in members if (_acquire_rank(module, code[i]) or -1) >= want}
     loads = {i for i in members if (code[i].relaxed_load_rank() or -1) >= want}
     inside = set(members)
 
@@ -250,23 +304,145 @@ def wait_findings(
         fence = lambda j: (code[j].fence_rank() or -1) >= want  # noqa: E731
         failed, fences = walk(function, i, 1, fence, reads)
         acquires |= fences if failed is None else set()
+    return acquires
+
+
+def _acquire_rank(module: Module, ins) -> int | None:
+    callee = ins.callee()
+    return module.acquiring[callee] if callee in module.acquiring else ins.acquire_rank()
+
+
+def wait_findings(
+    site: Site,
+    module: Module,
+    function: Function,
+    members,
+    lines,
+    data: Bases = frozenset(),
+    alike: dict[int, Group] | None = None,
+) -> list[tuple[int, str]]:
+    """An acquire of the scope (a load, a call whose body acquires, or a relaxed
+    load then a fence), then on every path the consumers' barrier before a data
+    load or the end; and every load of the guarded `data` after an acquire of
+    this wait or of another wait of the same data (`alike`: their acquires,
+    each with its consumers; guarded_reads)."""
+    alike = alike or {}
+    code, scope, group = function.instructions, site.scope.value, site.consumers
+    acquires, inside = acquired(site, module, function, members), set(members)
     if not acquires:
-        weaker = [i for i, rank in ranks.items() if rank is not None]
+        weaker = [i for i in members if _acquire_rank(module, code[i]) is not None]
         if weaker:
             return [(lines[weaker[0]], f"the wait acquires below scope {scope}")]
         nor = f"nor a call that acquires, nor a relaxed load then fence.acq_rel.{scope}"
         return [(site.lines.start, f"no ld.acquire.{scope} in the wait ({nor})")]
+
+    def reads(j: int) -> bool:  # the wait's own loads (its flag's address) are no reads
+        return (j not in inside and code[j].is_data_load()) or not function.successors[j]
+
+    mine = dict.fromkeys(acquires, group)
+    findings = guarded_reads(function, {**alike, **mine}, inside, lines, data)
     if group == Group.THREAD:
-        return []
+        return findings
     barrier = lambda j: covers(code[j].barrier(), group)  # noqa: E731
     reached = lambda j: barrier(j) and not skipped(function, j, group)  # noqa: E731
     missing = f"no {BARRIER_PTX[group]} after the acquire on every path before the {group.value}"
-    findings = []
     for i in sorted(acquires):
         if walk(function, i, 1, reached, reads)[0] is not None:
             partial = _partial(function, walk(function, i, 1, barrier, reads), group, lines)
             findings.append((lines[i], f"{missing} reads{partial}"))
     return findings
+
+
+def stores_after(
+    function: Function, publishes: set[int], lines, data: Bases
+) -> list[tuple[int, str]]:
+    """The stores of the guarded data (their addresses built from `data`'s
+    fields) that no release of it follows in their iteration (`publishes`:
+    those of every release of the data here): a release issued before the
+    stores it guards, by a helper called early say, publishes nothing."""
+    if not data or not publishes:
+        return []
+    code, bases = function.instructions, function.bases
+    return [
+        (lines[i], f"stores the data it guards with {code[i].opcode} after its release on "
+         "every path of the iteration: no release follows the store")
+        for i, ins in enumerate(code)
+        if i not in publishes and ins.is_data_store() and access_bases(ins, bases) & data
+        and not publishes & _after(function, [i])
+    ]
+
+
+def guarded_reads(
+    function: Function, acquires: dict[int, Group], inside: set[int], lines, data: Bases
+) -> list[tuple[int, str]]:
+    """The loads of the guarded data outside the wait (their addresses built
+    from `data`'s fields), against `acquires` (those of every wait of the
+    data here, each with its consumers): none on the read-only path; each
+    after an acquire in its iteration (an acquire leads to it once the back
+    edges are gone: a load hoisted above the wait has none); and none reached
+    by the consumers an acquire's branch sends past it when that branch
+    parts whole groups (the wait only some blocks make)."""
+    if not data:
+        return []
+    code, bases = function.instructions, function.bases
+    reads = [
+        i
+        for i, ins in enumerate(code)
+        if i not in inside and ins.is_global_load() and access_bases(ins, bases) & data
+    ]
+    findings = [
+        (lines[i], f"reads the data it guards with {code[i].opcode}: the read-only path is "
+         "not coherent with a peer's stores, no acquire orders it")
+        for i in reads
+        if code[i].non_coherent()
+    ]
+    after = _after(function, acquires)
+    findings += [
+        (lines[i], f"reads the data it guards with {code[i].opcode} before any acquire of "
+         "its wait in the iteration (a load above the wait)")
+        for i in reads
+        if i not in after
+    ]
+    for acquire, group in sorted(acquires.items()):
+        skip = function.divergence.parting(acquire, PARTING[group])
+        if skip is None:
+            continue
+        for past in function.forward_successors[skip.branch]:
+            if past == acquire or acquire in _after(function, [past]):
+                continue  # the way to the acquire
+            edges, reading = function.forward_successors, set(reads).__contains__
+            read = past if reading(past) else walk_edges(edges, past, acquires.__contains__, reading)[0]
+            if read is not None:
+                said = f"the branch at line {lines[skip.branch]} on {skip.origin.source}"
+                findings.append(
+                    (lines[read], f"reads the data it guards after a wait only some "
+                     f"{group.value}s make: the acquire is under {said}, which "
+                     f"{skip.origin.spread.said}, and the {group.value}s that skip it read "
+                     "with no acquire")
+                )
+    return findings
+
+
+# The spreads of a branch that sends whole groups past an instruction: what
+# differs between groups of the kind but not within one (for a single thread,
+# anything that differs at all).
+PARTING = {
+    Group.THREAD: (Spread.PER_BLOCK, Spread.PER_WARP, Spread.PER_THREAD),
+    Group.WARP: (Spread.PER_BLOCK, Spread.PER_WARP),
+    Group.BLOCK: (Spread.PER_BLOCK,),
+    Group.GRID: (),
+}
+
+
+def _after(function: Function, starts) -> set[int]:
+    """The instructions some path of one iteration leads to from `starts` (no back edges)."""
+    seen, stack = set(), list(starts)
+    while stack:
+        for following in function.forward_successors[stack.pop()]:
+            if following not in seen:
+                seen.add(following)
+                stack.append(following)
+    return seen
 
 
 def skipped(function: Function, barrier: int, group: Group) -> bool:
@@ -304,6 +480,13 @@ def walk(
     (+1): the first instruction `fail` holds for on a path before any `goal`
     one (None: every path meets a goal first, or ends), and the goals met."""
     edges = function.predecessors if direction < 0 else function.successors
+    return walk_edges(edges, start, goal, fail)
+
+
+def walk_edges(
+    edges: Sequence[Sequence[int]], start: int, goal: Callable, fail: Callable
+) -> tuple[int | None, set[int]]:
+    """`walk` over `edges` (each instruction's neighbours in the walk's direction)."""
     stack, met = list(edges[start]), set()
     seen = set(stack)
     while stack:

@@ -133,6 +133,33 @@ def register_spreads(code: Sequence[Instruction]) -> dict[str, Origin]:
     return spreads
 
 
+def register_sources(code: Sequence[Instruction]) -> dict[str, frozenset[str]]:
+    """Every register's special registers (`%ctaid.x`, `%tid.x` ...), through
+    every operand and guard, none narrowed, but not through memory: which
+    thread it is computed from, not what data it holds (a mask loaded at a
+    per-block address is data, not the block's index)."""
+    results = []
+    for ins in code:
+        operands = _split(ins.operands)
+        if ins.base in ("ld", "atom", "shfl", "vote", "redux"):
+            continue
+        if ins.base not in NO_RESULT and operands and not operands[0].startswith("["):
+            reads = [r for text in operands[1:] for r in REGISTER.findall(text)]
+            results.append((reads + list(filter(None, [ins.guard])), REGISTER.findall(operands[0])))
+    sources: dict[str, frozenset[str]] = {}
+    grew = True
+    while grew:
+        grew = False
+        for reads, written in results:
+            found = frozenset(
+                r for r in reads if r.split(".")[0] in SPECIAL
+            ).union(*(sources.get(r, frozenset()) for r in reads))
+            for register in written if found else ():
+                if not found <= sources.get(register, frozenset()):
+                    sources[register], grew = sources.get(register, frozenset()) | found, True
+    return sources
+
+
 class Divergence:
     """Which barriers of one function some threads skip, each found once when asked."""
 
@@ -146,6 +173,7 @@ class Divergence:
             i for i, ins in enumerate(code) if not successors[i] or (ins.predicated and _exits(ins))
         ]
         self._spreads: dict[str, Origin] | None = None
+        self._sources: dict[str, frozenset[str]] | None = None
         self._skips: dict[int, Skip | None] = {}
 
     def skip(self, barrier: int) -> Skip | None:
@@ -156,16 +184,37 @@ class Divergence:
         return self._skips[barrier]
 
     def _worst(self, barrier: int) -> Skip | None:
-        worst, seen, todo = None, {barrier}, [barrier]
+        worst = None
+        for branch in self.branches(barrier):
+            origin = self._guard(branch)
+            if origin is not None and (worst is None or origin.spread > worst.origin.spread):
+                worst = Skip(branch, origin)
+        return worst
+
+    def branches(self, node: int) -> list[int]:
+        """Every conditional branch `node` is control dependent on, directly or
+        through other branches, nearest first."""
+        found, seen, todo = [], {node}, [node]
         while todo:
-            for branch in self._controllers(todo.pop()):
-                origin = self._guard(branch)
-                if origin is not None and (worst is None or origin.spread > worst.origin.spread):
-                    worst = Skip(branch, origin)
+            for branch in self._controllers(todo.pop(0)):
                 if branch not in seen:
                     seen.add(branch)
+                    found.append(branch)
                     todo.append(branch)
-        return worst
+        return found
+
+    def parting(self, node: int, spreads: tuple[Spread, ...]) -> Skip | None:
+        """The nearest branch `node` depends on whose guard reads a special
+        register of one of `spreads` (through any operand, the worst aside):
+        `tid == 0 && ctaid == 0` parts blocks, though it differs per thread."""
+        if self._sources is None:
+            self._sources = register_sources(self.code)
+        for branch in self.branches(node):
+            guard = self.code[branch].guard
+            for source in sorted(self._sources.get(guard, ())):
+                if SPECIAL[source.split(".")[0]] in spreads:
+                    return Skip(branch, Origin(SPECIAL[source.split(".")[0]], source))
+        return None
 
     def _guard(self, branch: int) -> Origin | None:
         if self._spreads is None:

@@ -99,6 +99,17 @@ class Instruction:
             return bool(shared) and shared[0] < self.parts.index("global")
         return False
 
+    def is_global_load(self) -> bool:
+        """A load of global or generic memory, the read-only `.nc` path included."""
+        if self.base in ("ld", "atom"):
+            return self._space() not in LOCAL_SPACES
+        return False
+
+    def non_coherent(self) -> bool:
+        """A load on the read-only path (`ld.global.nc`, `__ldg`): not coherent
+        with another thread's writes during the kernel, whatever it acquired."""
+        return self.base == "ld" and "nc" in self.parts
+
     def release_rank(self) -> int | None:
         """The scope rank of a store/red/atom with release semantics."""
         if self.base in ("st", "red", "atom") and self.semantics() in ("release", "acq_rel"):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
+from invariants.sync.ptx_dataflow import Bases, register_bases
 from invariants.sync.ptx_divergence import Divergence
 from invariants.sync.ptx_instruction import Instruction, Loc
 
@@ -68,6 +69,47 @@ class Function:
             for successor in nexts:
                 result[successor].append(index)
         return result
+
+    @cached_property
+    def back_edges(self) -> frozenset[tuple[int, int]]:
+        """The edges that close a loop (to an instruction on the depth-first
+        path from the entry to them): without them the graph has no cycle,
+        and a walk stays in one iteration."""
+        found, state = set(), [0] * len(self.instructions)  # 0 new, 1 on the path, 2 done
+        stack = [(0, iter(self.successors[0]))] if self.instructions else []
+        if stack:
+            state[0] = 1
+        while stack:
+            index, nexts = stack[-1]
+            following = next(nexts, None)
+            if following is None:
+                state[index] = 2
+                stack.pop()
+            elif state[following] == 1:
+                found.add((index, following))
+            elif state[following] == 0:
+                state[following] = 1
+                stack.append((following, iter(self.successors[following])))
+        return frozenset(found)
+
+    @cached_property
+    def forward_successors(self) -> list[list[int]]:
+        """The successors less the back edges (a loop's next iteration)."""
+        back = self.back_edges
+        return [[s for s in nexts if (i, s) not in back] for i, nexts in enumerate(self.successors)]
+
+    @cached_property
+    def forward_predecessors(self) -> list[list[int]]:
+        """The predecessors less the back edges, so a walk back stays in one
+        iteration: a load hoisted above its loop's wait is not excused by
+        the wait of the iteration before."""
+        back = self.back_edges
+        return [[p for p in before if (p, i) not in back] for i, before in enumerate(self.predecessors)]
+
+    @cached_property
+    def bases(self) -> dict[str, Bases]:
+        """Each register's parameter fields (invariants/sync/ptx_dataflow.py)."""
+        return register_bases(self.instructions)
 
     @cached_property
     def divergence(self) -> Divergence:

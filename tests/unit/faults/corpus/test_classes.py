@@ -13,7 +13,7 @@ def test_the_class_words_are_these_in_this_order():
         "remove-fence", "narrow-scope", "epoch-off-by-one", "wrong-slot", "publish-early",
         "remove-wait", "wrong-peer", "some-peers", "wrong-count", "barrier-under-condition",
         "dropped-annotation", "unbalanced-annotation", "partial-wait", "wrong-sentinel",
-        "flag-reuse", "weaken-contract",
+        "flag-reuse", "weaken-contract", "non-coherent-read", "read-above-wait", "wait-by-some",
     ]  # fmt: skip
     assert (BugClass.PUBLISH_EARLY, str(BugClass.WRONG_SLOT)) == ("publish-early", "wrong-slot")
 

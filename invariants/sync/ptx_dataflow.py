@@ -1,0 +1,124 @@
+"""Which buffer a PTX access reaches (docs/synchronization.md, "The guarded
+data"): every register's *bases*, the kernel-parameter fields its pointer is
+built from, so that the publish contract knows which loads read the data a
+site guards without a list per kernel.
+
+- A field is a chain of loads at constant offsets from a kernel parameter:
+  `ld.param [k_param_2+16]` (or through `mov.b64 %rd4, k_param_2`, the
+  parameter's address) is `Field(2, (16,))`, and a load at `[r+48]`
+  where `r` holds that field is `Field(2, (16, 48))`: afdep's
+  `params->off_combine_rows` is `Field(0, (0, 120))`, flashinfer's
+  `params.workspace[3]` `Field(0, (X, 24))`. Chains stop at MAX_CHAIN loads
+  (a pointer chased through a list carries as it is).
+- A base carries through what builds a pointer: an add or sub, a move, a
+  cvta, a selp's two values, a mad's addend; a value loaded from a pointer
+  (a peer table's entry) carries that pointer's bases. Not through what
+  builds an index (mul, shl, cvt, and ...): `peers[rank] + off_rows + i * 16`
+  has the bases {peers, off_rows}, whatever `rank` and `i` are.
+- Flow-insensitive, to a fixed point, like the divergence spreads; shared,
+  local and param stores and loads are not followed (a pointer kept in
+  shared memory loses its bases: its loads are not taken for guarded ones).
+
+The guarded data of a store site is then the bases its data stores reach that
+the flags its releases publish do not (`guarded_bases`): for afdep's combine
+rows, {peer_bases, off_combine_rows} less {peer_bases, off_combine_flags}.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from invariants.sync.ptx_divergence import REGISTER, _split
+from invariants.sync.ptx_instruction import LOCAL_SPACES, Instruction
+
+ADDRESS = re.compile(r"^\[\s*([^\]+\s]+)\s*(?:\+\s*(-?\d+))?\s*\]$")
+PARAMETER = re.compile(r"_param_(\d+)$")
+# The operands (by index, the result being 0) that carry a pointer's bases.
+CARRIES = {"add": (1, 2), "sub": (1,), "mov": (1,), "cvta": (1,), "selp": (1, 2), "mad": (3,)}
+
+
+@dataclass(frozen=True, order=True)
+class Field:
+    """Kernel parameter `parameter`, then each load's constant offset (bytes) from what the last read."""
+
+    parameter: int
+    offsets: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"parameter {self.parameter}" + "".join(f"[+{o}]" for o in self.offsets)
+
+
+MAX_CHAIN = 4  # loads followed from a parameter
+
+Bases = frozenset[Field]
+
+
+def address(ins: Instruction) -> tuple[str, int | None] | None:
+    """The register (or parameter name) and offset (None: none written) of
+    the access's `[...]` operand."""
+    operand = next((o for o in _split(ins.operands) if o.startswith("[")), None)
+    found = ADDRESS.match(operand.strip()) if operand else None
+    if found is None:
+        return None
+    return found[1], None if found[2] is None else int(found[2])
+
+
+def _loaded(ins: Instruction, where: tuple[str, int | None], bases: dict[str, Bases]) -> Bases:
+    """The bases of what a load reads from `where`: each field its address
+    holds, one load further (a parameter itself, read from param space)."""
+    name, offset = where
+    parameter = PARAMETER.search(name)
+    if parameter:  # ld.param [k_param_2+16]
+        return frozenset({Field(int(parameter[1]), (offset or 0,))})
+    if any(space in ins.parts for space in LOCAL_SPACES) and "param" not in ins.parts:
+        return frozenset()
+    return frozenset(
+        Field(f.parameter, f.offsets + (offset or 0,)) if len(f.offsets) < MAX_CHAIN else f
+        for f in bases.get(name, frozenset())
+    )
+
+
+def register_bases(code: Sequence[Instruction]) -> dict[str, Bases]:
+    """Every register that holds (part of) a pointer built from parameter fields, and those fields."""
+    steps = []  # (instruction, operands, where it loads from, registers written)
+    for ins in code:
+        operands = _split(ins.operands)
+        if not operands or operands[0].startswith("[") or ins.base not in {"ld", *CARRIES}:
+            continue
+        where = address(ins) if ins.base == "ld" else None
+        if ins.base == "ld" and where is None:
+            continue
+        steps.append((ins, operands, where, REGISTER.findall(operands[0])))
+    bases: dict[str, Bases] = {}
+    grew = True
+    while grew:
+        grew = False
+        for ins, operands, where, written in steps:
+            if where is not None:
+                found = _loaded(ins, where, bases)
+            else:
+                carried = [operands[i] for i in CARRIES[ins.base] if i < len(operands)]
+                found = frozenset().union(
+                    *(bases.get(r, frozenset()) for text in carried for r in REGISTER.findall(text))
+                )
+                # a parameter's address taken (`mov.b64 %rd4, k_param_0`): loads through it follow
+                found |= {Field(int(p[1]), ()) for t in carried if (p := PARAMETER.search(t))}
+            for register in written:
+                known = bases.get(register, frozenset())
+                if not found <= known:
+                    bases[register], grew = known | found, True
+    return bases
+
+
+def access_bases(ins: Instruction, bases: dict[str, Bases]) -> Bases:
+    """The fields the address of a load or store is built from."""
+    where = address(ins)
+    return frozenset() if where is None else bases.get(where[0], frozenset())
+
+
+def guarded_bases(stored: Iterable[Bases], published: Iterable[Bases]) -> Bases:
+    """A store site's guarded data: the bases its data stores reach that the
+    flags published for it do not."""
+    return frozenset().union(*stored) - frozenset().union(*published)
