@@ -22,6 +22,7 @@ over the reader invariants/sync/ptx_read.py.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -205,10 +206,12 @@ def _release_source(
     releases = _scoped(sp.release, site.scope, covering=True)
     weak = _calls(site, _scoped(sp.release, site.scope, covering=False))
     relaxed = _calls(site, [sp.store] if sp.store else [])
+    spelt = set(weak) | set(relaxed) | set(_calls(site, releases))
+    atomics = [call for call in _calls(site, [CUDA_ATOMIC]) if call not in spelt]
     fence_spellings = _scoped(sp.fence, site.scope, covering=True)
     fences = _calls(site, fence_spellings)
     barrier, barriers, partial = _barriers(site, sp, group, conditions)
-    publishes = sorted([*_calls(site, releases), *weak, *relaxed])
+    publishes = sorted([*_calls(site, releases), *weak, *relaxed, *atomics])
     if not publishes:
         missing = _named(releases, f"release.{scope}")
         return [*findings, (site.lines.start, f"no publish: no {missing} in the site")]
@@ -219,13 +222,31 @@ def _release_source(
         unreleased = f"publish {call.name} is no release at scope {scope}"
         if call in weak:
             findings.append((call.line, f"{unreleased}: it releases at a narrower scope"))
-        elif call in relaxed and not fenced:
+        elif (call in relaxed or call in atomics) and not fenced:
             fence = _named(fence_spellings, f"fence.{scope}")
             findings.append((call.line, f"{unreleased} and no {fence} precedes it"))
+        elif call in atomics and not atomic_scope(call.name).covers(site.scope):
+            reach = atomic_scope(call.name).value
+            findings.append(
+                (call.line, f"{unreleased}: a relaxed atomic at scope {reach}, the fence "
+                 f"before it publishes at {reach}")
+            )
         if group != Group.THREAD and not any(b < call for b in barriers):
             why = _skipped(partial, lambda b, publish=call: b < publish)
             findings.append((call.line, f"no {barrier} before the publish {call.name}{why}"))
     return findings
+
+
+# CUDA's atomics: relaxed read-modify-writes at the device's scope, or the
+# system's or the block's by their suffix; after a fence, a publish as far
+# as their scope reaches.
+CUDA_ATOMIC = re.compile(r"\batomic(?:Add|Sub|Exch|Min|Max|Inc|Dec|CAS|And|Or|Xor)(?:_system|_block)?\s*\(")
+ATOMIC_SCOPES = {"_system": Scope.SYS, "_block": Scope.CTA}
+
+
+def atomic_scope(name: str) -> Scope:
+    """`atomicAdd_system` -> sys, `atomicAdd_block` -> cta, `atomicAdd` -> gpu."""
+    return next((s for suffix, s in ATOMIC_SCOPES.items() if name.endswith(suffix)), Scope.GPU)
 
 
 def _same_function(one: Site, other: Site) -> bool:

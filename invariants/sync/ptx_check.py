@@ -278,7 +278,10 @@ def release_findings(
         if rank is None:  # relaxed: a fence of the scope must lie between the barrier and it
             fence = lambda j: (code[j].fence_rank() or -1) >= want  # noqa: E731
             unfenced = walk(function, i, -1, fence, lambda j: barrier(j) or data_store(j))[0]
-            rank = want if unfenced is None else None
+            # the fence releases as far as the store after it reaches: a
+            # relaxed gpu-scope atom after fence.sys publishes at gpu
+            strong = code[i].strong_rank()
+            rank = min(want, strong) if unfenced is None and strong is not None else None
         if rank is None or rank < want:
             findings.append((lines[i], f"publish is {name}: no release at scope {scope}"))
         if group != Group.THREAD and walk(function, i, -1, reached, data_store)[0] is not None:

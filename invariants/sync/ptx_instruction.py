@@ -116,6 +116,14 @@ class Instruction:
             return SCOPE_RANK[self.scope() or "gpu"]
         return None
 
+    def strong_rank(self) -> int | None:
+        """The scope rank of a store, red or atom that is relaxed or stronger
+        (volatile: relaxed at sys); None for a weak store, which no fence
+        makes a publish (it is not morally strong with any reader)."""
+        if self.base not in ("st", "red", "atom") or self.semantics() == "weak":
+            return None
+        return SCOPE_RANK[self.scope() or "gpu"]
+
     def acquire_rank(self) -> int | None:
         if self.base in ("ld", "atom") and self.semantics() in ("acquire", "acq_rel"):
             return SCOPE_RANK[self.scope() or "gpu"]
