@@ -384,7 +384,8 @@ def guarded_reads(
     after an acquire in its iteration (an acquire leads to it once the back
     edges are gone: a load hoisted above the wait has none); and none reached
     by the consumers an acquire's branch sends past it when that branch
-    parts whole groups (the wait only some blocks make)."""
+    parts whole groups (the wait only some blocks make), unless a barrier
+    whose group holds both ways of that branch brings the acquire to them."""
     if not data:
         return []
     code, bases = function.instructions, function.bases
@@ -410,11 +411,22 @@ def guarded_reads(
         skip = function.divergence.parting(acquire, PARTING[group])
         if skip is None:
             continue
+        acquired = _after(function, [acquire])
+
+        def delivered(j: int, spread=skip.origin.spread, acquired=acquired) -> bool:
+            """An acquire, or a barrier the acquire leads to whose group holds
+            threads of both ways of the branch, all of them reaching it."""
+            barrier = code[j].barrier()
+            return j in acquires or (
+                barrier is not None and splits(spread, barrier) and j in acquired
+                and not skipped(function, j, barrier)
+            )
+
         for past in function.forward_successors[skip.branch]:
-            if past == acquire or acquire in _after(function, [past]):
-                continue  # the way to the acquire
+            if past == acquire or acquire in _after(function, [past]) or delivered(past):
+                continue  # the way to the acquire, or straight to a barrier that brings it
             edges, reading = function.forward_successors, set(reads).__contains__
-            read = past if reading(past) else walk_edges(edges, past, acquires.__contains__, reading)[0]
+            read = past if reading(past) else walk_edges(edges, past, delivered, reading)[0]
             if read is not None:
                 said = f"the branch at line {lines[skip.branch]} on {skip.origin.source}"
                 findings.append(

@@ -15,9 +15,13 @@ site guards without a list per kernel.
   (a peer table's entry) carries that pointer's bases. Not through what
   builds an index (mul, shl, cvt, and ...): `peers[rank] + off_rows + i * 16`
   has the bases {peers, off_rows}, whatever `rank` and `i` are.
-- Flow-insensitive, to a fixed point, like the divergence spreads; shared,
-  local and param stores and loads are not followed (a pointer kept in
-  shared memory loses its bases: its loads are not taken for guarded ones).
+- A pointer kept in the local frame keeps its bases: each 8-byte slot holds
+  what was stored there at a constant offset, and a load with a run-time
+  index (`comm_bufs[params.rank]`) reads every slot from its array's start
+  to the next array's (the starts other indexed accesses use).
+- Flow-insensitive, to a fixed point, like the divergence spreads; shared
+  memory is not followed (a pointer kept there loses its bases: its loads
+  are not taken for guarded ones).
 
 The guarded data of a store site is then the bases its data stores reach that
 the flags its releases publish do not (`guarded_bases`): for afdep's combine
@@ -35,6 +39,7 @@ from invariants.sync.ptx_instruction import LOCAL_SPACES, Instruction
 
 ADDRESS = re.compile(r"^\[\s*([^\]+\s]+)\s*(?:\+\s*(-?\d+))?\s*\]$")
 PARAMETER = re.compile(r"_param_(\d+)$")
+DEPOT = re.compile(r"__local_depot\d+")
 # The operands (by index, the result being 0) that carry a pointer's bases.
 CARRIES = {"add": (1, 2), "sub": (1,), "mov": (1,), "cvta": (1,), "selp": (1, 2), "mad": (3,)}
 
@@ -80,23 +85,86 @@ def _loaded(ins: Instruction, where: tuple[str, int | None], bases: dict[str, Ba
     )
 
 
-def register_bases(code: Sequence[Instruction]) -> dict[str, Bases]:
-    """Every register that holds (part of) a pointer built from parameter fields, and those fields."""
-    steps = []  # (instruction, operands, where it loads from, registers written)
+def frame_addresses(code: Sequence[Instruction]) -> dict[str, tuple[int, bool]]:
+    """Each register holding an address in the function's local frame
+    (`mov.u64 %SPL, __local_depot0`, then adds): its byte offset in the
+    frame, and whether a run-time index was added (an element of an array
+    kept there, like flashinfer's `comm_bufs[params.rank]`). In order: a
+    frame address is made before it is used."""
+    frame: dict[str, tuple[int, bool]] = {}
     for ins in code:
         operands = _split(ins.operands)
+        if len(operands) < 2 or ins.base not in ("mov", "add"):
+            continue
+        if ins.base == "mov" and (DEPOT.fullmatch(operands[1]) or operands[1] in frame):
+            frame[operands[0]] = frame.get(operands[1], (0, False))
+        elif ins.base == "add" and len(operands) == 3:
+            base, added = operands[1:]
+            if base not in frame:
+                base, added = added, base
+            if base in frame:
+                offset, indexed = frame[base]
+                step = _immediate(added)
+                frame[operands[0]] = (offset + step, indexed) if step is not None else (offset, True)
+    return frame
+
+
+def _immediate(text: str) -> int | None:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _frame_cells(where, frame, arrays: list[int]) -> list[int] | None:
+    """The frame offsets an access at `where` may touch: its own, or, with an
+    index, every slot from its array's start to the next array's (`arrays`:
+    the starts the indexed accesses use); None: not the frame."""
+    if where is None or where[0] not in frame:
+        return None
+    offset, indexed = frame[where[0]]
+    start = offset + (where[1] or 0)
+    if not indexed:
+        return [start]
+    end = next((a for a in arrays if a > start), start + 8 * 64)
+    return list(range(start, end, 8))
+
+
+def register_bases(code: Sequence[Instruction]) -> dict[str, Bases]:
+    """Every register that holds (part of) a pointer built from parameter
+    fields, and those fields; a pointer kept in the local frame keeps them
+    (each 8-byte slot holds what was stored there)."""
+    frame = frame_addresses(code)
+    steps = []  # (instruction, operands, where it loads from, registers written)
+    kept = []  # (frame slot, the register stored there)
+    for ins in code:
+        operands = _split(ins.operands)
+        where = address(ins) if ins.base in ("ld", "st") else None
+        if ins.base == "st" and "local" in ins.parts and len(operands) == 2 and where:
+            at = frame.get(where[0])
+            if at is not None and not at[1]:
+                kept.append((at[0] + (where[1] or 0), operands[1]))
+            continue
         if not operands or operands[0].startswith("[") or ins.base not in {"ld", *CARRIES}:
             continue
-        where = address(ins) if ins.base == "ld" else None
         if ins.base == "ld" and where is None:
             continue
         steps.append((ins, operands, where, REGISTER.findall(operands[0])))
+    arrays = sorted({frame[w[0]][0] + (w[1] or 0) for _, _, w, _ in steps if w and frame.get(w[0], (0, False))[1]})
     bases: dict[str, Bases] = {}
+    slots: dict[int, Bases] = {}
     grew = True
     while grew:
         grew = False
+        for slot, register in kept:
+            found = bases.get(register, frozenset())
+            if not found <= slots.get(slot, frozenset()):
+                slots[slot], grew = slots.get(slot, frozenset()) | found, True
         for ins, operands, where, written in steps:
-            if where is not None:
+            cells = _frame_cells(where, frame, arrays) if "local" in ins.parts else None
+            if cells is not None:
+                found = frozenset().union(*(slots.get(c, frozenset()) for c in cells))
+            elif where is not None:
                 found = _loaded(ins, where, bases)
             else:
                 carried = [operands[i] for i in CARRIES[ins.base] if i < len(operands)]

@@ -232,3 +232,49 @@ def test_the_contract_flags_each_mutant_at_its_site(workspace, ptx_cache, tmp_pa
     assert [(v.site, v.variant, v.message) for v in report.violations] == MUTANTS[fault]
     sites = {s.name: s for s in parse_tree(tree / target.sources)[0]}
     assert all(v.line in sites[v.site].lines for v in report.violations)
+
+
+# ------------------------------------------------------- the guarded data
+# Our edits of the fetched header, each a bug of one class the data rules
+# find (docs/synchronization.md, "The guarded data"): the two-shot kernel's
+# peer rows, whose pointers it keeps in a local array (comm_bufs[r]), read on
+# the read-only path, read above the barrier's wait, and waited for only by
+# block 0's threads. Each is its (old, new) edits of the header and what the
+# finding at the wait says.
+PEER_READ = "      vals[r].load(reinterpret_cast<T*>(comm.comm_bufs[r]) + idx * VEC_SIZE);\n"
+FIRST_SYNC = "  Barrier<NRanks> barrier(params.rank, comm);\n  barrier.sync();\n  int comm_access_id"
+SECOND_SYNC = "  barrier.sync();\n#pragma unroll\n  for (int r = 0; r < NRanks; ++r) {\n    int comm_access_id"
+WHO_WAITS = "    __syncthreads();\n    if (threadIdx.x < NRanks) {\n      m_flag_value"
+DATA_BUGS = {
+    "non-coherent-read": (
+        [(PEER_READ, "      *reinterpret_cast<float4*>(&vals[r]) = __ldg(\n"
+          "          reinterpret_cast<const float4*>(comm.comm_bufs[r]) + idx);\n")],
+        "the read-only path is not coherent with a peer's stores",
+    ),
+    "read-above-wait": (
+        [(FIRST_SYNC, FIRST_SYNC.replace("  barrier.sync();\n", "")),
+         (SECOND_SYNC, "  barrier.sync();\n" + SECOND_SYNC)],
+        "before any acquire of its wait in the iteration (a load above the wait)",
+    ),
+    "wait-by-some": (
+        [(WHO_WAITS, WHO_WAITS.replace("< NRanks)", "< NRanks && blockIdx.x == 0)"))],
+        "after a wait only some threads make: the acquire is under the branch at line",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("bug", sorted(DATA_BUGS))
+def test_the_data_rules_find_each_class_on_the_foreign_kernel(workspace, ptx_cache, tmp_path, bug):
+    needs_nvcc()
+    target = load_catalog(CATALOG, tree_root=workspace).target
+    tree = target_scratch(workspace, tmp_path / "tree", target)
+    header = tree / HEADER
+    text = header.read_text()
+    edits, said = DATA_BUGS[bug]
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    header.write_text(text)
+    report = check_contracts(tree, target.annotated(), cache=ptx_cache)
+    found = {(v.site, v.variant) for v in report.violations if said in v.message}
+    assert found == {(WAIT, "harness.cu")}, [str(v) for v in report.violations]
