@@ -30,10 +30,11 @@ from pathlib import Path
 
 from invariants.sync.divergence import splits
 from invariants.sync.finding import Finding, tree_relative
-from invariants.sync.functions import enclosing
+from invariants.sync.functions import NAMED_CALL, NOT_FUNCTIONS, definitions, enclosing
 from invariants.sync.ptx_check import covers, ptx_findings, ptx_folder, read_index
 from invariants.sync.ptx_read import PtxError
 from invariants.sync.sites import Group, Scope, Site, parse_tree, site_body
+from invariants.sync.statements import code_only
 from invariants.sync.spellings import ContractSpellings, ContractTarget, spelling
 from invariants.sync.thread_conditions import Condition, ThreadConditions
 
@@ -108,9 +109,9 @@ def check_contracts(
     checked = contracted(sites)
     by_name = {site.name: site for site in sites}
     report = ContractReport(sites_checked=len(checked))
-    conditions = ThreadConditions(sources)
+    conditions, helpers = ThreadConditions(sources), Helpers(sources)
     for site in checked:
-        report.violations += source_findings(site, by_name, spellings, conditions)
+        report.violations += source_findings(site, by_name, spellings, conditions, helpers)
     if ptx and spellings.ptx and checked:  # no release or wait: no PTX to hold to one
         started = time.perf_counter()
         folder, report.ptx_cached = ptx_folder(Path(tree_root), sources, catalog_target, cache)
@@ -130,15 +131,52 @@ class Call:
     name: str
 
 
-def _calls(site: Site, patterns: Iterable) -> list[Call]:
-    """The calls of the site's code (comments left out) that `patterns` spell, in order."""
-    found = set()
+def _calls(helpers: Helpers, site: Site, patterns: Iterable) -> list[Call]:
+    """The calls of the site's code (comments left out) that `patterns` spell,
+    and those of the sources' functions whose bodies make one (a helper), in order."""
+    patterns, found = list(patterns), set()
     for offset, text in enumerate(site_body(site)):
+        code = text.split("//", 1)[0]
         for pattern in patterns:
-            for match in pattern.finditer(text.split("//", 1)[0]):
+            for match in pattern.finditer(code):
                 name = match[0].rstrip("( \t")
                 found.add(Call(site.start + 1 + offset, match.start(), name))
+        for match in NAMED_CALL.finditer(code):
+            if patterns and helpers.makes(match[1], patterns):
+                found.add(Call(site.start + 1 + offset, match.start(1), match[1]))
     return sorted(found)
+
+
+HELPER_DEPTH = 3  # calls followed into the sources' functions from a site
+
+
+class Helpers:
+    """The functions of the sources, read once each by name: whether one's
+    body, or a function it calls (HELPER_DEPTH deep), makes a call a
+    pattern spells. A release moved into a helper the site calls is the
+    site's release, as the PTX sees it once inlined."""
+
+    def __init__(self, sources: Path):
+        self.sources = sources
+        self._bodies: dict[str, list[str]] = {}
+
+    def bodies(self, name: str) -> list[str]:
+        if name not in self._bodies:
+            self._bodies[name] = [
+                code_only(d.text[d.body : d.close])
+                for d in definitions(self.sources, name)
+                if name not in NOT_FUNCTIONS
+            ]
+        return self._bodies[name]
+
+    def makes(self, name: str, patterns: list, depth: int = HELPER_DEPTH) -> bool:
+        for body in self.bodies(name) if depth else ():
+            if any(p.search(body) for p in patterns):
+                return True
+            called = {m[1] for m in NAMED_CALL.finditer(body)} - {name}
+            if any(self.makes(c, patterns, depth - 1) for c in called):
+                return True
+        return False
 
 
 def _scoped(table: dict, scope: Scope, *, covering: bool) -> list:
@@ -151,7 +189,7 @@ def _named(patterns: list, what: str) -> str:
 
 
 def _barriers(
-    site: Site, sp: ContractSpellings, group: Group, conditions: ThreadConditions
+    site: Site, sp: ContractSpellings, group: Group, conditions: ThreadConditions, helpers: Helpers
 ) -> tuple[str, list[Call], list[tuple[Call, Condition]]]:
     """How the group's own barrier is spelled, the calls of it (or of a
     larger group's) in the site that every thread of the group reaches, and
@@ -159,7 +197,7 @@ def _barriers(
     own = [sp.barrier[group.value]] if group.value in sp.barrier else []
     spelled = [sp.barrier[g.value] for g in Group if g.value in sp.barrier and covers(g, group)]
     reached, partial = [], []
-    for call in _calls(site, spelled):
+    for call in _calls(helpers, site, spelled):
         around = conditions.around(site.path, call.line, call.column)
         parting = next((c for c in around if splits(c.spread, group)), None)
         if parting is None:
@@ -181,15 +219,23 @@ def _skipped(partial: list[tuple[Call, Condition]], counts: Callable[[Call], boo
 
 
 def source_findings(
-    site: Site, by_name: dict[str, Site], spellings: ContractSpellings, conditions: ThreadConditions
+    site: Site,
+    by_name: dict[str, Site],
+    spellings: ContractSpellings,
+    conditions: ThreadConditions,
+    helpers: Helpers,
 ) -> list[Finding]:
     check = _release_source if site.kind == "release" else _wait_source
-    found = dict.fromkeys(check(site, by_name, spellings, conditions))
+    found = dict.fromkeys(check(site, by_name, spellings, conditions, helpers))
     return [Finding(str(site.path), line, what, site.name) for line, what in found]
 
 
 def _release_source(
-    site: Site, by_name: dict[str, Site], sp: ContractSpellings, conditions: ThreadConditions
+    site: Site,
+    by_name: dict[str, Site],
+    sp: ContractSpellings,
+    conditions: ThreadConditions,
+    helpers: Helpers,
 ) -> list:
     """A barrier of the producers, then a release of the scope (or a fence of
     it, then a relaxed store), after the guarded site's end."""
@@ -204,14 +250,14 @@ def _release_source(
         said = f"the guarded site {where} does not end before it starts"
         findings.append((site.lines.start, said))
     releases = _scoped(sp.release, site.scope, covering=True)
-    weak = _calls(site, _scoped(sp.release, site.scope, covering=False))
-    relaxed = _calls(site, [sp.store] if sp.store else [])
-    spelt = set(weak) | set(relaxed) | set(_calls(site, releases))
-    atomics = [call for call in _calls(site, [CUDA_ATOMIC]) if call not in spelt]
+    weak = _calls(helpers, site, _scoped(sp.release, site.scope, covering=False))
+    relaxed = _calls(helpers, site, [sp.store] if sp.store else [])
+    spelt = set(weak) | set(relaxed) | set(_calls(helpers, site, releases))
+    atomics = [call for call in _calls(helpers, site, [CUDA_ATOMIC]) if call not in spelt]
     fence_spellings = _scoped(sp.fence, site.scope, covering=True)
-    fences = _calls(site, fence_spellings)
-    barrier, barriers, partial = _barriers(site, sp, group, conditions)
-    publishes = sorted([*_calls(site, releases), *weak, *relaxed, *atomics])
+    fences = _calls(helpers, site, fence_spellings)
+    barrier, barriers, partial = _barriers(site, sp, group, conditions, helpers)
+    publishes = sorted([*_calls(helpers, site, releases), *weak, *relaxed, *atomics])
     if not publishes:
         missing = _named(releases, f"release.{scope}")
         return [*findings, (site.lines.start, f"no publish: no {missing} in the site")]
@@ -261,18 +307,22 @@ def _same_function(one: Site, other: Site) -> bool:
 
 
 def _wait_source(
-    site: Site, by_name: dict[str, Site], sp: ContractSpellings, conditions: ThreadConditions
+    site: Site,
+    by_name: dict[str, Site],
+    sp: ContractSpellings,
+    conditions: ThreadConditions,
+    helpers: Helpers,
 ) -> list:
     """An acquire of the scope (or a relaxed load, then a fence of it), then a
     barrier of the consumers."""
     scope, group = site.scope.value, site.consumers
     acquire_spellings = _scoped(sp.acquire, site.scope, covering=True)
     fence_spellings = _scoped(sp.fence, site.scope, covering=True)
-    loads = _calls(site, [sp.load] if sp.load else [])
-    fenced = [f for f in _calls(site, fence_spellings) if any(load < f for load in loads)]
-    points = sorted([*_calls(site, acquire_spellings), *fenced])
+    loads = _calls(helpers, site, [sp.load] if sp.load else [])
+    fenced = [f for f in _calls(helpers, site, fence_spellings) if any(load < f for load in loads)]
+    points = sorted([*_calls(helpers, site, acquire_spellings), *fenced])
     if not points:
-        weak = _calls(site, _scoped(sp.acquire, site.scope, covering=False))
+        weak = _calls(helpers, site, _scoped(sp.acquire, site.scope, covering=False))
         if weak:
             return [(weak[0].line, f"acquire {weak[0].name} is no acquire at scope {scope}")]
         acquire = _named(acquire_spellings, f"acquire.{scope}")
@@ -281,7 +331,7 @@ def _wait_source(
         return [(site.lines.start, said)]
     if group == Group.THREAD:
         return []
-    barrier, barriers, partial = _barriers(site, sp, group, conditions)
+    barrier, barriers, partial = _barriers(site, sp, group, conditions, helpers)
     findings = []
     for point in points:
         if not any(b > point for b in barriers):
