@@ -7,7 +7,6 @@ PTX are written here, no compiler."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from invariants.sync.contract import check_contracts
 from invariants.sync.ptx_check import ptx_findings
 from invariants.sync.ptx_read import parse_module
 from invariants.sync.sites import parse_tree
-from invariants.sync.spellings import ContractSpellings, call_pattern
 
 SOURCE = """\
 __global__ void k(int* data, unsigned* done) {
@@ -35,45 +33,39 @@ __global__ void k(int* data, unsigned* done) {
 PUBLISH = 9
 
 
-@dataclass(frozen=True)
-class Target:  # a ContractTarget
-    name: str = "atomics"
-    sources: str = "src"
-    anchors: tuple = ()
-    contract: ContractSpellings | None = field(
-        default_factory=lambda: ContractSpellings(
-            barrier={"block": call_pattern("__syncthreads")},
-            release={"sys": call_pattern("st_release_sys")},
-            fence={"sys": call_pattern("fence_sys")},
-        )
+@pytest.fixture
+def target(spelled):
+    return spelled(
+        "atomics",
+        barrier={"block": "__syncthreads"},
+        release={"sys": "st_release_sys"},
+        fence={"sys": "fence_sys"},
     )
-    env: dict = field(default_factory=dict)
-    timeout_s: float = 10.0
 
 
-def source_findings(tmp_path: Path, atomic: str) -> list[tuple[int, str]]:
+def source_findings(tmp_path: Path, target, atomic: str) -> list[tuple[int, str]]:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "k.cuh").write_text(SOURCE.replace("ATOMIC", atomic))
-    report = check_contracts(tmp_path, Target(), ptx=False)
+    report = check_contracts(tmp_path, target, ptx=False)
     return [(v.line, v.message) for v in report.violations]
 
 
-def test_a_system_atomic_after_a_system_fence_publishes_at_sys(tmp_path):
-    assert source_findings(tmp_path, "atomicAdd_system") == []
+def test_a_system_atomic_after_a_system_fence_publishes_at_sys(tmp_path, target):
+    assert source_findings(tmp_path, target, "atomicAdd_system") == []
 
 
-def test_a_device_atomic_after_a_system_fence_publishes_at_gpu_only(tmp_path):
-    assert source_findings(tmp_path, "atomicAdd") == [
+def test_a_device_atomic_after_a_system_fence_publishes_at_gpu_only(tmp_path, target):
+    assert source_findings(tmp_path, target, "atomicAdd") == [
         (PUBLISH, "publish atomicAdd is no release at scope sys: a relaxed atomic at scope "
          "gpu, the fence before it publishes at gpu"),
     ]  # fmt: skip
 
 
-def test_an_atomic_with_no_fence_before_it_is_no_release(tmp_path):
+def test_an_atomic_with_no_fence_before_it_is_no_release(tmp_path, target):
     unfenced = SOURCE.replace("    fence_sys();\n", "")
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "k.cuh").write_text(unfenced.replace("ATOMIC", "atomicAdd_system"))
-    report = check_contracts(tmp_path, Target(), ptx=False)
+    report = check_contracts(tmp_path, target, ptx=False)
     assert [(v.line, v.message) for v in report.violations] == [
         (PUBLISH - 1, "publish atomicAdd_system is no release at scope sys and no fence_sys "
          "precedes it"),

@@ -6,11 +6,11 @@ finding, and weakening the helper's store is one, named by the helper."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from invariants.sync.contract import check_contracts
-from invariants.sync.spellings import ContractSpellings, call_pattern
 
 SOURCE = """\
 __device__ void publish(int* flag) { st_release_sys(flag, 1); }
@@ -27,47 +27,41 @@ __global__ void k(int* data, int* flag) {
 """
 
 
-@dataclass(frozen=True)
-class Target:  # a ContractTarget
-    name: str = "helpers"
-    sources: str = "src"
-    anchors: tuple = ()
-    contract: ContractSpellings | None = field(
-        default_factory=lambda: ContractSpellings(
-            barrier={"block": call_pattern("__syncthreads")},
-            release={"sys": call_pattern("st_release_sys"), "gpu": call_pattern("st_release_gpu")},
-        )
+@pytest.fixture
+def target(spelled):
+    return spelled(
+        "helpers",
+        barrier={"block": "__syncthreads"},
+        release={"sys": "st_release_sys", "gpu": "st_release_gpu"},
     )
-    env: dict = field(default_factory=dict)
-    timeout_s: float = 10.0
 
 
-def findings(tmp_path: Path, source: str) -> list[tuple[int, str]]:
+def findings(tmp_path: Path, target, source: str) -> list[tuple[int, str]]:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "k.cuh").write_text(source)
-    report = check_contracts(tmp_path, Target(), ptx=False)
+    report = check_contracts(tmp_path, target, ptx=False)
     return [(v.line, v.message) for v in report.violations]
 
 
-def test_a_release_in_a_helper_the_site_calls_is_the_sites_release(tmp_path):
-    assert findings(tmp_path, SOURCE.replace("CALL", "publish")) == []
+def test_a_release_in_a_helper_the_site_calls_is_the_sites_release(tmp_path, target):
+    assert findings(tmp_path, target, SOURCE.replace("CALL", "publish")) == []
 
 
-def test_a_helper_of_a_helper_is_followed(tmp_path):
-    assert findings(tmp_path, SOURCE.replace("CALL", "publish_twice")) == []
+def test_a_helper_of_a_helper_is_followed(tmp_path, target):
+    assert findings(tmp_path, target, SOURCE.replace("CALL", "publish_twice")) == []
 
 
-def test_a_helper_weakened_to_a_narrower_release_is_named(tmp_path):
+def test_a_helper_weakened_to_a_narrower_release_is_named(tmp_path, target):
     weakened = SOURCE.replace("CALL", "publish").replace("_sys(flag, 1)", "_gpu(flag, 1)")
-    assert findings(tmp_path, weakened) == [
+    assert findings(tmp_path, target, weakened) == [
         (9, "publish publish is no release at scope sys: it releases at a narrower scope"),
     ]
 
 
-def test_a_call_to_a_function_that_releases_nothing_is_no_publish(tmp_path):
+def test_a_call_to_a_function_that_releases_nothing_is_no_publish(tmp_path, target):
     unrelated = SOURCE.replace("CALL", "note").replace(
         "__device__ void publish(", "__device__ void note(int* flag) {}\n__device__ void publish("
     )
-    assert findings(tmp_path, unrelated) == [
+    assert findings(tmp_path, target, unrelated) == [
         (8, "no publish: no st_release_sys in the site"),  # the site, a line lower
     ]
