@@ -174,6 +174,7 @@ class Divergence:
         ]
         self._spreads: dict[str, Origin] | None = None
         self._sources: dict[str, frozenset[str]] | None = None
+        self._controlling: dict[int, list[int]] = {}
         self._skips: dict[int, Skip | None] = {}
 
     def skip(self, barrier: int) -> Skip | None:
@@ -222,7 +223,12 @@ class Divergence:
         return _source(self.code[branch].guard, self._spreads)
 
     def _controllers(self, node: int) -> list[int]:
-        """The conditional branches `node` is directly control dependent on."""
+        """The conditional branches `node` is directly control dependent on (found once each)."""
+        if node not in self._controlling:
+            self._controlling[node] = self._find_controllers(node)
+        return self._controlling[node]
+
+    def _find_controllers(self, node: int) -> list[int]:
         exits = [e for e in self.exits if e != node]
         avoiding = _backward(self.predecessors, exits, node)
         reaching = _backward(self.predecessors, [node], None)
