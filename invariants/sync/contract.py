@@ -30,10 +30,10 @@ from pathlib import Path
 
 from invariants.sync.divergence import splits
 from invariants.sync.finding import Finding, tree_relative
-from invariants.sync.functions import NAMED_CALL, NOT_FUNCTIONS, definitions, enclosing
+from invariants.sync.functions import NAMED_CALL, enclosing, file_definitions
 from invariants.sync.ptx_check import covers, ptx_findings, ptx_folder, read_index
 from invariants.sync.ptx_read import PtxError
-from invariants.sync.sites import Group, Scope, Site, parse_tree, site_body
+from invariants.sync.sites import Group, Scope, Site, parse_tree, site_body, source_files
 from invariants.sync.statements import code_only
 from invariants.sync.spellings import ContractSpellings, ContractTarget, spelling
 from invariants.sync.thread_conditions import Condition, ThreadConditions
@@ -158,16 +158,19 @@ class Helpers:
 
     def __init__(self, sources: Path):
         self.sources = sources
-        self._bodies: dict[str, list[str]] = {}
+        self._bodies: dict[str, list[str]] | None = None
 
     def bodies(self, name: str) -> list[str]:
-        if name not in self._bodies:
-            self._bodies[name] = [
-                code_only(d.text[d.body : d.close])
-                for d in definitions(self.sources, name)
-                if name not in NOT_FUNCTIONS
-            ]
-        return self._bodies[name]
+        """The code of each definition of `name` (every file read once, when first asked)."""
+        if self._bodies is None:
+            self._bodies = {}
+            for path in source_files(self.sources) if self.sources.is_dir() else ():
+                text = path.read_text()
+                code = code_only(text)
+                for d in file_definitions(path, text):
+                    called = text[d.name : d.body].split("(")[0].split("::")[-1].strip()
+                    self._bodies.setdefault(called, []).append(code[d.body : d.close])
+        return self._bodies.get(name, [])
 
     def makes(self, name: str, patterns: list, depth: int = HELPER_DEPTH) -> bool:
         for body in self.bodies(name) if depth else ():
