@@ -140,7 +140,8 @@ def _matrix(document: dict) -> list[str]:
     unplaced = document.get("unplaced") or []
     if unplaced:
         said = ", ".join(unplaced)
-        lines.append(f"- **not run**, sites fire together under no config: {len(unplaced)} ({said})")
+        count = len(unplaced)
+        lines.append(f"- **not run**, sites fire together under no config: {count} ({said})")
     return lines
 
 

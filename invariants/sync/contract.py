@@ -289,7 +289,9 @@ def _release_source(
 # CUDA's atomics: relaxed read-modify-writes at the device's scope, or the
 # system's or the block's by their suffix; after a fence, a publish as far
 # as their scope reaches.
-CUDA_ATOMIC = re.compile(r"\batomic(?:Add|Sub|Exch|Min|Max|Inc|Dec|CAS|And|Or|Xor)(?:_system|_block)?\s*\(")
+CUDA_ATOMIC = re.compile(
+    r"\batomic(?:Add|Sub|Exch|Min|Max|Inc|Dec|CAS|And|Or|Xor)(?:_system|_block)?\s*\("
+)
 ATOMIC_SCOPES = {"_system": Scope.SYS, "_block": Scope.CTA}
 
 

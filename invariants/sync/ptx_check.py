@@ -17,6 +17,11 @@ the call the site makes):
 A barrier counts only where its whole group reaches it: one under a branch
 that parts the group (invariants/sync/ptx_divergence.py) is skipped by some
 of its threads, and the finding says which barrier and which branch.
+
+And the guarded data (docs/synchronization.md, "The guarded data";
+invariants/sync/ptx_dataflow.py): its loads are coherent, after an acquire
+in their iteration, and by no consumer a wait's branch sends past it; its
+stores are each followed by a release of it.
 """
 
 from __future__ import annotations
@@ -411,14 +416,14 @@ def guarded_reads(
         skip = function.divergence.parting(acquire, PARTING[group])
         if skip is None:
             continue
-        acquired = _after(function, [acquire])
+        led = _after(function, [acquire])
 
-        def delivered(j: int, spread=skip.origin.spread, acquired=acquired) -> bool:
+        def delivered(j: int, spread=skip.origin.spread, led=led) -> bool:
             """An acquire, or a barrier the acquire leads to whose group holds
             threads of both ways of the branch, all of them reaching it."""
             barrier = code[j].barrier()
             return j in acquires or (
-                barrier is not None and splits(spread, barrier) and j in acquired
+                barrier is not None and splits(spread, barrier) and j in led
                 and not skipped(function, j, barrier)
             )
 

@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from invariants.sync.ptx_divergence import REGISTER, _split
+from invariants.sync.ptx_divergence import REGISTER, _immediate, _split
 from invariants.sync.ptx_instruction import LOCAL_SPACES, Instruction
 
 ADDRESS = re.compile(r"^\[\s*([^\]+\s]+)\s*(?:\+\s*(-?\d+))?\s*\]$")
@@ -46,7 +46,8 @@ CARRIES = {"add": (1, 2), "sub": (1,), "mov": (1,), "cvta": (1,), "selp": (1, 2)
 
 @dataclass(frozen=True, order=True)
 class Field:
-    """Kernel parameter `parameter`, then each load's constant offset (bytes) from what the last read."""
+    """Kernel parameter `parameter`, then each load's constant offset (in
+    bytes) from what the load before it read."""
 
     parameter: int
     offsets: tuple[int, ...]
@@ -56,6 +57,8 @@ class Field:
 
 
 MAX_CHAIN = 4  # loads followed from a parameter
+SLOT = 8  # bytes of a pointer kept in the local frame
+LAST_ARRAY_SLOTS = 64  # slots an indexed load reads from the frame's last array
 
 Bases = frozenset[Field]
 
@@ -105,15 +108,9 @@ def frame_addresses(code: Sequence[Instruction]) -> dict[str, tuple[int, bool]]:
             if base in frame:
                 offset, indexed = frame[base]
                 step = _immediate(added)
-                frame[operands[0]] = (offset + step, indexed) if step is not None else (offset, True)
+                indexed = indexed or step is None
+                frame[operands[0]] = (offset + (step or 0), indexed)
     return frame
-
-
-def _immediate(text: str) -> int | None:
-    try:
-        return int(text, 0)
-    except ValueError:
-        return None
 
 
 def _frame_cells(where, frame, arrays: list[int]) -> list[int] | None:
@@ -126,8 +123,8 @@ def _frame_cells(where, frame, arrays: list[int]) -> list[int] | None:
     start = offset + (where[1] or 0)
     if not indexed:
         return [start]
-    end = next((a for a in arrays if a > start), start + 8 * 64)
-    return list(range(start, end, 8))
+    end = next((a for a in arrays if a > start), start + SLOT * LAST_ARRAY_SLOTS)
+    return list(range(start, end, SLOT))
 
 
 def register_bases(code: Sequence[Instruction]) -> dict[str, Bases]:
@@ -150,7 +147,8 @@ def register_bases(code: Sequence[Instruction]) -> dict[str, Bases]:
         if ins.base == "ld" and where is None:
             continue
         steps.append((ins, operands, where, REGISTER.findall(operands[0])))
-    arrays = sorted({frame[w[0]][0] + (w[1] or 0) for _, _, w, _ in steps if w and frame.get(w[0], (0, False))[1]})
+    indexed = [w for _, _, w, _ in steps if w and frame.get(w[0], (0, False))[1]]
+    arrays = sorted({frame[w[0]][0] + (w[1] or 0) for w in indexed})
     bases: dict[str, Bases] = {}
     slots: dict[int, Bases] = {}
     grew = True

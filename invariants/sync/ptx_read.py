@@ -104,7 +104,9 @@ class Function:
         iteration: a load hoisted above its loop's wait is not excused by
         the wait of the iteration before."""
         back = self.back_edges
-        return [[p for p in before if (p, i) not in back] for i, before in enumerate(self.predecessors)]
+        return [
+            [p for p in before if (p, i) not in back] for i, before in enumerate(self.predecessors)
+        ]
 
     @cached_property
     def bases(self) -> dict[str, Bases]:
