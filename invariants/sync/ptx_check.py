@@ -412,6 +412,17 @@ def guarded_reads(
         for i in reads
         if i not in after
     ]
+    return findings + _past_partial_waits(function, acquires, reads, lines)
+
+
+def _past_partial_waits(
+    function: Function, acquires: dict[int, Group], reads: list[int], lines
+) -> list[tuple[int, str]]:
+    """The guarded `reads` the consumers reach past an acquire whose branch
+    sends whole groups of them by it (the wait only some blocks make), unless
+    a barrier whose group holds both ways of that branch brings the acquire
+    to them."""
+    code, findings = function.instructions, []
     for acquire, group in sorted(acquires.items()):
         skip = function.divergence.parting(acquire, PARTING[group])
         if skip is None:

@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from invariants.sync.ptx_divergence import REGISTER, _immediate, _split
+from invariants.sync.ptx_divergence import REGISTER, _immediate
 from invariants.sync.ptx_instruction import LOCAL_SPACES, Instruction
 
 ADDRESS = re.compile(r"^\[\s*([^\]+\s]+)\s*(?:\+\s*(-?\d+))?\s*\]$")
@@ -66,7 +66,7 @@ Bases = frozenset[Field]
 def address(ins: Instruction) -> tuple[str, int | None] | None:
     """The register (or parameter name) and offset (None: none written) of
     the access's `[...]` operand."""
-    operand = next((o for o in _split(ins.operands) if o.startswith("[")), None)
+    operand = next((o for o in ins.operands_split if o.startswith("[")), None)
     found = ADDRESS.match(operand.strip()) if operand else None
     if found is None:
         return None
@@ -96,7 +96,7 @@ def frame_addresses(code: Sequence[Instruction]) -> dict[str, tuple[int, bool]]:
     frame address is made before it is used."""
     frame: dict[str, tuple[int, bool]] = {}
     for ins in code:
-        operands = _split(ins.operands)
+        operands = ins.operands_split
         if len(operands) < 2 or ins.base not in ("mov", "add"):
             continue
         if ins.base == "mov" and (DEPOT.fullmatch(operands[1]) or operands[1] in frame):
@@ -135,7 +135,7 @@ def register_bases(code: Sequence[Instruction]) -> dict[str, Bases]:
     steps = []  # (instruction, operands, where it loads from, registers written)
     kept = []  # (frame slot, the register stored there)
     for ins in code:
-        operands = _split(ins.operands)
+        operands = ins.operands_split
         where = address(ins) if ins.base in ("ld", "st") else None
         if ins.base == "st" and "local" in ins.parts and len(operands) == 2 and where:
             at = frame.get(where[0])

@@ -57,17 +57,6 @@ class Skip:
     origin: Origin
 
 
-def _split(operands: str) -> list[str]:
-    """The operands, split at the commas outside braces and brackets."""
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(operands):
-        depth += (char in "{[(") - (char in "}])")
-        if char == "," and depth == 0:
-            parts.append(operands[start:index].strip())
-            start = index + 1
-    return [*parts, operands[start:].strip()] if operands.strip() else parts
-
-
 def _immediate(text: str) -> int | None:
     try:
         return int(text, 0)
@@ -118,7 +107,7 @@ def register_spreads(code: Sequence[Instruction]) -> dict[str, Origin]:
     """Every register that does not hold one value across the block, and how far it spreads."""
     results = []  # (instruction, operands, the registers it writes)
     for ins in code:
-        operands = _split(ins.operands)
+        operands = ins.operands_split
         if ins.base not in NO_RESULT and operands and not operands[0].startswith("["):
             results.append((ins, operands, REGISTER.findall(operands[0])))
     spreads: dict[str, Origin] = {}
@@ -140,7 +129,7 @@ def register_sources(code: Sequence[Instruction]) -> dict[str, frozenset[str]]:
     per-block address is data, not the block's index)."""
     results = []
     for ins in code:
-        operands = _split(ins.operands)
+        operands = ins.operands_split
         if ins.base in ("ld", "atom", "shfl", "vote", "redux"):
             continue
         if ins.base not in NO_RESULT and operands and not operands[0].startswith("["):

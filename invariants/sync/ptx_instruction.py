@@ -35,6 +35,18 @@ class Loc:
         return tuple(line for file, line in self.chain if file == file_index and line > 0)
 
 
+def split_operands(operands: str) -> list[str]:
+    """The operands, split at the commas outside braces and brackets."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(operands):
+        depth += (char in "{[(") - (char in "}])")
+        if char == "," and depth == 0:
+            parts.append(operands[start:index].strip())
+            start = index + 1
+    return [*parts, operands[start:].strip()] if operands.strip() else parts
+
+
+
 @dataclass(frozen=True)
 class Instruction:
     opcode: str  # e.g. st.release.sys.global.u64
@@ -46,6 +58,11 @@ class Instruction:
     @property
     def predicated(self) -> bool:
         return self.guard is not None
+
+    @cached_property
+    def operands_split(self) -> list[str]:
+        """The operands, split at the commas outside brackets (read once: every walk reads them)."""
+        return split_operands(self.operands)
 
     @cached_property
     def parts(self) -> tuple[str, ...]:
