@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -30,7 +31,7 @@ import urllib.request
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from hostio import Pin, UsageError
+from hostio import Pin, UsageError, write_bytes, write_text
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".targets"
@@ -104,7 +105,9 @@ def archive(pin: Pin, cache: Path = CACHE, *, find_links: Path | None = None,
     path = Path(cache) / "archives" / pin.file
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".part")
+        # A name of this process's own: two processes fetching the same file
+        # at once (two test workers) each write theirs, and the last rename wins.
+        partial = path.with_name(f"{path.name}.{os.getpid()}.part")
         _download(pin, partial, find_links, index)
         partial.replace(path)
         print(f"fetch: {pin.file} downloaded to {path}")
@@ -143,11 +146,11 @@ def _extract(pin: Pin, path: Path, names: list[str], into: Path) -> None:
     with (zipfile.ZipFile if _is_zip(path) else tarfile.open)(path) as packed:
         for name in names:
             target = into / landing(pin, name)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            # whole or not at all: another process may read it while this one unpacks
             if isinstance(packed, zipfile.ZipFile):
-                target.write_bytes(packed.read(name))
+                write_bytes(target, packed.read(name))
             else:
-                target.write_bytes(packed.extractfile(name).read())
+                write_bytes(target, packed.extractfile(name).read())
 
 
 def tree(pin: Pin, wanted: list[str] | tuple[str, ...], cache: Path = CACHE, *,
@@ -171,7 +174,7 @@ def tree(pin: Pin, wanted: list[str] | tuple[str, ...], cache: Path = CACHE, *,
             raise FetchError(f"{pin.where}: members: {pin.file} has no member {under}")
         _extract(pin, path, chosen, folder)
         done.add(member)
-    stamps.write_text("".join(f"{member}\n" for member in sorted(done)))
+    write_text(stamps, "".join(f"{member}\n" for member in sorted(done)))
     print(f"fetch: {len(missing)} members of {pin.file} unpacked under {folder}")
     return folder
 
