@@ -54,14 +54,28 @@ def probe_id(site: str) -> str:
     return PROBE_PREFIX + site
 
 
+def patched_sites(catalog: Catalog, fault_ids: list[str]) -> list[str]:
+    """Every site the faults patch (their includes' too), in fault order."""
+    patches = [p for fault_id in fault_ids for p in catalog.all_patches(fault_id)]
+    return list(dict.fromkeys(p.site for p in patches if p.site))
+
+
 def probed_sites(catalog: Catalog, touched: list[Coverage]) -> list[str]:
     """The touched sites, then every other site a covering fault patches: a
     fault runs only where all of its sites fire."""
     names = [cover.site.name for cover in touched]
-    for cover in touched:
-        for fault_id in cover.faults:
-            names += [p.site for p in catalog.all_patches(fault_id) if p.site]
+    names += patched_sites(catalog, [f for cover in touched for f in cover.faults])
     return list(dict.fromkeys(names))
+
+
+def where_all_fire(
+    catalog: Catalog, fault_id: str, fired: dict[str, Firing], configs: list[Config]
+) -> list[Config]:
+    """The configs among `configs` whose clean run fired every site the fault
+    patches: elsewhere it opens no window (a skipped wait whose guarded store
+    never runs there), and its run would prove nothing."""
+    sites = patched_sites(catalog, [fault_id])
+    return [c for c in configs if all(c.name in fired[site].fires for site in sites)]
 
 
 def probes(catalog: Catalog, sites: list[str]) -> tuple[Patch, ...]:
@@ -128,13 +142,8 @@ def fault_configs(
     chosen: dict[str, list[Config]] = {}
     for cover in touched:
         for fault_id in cover.faults:
-            sites = {p.site for p in catalog.all_patches(fault_id) if p.site}
-            here = [
-                c
-                for c in ran
-                if c.name in fired[cover.site.name].fires
-                and all(c.name in fired[site].fires for site in sites)
-            ]
+            covered = [c for c in ran if c.name in fired[cover.site.name].fires]
+            here = where_all_fire(catalog, fault_id, fired, covered)
             known = chosen.setdefault(fault_id, [])
             known += [c for c in here if c not in known]
     order = {c.name: i for i, c in enumerate(ran)}

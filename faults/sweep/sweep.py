@@ -27,7 +27,7 @@ from faults.pipeline.run import overridden_env
 from faults.pipeline.scratch import UserTreeGuard
 from faults.pipeline.slots import sweep
 from faults.report.document import SweepReport, catalog_sha256, summary_line, write_report
-from faults.review.matrix import Firing, firing, probes
+from faults.review.matrix import Firing, firing, patched_sites, probes, where_all_fire
 from faults.sweep.history import History
 from faults.sweep.selection import (
     SweepError,
@@ -242,25 +242,17 @@ class Sweep:
                 f"not run; the next shard: --only '{'|'.join(map(re.escape, self.unrun))}'"
             )
 
-    def patched_sites(self) -> list[str]:
-        """Every site a chosen fault patches, in fault order."""
-        patches = [p for f in self.fault_ids for p in self.catalog.all_patches(f)]
-        return list(dict.fromkeys(p.site for p in patches if p.site))
-
     def place_where_fired(self, controls: list[RunResult]) -> dict[str, list[Config]]:
         """A matrix sweep's faults, each under the configs whose clean control
-        fired every site it patches (its probes' markers): elsewhere the fault
-        cannot open its window, and its run would prove nothing."""
-        self.firing = firing(self.patched_sites(), controls)
+        fired every site it patches (its probes' markers; where_all_fire)."""
+        self.firing = firing(patched_sites(self.catalog, self.fault_ids), controls)
         names = [c.name for c in self.configs]
-        placed = {}
-        for fault_id in self.fault_ids:
-            sites = {p.site for p in self.catalog.all_patches(fault_id) if p.site}
-            placed[fault_id] = [
-                c
-                for c in self.catalog.configs_for(fault_id, names)
-                if all(c.name in self.firing[site].fires for site in sites)
-            ]
+        placed = {
+            fault_id: where_all_fire(
+                self.catalog, fault_id, self.firing, self.catalog.configs_for(fault_id, names)
+            )
+            for fault_id in self.fault_ids
+        }
         self.unplaced = [f for f, configs in placed.items() if not configs]
         return placed
 
@@ -272,7 +264,8 @@ class Sweep:
         size = max(self.catalog.gpus_for(c) for c in self.configs)
         checks = dict(contract=self.options.contract, erased=self.options.erased)
         if self.matrix:
-            checks.update(probes=probes(self.catalog, self.patched_sites()))
+            sites = patched_sites(self.catalog, self.fault_ids)
+            checks.update(probes=probes(self.catalog, sites))
         groups = max(self.gpus // size, 1) if size else 1
         checks.update(runs_at_once=groups * self.options.slots)
         if not size:

@@ -178,6 +178,7 @@ def ptx_findings(
             if site.kind not in ("release", "wait"):
                 continue
             present.add(site.name)
+            data = guarded.get(site.guards or "", frozenset())
             if site.kind == "release":
                 found = release_findings(site, module, function, members, lines)
                 publishes = {
@@ -188,10 +189,8 @@ def ptx_findings(
                     for i in their
                     if function.instructions[i].is_data_store()
                 }
-                data = guarded.get(site.guards or "", frozenset())
                 found += stores_after(function, publishes, lines, data)
             else:
-                data = guarded.get(site.guards or "", frozenset())
                 alike = {
                     index: other.consumers
                     for other, where, their, _ in placed
@@ -303,16 +302,19 @@ def acquired(site: Site, module: Module, function: Function, members) -> set[int
     code, want = function.instructions, SCOPE_RANK[site.scope.value]
     acquires = {i for i in members if (_acquire_rank(module, code[i]) or -1) >= want}
     loads = {i for i in members if (code[i].relaxed_load_rank() or -1) >= want}
-    inside = set(members)
-
-    def reads(j: int) -> bool:  # the wait's own loads (its flag's address) are no reads
-        return (j not in inside and code[j].is_data_load()) or not function.successors[j]
-
+    reads = _reads(function, set(members))
     for i in loads:  # a relaxed load: the fence after it acquires
         fence = lambda j: (code[j].fence_rank() or -1) >= want  # noqa: E731
         failed, fences = walk(function, i, 1, fence, reads)
         acquires |= fences if failed is None else set()
     return acquires
+
+
+def _reads(function: Function, inside: set[int]) -> Callable[[int], bool]:
+    """A data load outside the wait (its own loads, of its flag's address,
+    are no reads), or the function's end."""
+    code = function.instructions
+    return lambda j: (j not in inside and code[j].is_data_load()) or not function.successors[j]
 
 
 def _acquire_rank(module: Module, ins) -> int | None:
@@ -343,10 +345,7 @@ def wait_findings(
             return [(lines[weaker[0]], f"the wait acquires below scope {scope}")]
         nor = f"nor a call that acquires, nor a relaxed load then fence.acq_rel.{scope}"
         return [(site.lines.start, f"no ld.acquire.{scope} in the wait ({nor})")]
-
-    def reads(j: int) -> bool:  # the wait's own loads (its flag's address) are no reads
-        return (j not in inside and code[j].is_data_load()) or not function.successors[j]
-
+    reads = _reads(function, inside)
     mine = dict.fromkeys(acquires, group)
     findings = guarded_reads(function, {**alike, **mine}, inside, lines, data)
     if group == Group.THREAD:

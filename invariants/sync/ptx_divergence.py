@@ -202,8 +202,9 @@ class Divergence:
         for branch in self.branches(node):
             guard = self.code[branch].guard
             for source in sorted(self._sources.get(guard, ())):
-                if SPECIAL[source.split(".")[0]] in spreads:
-                    return Skip(branch, Origin(SPECIAL[source.split(".")[0]], source))
+                spread = SPECIAL[source.split(".")[0]]
+                if spread in spreads:
+                    return Skip(branch, Origin(spread, source))
         return None
 
     def _guard(self, branch: int) -> Origin | None:

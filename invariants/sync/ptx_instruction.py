@@ -46,7 +46,6 @@ def split_operands(operands: str) -> list[str]:
     return [*parts, operands[start:].strip()] if operands.strip() else parts
 
 
-
 @dataclass(frozen=True)
 class Instruction:
     opcode: str  # e.g. st.release.sys.global.u64

@@ -13,6 +13,7 @@ from faults.catalog import load_catalog
 from faults.judge.outcome import Outcome
 from faults.judge.verdict import Verdict
 from faults.pipeline.engine import CLEAN, FORCED, RunResult
+from faults.review.matrix import patched_sites
 from faults.sweep.selection import SweepError
 from faults.sweep.sweep import Sweep, SweepOptions
 from tools.faults_cli.main import main
@@ -51,7 +52,7 @@ def test_each_fault_runs_where_every_site_it_patches_fired(matrix_catalog, tmp_p
     )
     assert [c.name for c in plan.configs] == ["small", "large"]
     assert plan.matrix == "all 2 valid combinations of 1 dimensions"
-    assert plan.patched_sites() == [STORE, WAIT, RELEASE]
+    assert patched_sites(plan.catalog, plan.fault_ids) == [STORE, WAIT, RELEASE]
     forced = RunResult(FORCED, "large", 0, Verdict.KILLED, True, "", "0" * 64, {}, None)
     placed = plan.place_where_fired([clean("small", STORE, WAIT), clean("large", WAIT), forced])
     assert {f: [c.name for c in configs] for f, configs in placed.items()} == {
