@@ -349,5 +349,22 @@ def load_kernel(spec: KernelSpec, device_index: int, root: Path | None = None):
         Device(device_index).set_current()
         compiled = compile_kernel(spec, root=root)
         module = ObjectCode.from_cubin(compiled.cubin, name=spec.name)
-        _loaded[key] = module.get_kernel(compiled.symbol)
+        kernel = module.get_kernel(compiled.symbol)
+        load_now(kernel)
+        _loaded[key] = kernel
     return _loaded[key]
+
+
+def load_now(kernel) -> None:
+    """Load `kernel` into the current context now, whatever CUDA_MODULE_LOADING
+    says: under lazy loading its first launch would load it, and a load
+    waits for the context, where another logical rank's kernel may already
+    spin waiting for this one (docs/synchronization.md, "One GPU, logical
+    ranks"). Only afdep's own kernels load at once; torch's stay lazy."""
+    from cuda.bindings import driver
+
+    error, function = driver.cuKernelGetFunction(kernel.handle)
+    if error == driver.CUresult.CUDA_SUCCESS:
+        (error,) = driver.cuFuncLoad(function)
+    if error != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"loading {kernel!r} into the current context: {error.name}")

@@ -38,6 +38,7 @@ from hostio import (  # noqa: E402
     OneLineParser,
     RankMode,
     at_least,
+    cpu_share,
     machine_name,
     results_stem,
     write_json,
@@ -115,6 +116,7 @@ def one_run(catalog, config, logs: Path, name: str, workers=None, env=None) -> d
         "exit": outcome.exit_code,
         "wall_s": round(wall, 3),
         "driver_wall_s": driver.get("wall_s"),
+        "phases_s": driver.get("phases_s", {}),
         "ok": bool(driver.get("ok")) and outcome.exit_code == 0,
     }
 
@@ -150,6 +152,7 @@ def batch(catalog, configs, logs: Path, path: str, slots: int, runs: int, worker
     driver = [r["driver_wall_s"] for r in done if r["driver_wall_s"] is not None]
     overhead = [r["wall_s"] - r["driver_wall_s"] for r in done if r["driver_wall_s"] is not None]
     median = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
+    phases = {name for r in done for name in r["phases_s"]}
     return {
         "path": path,
         "slots": slots,
@@ -162,6 +165,9 @@ def batch(catalog, configs, logs: Path, path: str, slots: int, runs: int, worker
         "run_wall_s": median(walls),
         "driver_wall_s": median(driver),
         "overhead_s": median(overhead),
+        # Where the driver's own wall went (tools/driver/phases.py), each phase's median.
+        "phases_s": {p: median([r["phases_s"][p] for r in done if p in r["phases_s"]])
+                     for p in sorted(phases)},  # fmt: skip
         "failed": [r for r in done if not r["ok"]],
     }
 
@@ -228,6 +234,12 @@ def markdown(doc: dict) -> str:
             f"| {b['cpu_s_per_run']} | {b['run_wall_s']} | {b['driver_wall_s']} "
             f"| {b['overhead_s']} | {len(b['failed'])} |"
         )
+    lines += ["", "Where the driver's wall went, each phase's median seconds a run "
+              "(`context` is outside the driver's wall):", ""]  # fmt: skip
+    for b in doc["batches"]:
+        spent = ", ".join(f"{name} {seconds}" for name, seconds in b.get("phases_s", {}).items())
+        lines.append(f"- {b['path']}{' ' + b['variant'] if b.get('variant') else ''} "
+                     f"at {b['slots']}: {spent or 'not reported'}")  # fmt: skip
     lines += ["", f"Worker start (imports once): {doc.get('worker_import_s')} s."]
     if "slots_default" in doc:
         lines += ["", f"The engine's default `--slots` here: {doc['slots_default']} "
@@ -287,7 +299,9 @@ def main() -> int:
     plans = [("process", slots, {}) for slots in args.process_slots]
     plans += [("worker", slots, {}) for slots in args.worker_slots]
     plans += [("worker", max(args.worker_slots), dict([w.split("=", 1)])) for w in args.variant]
-    for path, slots, env in plans:
+    for path, slots, variant in plans:
+        # Each run's thread pools get the cores over the runs at once, as the engine's do.
+        env = {**cpu_share(slots, os.environ, catalog.target.env, variant), **variant}
         workers = None
         if path == "worker":
             workers = worker_pool(catalog.target, env, args.out / "workers")
@@ -296,8 +310,9 @@ def main() -> int:
             doc["worker_import_s"] = max(w.import_s for w in workers._all) if workers._all else None
         runs = max(slots * args.runs_per_slot, len(configs))
         row = batch(catalog, configs, logs, path, slots, runs, workers, env)
-        if env:
-            row["variant"] = " ".join(f"{k}={v}" for k, v in env.items())
+        row["env"] = env
+        if variant:
+            row["variant"] = " ".join(f"{k}={v}" for k, v in variant.items())
         if workers is not None:
             row["workers_started"] = workers.started
             workers.close()

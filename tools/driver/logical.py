@@ -28,6 +28,7 @@ from afdep.vocab import MISMATCH, digest_line, result_line
 from hostio import RankMode, UsageError, at_least, gpu_count
 from invariants.data.reference import dispatch_reference
 from tools.driver.logical_steps import LogicalStepper
+from tools.driver.phases import Phase, PhaseClock
 from tools.driver.parts import (
     INVALID_STEP,
     buffer_arguments,
@@ -149,7 +150,9 @@ def tally_step(tally, runner, sources, *, step, num_tokens, invalid, args, refer
         )
 
 
-def run_steps(args: argparse.Namespace, ranks: LogicalRanks, tags: RankTags) -> list[dict]:
+def run_steps(
+    args: argparse.Namespace, ranks: LogicalRanks, tags: RankTags, clock: PhaseClock
+) -> list[dict]:
     runners = [StepRunner(buffer, graph=args.graph) for buffer in ranks.buffers]
     stepper = LogicalStepper(runners, ranks.streams, graph=args.graph)
     tallies = [RankTally() for _ in runners]
@@ -157,7 +160,9 @@ def run_steps(args: argparse.Namespace, ranks: LogicalRanks, tags: RankTags) -> 
     step = 0
     for num_tokens in args.tokens:
         for _ in range(args.steps):
-            sources = step_sources(args, ranks.geometry, ranks.buffers[0].device, step, num_tokens)
+            with clock.timed(Phase.INPUTS):
+                g = ranks.geometry
+                sources = step_sources(args, g, ranks.buffers[0].device, step, num_tokens)
             invalid = args.invalid_route is not None and step == INVALID_STEP
             if invalid:
                 g = ranks.geometry
@@ -170,17 +175,21 @@ def run_steps(args: argparse.Namespace, ranks: LogicalRanks, tags: RankTags) -> 
             for rank in range(ranks.world_size):
                 with tags.speaking(rank):
                     delays.append(launch_delay(args, step, rank, ranks.world_size))
-            with step_deadline(deadline_s, step, list(range(ranks.world_size))):
+            ranks_here = list(range(ranks.world_size))
+            with clock.timed(Phase.STEPS), step_deadline(deadline_s, step, ranks_here):
                 stepper.step(sources, bucket=num_tokens, skip_ranks=skip, delays=delays)
                 torch.cuda.synchronize()  # a trap or timeout surfaces here as a CUDA error
-            g = ranks.geometry
-            references = None if invalid else dispatch_reference(sources, g.num_experts, g.ffn_ranks)
-            for rank, runner in enumerate(runners):
-                with tags.speaking(rank):
-                    tally_step(
-                        tallies[rank], runner, sources, step=step, num_tokens=num_tokens,
-                        invalid=invalid, args=args, references=references,
-                    )  # fmt: skip
+            with clock.timed(Phase.REFERENCE):
+                references = (
+                    None if invalid else dispatch_reference(sources, g.num_experts, g.ffn_ranks)
+                )
+            with clock.timed(Phase.CHECKS):
+                for rank, runner in enumerate(runners):
+                    with tags.speaking(rank):
+                        tally_step(
+                            tallies[rank], runner, sources, step=step, num_tokens=num_tokens,
+                            invalid=invalid, args=args, references=references,
+                        )  # fmt: skip
             step += 1
     results = []
     for rank, (runner, tally) in enumerate(zip(runners, tallies, strict=True)):
@@ -222,26 +231,30 @@ def main_logical(args: argparse.Namespace) -> int:
         return 2
     tags = RankTags()
     digest = afdep.source_digest()
-    label = rank_mode_label(RankMode.LOGICAL, args.ranks, torch.cuda.get_device_name())
+    clock = PhaseClock()  # the context's phase is outside the run's wall_s, as under torchrun
+    with clock.timed(Phase.CONTEXT):
+        label = rank_mode_label(RankMode.LOGICAL, args.ranks, torch.cuda.get_device_name())
+    started = time.perf_counter()
     with tagged_output(tags):
         print(digest_line(digest), flush=True)
         print(f"afdep.__file__ = {afdep.__file__}", flush=True)
         print(f"rank mode: {label}", flush=True)
-        started = time.perf_counter()
         environs = rank_environs(args, os.environ)
         try:
-            ranks = logical_ranks(args.ranks, environs=environs, **buffer_arguments(args))
+            with clock.timed(Phase.BUFFERS):
+                ranks = logical_ranks(args.ranks, environs=environs, **buffer_arguments(args))
         except ResidencyError as error:
             print(f"afdep drive: error: {error}", file=sys.__stderr__, flush=True)
             return 2
         except RankFailures as failed:  # every rank fails: a peer's error breaks the barrier
             fail_ranks(tags, [(f.rank, f.error, f.trace) for f in failed.failures], digest)
         try:
-            results = run_steps(args, ranks, tags)
+            results = run_steps(args, ranks, tags, clock)
         except Exception as error:  # one context: a CUDA error ends every rank
             trace = traceback.format_exc()
             fail_ranks(tags, [(rank, error, trace) for rank in range(args.ranks)], digest)
         config = afdep.Config.from_env(environs[0])
         summary = run_summary(results, digest, RankMode.LOGICAL, label, args, config, started)
+        summary["phases_s"] = clock.as_dict()
         print(result_line(summary), flush=True)
     return 0 if summary["ok"] else 1
