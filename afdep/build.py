@@ -52,10 +52,10 @@ def all_specs(
     return list(specs)
 
 
-def timed_compile(spec, root=CSRC, by_includes=False):
+def timed_compile(spec, root=CSRC):
     started = time.perf_counter()
     try:
-        compiled = compile_kernel(spec, root=root, by_includes=by_includes)
+        compiled = compile_kernel(spec, root=root)
         return compiled, time.perf_counter() - started, None
     except CompileError as error:
         return None, time.perf_counter() - started, error
@@ -105,8 +105,8 @@ def build_cubins(specs: list[KernelSpec], root: Path, out: Path | None) -> int:
     cubin is written there (whole, by a rename) the moment it is made, for
     a reader that may stop this command at the first cubin it needs (the
     fault engine's erasure check), and `index.json` (file name -> label)
-    last, once all are; those cubins are keyed by what each kernel includes."""
-    compile_one = functools.partial(timed_compile, root=root, by_includes=out is not None)
+    last, once all are."""
+    compile_one = functools.partial(timed_compile, root=root)
     failed = 0
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         jobs = {pool.submit(compile_one, spec): spec for spec in specs}

@@ -67,11 +67,6 @@ def source_digest(root: Path = CSRC) -> str:
     return digest.hexdigest()
 
 
-@cache
-def _tree_digest() -> str:
-    return source_digest(CSRC)
-
-
 @dataclass(frozen=True)
 class KernelSpec:
     """One instantiation: the kernel's name and its template arguments by name."""
@@ -136,100 +131,89 @@ def _cache_settings() -> tuple[Path, int]:
     return Path(config.jit_cache).expanduser(), config.jit_cache_max_mb * 2**20
 
 
+# How an entry was made, in every key: entries of another way are never read.
+CACHE_FORMAT = "nvrtc headers in memory"
+
+
 def cache_key(spec: KernelSpec, digest: str, arch: str, nvrtc: str) -> str:
-    material = json.dumps([digest, spec.name, spec.template, arch, nvrtc])
+    material = json.dumps([CACHE_FORMAT, digest, spec.name, spec.template, arch, nvrtc])
     return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
-def compile_kernel(
-    spec: KernelSpec, *, root: Path | None = None, arch: str = ARCH, by_includes: bool = False
-) -> CompiledKernel:
-    """The cubin of `spec` for the sources under `root` (default: this package's),
-    cached by the whole tree's digest. `by_includes`: a cubin only to be
-    disassembled, never loaded, keyed like its PTX by the files the kernel
-    includes, so a change to one kernel recompiles only its variants; the
-    tree's path, compiled into `__FILE__` strings, is not in that key and
-    changes data, not instructions."""
+def compile_kernel(spec: KernelSpec, *, root: Path | None = None, arch: str = ARCH) -> CompiledKernel:
+    """The cubin of `spec` for the sources under `root` (default: this
+    package's), cached by the files the kernel includes: a change to one
+    kernel's headers recompiles only the variants that include them, and a
+    tree elsewhere with the same headers shares the entry. The cubin cannot
+    depend on where the tree lies: NVRTC reads the headers from memory, by
+    the names they are included as, so `__FILE__` and the line info name
+    `common/comm.cuh`, never a tree's path."""
     root = CSRC if root is None else Path(root)
-    if by_includes:
-        digest = f"includes {include_digest(spec, root)}"
-    else:
-        digest = _tree_digest() if root == CSRC else source_digest(root)
-    nvrtc = nvrtc_version()
+    headers = kernel_headers(spec, root)
     directory, max_bytes = _cache_settings()
-    path = directory / f"{spec.name}-{cache_key(spec, digest, arch, nvrtc)}.cubin"
+    key = cache_key(spec, headers_digest(headers), arch, nvrtc_version())
+    path = directory / f"{spec.name}-{key}.cubin"
     entry = _read_entry(path)
     if entry is not None:
         return CompiledKernel(spec, *entry, path, from_cache=True)
-    symbol, cubin = _nvrtc_compile(spec, root, arch)
+    symbol, cubin = _nvrtc(spec, headers, arch, cubin=True)
     _write_entry(path, symbol, cubin)
     evict(directory, max_bytes, keep=path)
     return CompiledKernel(spec, symbol, cubin, path, from_cache=False)
 
 
-@cache
-def _program_api():
-    """cuda.core's Program API, imported once: cuda.core picks its CUDA-version
-    module while importing, and threads importing it at once (afdep.build
-    compiles side by side) could see it half set up."""
-    with _IMPORT_LOCK:
-        from cuda.core import Program, ProgramOptions
-    return Program, ProgramOptions
-
-
-def _nvrtc_compile(spec: KernelSpec, root: Path, arch: str) -> tuple[str, bytes]:
-    Program, ProgramOptions = _program_api()
-
-    options = ProgramOptions(
-        arch=arch, std="c++17", include_path=[str(root)], name=f"{spec.name}.cu", lineinfo=True
-    )
-    expression = spec.name_expression()
-    program = Program(spec.jit_source(), "c++", options)
-    try:
-        code, failure = program.compile("cubin", name_expressions=(expression,)), None
-    except Exception as error:  # cuda.core raises NVRTCError with the log in its text
-        code, failure = None, f"{spec.label()} failed to compile for {arch}:\n{error}"
-    # Freed now, while cuda.core is whole: a failed Program that a raised error's
-    # frame keeps until interpreter shutdown prints a traceback from its
-    # __dealloc__ there (cuda.core 1.2).
-    program.close()
-    del program
-    if failure is not None:
-        raise CompileError(failure)
-    symbol = code.symbol_mapping[expression]
-    return (symbol.decode() if isinstance(symbol, bytes) else symbol), bytes(code.code)
-
-
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 
-def include_digest(spec: KernelSpec, root: Path) -> str:
-    """sha256 over the files `spec`'s header includes, transitively (relative
-    path, bytes): what its PTX depends on, so a change to another kernel's
-    header leaves its PTX cached."""
-    digest, seen, pending = hashlib.sha256(), set(), [f"impls/{spec.name}.cuh"]
+def kernel_headers(spec: KernelSpec, root: Path) -> dict[str, str]:
+    """Every file under `root` that `spec`'s header includes, transitively,
+    by the name it is included as (root-relative, or beside the file that
+    includes it), in the order met: all a compile of `spec` reads of the tree."""
+    headers: dict[str, str] = {}
+    where: dict[str, str] = {}  # include name -> the file it named
+    pending = [(f"impls/{spec.name}.cuh", f"impls/{spec.name}.cuh")]
     while pending:
-        name = pending.pop()
-        path = root / name
-        if name in seen or not path.is_file():
+        name, relative = pending.pop()
+        path = root / relative
+        if name in headers:
+            if where[name] != relative:
+                raise CompileError(
+                    f"{spec.label()}: #include \"{name}\" names both {where[name]} and "
+                    f"{relative}: include it by its path under the sources"
+                )
+            continue
+        if not path.is_file():
             continue  # a system header, or a missing one NVRTC will name
-        seen.add(name)
-        text = path.read_text()
-        for included in INCLUDE.findall(text):
+        headers[name], where[name] = path.read_text(), relative
+        for included in INCLUDE.findall(headers[name]):
             beside = (path.parent / included).relative_to(root).as_posix()
-            pending.append(included if (root / included).is_file() else beside)
+            pending.append((included, included if (root / included).is_file() else beside))
+    return headers
+
+
+def headers_digest(headers: dict[str, str]) -> str:
+    """sha256 over a kernel's headers (name, text): what its code depends on."""
+    digest = hashlib.sha256()
+    for name, text in headers.items():
         digest.update(name.encode() + b"\0" + text.encode() + b"\0")
     return digest.hexdigest()
+
+
+def include_digest(spec: KernelSpec, root: Path) -> str:
+    """The digest of the files `spec`'s header includes, transitively: what
+    its PTX and cubin depend on, so a change to another kernel's header
+    leaves them cached."""
+    return headers_digest(kernel_headers(spec, root))
 
 
 def compile_ptx(spec: KernelSpec, root: Path | None = None, *, arch: str = ARCH) -> str:
     """The PTX of `spec` for the sources under `root` (default: this package's),
     with line info, for the static publish contract (docs/synchronization.md, "The
-    publish contract"). Cached beside the cubins (`ptx/`), keyed by the files
-    the kernel includes, so a change to one kernel recompiles only its variants."""
+    publish contract"). Cached beside the cubins (`ptx/`), keyed as they are."""
     root = CSRC if root is None else Path(root)
+    headers = kernel_headers(spec, root)
     directory, max_bytes = _cache_settings()
-    key = cache_key(spec, include_digest(spec, root), arch, nvrtc_version())
+    key = cache_key(spec, headers_digest(headers), arch, nvrtc_version())
     path = directory / "ptx" / f"{spec.name}-{key}.ptx"
     try:
         text = path.read_text()
@@ -238,22 +222,28 @@ def compile_ptx(spec: KernelSpec, root: Path | None = None, *, arch: str = ARCH)
         return text
     except FileNotFoundError:
         pass
-    text = _nvrtc_ptx(spec, root, arch)
+    text = _nvrtc(spec, headers, arch, cubin=False)[1].rstrip(b"\0").decode()
     write_bytes(path, text.encode())
     # PTX is small and a review compares a few trees: an eighth of the cubins' bound
     evict(path.parent, max_bytes // 8, keep=path, pattern="*.ptx")
     return text
 
 
-def _nvrtc_ptx(spec: KernelSpec, root: Path, arch: str) -> str:
-    """Raw NVRTC: cuda.core's PTX target wants a driver, this needs none."""
-    with _IMPORT_LOCK:
+def _nvrtc(spec: KernelSpec, headers: dict[str, str], arch: str, *, cubin: bool) -> tuple[str, bytes]:
+    """Raw NVRTC (no driver needed) of `spec` from its `headers` in memory:
+    the instantiation's lowered symbol, and its cubin or PTX."""
+    with _IMPORT_LOCK:  # threads compile side by side: one import at a time
         from cuda.bindings import nvrtc
 
     expression = spec.name_expression().encode()
-    options = [f"-arch={arch}", "-std=c++17", f"-I{root}", "-lineinfo"]
+    options = [f"-arch={arch}", "-std=c++17", "-lineinfo"]
+    names = list(headers)
     error, program = nvrtc.nvrtcCreateProgram(
-        spec.jit_source().encode(), f"{spec.name}.cu".encode(), 0, [], []
+        spec.jit_source().encode(),
+        f"{spec.name}.cu".encode(),
+        len(names),
+        [headers[n].encode() for n in names],
+        [n.encode() for n in names],
     )
     _check_nvrtc(nvrtc, error, spec, arch, "")
     try:
@@ -261,14 +251,21 @@ def _nvrtc_ptx(spec: KernelSpec, root: Path, arch: str) -> str:
         _check_nvrtc(nvrtc, error, spec, arch, "")
         (error,) = nvrtc.nvrtcCompileProgram(program, len(options), [o.encode() for o in options])
         _check_nvrtc(nvrtc, error, spec, arch, _program_log(nvrtc, program))
-        error, size = nvrtc.nvrtcGetPTXSize(program)
+        error, symbol = nvrtc.nvrtcGetLoweredName(program, expression)
         _check_nvrtc(nvrtc, error, spec, arch, "")
-        ptx = b" " * size
-        (error,) = nvrtc.nvrtcGetPTX(program, ptx)
+        size_of, get = (
+            (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+            if cubin
+            else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+        )
+        error, size = size_of(program)
+        _check_nvrtc(nvrtc, error, spec, arch, "")
+        code = b" " * size
+        (error,) = get(program, code)
         _check_nvrtc(nvrtc, error, spec, arch, "")
     finally:
         nvrtc.nvrtcDestroyProgram(program)
-    return ptx.rstrip(b"\0").decode()
+    return (symbol.decode() if isinstance(symbol, bytes) else symbol), code
 
 
 def _program_log(nvrtc, program) -> str:
@@ -281,7 +278,7 @@ def _program_log(nvrtc, program) -> str:
 def _check_nvrtc(nvrtc, error, spec: KernelSpec, arch: str, log: str) -> None:
     if error != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise CompileError(
-            f"{spec.label()} failed to compile to PTX for {arch} ({error.name}):\n{log}"
+            f"{spec.label()} failed to compile for {arch} ({error.name}):\n{log}"
         )
 
 

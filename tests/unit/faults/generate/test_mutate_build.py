@@ -1,7 +1,8 @@
 """Every mutant of the afdep catalog applies, marked at its site, and builds
 with NVRTC (no GPU). A tree a mutant takes ~3.4 s to build on a 2-core
 machine, ~3.5 min for all 60; mutants of distinct sites share a tree
-instead (8 trees, ~35 s): a rewrite's compile error is its own either way.
+instead (12 trees, ~36 s, the kernels whose headers a tree leaves alone
+from the cache): a rewrite's compile error is its own either way.
 The weaker waits are made in their mutants' trees only (a rule's twin)."""
 
 from __future__ import annotations
