@@ -20,7 +20,7 @@ timeout "$(within ${COST_LIMIT_S:-200})" python3 scripts/gpu/run_cost.py --out /
   --runs-per-slot ${RUNS_PER_SLOT:-3} --configs bf16-graph 4gpu-f2 fp8-eager \
   --process-slots ${PROCESS_SLOTS:-8} --worker-slots ${WORKER_SLOTS:-1 4 8 16} \
   $([ "${VARIANTS:-}" = none ] || echo --variant ${VARIANTS:-CUDA_MODULE_LOADING=LAZY}) 2>&1 | tee -a "$LOG"
-tar czf "$OUT/cost.tgz" -C /tmp cost/profiles cost/workers 2>/dev/null
+tar czf "$OUT/cost.tgz" -C /tmp cost/profiles cost/workers cost/run-cost.json 2>/dev/null
 LIMIT_S=$(within ${REVIEW_LIMIT_S:-240}) SLOTS=${REVIEW_SLOTS:-16} EDIT='153,155s/pending/waiting/g' \
   FILE=afdep/csrc/impls/attention_combine.cuh bash scripts/gpu/review.sh neutral-rename -
 # A change that breaks the clean driver (the forced failure's corruption, committed).
@@ -51,5 +51,5 @@ fi
 python3 -m faults compare --left "$OUT"/results/seed-processes/sweep-*.json \
   --right "${workers[@]}" --out "$OUT/results/compare-seed.md" >> "$LOG" 2>&1
 echo "compare rc=$?" | tee -a "$LOG"
-pack_logs /tmp/seed-processes /tmp/seed-workers /tmp/nightly
+pack_logs /tmp/seed-processes /tmp/seed-workers /tmp/nightly /tmp/faults-review-*
 tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$OUT/results"
