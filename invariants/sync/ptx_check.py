@@ -375,7 +375,7 @@ def stores_after(
          "every path of the iteration: no release follows the store")
         for i, ins in enumerate(code)
         if i not in publishes and ins.is_data_store() and access_bases(ins, bases) & data
-        and not publishes & _after(function, [i])
+        and not _after(function, [i]).meets(publishes)
     ]
 
 
@@ -464,15 +464,37 @@ PARTING = {
 }
 
 
-def _after(function: Function, starts) -> set[int]:
-    """The instructions some path of one iteration leads to from `starts` (no back edges)."""
+class Reached:
+    """The instructions some path of one iteration leads to from some starts:
+    `i in reached`, `reached.meets(indexes)`."""
+
+    def __init__(self, bits: int | None = None, walked: set[int] | None = None) -> None:
+        self.bits, self.walked = bits, walked
+
+    def __contains__(self, index: int) -> bool:
+        return index in self.walked if self.walked is not None else bool(self.bits >> index & 1)
+
+    def meets(self, indexes) -> bool:
+        return any(i in self for i in indexes)
+
+
+def _after(function: Function, starts) -> Reached:
+    """The instructions some path of one iteration leads to from `starts` (no
+    back edges): the function's reach sets, made once, where it has them."""
+    reach, bits = function.forward_reach, 0
+    for start in starts:
+        if reach[start] is None:
+            break
+        bits |= reach[start]
+    else:
+        return Reached(bits=bits)
     seen, stack = set(), list(starts)
     while stack:
         for following in function.forward_successors[stack.pop()]:
             if following not in seen:
                 seen.add(following)
                 stack.append(following)
-    return seen
+    return Reached(walked=seen)
 
 
 def skipped(function: Function, barrier: int, group: Group) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from invariants.sync.divergence import Spread
 from invariants.sync.ptx_instruction import Instruction
@@ -219,17 +220,114 @@ class Divergence:
         return self._controlling[node]
 
     def _find_controllers(self, node: int) -> list[int]:
-        exits = [e for e in self.exits if e != node]
-        avoiding = _backward(self.predecessors, exits, node)
-        reaching = _backward(self.predecessors, [node], None)
-        code, successors = self.code, self.successors
+        """The predicated branches and exits x from which some path reaches an
+        exit without passing `node` (node does not post-dominate x), with a
+        successor from which every path that reaches an exit passes `node`
+        and some path reaches it (node post-dominates it, or it reaches node
+        and no exit): read from the post-dominator tree, made once."""
+        tree, successors = self._post_dominators, self.successors
+        reaching: set[int] | None = None
+
+        def avoids(index: int) -> bool:  # some path from index reaches an exit without node
+            return index != node and tree.reaches_exit(index) and not tree.dominates(node, index)
+
+        def leads_to_node(index: int) -> bool:  # index not avoiding, and it reaches node
+            nonlocal reaching
+            if avoids(index):
+                return False
+            if index == node or tree.reaches_exit(index):
+                return True  # every path to an exit passes node, and there is one
+            if reaching is None:
+                reaching = _backward(self.predecessors, [node], None)
+            return index in reaching
+
+        return [
+            x for x in self._conditional if avoids(x) and any(map(leads_to_node, successors[x]))
+        ]
+
+    @cached_property
+    def _conditional(self) -> list[int]:
+        """The predicated branches and exits: the only instructions that can control another."""
         return [
             x
-            for x in avoiding
-            if code[x].predicated
-            and (code[x].base == "bra" or _exits(code[x]))
-            and any(s not in avoiding and s in reaching for s in successors[x])
+            for x, ins in enumerate(self.code)
+            if ins.predicated and (ins.base == "bra" or _exits(ins))
         ]
+
+    @cached_property
+    def _post_dominators(self) -> PostDominators:
+        return PostDominators(self.successors, self.predecessors, self.exits)
+
+
+class PostDominators:
+    """The post-dominator tree of a function's instructions, over a virtual
+    exit that every exit instruction leads to (Cooper, Harvey and Kennedy's
+    iterative algorithm on the reversed graph), with each node's interval in
+    a depth-first numbering of the tree: `dominates(a, b)` in constant time."""
+
+    def __init__(self, successors, predecessors, exits: list[int]) -> None:
+        count = len(successors)
+        root = count  # the virtual exit
+        exiting = set(exits)
+        # The reversed graph: from the root to the exits, from a node to its predecessors.
+        order, state, stack = [], [0] * (count + 1), [(root, iter(exits))]
+        state[root] = 1
+        while stack:
+            index, pending = stack[-1]
+            following = next(pending, None)
+            if following is None:
+                stack.pop()
+                order.append(index)
+            elif not state[following]:
+                state[following] = 1
+                stack.append((following, iter(predecessors[following])))
+        number = {index: n for n, index in enumerate(order)}  # postorder numbers
+        idom: dict[int, int] = {root: root}
+
+        def intersect(a: int, b: int) -> int:
+            while a != b:
+                while number[a] < number[b]:
+                    a = idom[a]
+                while number[b] < number[a]:
+                    b = idom[b]
+            return a
+
+        changed = True
+        while changed:
+            changed = False
+            for index in reversed(order[:-1]):  # reverse postorder, the root aside
+                after = [s for s in successors[index] if s in idom]
+                if index in exiting:
+                    after.append(root)
+                new = after[0]
+                for other in after[1:]:
+                    new = intersect(other, new)
+                if idom.get(index) != new:
+                    idom[index], changed = new, True
+        children: dict[int, list[int]] = {}
+        for index, parent in idom.items():
+            if index != root:
+                children.setdefault(parent, []).append(index)
+        self.enter, self.leave, clock, stack = {}, {}, 0, [(root, False)]
+        while stack:
+            index, done = stack.pop()
+            if done:
+                self.leave[index] = clock
+                continue
+            self.enter[index] = clock
+            clock += 1
+            stack.append((index, True))
+            stack.extend((child, False) for child in children.get(index, ()))
+
+    def reaches_exit(self, index: int) -> bool:
+        return index in self.enter
+
+    def dominates(self, a: int, b: int) -> bool:
+        """Whether every path from `b` to an exit passes `a` (`a` == `b` too);
+        False where either reaches none."""
+        if a not in self.enter or b not in self.enter:
+            return False
+        return self.enter[a] <= self.enter[b] and self.leave[b] <= self.leave[a]
 
 
 def _exits(ins: Instruction) -> bool:

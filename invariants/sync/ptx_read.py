@@ -109,6 +109,38 @@ class Function:
         ]
 
     @cached_property
+    def forward_reach(self) -> list[int | None]:
+        """Per instruction, those some forward path from it leads to (no back
+        edge: one iteration), as a bit set (bit k: instruction k), made once
+        for every walk that asks; None where the forward graph still has a
+        cycle (code the entry's depth-first search never reaches), which a
+        walk must then take step by step."""
+        count, nexts = len(self.instructions), self.forward_successors
+        reach: list[int | None] = [None] * count
+        state = [0] * count  # 0 new, 1 on the path, 2 done
+        for root in range(count):
+            if state[root]:
+                continue
+            state[root], stack = 1, [(root, iter(nexts[root]))]
+            while stack:
+                index, pending = stack[-1]
+                following = next(pending, None)
+                if following is None:
+                    stack.pop()
+                    state[index], bits = 2, 0
+                    for successor in nexts[index]:
+                        below = reach[successor] if state[successor] == 2 else None
+                        if below is None:  # on the path (a cycle), or inexact below
+                            bits = None
+                            break
+                        bits |= below | (1 << successor)
+                    reach[index] = bits
+                elif state[following] == 0:
+                    state[following] = 1
+                    stack.append((following, iter(nexts[following])))
+        return reach
+
+    @cached_property
     def bases(self) -> dict[str, Bases]:
         """Each register's parameter fields (invariants/sync/ptx_dataflow.py)."""
         return register_bases(self.instructions)
