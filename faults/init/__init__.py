@@ -5,7 +5,7 @@ onboarding a codebase starts from a draft (docs/tools.md, "Onboarding a codebase
 from faults.init.defaults import CONTRACT_KEYS
 from faults.init.errors import InitError
 from faults.init.harness import harness_skeleton
-from faults.init.propose import Proposal, propose, undeclared
+from faults.init.propose import Proposal, Unproposed, propose, proposed, undeclared, unproposed
 from faults.init.scan import Form, Scan, Use, scan
 from faults.init.starter import starter_catalog
 
@@ -15,10 +15,13 @@ __all__ = [
     "InitError",
     "Proposal",
     "Scan",
+    "Unproposed",
     "Use",
     "harness_skeleton",
     "propose",
+    "proposed",
     "scan",
     "starter_catalog",
     "undeclared",
+    "unproposed",
 ]

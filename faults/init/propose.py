@@ -51,18 +51,86 @@ class Proposal:
 def propose(scan: Scan) -> list[Proposal]:
     """Every file's proposals, in file and line order, named and guarded."""
     proposals: list[Proposal] = []
+    return proposed(scan)[0]
+
+
+def proposed(scan: Scan) -> tuple[list[Proposal], dict[Use, str]]:
+    """`propose`'s proposals, and each release or wait left out because its
+    site would overlap another's, with that reason."""
+    proposals: list[Proposal] = []
+    overlapped: dict[Use, str] = {}
     for path, source in scan.files.items():
         lines = Lines(source.text, source.code)
         uses = [u for u in scan.uses if u.path == path]
         found: list[Proposal] = []
         for _, group in groupby(uses, key=lambda u: u.function):
-            found += function_proposals(lines, list(group), found)
+            found += function_proposals(lines, list(group), found, overlapped)
         proposals += with_stores(lines, named(found))
-    return guarded(proposals)
+    return guarded(proposals), overlapped
 
 
-def function_proposals(lines: Lines, uses: list[Use], before: list[Proposal]) -> list[Proposal]:
-    """The releases and waits of one function's uses, none overlapping another."""
+@dataclass(frozen=True)
+class Unproposed:
+    """A use of an ordering primitive no proposed site holds, and why."""
+
+    use: Use
+    why: str
+
+    def said(self) -> str:
+        return f"{self.use.path}:{self.use.line} {self.use.name} ({self.use.key}): {self.why}"
+
+
+def unproposed(
+    scan: Scan, kept: list[Proposal], left_out: list[Proposal], overlapped: dict[Use, str]
+) -> list[Unproposed]:
+    """Every use that no kept proposal holds, with why none does: a starter
+    names each ordering use, proposed or not (`left_out`: proposals dropped
+    over sites the sources declare)."""
+
+    def holds(proposal: Proposal, use: Use) -> bool:
+        return proposal.path == use.path and proposal.start <= use.line <= proposal.end
+
+    found = []
+    for use in scan.uses:
+        if any(holds(p, use) for p in kept):
+            continue
+        if any(holds(p, use) for p in left_out):
+            why = "inside a site the sources already declare (`// @site`)"
+        else:
+            why = overlapped.get(use) or _why_not(scan, use)
+        found.append(Unproposed(use, why))
+    return found
+
+
+def _why_not(scan: Scan, use: Use) -> str:
+    """Why a use alone makes no site (docs/tools.md, "Onboarding a codebase")."""
+    action = use.action
+    if action == "barrier":
+        return (
+            f"no proposed release or wait within {BARRIER_REACH} code lines of the barrier "
+            "(a site takes its producers or consumers from a barrier beside it)"
+        )
+    if action == "fence":
+        return f"no store or release within {FENCE_REACH} code lines after the fence"
+    if action == "store":
+        return (
+            "a relaxed store with no fence before it publishes nothing: if it is a flag, "
+            "make it a release site; if it is data, the store site a release guards"
+        )
+    if action == "load":
+        lines = Lines(scan.files[use.path].text, scan.files[use.path].code)
+        if lines.enclosing_loop(use.line, SPIN_REACH) is None:
+            return "a relaxed load in no spin loop: no wait"
+    return "no site could be anchored on it"
+
+
+def function_proposals(
+    lines: Lines, uses: list[Use], before: list[Proposal], overlapped: dict[Use, str] | None = None
+) -> list[Proposal]:
+    """The releases and waits of one function's uses, none overlapping
+    another; a wait whose barrier after it would take in another site is
+    proposed as its loop alone (consumers: thread). `overlapped` gets each
+    release or wait left out because its site would overlap another's."""
     made: list[Proposal] = []
     claimed: set[int] = set()
     for index, use in enumerate(uses):
@@ -77,12 +145,33 @@ def function_proposals(lines: Lines, uses: list[Use], before: list[Proposal]) ->
                 taken.append(nxt)
         proposal = _release(lines, uses, taken, claimed) if _releases(uses, taken) else None
         if proposal is None and _waits(lines, use):
+            was_claimed = set(claimed)
             proposal = _wait(lines, uses, index, claimed)
-        if proposal is None or any(_overlap(proposal, p) for p in [*before, *made]):
+            if _overlapping(proposal, [*before, *made]) and proposal.group is not Group.THREAD:
+                claimed.intersection_update(was_claimed)  # the barrier goes back
+                barrier = proposal.end
+                proposal = _wait(lines, uses, index, claimed, through_barrier=False)
+                proposal = replace(proposal, notes=(*proposal.notes, (
+                    f"consumers thread: the barrier that ends at line {barrier} would take in "
+                    "another site; if it delivers the acquire, set consumers and move the anchors"
+                )))  # fmt: skip
+        if proposal is None:
+            continue
+        other = _overlapping(proposal, [*before, *made])
+        if other is not None:
+            if overlapped is not None:
+                overlapped[use] = (
+                    f"its site would overlap the {other.kind.value} site proposed at line "
+                    f"{other.line}"
+                )
             continue
         claimed.update(i for i, u in enumerate(uses) if proposal.start <= u.line <= proposal.end)
         made.append(proposal)
     return made
+
+
+def _overlapping(proposal: Proposal, others: list[Proposal]) -> Proposal | None:
+    return next((p for p in others if _overlap(proposal, p)), None)
 
 
 def _releases(uses: list[Use], taken: list[int]) -> bool:
@@ -132,7 +221,9 @@ def _release(lines: Lines, uses: list[Use], taken: list[int], claimed: set[int])
     return _anchored(lines, SiteKind.RELEASE, last, start, end, group, Scope(scope), notes)
 
 
-def _wait(lines: Lines, uses: list[Use], index: int, claimed: set[int]) -> Proposal:
+def _wait(
+    lines: Lines, uses: list[Use], index: int, claimed: set[int], *, through_barrier: bool = True
+) -> Proposal:
     use = uses[index]
     loop = lines.enclosing_loop(use.line, SPIN_REACH)
     start = loop or lines.statement_start(use.line, lines.depth(use.line))
@@ -147,7 +238,7 @@ def _wait(lines: Lines, uses: list[Use], index: int, claimed: set[int]) -> Propo
     following = _next(uses, index, claimed)
     while following is not None and uses[following].line <= end:
         following = _next(uses, following, claimed)
-    barrier = uses[following] if following is not None else None
+    barrier = uses[following] if following is not None and through_barrier else None
     if barrier and barrier.action == "barrier" and barrier.qualifier in ("block", "warp"):
         depth = lines.depth(barrier.line)
         outer = lines.statement_start(start, depth)

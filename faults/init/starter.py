@@ -7,9 +7,10 @@ and a first fault (docs/tools.md, "Onboarding a codebase")."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from faults.init.harness import LOG_PATTERNS
-from faults.init.propose import Proposal
+from faults.init.propose import Proposal, Unproposed
 from faults.init.scan import Scan
 from invariants.sync.sites import SiteKind
 
@@ -72,9 +73,11 @@ def starter_catalog(
     sources: str,
     program: str = "python -m faults",
     skipped: int = 0,
+    unproposed: Sequence[Unproposed] = (),
 ) -> str:
     """The catalog's text (`program`: the command its comments say to run;
-    `skipped`: how many proposals were left out over the tree's own sites)."""
+    `skipped`: how many proposals were left out over the tree's own sites;
+    `unproposed`: each use no proposed site holds, listed with why)."""
     text = HEADER.format(
         name=name,
         sources=sources,
@@ -89,6 +92,13 @@ def starter_catalog(
             f"\n# {skipped} proposed sites left out: they overlap sites the sources\n"
             "# already declare with `// @site` comments.\n"
         )
+    if unproposed:
+        text += (
+            f"\n# Not proposed: {len(unproposed)} of the {len(scan.uses)} ordering uses found, "
+            "each with why.\n# `sites --check` names those its rules need inside a site; "
+            "the rest stay as they are.\n"
+        )
+        text += "".join(f"#   {entry.said()}\n" for entry in unproposed)
     for proposal in proposals:
         text += site_table(scan, proposal)
     return text + TAIL + first_fault(proposals)

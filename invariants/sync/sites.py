@@ -210,13 +210,33 @@ def parse_file(
                 sites.append(_site(open_site, Path(path), number))
                 open_site = None
         elif check_primitives and open_site is None:
-            use = primitives.search(_code(line))
+            code = _code(line)
+            use = next((m for m in primitives.finditer(code) if not _defines(code, m)), None)
             if use:
                 said = f"ordering primitive {next(g for g in use.groups() if g)}( {OUTSIDE}"
                 violations.append(Finding(str(path), number, said))
     if open_site is not None:
         violations.append(Finding(str(path), open_site[2], f"site {open_site[0]} is never closed"))
     return sites, violations
+
+
+# Words that can stand before a call and are no return type of a definition.
+STATEMENT_WORDS = frozenset(
+    "return co_return co_yield else case do throw new delete sizeof goto".split()
+)
+RETURN_TYPE = re.compile(r"([A-Za-z_][\w:<>,]*[*&]*)\s+$|([A-Za-z_][\w:<>,]*[*&]+)$")
+
+
+def _defines(code: str, match: re.Match[str]) -> bool:
+    """Whether `match` names the function a definition or declaration on this
+    line introduces (`__device__ void st_flag(int* addr)`), not a call:
+    a return type stands right before the name. A target's own helper is a
+    spelling where it is called, not where it is written."""
+    if not match[0][:1].isidentifier():  # `.store(`, `->load(`: a member call
+        return False
+    # `ptx::st_release_sys(` is a qualified call; `void ptx::st_release_sys(` defines it.
+    before = RETURN_TYPE.search(re.sub(r"(?:\w+::)+$", "", code[: match.start()]))
+    return before is not None and (before[1] or before[2]) not in STATEMENT_WORDS
 
 
 def _site(opened: tuple[str, dict[str, str], int], path: Path, end: int) -> Site:

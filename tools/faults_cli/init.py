@@ -11,10 +11,11 @@ from pathlib import Path
 from faults.init import (
     CONTRACT_KEYS,
     harness_skeleton,
-    propose,
+    proposed,
     scan,
     starter_catalog,
     undeclared,
+    unproposed,
 )
 from hostio import UsageError, known_names
 from invariants.sync.sites import source_files
@@ -59,9 +60,14 @@ def init_command(args: argparse.Namespace) -> int:
     for key, regex in args.spelling:
         given[key] = f"{given[key]}|{regex}" if key in given else regex
     found = scan(sources, given)
-    proposals, skipped = undeclared(found, propose(found))
+    every, overlapped = proposed(found)
+    proposals, skipped = undeclared(found, every)
+    kept = {p.name for p in proposals}
+    missing = unproposed(found, proposals, [p for p in every if p.name not in kept], overlapped)
     from_root = _from_root(sources, args.root)
-    catalog = starter_catalog(found, proposals, args.name, from_root, program(), skipped)
+    catalog = starter_catalog(
+        found, proposals, args.name, from_root, program(), skipped, missing
+    )
     if args.out is None:
         print(catalog, end="")
         return 0
@@ -70,7 +76,11 @@ def init_command(args: argparse.Namespace) -> int:
     outputs[1].write_text(harness_skeleton(args.name, next(iter(found.files), ""), program()))
     written = f"{outputs[0]}, {outputs[1]}"
     left_out = f", {skipped} left out over the tree's own sites" if skipped else ""
-    print(f"{len(proposals)} sites proposed from {len(found.uses)} uses{left_out}: {written}")
+    unlisted = f"; {len(missing)} uses not proposed, each listed there with why" if missing else ""
+    print(
+        f"{len(proposals)} sites proposed from {len(found.uses)} uses{left_out}: {written}"
+        f"{unlisted}"
+    )
     return 0
 
 

@@ -1,0 +1,90 @@
+"""Every ordering use init finds is proposed or listed with why, and a
+wait whose barrier would swallow the release before it is proposed alone
+(the one-block barrier of flashinfer's all-reduce fusion `sync()`, in
+miniature); a helper's own definition is no use outside a site."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from faults.init import proposed, scan, starter_catalog, undeclared, unproposed
+from invariants.sync.sites import Group, SiteKind, parse_file
+from invariants.sync.spellings import ContractSpellings, call_pattern, primitive_pattern
+
+FLAGS = """\
+#pragma once
+__device__ __forceinline__ void st_flag(int* addr, int flag) {
+  asm volatile("st.global.release.sys.b32 [%1], %0;" ::"r"(flag), "l"(addr));
+}
+__device__ __forceinline__ int ld_flag(int* addr) {
+  int flag;
+  asm volatile("ld.global.acquire.sys.b32 %0, [%1];" : "=r"(flag) : "l"(addr));
+  return flag;
+}
+"""
+
+SYNC = """\
+#include "flags.cuh"
+
+__global__ void sync(int* data, int* flags, int* count, int value) {
+  __syncthreads();
+  atomicAdd(count, 1);
+  if (threadIdx.x < 2) {
+    data[threadIdx.x] = value;
+    st_flag(flags + threadIdx.x, value);
+    while (ld_flag(flags + 2 + threadIdx.x) != value) {
+    }
+  }
+  __syncthreads();
+}
+"""
+
+
+def tree(root: Path) -> Path:
+    (root / "flags.cuh").write_text(FLAGS)
+    (root / "sync.cu").write_text(SYNC)
+    return root
+
+
+def test_a_wait_is_proposed_alone_where_its_barrier_would_take_in_the_release(tmp_path):
+    found = scan(tree(tmp_path), {})
+    every, overlapped = proposed(found)
+    said = [(p.name, p.kind, p.line, p.start, p.end, p.group) for p in every]
+    assert said == [
+        ("sync.sync.store", SiteKind.STORE, 7, 7, 7, None),
+        ("sync.sync.release", SiteKind.RELEASE, 8, 8, 8, Group.THREAD),
+        ("sync.sync.wait", SiteKind.WAIT, 9, 9, 10, Group.THREAD),
+    ]
+    assert overlapped == {}
+    assert "consumers thread: the barrier that ends at line 12" in every[2].notes[-1]
+
+
+def test_every_use_no_site_holds_is_listed_with_why(tmp_path):
+    found = scan(tree(tmp_path), {})
+    every, overlapped = proposed(found)
+    kept, left_out = undeclared(found, every)
+    missing = unproposed(found, kept, [], overlapped)
+    assert (left_out, len(found.uses)) == (0, 5)
+    assert [(m.use.line, m.use.key, m.why.split(" (")[0].split(":")[0]) for m in missing] == [
+        (4, "barrier.block", "no proposed release or wait within 3 code lines of the barrier"),
+        (5, "store", "a relaxed store with no fence before it publishes nothing"),
+        (12, "barrier.block", "no proposed release or wait within 3 code lines of the barrier"),
+    ]
+    text = starter_catalog(found, kept, "mini", "src", unproposed=missing)
+    assert "# Not proposed: 3 of the 5 ordering uses found, each with why." in text
+    assert "#   sync.cu:5 atomicAdd (store): a relaxed store with no fence" in text
+
+
+def test_a_helpers_definition_is_no_use_but_its_calls_are(tmp_path):
+    root = tree(tmp_path)
+    spellings = scan(root, {}).spellings
+    assert spellings["release.sys"] == ["st_flag"] and spellings["acquire.sys"] == ["ld_flag"]
+    pattern = primitive_pattern(
+        ContractSpellings(
+            release={"sys": call_pattern("st_flag")}, acquire={"sys": call_pattern("ld_flag")}
+        )
+    )
+    assert parse_file(root / "flags.cuh", check_primitives=True, primitives=pattern)[1] == []
+    lines = [f.line for f in parse_file(root / "sync.cu", check_primitives=True,
+                                       primitives=pattern)[1]]  # fmt: skip
+    assert lines == [5, 8, 9]  # atomicAdd, st_flag, ld_flag: calls outside any site
