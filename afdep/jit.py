@@ -144,10 +144,11 @@ def compile_kernel(spec: KernelSpec, *, root: Path | None = None, arch: str = AR
     """The cubin of `spec` for the sources under `root` (default: this
     package's), cached by the files the kernel includes: a change to one
     kernel's headers recompiles only the variants that include them, and a
-    tree elsewhere with the same headers shares the entry. The cubin cannot
-    depend on where the tree lies: NVRTC reads the headers from memory, by
-    the names they are included as, so `__FILE__` and the line info name
-    `common/comm.cuh`, never a tree's path."""
+    tree elsewhere with the same headers shares the entry. NVRTC reads the
+    headers from memory, by the names they are included as, so `__FILE__` is
+    `common/comm.cuh` in every tree and no instruction depends on where the
+    tree lies (the line info names the header under the compiling process's
+    working folder: a label, never read back as a path)."""
     root = CSRC if root is None else Path(root)
     headers = kernel_headers(spec, root)
     directory, max_bytes = _cache_settings()

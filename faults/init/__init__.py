@@ -5,7 +5,15 @@ onboarding a codebase starts from a draft (docs/tools.md, "Onboarding a codebase
 from faults.init.defaults import CONTRACT_KEYS
 from faults.init.errors import InitError
 from faults.init.harness import harness_skeleton
-from faults.init.propose import Proposal, Unproposed, propose, proposed, undeclared, unproposed
+from faults.init.propose import (
+    Proposal,
+    Unproposed,
+    declared_sites,
+    propose,
+    proposed,
+    undeclared,
+    unproposed,
+)
 from faults.init.scan import Form, Scan, Use, scan
 from faults.init.starter import starter_catalog
 
@@ -17,6 +25,7 @@ __all__ = [
     "Scan",
     "Unproposed",
     "Use",
+    "declared_sites",
     "harness_skeleton",
     "propose",
     "proposed",

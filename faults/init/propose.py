@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 
 from faults.init.lines import Lines
 from faults.init.scan import Form, Scan, Use
-from invariants.sync.sites import Group, Scope, SiteKind, parse_tree
+from invariants.sync.sites import Group, Scope, Site, SiteKind, parse_tree
 
 BARRIER_REACH = 3  # code lines between a barrier and the release or wait it belongs to
 FENCE_REACH = 4  # code lines between a fence and the relaxed access it orders
@@ -50,7 +50,6 @@ class Proposal:
 
 def propose(scan: Scan) -> list[Proposal]:
     """Every file's proposals, in file and line order, named and guarded."""
-    proposals: list[Proposal] = []
     return proposed(scan)[0]
 
 
@@ -81,20 +80,24 @@ class Unproposed:
 
 
 def unproposed(
-    scan: Scan, kept: list[Proposal], left_out: list[Proposal], overlapped: dict[Use, str]
+    scan: Scan, kept: list[Proposal], overlapped: dict[Use, str], declared: list[Site]
 ) -> list[Unproposed]:
     """Every use that no kept proposal holds, with why none does: a starter
-    names each ordering use, proposed or not (`left_out`: proposals dropped
-    over sites the sources declare)."""
+    names each ordering use, proposed or not (`declared`: the sites the
+    sources' `// @site` comments declare, `declared_sites`)."""
 
     def holds(proposal: Proposal, use: Use) -> bool:
         return proposal.path == use.path and proposal.start <= use.line <= proposal.end
+
+    def inside_declared(use: Use) -> bool:
+        path = scan.root if scan.root.is_file() else scan.root / use.path
+        return any(site.path == path and use.line in site.lines for site in declared)
 
     found = []
     for use in scan.uses:
         if any(holds(p, use) for p in kept):
             continue
-        if any(holds(p, use) for p in left_out):
+        if inside_declared(use):
             why = "inside a site the sources already declare (`// @site`)"
         else:
             why = overlapped.get(use) or _why_not(scan, use)
@@ -357,12 +360,19 @@ def guarded(proposals: list[Proposal]) -> list[Proposal]:
     ]
 
 
-def undeclared(scan: Scan, proposals: list[Proposal]) -> tuple[list[Proposal], int]:
+def declared_sites(scan: Scan) -> list[Site]:
+    """The sites the scanned tree's `// @site` comments declare, parsed once."""
+    return parse_tree(scan.root)[0]
+
+
+def undeclared(
+    scan: Scan, proposals: list[Proposal], declared: list[Site] | None = None
+) -> tuple[list[Proposal], int]:
     """The proposals that overlap no site the tree's `// @site` comments
     declare (a catalog declaring both would fail `sites --check`), and how
     many were left out. A kept release guarding a store left out guards none
     (the starter's TODO); the waits' guess is made again from the stores kept."""
-    declared = parse_tree(scan.root)[0]
+    declared = declared_sites(scan) if declared is None else declared
 
     def overlaps(proposal: Proposal) -> bool:
         path = scan.root if scan.root.is_file() else scan.root / proposal.path

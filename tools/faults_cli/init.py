@@ -10,6 +10,7 @@ from pathlib import Path
 
 from faults.init import (
     CONTRACT_KEYS,
+    declared_sites,
     harness_skeleton,
     proposed,
     scan,
@@ -61,9 +62,9 @@ def init_command(args: argparse.Namespace) -> int:
         given[key] = f"{given[key]}|{regex}" if key in given else regex
     found = scan(sources, given)
     every, overlapped = proposed(found)
-    proposals, skipped = undeclared(found, every)
-    kept = {p.name for p in proposals}
-    missing = unproposed(found, proposals, [p for p in every if p.name not in kept], overlapped)
+    declared = declared_sites(found)
+    proposals, skipped = undeclared(found, every, declared)
+    missing = unproposed(found, proposals, overlapped, declared)
     from_root = _from_root(sources, args.root)
     catalog = starter_catalog(
         found, proposals, args.name, from_root, program(), skipped, missing

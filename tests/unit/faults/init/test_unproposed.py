@@ -63,7 +63,7 @@ def test_every_use_no_site_holds_is_listed_with_why(tmp_path):
     found = scan(tree(tmp_path), {})
     every, overlapped = proposed(found)
     kept, left_out = undeclared(found, every)
-    missing = unproposed(found, kept, [], overlapped)
+    missing = unproposed(found, kept, overlapped, [])
     assert (left_out, len(found.uses)) == (0, 5)
     assert [(m.use.line, m.use.key, m.why.split(" (")[0].split(":")[0]) for m in missing] == [
         (4, "barrier.block", "no proposed release or wait within 3 code lines of the barrier"),
