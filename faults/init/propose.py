@@ -54,8 +54,9 @@ def propose(scan: Scan) -> list[Proposal]:
 
 
 def proposed(scan: Scan) -> tuple[list[Proposal], dict[Use, str]]:
-    """`propose`'s proposals, and each release or wait left out because its
-    site would overlap another's, with that reason."""
+    """`propose`'s proposals, and each use left out for a reason only
+    proposing finds (a site that would overlap another's, a statement no
+    anchor finds once), with that reason."""
     proposals: list[Proposal] = []
     overlapped: dict[Use, str] = {}
     for path, source in scan.files.items():
@@ -65,7 +66,50 @@ def proposed(scan: Scan) -> tuple[list[Proposal], dict[Use, str]]:
         for _, group in groupby(uses, key=lambda u: u.function):
             found += function_proposals(lines, list(group), found, overlapped)
         proposals += with_stores(lines, named(found))
+        proposals += lone_stores(lines, uses, proposals, overlapped)
     return guarded(proposals), overlapped
+
+
+def lone_stores(
+    lines: Lines, uses: list[Use], made: list[Proposal], unanchored: dict[Use, str]
+) -> list[Proposal]:
+    """A store site at each relaxed store (a lone `atomic*`, say) no proposal
+    holds: it publishes nothing, but the site rule wants every ordering
+    primitive inside a site, and a store site says what it is until the
+    user makes it a release (an arrival counter) or leaves it data.
+    `unanchored` gets each whose statement no anchor finds once."""
+    out: list[Proposal] = []
+    taken = {p.name for p in made}
+    for use in uses:
+        if use.action != "store" or use.volatile:
+            continue
+        if any(p.path == use.path and p.start <= use.line <= p.end for p in [*made, *out]):
+            continue
+        start = lines.statement_start(use.line, lines.depth(use.line))
+        end = lines.statement_end(start)
+        note = (
+            "a relaxed store alone: a store site so the site rule holds; if it publishes "
+            "(an arrival counter a spin reads), make it a release and its reader a wait"
+        )
+        site = _anchored(lines, SiteKind.STORE, use, start, end, None, None, (note,))
+        if not site.anchored:
+            times = lines.occurrences(lines.span_text(start, end))
+            unanchored[use] = (
+                f"a relaxed store alone, whose statement the file holds {times} times: no "
+                "anchor finds it once (declare a wider store site by hand)"
+            )
+            continue
+        if any(_overlap(site, p) for p in [*made, *out]):
+            continue
+        stem = snake(PurePosixPath(use.path).name.split(".")[0])
+        base = f"{stem}.{snake(site.name) or 'file'}.store"
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        taken.add(name)
+        out.append(replace(site, name=name))
+    return out
 
 
 @dataclass(frozen=True)

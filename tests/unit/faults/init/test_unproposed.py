@@ -37,6 +37,10 @@ __global__ void sync(int* data, int* flags, int* count, int value) {
   }
   __syncthreads();
 }
+
+__global__ void arrive(int* count) {
+  atomicAdd(count, 1);
+}
 """
 
 
@@ -55,8 +59,9 @@ def test_a_wait_is_proposed_alone_where_its_barrier_would_take_in_the_release(tm
         ("sync.sync.release", SiteKind.RELEASE, 8, 8, 8, Group.THREAD),
         ("sync.sync.wait", SiteKind.WAIT, 9, 9, 10, Group.THREAD),
     ]
-    assert overlapped == {}
     assert "consumers thread: the barrier that ends at line 12" in every[2].notes[-1]
+    # The two `atomicAdd(count, 1);` are one text: no anchor finds either once.
+    assert sorted(use.line for use in overlapped) == [5, 16]
 
 
 def test_every_use_no_site_holds_is_listed_with_why(tmp_path):
@@ -64,15 +69,32 @@ def test_every_use_no_site_holds_is_listed_with_why(tmp_path):
     every, overlapped = proposed(found)
     kept, left_out = undeclared(found, every)
     missing = unproposed(found, kept, overlapped, [])
-    assert (left_out, len(found.uses)) == (0, 5)
+    assert (left_out, len(found.uses)) == (0, 6)
     assert [(m.use.line, m.use.key, m.why.split(" (")[0].split(":")[0]) for m in missing] == [
         (4, "barrier.block", "no proposed release or wait within 3 code lines of the barrier"),
-        (5, "store", "a relaxed store with no fence before it publishes nothing"),
+        (5, "store", "a relaxed store alone, whose statement the file holds 2 times"),
         (12, "barrier.block", "no proposed release or wait within 3 code lines of the barrier"),
+        (16, "store", "a relaxed store alone, whose statement the file holds 2 times"),
     ]
     text = starter_catalog(found, kept, "mini", "src", unproposed=missing)
-    assert "# Not proposed: 3 of the 5 ordering uses found, each with why." in text
-    assert "#   sync.cu:5 atomicAdd (store): a relaxed store with no fence" in text
+    assert "# Not proposed: 4 of the 6 ordering uses found, each with why." in text
+    assert "#   sync.cu:5 atomicAdd (store): a relaxed store alone, whose statement" in text
+
+
+def test_a_lone_relaxed_store_is_proposed_as_a_store_site_where_it_can_be_anchored(tmp_path):
+    (tmp_path / "count.cu").write_text(
+        "__global__ void arrive(int* count, int* seen) {\n"
+        "  atomicAdd(count, 1);\n"
+        "  atomicMax(seen, 2);\n"
+        "}\n"
+    )
+    every, overlapped = proposed(scan(tmp_path, {}))
+    said = [(p.name, p.kind, p.start, p.end, p.at) for p in every]
+    assert said == [
+        ("count.arrive.store", SiteKind.STORE, 2, 2, "atomicAdd(count, 1);"),
+        ("count.arrive.store_2", SiteKind.STORE, 3, 3, "atomicMax(seen, 2);"),
+    ]
+    assert overlapped == {}
 
 
 def test_a_helpers_definition_is_no_use_but_its_calls_are(tmp_path):
@@ -87,4 +109,4 @@ def test_a_helpers_definition_is_no_use_but_its_calls_are(tmp_path):
     assert parse_file(root / "flags.cuh", check_primitives=True, primitives=pattern)[1] == []
     lines = [f.line for f in parse_file(root / "sync.cu", check_primitives=True,
                                        primitives=pattern)[1]]  # fmt: skip
-    assert lines == [5, 8, 9]  # atomicAdd, st_flag, ld_flag: calls outside any site
+    assert lines == [5, 8, 9, 16]  # atomicAdd, st_flag, ld_flag, atomicAdd: calls, no site
