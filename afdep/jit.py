@@ -361,7 +361,15 @@ def load_now(kernel) -> None:
     ranks"). Only afdep's own kernels load at once; torch's stay lazy."""
     from cuda.bindings import driver
 
-    error, function = driver.cuKernelGetFunction(kernel.handle)
+    error, mode = driver.cuModuleGetLoadingMode()
+    eager = driver.CUmoduleLoadingMode.CU_MODULE_EAGER_LOADING
+    if error == driver.CUresult.CUDA_SUCCESS and mode == eager:
+        return  # loaded with its module already
+    handle = kernel.handle  # a CUkernel (library API), or a CUfunction (module API)
+    if isinstance(handle, driver.CUkernel):
+        error, function = driver.cuKernelGetFunction(handle)
+    else:
+        error, function = driver.CUresult.CUDA_SUCCESS, handle
     if error == driver.CUresult.CUDA_SUCCESS:
         (error,) = driver.cuFuncLoad(function)
     if error != driver.CUresult.CUDA_SUCCESS:
