@@ -130,6 +130,10 @@ def scan(root: Path, given: dict[str, str]) -> Scan:
         if not found:
             break
         helpers.update(found)
+    # A wrapper is a spelling where it is called: one nothing here calls (its
+    # callers lie outside the folder scanned) keeps its body's uses as uses.
+    called = {u.name for u in uses if u.form is Form.CALL}
+    helpers = {name: h for name, h in helpers.items() if name in called}
     # A primitive's own definition (a wrapper, or a function a spelling names) is no use of it.
     primitive = set(helpers) | {name for name in _defined(files) if _given(name, given)}
     bodies = [(p, d) for p, f in files.items() for d in f.definitions if _name(d) in primitive]

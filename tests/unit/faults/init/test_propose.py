@@ -260,6 +260,10 @@ __device__ int read_once(const int* flag, int epoch) {
   int i = h + b;
   return i + c + d;
 }
+
+__global__ void waiter(const int* flag, int epoch, const int* abort) {
+  wait_for(flag, epoch, abort, 1000);  // a wrapper is a spelling where it is called
+}
 """
 
 

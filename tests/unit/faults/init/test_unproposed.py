@@ -110,3 +110,19 @@ def test_a_helpers_definition_is_no_use_but_its_calls_are(tmp_path):
     lines = [f.line for f in parse_file(root / "sync.cu", check_primitives=True,
                                        primitives=pattern)[1]]  # fmt: skip
     assert lines == [5, 8, 9, 16]  # atomicAdd, st_flag, ld_flag, atomicAdd: calls, no site
+
+
+def test_a_wrapper_nothing_here_calls_keeps_its_body_as_uses(tmp_path):
+    """flashinfer's `update()`: a volatile spin on the arrival counter, its
+    callers outside the folder scanned; it is no spelling, its spin a use."""
+    (tmp_path / "update.cuh").write_text(
+        "__device__ void update(int* counter, int blocks) {\n"
+        "  while (*reinterpret_cast<int volatile*>(counter) != blocks) {\n"
+        "  }\n"
+        "}\n"
+    )
+    found = scan(tmp_path, {})
+    assert found.helpers == {}
+    assert [(u.line, u.key, u.volatile) for u in found.uses] == [(2, "load", True)]
+    [wait] = proposed(found)[0]
+    assert (wait.kind, wait.start, wait.end) == (SiteKind.WAIT, 2, 3)
