@@ -79,7 +79,6 @@ def lone_stores(
     user makes it a release (an arrival counter) or leaves it data.
     `unanchored` gets each whose statement no anchor finds once."""
     out: list[Proposal] = []
-    taken = {p.name for p in made}
     for use in uses:
         if use.action != "store" or use.volatile:
             continue
@@ -101,15 +100,8 @@ def lone_stores(
             continue
         if any(_overlap(site, p) for p in [*made, *out]):
             continue
-        stem = snake(PurePosixPath(use.path).name.split(".")[0])
-        base = f"{stem}.{snake(site.name) or 'file'}.store"
-        name, n = base, 1
-        while name in taken:
-            n += 1
-            name = f"{base}_{n}"
-        taken.add(name)
-        out.append(replace(site, name=name))
-    return out
+        out.append(site)
+    return named(out, taken={p.name for p in made})
 
 
 @dataclass(frozen=True)
@@ -377,15 +369,21 @@ def _suffix(name: str) -> str:
     return match[1] if match else ""
 
 
-def named(proposals: list[Proposal]) -> list[Proposal]:
-    """`<file stem>.<function>.<kind>[_n]`, lower_case (`name` holds the function)."""
-    seen: dict[str, int] = {}
-    out = []
+def named(
+    proposals: list[Proposal], taken: set[str] | frozenset[str] = frozenset()
+) -> list[Proposal]:
+    """`<file stem>.<function>.<kind>[_n]`, lower_case (`name` holds the
+    function), `_n` the first number no earlier proposal nor `taken` has."""
+    used, out = set(taken), []
     for proposal in proposals:
         stem = snake(PurePosixPath(proposal.path).name.split(".")[0])
         base = f"{stem}.{snake(proposal.name) or 'file'}.{proposal.kind.value}"
-        seen[base] = seen.get(base, 0) + 1
-        out.append(replace(proposal, name=base + (f"_{seen[base]}" if seen[base] > 1 else "")))
+        name, number = base, 1
+        while name in used:
+            number += 1
+            name = f"{base}_{number}"
+        used.add(name)
+        out.append(replace(proposal, name=name))
     return out
 
 
