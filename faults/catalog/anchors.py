@@ -12,7 +12,7 @@ from invariants.sync.sites import NAME, Anchor, header_problems
 
 ANCHOR_KEYS = ("begin", "end", "at")
 ATTR_KEYS = ("kind", "producers", "consumers", "scope", "guards")
-SITE_KEYS = ("name", "file", *ANCHOR_KEYS, *ATTR_KEYS)
+SITE_KEYS = ("name", "file", *ANCHOR_KEYS, "after", *ATTR_KEYS)
 
 
 def site_key(index: int, name: object = None) -> str:
@@ -39,7 +39,8 @@ def site_tables(path, raw) -> tuple[Anchor, ...]:
 
 def site_table(path, index: int, table: dict) -> Anchor:
     """One [[target.site]]: a name, a file under the sources, `begin` and
-    `end` or `at`, and the attributes a `// @site` line would give it."""
+    `end` or `at` (optionally `after`, text before them), and the attributes
+    a `// @site` line would give it."""
     name = table.get("name")
 
     def fail(message: str) -> CatalogError:
@@ -48,7 +49,7 @@ def site_table(path, index: int, table: dict) -> Anchor:
     unknown = sorted(set(table) - set(SITE_KEYS))
     if unknown:
         raise fail(f"unknown keys {unknown}; known: {', '.join(SITE_KEYS)}")
-    for key in ("name", "file", *ANCHOR_KEYS, *ATTR_KEYS):
+    for key in SITE_KEYS:
         if key in table and (not isinstance(table[key], str) or not table[key]):
             raise fail(f"{key}: a non-empty string, got {table[key]!r}")
     for key in ("name", "file", "kind"):
@@ -75,5 +76,5 @@ def site_table(path, index: int, table: dict) -> Anchor:
         name,
         file.as_posix(),
         tuple(attrs.items()),
-        **{key: table.get(key) for key in ANCHOR_KEYS},
+        **{key: table.get(key) for key in (*ANCHOR_KEYS, "after")},
     )

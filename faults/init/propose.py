@@ -38,6 +38,7 @@ class Proposal:
     at: str | None = None
     begin: str | None = None
     end_text: str | None = None
+    after: str | None = None  # where `at` or `begin` is text the file repeats
     group: Group | None = None  # producers of a release, consumers of a wait
     scope: Scope | None = None
     guards: str | None = None
@@ -94,8 +95,9 @@ def lone_stores(
         if not site.anchored:
             times = lines.occurrences(lines.span_text(start, end))
             unanchored[use] = (
-                f"a relaxed store alone, whose statement the file holds {times} times: no "
-                "anchor finds it once (declare a wider store site by hand)"
+                f"a relaxed store alone, whose statement the file holds {times} times with "
+                "another between it and the nearest line held once: no anchor finds it "
+                "(declare a wider store site by hand)"
             )
             continue
         if any(_overlap(site, p) for p in [*made, *out]):
@@ -311,9 +313,16 @@ def _anchored(lines: Lines, kind: SiteKind, use: Use, start: int, end: int, grou
 
 
 def anchors(lines: Lines, proposal: Proposal, function: str = "") -> Proposal:
+    """The proposal with the shortest anchors the file holds once; where its
+    first line's text repeats in the file, that text and `after`, the
+    nearest line above it the file holds once."""
     if lines.statement_end(proposal.start) == proposal.end:
         at = lines.anchor_from(proposal.start, proposal.end)
-        return replace(proposal, at=at, name=function)
+        if at is not None:
+            return replace(proposal, at=at, name=function)
+        at = lines.span_text(proposal.start, proposal.start)
+        after = lines.after_anchor(proposal.start, at)
+        return replace(proposal, at=at if after else None, after=after, name=function)
     # Text inside the site first; `begin` may reach past its end where the
     # file tells two alike sites apart, but `end` starts no earlier than
     # `begin` (two identical branches: no `end` finds one of them once).
@@ -321,7 +330,16 @@ def anchors(lines: Lines, proposal: Proposal, function: str = "") -> Proposal:
     end = lines.anchor_to(proposal.end, proposal.start + 1) or lines.anchor_to(
         proposal.end, proposal.start
     )
-    return replace(proposal, begin=begin, end_text=end, name=function)
+    if begin is not None and end is not None:
+        return replace(proposal, begin=begin, end_text=end, name=function)
+    begin = lines.span_text(proposal.start, proposal.start)
+    end = lines.span_text(proposal.end, proposal.end)
+    after = lines.after_anchor(proposal.start, begin)
+    if lines.found_from(end, proposal.start) != proposal.end:
+        after = None  # `end` is found first elsewhere after `begin`: no anchors find the site
+    if after is None:
+        return replace(proposal, name=function)
+    return replace(proposal, begin=begin, end_text=end, after=after, name=function)
 
 
 def _overlap(one: Proposal, other: Proposal) -> bool:

@@ -129,6 +129,8 @@ def site_table(scan: Scan, proposal: Proposal) -> str:
     head = [f"\n# {proposal.path}:{proposal.line}: {said}"]
     head += [f"# {note}" for note in proposal.notes]
     body = [f"name = {toml_string(proposal.name)}", f"file = {toml_string(proposal.path)}"]
+    if proposal.after is not None:
+        body.append(f"after = {toml_string(proposal.after)}")
     if proposal.at is not None:
         body.append(f"at = {toml_string(proposal.at)}")
     else:
@@ -146,7 +148,10 @@ def site_table(scan: Scan, proposal: Proposal) -> str:
         else:
             body.append(f'guards = "{proposal.guards}"')
     if not proposal.anchored:
-        head.append("# its text repeats in the file: no anchor finds it once; declare it by hand")
+        head.append(
+            "# its text repeats in the file, another copy before it: no anchor finds it; "
+            "declare it by hand"
+        )
         body = [f"# {line}" for line in body]
         return "\n".join([*head, "# [[target.site]]", *body]) + "\n"
     return "\n".join([*head, "[[target.site]]", *body]) + "\n"

@@ -47,7 +47,9 @@ def resolves(anchor: Anchor, sources: Path) -> tuple[int, int] | None:
     path = Path(sources) / anchor.file
     try:
         text = path.read_text()
-        return anchored_lines(text, anchor.file, begin=anchor.begin, end=anchor.end, at=anchor.at)
+        return anchored_lines(
+            text, anchor.file, begin=anchor.begin, end=anchor.end, at=anchor.at, after=anchor.after
+        )
     except (OSError, ValueError):
         return None
 

@@ -147,6 +147,9 @@ class Anchor:
     begin: str | None = None
     end: str | None = None
     at: str | None = None
+    # Text found once before `at` or `begin`, which are then the first after
+    # it: a statement the file repeats, told apart by what precedes it.
+    after: str | None = None
     # The (first, last) lines of a region carried through a change's diff
     # (faults/review/carry.py): its text rewritten, where its site lies now.
     lines: tuple[int, int] | None = None
@@ -327,7 +330,7 @@ def anchored_sites(
             if not path.is_file():
                 raise ValueError(f"file {anchor.file} does not exist in {root}")
             where = Path(anchor.file).as_posix()
-            keys = {key: getattr(anchor, key) for key in ("begin", "end", "at")}
+            keys = {key: getattr(anchor, key) for key in ("begin", "end", "at", "after")}
             if anchor.lines is not None:
                 first, last = anchor.lines
             else:

@@ -159,21 +159,46 @@ def _once(text: str, key: str, anchor: str, where: str) -> int:
     return found[0]
 
 
+def _first_after(text: str, key: str, anchor: str, where: str, floor: int) -> int:
+    """The first offset of `anchor` from `floor` on (the end of `after`'s
+    text), or the ValueError saying it is not there."""
+    found = occurrences(text, anchor, floor)
+    if not found:
+        raise ValueError(f"{key} not found after `after` in {where} (line {line_of(text, floor)})")
+    return found[0]
+
+
 def anchored_lines(
-    text: str, where: str, *, begin: str | None, end: str | None, at: str | None
+    text: str,
+    where: str,
+    *,
+    begin: str | None,
+    end: str | None,
+    at: str | None,
+    after: str | None = None,
 ) -> tuple[int, int]:
     """The (first, last) lines of the site these anchors declare in `text`
     (the file `where`): from `begin`'s first line through `end`'s last, or
-    the statement enclosing `at`. Raises ValueError, one line naming the key."""
+    the statement enclosing `at`. Each is found exactly once; with `after`
+    (itself found once), `at` or `begin` is the first after it and `end`
+    the first after `begin`: a statement the file repeats is told apart by
+    the text before it. Raises ValueError, one line naming the key."""
+
+    def find(key: str, anchor: str, floor: int | None) -> int:
+        if floor is None:
+            return _once(text, key, anchor, where)
+        return _first_after(text, key, anchor, where, floor)
+
+    floor = None if after is None else _once(text, "after", after, where) + len(after)
     if at is not None:
-        offset = _once(text, "at", at, where)
+        offset = find("at", at, floor)
         statement = enclosing_statement(text, offset)
         if statement is None:
             line = line_of(text, offset)
             raise ValueError(f"at: no statement ends around it in {where} (line {line})")
         return line_of(text, statement[0]), line_of(text, statement[1])
-    first = _once(text, "begin", begin or "", where)
-    last = _once(text, "end", end or "", where)
+    first = find("begin", begin or "", floor)
+    last = find("end", end or "", None if floor is None else first)
     if last < first:
         lines = f"line {line_of(text, last)}, begin at line {line_of(text, first)}"
         raise ValueError(f"end comes before begin in {where} ({lines})")

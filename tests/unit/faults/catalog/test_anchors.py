@@ -60,7 +60,7 @@ MALFORMED = {
         RELEASE,
         RELEASE + 'colour = "red"\n',
         f"{RELEASE_KEY}: unknown keys ['colour']; known: name, file, begin, end, at, "
-        "kind, producers, consumers, scope, guards",
+        "after, kind, producers, consumers, scope, guards",
     ),
     "a bad kind": (
         'kind = "release"',

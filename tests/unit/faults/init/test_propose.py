@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 
 from faults.catalog import load_catalog
+from faults.catalog.anchors import site_tables
 from faults.init import Form, propose, scan, starter_catalog, undeclared
 from invariants.sync.sites import Group, Scope, SiteKind, parse_tree
 from tests.unit.faults.init.tree import write_tree
@@ -137,7 +138,10 @@ def test_every_release_and_wait_afdep_declares_holds_a_proposals_line():
 
 
 
-def test_two_identical_branches_get_no_anchor_and_the_starter_says_so(tmp_path):
+def test_two_identical_branches_are_told_apart_by_the_line_before_each(tmp_path):
+    """Each branch's text is in the file twice: `after`, the nearest line
+    above it the file holds once, finds each, and the starter's sites resolve
+    where they were proposed (load_catalog resolves every anchor)."""
     sources = tmp_path / "src"
     sources.mkdir()
     (sources / "k.cu").write_text(
@@ -155,14 +159,42 @@ def test_two_identical_branches_get_no_anchor_and_the_starter_says_so(tmp_path):
     )
     found = scan(sources, {})
     proposals = propose(found)
-    said = [(p.name, p.start, p.end, p.group, p.scope, p.anchored) for p in proposals]
+    said = [(p.name, p.start, p.end, p.group, p.scope, p.after, p.begin) for p in proposals]
     assert said == [
-        ("k.twice.release", 3, 5, Group.BLOCK, Scope.SYS, False),
-        ("k.twice.release_2", 7, 9, Group.BLOCK, Scope.SYS, False),
+        ("k.twice.release", 3, 5, Group.BLOCK, Scope.SYS, "if (early) {", "__syncthreads();"),
+        ("k.twice.release_2", 7, 9, Group.BLOCK, Scope.SYS, "} else {", "__syncthreads();"),
     ]
+    tables = tomllib.loads(starter_catalog(found, proposals, "twice", "src"))["target"]["site"]
+    for table in tables:
+        table["guards"] = "k.twice.data"  # the starter's TODO: no store site before the barrier
+    sites = parse_tree(sources, site_tables("twice.toml", tables))[0]
+    assert [(s.name, s.lines.start, s.lines.stop - 1) for s in sites] == [
+        ("k.twice.release", 3, 5),
+        ("k.twice.release_2", 7, 9),
+    ]
+
+
+def test_a_statement_repeated_with_no_line_between_gets_no_anchor_and_the_starter_says_so(
+    tmp_path,
+):
+    sources = tmp_path / "src"
+    sources.mkdir()
+    (sources / "k.cu").write_text(
+        "__global__ void twice(int* flag) {\n"
+        "  __threadfence_system();\n"
+        "  atomicExch_system(flag, 1);\n"
+        "  __threadfence_system();\n"
+        "  atomicExch_system(flag, 1);\n"
+        "}\n"
+    )
+    found = scan(sources, {})
+    proposals = propose(found)
+    said = [(p.name, p.start, p.end, p.anchored) for p in proposals]
+    assert said == [("k.twice.release", 2, 3, True), ("k.twice.release_2", 4, 5, False)]
+    assert proposals[0].after == "__global__ void twice(int* flag) {"
     text = starter_catalog(found, proposals, "twice", "src")
-    assert "# its text repeats in the file: no anchor finds it once; declare it by hand\n" in text
-    assert "site" not in tomllib.loads(text)["target"]
+    assert "# its text repeats in the file, another copy before it: no anchor finds it" in text
+    assert [site["name"] for site in tomllib.loads(text)["target"]["site"]] == ["k.twice.release"]
 
 
 def test_a_proposal_over_a_site_the_tree_declares_is_left_out_and_counted(tmp_path):

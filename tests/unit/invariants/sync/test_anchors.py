@@ -125,3 +125,38 @@ def test_an_overlap_and_a_site_declared_in_the_source_too_are_findings(tmp_path)
         Finding(path, None, "overlaps site k.a.if (lines 7-11) in k.cuh", "k.a.go"),
         Finding(path, None, f"declared in the source too ({path}:14)", "k.a.store"),
     ]
+
+
+REPEATED = """\
+struct Sync {
+  void arrive(int* count) {
+    atomicAdd(count, 1);
+  }
+};
+struct Lamport {
+  void arrive(int* count) {
+    atomicAdd(count, 1);
+  }
+};
+"""
+
+
+def test_after_tells_a_repeated_statement_apart_by_the_text_before_it(tmp_path):
+    root = tree(tmp_path, REPEATED)
+    sync = Anchor("k.sync.arrive", "k.cuh", (("kind", "store"),), at="atomicAdd", after="Sync {")
+    lamport = Anchor(
+        "k.lamport.arrive", "k.cuh", (("kind", "store"),),
+        begin="void arrive", end="}", after="struct Lamport",
+    )  # fmt: skip
+    assert lines_of(root, sync, lamport) == {"k.sync.arrive": (3, 3), "k.lamport.arrive": (7, 9)}
+
+
+def test_an_after_not_found_once_or_with_nothing_after_it_is_a_finding_of_its_site(tmp_path):
+    root = tree(tmp_path, REPEATED)
+    path = str(root / "k.cuh")
+    twice = Anchor("k.a.twice", "k.cuh", (("kind", "store"),), at="atomicAdd", after="struct")
+    nothing = Anchor("k.a.none", "k.cuh", (("kind", "store"),), at="Sync", after="Lamport")
+    assert [f for f in problems(root, twice, nothing) if f.site] == [
+        Finding(path, None, "after found 2 times in k.cuh (lines 1, 6)", "k.a.twice"),
+        Finding(path, None, "at not found after `after` in k.cuh (line 6)", "k.a.none"),
+    ]
