@@ -31,7 +31,8 @@ from pathlib import Path
 from invariants.sync.divergence import splits
 from invariants.sync.finding import Finding, tree_relative
 from invariants.sync.functions import NAMED_CALL, enclosing, file_definitions
-from invariants.sync.ptx_check import covers, ptx_findings, ptx_folder, read_index
+from invariants.sync.ptx_check import covers, ptx_folder
+from invariants.sync.ptx_memo import Memo, remembered_findings
 from invariants.sync.ptx_read import PtxError
 from invariants.sync.sites import Group, Scope, Site, parse_tree, site_body, source_files
 from invariants.sync.statements import code_only
@@ -115,9 +116,9 @@ def check_contracts(
     if ptx and spellings.ptx and checked:  # no release or wait: no PTX to hold to one
         started = time.perf_counter()
         folder, report.ptx_cached = ptx_folder(Path(tree_root), sources, catalog_target, cache)
-        modules = read_index(folder)
-        report.variants_checked = len(modules)
-        found = ptx_findings(checked, sources, modules, sites)
+        # Beside the PTX folders (each a tree's), never among them: they are evicted by count.
+        memo = Memo(folder.parent.with_name(f"{folder.parent.name}-findings"))
+        found, report.variants_checked = remembered_findings(checked, sources, folder, sites, memo)
         report.violations += found
         report.ptx_seconds = time.perf_counter() - started
     return report

@@ -148,18 +148,30 @@ def _evict(root: Path) -> None:
         shutil.rmtree(stale, ignore_errors=True)
 
 
-def read_index(folder: Path) -> list[tuple[str, Module]]:
-    """(variant label, module) for every entry of the folder's index.json."""
+def variants(folder: Path) -> list[tuple[str, Path]]:
+    """(variant label, its PTX file) for every entry of the folder's index.json."""
     try:
         index = json.loads((folder / "index.json").read_text())
     except (OSError, ValueError) as error:
         raise PtxError(f"{folder}/index.json: cannot read it ({error})") from None
     if not isinstance(index, dict) or not index:
         raise PtxError(f"{folder}/index.json: not a table of PTX file -> variant label")
-    return [(str(label), read_module(folder / name)) for name, label in index.items()]
+    return [(str(label), folder / name) for name, label in index.items()]
+
+
+def read_index(folder: Path) -> list[tuple[str, Module]]:
+    """(variant label, module) for every entry of the folder's index.json."""
+    return [(label, read_module(path)) for label, path in variants(folder)]
 
 
 # ------------------------------------------------------------------ findings
+# One variant's findings: (site name, line, message) each, and the sites it carries.
+ModuleFindings = tuple[frozenset[str], list[tuple[str, int | None, str]]]
+# One variant's part of the guarded data: per store site, its stores' bases
+# and its releases' flags' bases.
+ModuleStores = tuple[dict[str, list[Bases]], dict[str, list[Bases]]]
+
+
 def ptx_findings(
     sites: list[Site],
     sources: Path,
@@ -170,39 +182,70 @@ def ptx_findings(
     instruction carries; a site no variant carries is a finding of its own.
     The data each wait guards is read from the stores and releases of
     `every_site` (default: `sites`)."""
+    every_site = every_site or sites
+    parts = [module_stores(every_site, sources, module) for _, module in modules]
+    guarded = merged_guarded(parts)
+    found = [(label, module_findings(sites, sources, module, guarded)) for label, module in modules]
+    return assembled(sites, found)
+
+
+def merged_guarded(parts: Sequence[ModuleStores]) -> dict[str, Bases]:
+    """The guarded data over every variant, from each variant's part."""
+    stored: dict[str, list[Bases]] = {}
+    published: dict[str, list[Bases]] = {}
+    for their_stored, their_published in parts:
+        for name, bases in their_stored.items():
+            stored.setdefault(name, []).extend(bases)
+        for name, bases in their_published.items():
+            published.setdefault(name, []).extend(bases)
+    return {name: guarded_bases(bases, published.get(name, [])) for name, bases in stored.items()}
+
+
+def module_findings(
+    sites: list[Site], sources: Path, module: Module, guarded: dict[str, Bases]
+) -> ModuleFindings:
+    """The findings of one variant: each release and wait of `sites` it carries."""
+    present, found = set(), []
+    placed = list(_placed(sites, sources, module))
+    for site, function, members, lines in placed:
+        if site.kind not in ("release", "wait"):
+            continue
+        present.add(site.name)
+        data = guarded.get(site.guards or "", frozenset())
+        if site.kind == "release":
+            said = release_findings(site, module, function, members, lines)
+            publishes = {
+                i
+                for other, where, their, _ in placed
+                if where is function and other.kind == "release"
+                and other.guards == site.guards
+                for i in their
+                if function.instructions[i].is_data_store()
+            }
+            said += stores_after(function, publishes, lines, data)
+        else:
+            alike = {
+                index: other.consumers
+                for other, where, their, _ in placed
+                if where is function and other.kind == "wait" and other is not site
+                and other.guards == site.guards
+                for index in acquired(other, module, function, their)
+            }
+            said = wait_findings(site, module, function, members, lines, data, alike)
+        found += [(site.name, n, m) for n, m in dict.fromkeys(said)]
+    return frozenset(present), found
+
+
+def assembled(sites: list[Site], found: list[tuple[str, ModuleFindings]]) -> list[Finding]:
+    """Every variant's findings as Findings (each once: a module's kernels
+    may say the same), then each release or wait no variant carries."""
+    by_name = {site.name: site for site in sites}
     violations, present = [], set()
-    guarded = guarded_data(every_site or sites, sources, modules)
-    for label, module in modules:
-        placed = list(_placed(sites, sources, module))
-        for site, function, members, lines in placed:
-            if site.kind not in ("release", "wait"):
-                continue
-            present.add(site.name)
-            data = guarded.get(site.guards or "", frozenset())
-            if site.kind == "release":
-                found = release_findings(site, module, function, members, lines)
-                publishes = {
-                    i
-                    for other, where, their, _ in placed
-                    if where is function and other.kind == "release"
-                    and other.guards == site.guards
-                    for i in their
-                    if function.instructions[i].is_data_store()
-                }
-                found += stores_after(function, publishes, lines, data)
-            else:
-                alike = {
-                    index: other.consumers
-                    for other, where, their, _ in placed
-                    if where is function and other.kind == "wait" and other is not site
-                    and other.guards == site.guards
-                    for index in acquired(other, module, function, their)
-                }
-                found = wait_findings(site, module, function, members, lines, data, alike)
-            found = dict.fromkeys(found)
-            violations += [Finding(str(site.path), n, m, site.name, label) for n, m in found]
+    for label, (carried, said) in found:
+        present |= carried
+        violations += [Finding(str(by_name[name].path), n, m, name, label) for name, n, m in said]
     absent = "no instruction of the site in any variant"
-    violations = list(dict.fromkeys(violations))  # a module's kernels that say the same
+    violations = list(dict.fromkeys(violations))
     violations += [
         Finding(str(site.path), site.lines.start, absent, site.name)
         for site in sites
@@ -229,20 +272,25 @@ def guarded_data(
     """Each guarded store site's data, as the parameter fields its stores
     reach that the flags its releases publish do not, over every variant
     (invariants/sync/ptx_dataflow.py): the loads a wait must order."""
+    return merged_guarded([module_stores(sites, sources, module) for _, module in modules])
+
+
+def module_stores(sites: list[Site], sources: Path, module: Module) -> ModuleStores:
+    """One variant's part of the guarded data: the bases of each guarded
+    store site's data stores, and of its releases' publishing stores."""
     stored: dict[str, list[Bases]] = {}
     published: dict[str, list[Bases]] = {}
     guarded = {site.guards for site in sites if site.guards}
-    for _, module in modules:
-        for site, function, members, _ in _placed(sites, sources, module):
-            key = site.guards if site.kind == "release" else site.name
-            if key not in guarded or site.kind == "wait":
-                continue
-            into = published if site.kind == "release" else stored
-            code = function.instructions
-            into.setdefault(key, []).extend(
-                access_bases(code[i], function.bases) for i in members if code[i].is_data_store()
-            )
-    return {name: guarded_bases(bases, published.get(name, [])) for name, bases in stored.items()}
+    for site, function, members, _ in _placed(sites, sources, module):
+        key = site.guards if site.kind == "release" else site.name
+        if key not in guarded or site.kind == "wait":
+            continue
+        into = published if site.kind == "release" else stored
+        code = function.instructions
+        into.setdefault(key, []).extend(
+            access_bases(code[i], function.bases) for i in members if code[i].is_data_store()
+        )
+    return stored, published
 
 
 def _site_lines(function: Function, file_index: int, site: Site) -> list[int | None]:

@@ -100,6 +100,11 @@ BLOCK_ZERO = "mov.u32 %r9, %ctaid.x;\nor.b32 %r8, %r1, %r9;\nsetp.ne.s32 %p1, %r
 def module(producer: dict[str, str] | None = None, consumer: dict[str, str] | None = None):
     """The two kernels' module, each placeholder as given (a row store and
     read where they belong, nothing else, by default)."""
+    return parse_module(module_text(producer, consumer), "k.ptx")
+
+
+def module_text(producer: dict[str, str] | None = None, consumer: dict[str, str] | None = None):
+    """`module`'s PTX text."""
     texts = []
     for text, given, default in (
         (PRODUCER, producer, {"STORE_ROW": "st.global.u32 [%rd5], %r1;", "LATE_STORE": ""}),
@@ -108,7 +113,7 @@ def module(producer: dict[str, str] | None = None, consumer: dict[str, str] | No
         for key, value in {**default, **(given or {})}.items():
             text = text.replace(key, value)
         texts.append(text)
-    return parse_module('.file 1 "k.cu"\n' + "".join(texts), "k.ptx")
+    return '.file 1 "k.cu"\n' + "".join(texts)
 
 
 @pytest.fixture
