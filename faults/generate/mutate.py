@@ -90,14 +90,20 @@ class Edit:
 
 
 def mutants(
-    sites: list[Site], rules: tuple[MutationRule, ...], settings: GenerateSettings, sources: Path
+    sites: list[Site],
+    rules: tuple[MutationRule, ...],
+    settings: GenerateSettings,
+    sources: Path,
+    anchored: frozenset[str] = frozenset(),
 ) -> dict[str, Fault]:
     """One must-fail fault per (rule, site of its kind, match), and one
     publish-early fault per release site whose guarded store it can be moved
     above. Ids: `gen.<family>.<site>`, with `.<n>` (from 1) when a family
-    mutates one site more than once."""
+    mutates one site more than once. `anchored`: the sites the catalog
+    declares by anchors, written into `sources` as comment lines, which a
+    title's line leaves out (the line is the user's)."""
     found: dict[tuple[Family, str], list[Edit]] = {}
-    for family, edit in _rewrites(sites, rules, sources):
+    for family, edit in _rewrites(sites, rules, sources, anchored):
         edits = found.setdefault((family, edit.site.name), [])
         # two entries, one rewrite: one mutant
         if all((other.new, other.twins) != (edit.new, edit.twins) for other in edits):
@@ -211,8 +217,19 @@ def _store_verb(site: Site) -> str:
     return "guards" if site.kind == "wait" else "publishes"
 
 
+def user_line(sites: list[Site], path: Path, line: int, anchored: frozenset[str]) -> int:
+    """Line `line` of an annotated `path` (faults/generate/annotate.py) as the
+    user's file numbers it: less each anchored site's `// @site` line and
+    `// @end` line above it."""
+    above = 0
+    for site in sites:
+        if site.path == path and site.name in anchored:
+            above += (site.start < line) + (site.end < line)
+    return line - above
+
+
 def _rewrites(
-    sites: list[Site], rules: tuple[MutationRule, ...], sources: Path
+    sites: list[Site], rules: tuple[MutationRule, ...], sources: Path, anchored=frozenset()
 ) -> Iterator[tuple[Family, Edit]]:
     """(family, edit) for every rewrite and every move. The patch's `old`
     runs from the line of the match to the site's `@end` line: unique in its
@@ -226,7 +243,7 @@ def _rewrites(
                 if rewritten == match[0]:
                     continue
                 line = site.start + 1 + body.count("\n", 0, match.start())
-                where = f"{site.path.name}:{line}"
+                where = f"{site.path.name}:{user_line(sites, site.path, line, anchored)}"
                 title = f"{rule.family} in {site.name} ({where}): {match[0]!r} -> {rewritten!r}"
                 exposing = match.expand(rule.expose) if rule.expose is not None else None
                 if exposing is not None:
@@ -236,12 +253,14 @@ def _rewrites(
                 twins = tuple(twin.expanded(match) for twin in rule.twins)
                 yield rule.family, Edit(site, title, old, new, exposing, twins)
     for site in sites:
-        moved = _publish_early(site, by_name)
+        moved = _publish_early(site, by_name, sites, anchored)
         if moved is not None:
             yield Family.PUBLISH_EARLY, Edit(site, *moved)
 
 
-def _publish_early(release: Site, by_name: dict[str, Site]) -> tuple[str, str, str] | None:
+def _publish_early(
+    release: Site, by_name: dict[str, Site], sites: list[Site], anchored: frozenset[str]
+) -> tuple[str, str, str] | None:
     """The release region moved above the store region it guards: (title,
     old, new), or None when the release declares no guarded store, or the
     two do not lie in one block of one file (a move across blocks would not
@@ -258,7 +277,7 @@ def _publish_early(release: Site, by_name: dict[str, Site]) -> tuple[str, str, s
         return None
     title = (
         f"publish-early: {release.name} moved above {store.name}, the store it guards "
-        f"({release.path.name}:{store.start})"
+        f"({release.path.name}:{user_line(sites, store.path, store.start + 1, anchored)})"
     )
     return title, "".join(before + region), "".join(region + before)
 

@@ -86,7 +86,8 @@ def with_generated(catalog: Catalog, tree_root: Path) -> Catalog:
     with annotated_copy(Path(tree_root) / target.sources, target.anchors) as sources:
         sites, _ = parse_tree(sources)  # a rewrite's text as the scratch trees hold it
         generated = generated_faults(sites, catalog.generate)
-        generated.update(mutants(sites, target.mutations, catalog.generate, sources))
+        anchored = frozenset(anchor.name for anchor in target.anchors)
+        generated.update(mutants(sites, target.mutations, catalog.generate, sources, anchored))
         # docs/operators.md, "Delays that expose"
         generated.update(expose_faults(sites, catalog))
     for key, _ in catalog.generate.survivor_ok:

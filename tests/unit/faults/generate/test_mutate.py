@@ -14,7 +14,7 @@ import pytest
 from faults.catalog import GenerateSettings, load_catalog
 from faults.catalog.errors import CatalogError
 from faults.catalog.model import Family
-from faults.generate.mutate import mutants
+from faults.generate.mutate import mutants, user_line
 from faults.generate.site_faults import generated_faults, is_generated, with_generated
 from invariants.sync.sites import parse_tree
 from tests.unit.faults.catalog.test_load import TARGET, error_of, load
@@ -358,7 +358,7 @@ def test_publish_early_moves_the_release_above_its_store_in_one_block(tmp_path):
         "k.release",
     )
     assert fault.title == (
-        "publish-early: k.release moved above k.store, the store it guards (k.cuh:2)"
+        "publish-early: k.release moved above k.store, the store it guards (k.cuh:3)"
     )
     assert (fault.expect, fault.family) == ("fail", Family.PUBLISH_EARLY)
 
@@ -435,3 +435,14 @@ def test_a_reason_keyed_by_a_generated_fault_reaches_that_fault_only():
     assert catalog.fault("gen.skip.cf.ffn_stream_expand.prefix_wait").survivor_ok is None
     assert catalog.fault("gen.remove-barrier.cf.ffn_stream_expand.prefix_wait").survivor_ok is None
     assert catalog.fault("gen.epoch-off-by-one.pf.ffn_expand.done_wait.2").survivor_ok is None
+
+
+def test_a_title_names_the_users_line_not_the_annotated_copys(tmp_path):
+    """An anchored site is written into the scratch copy as comment lines
+    (faults/generate/annotate.py): a line below them is the user's less
+    those, so a title points at the line the user's file holds."""
+    text = "void f() {\n  // @site k.a kind=store\n  x = 1;\n  // @end k.a\n  y = 2;\n}\n"
+    sites = sites_of(tmp_path / "src", text)
+    path = sites[0].path
+    assert [user_line(sites, path, line, frozenset({"k.a"})) for line in (3, 5)] == [2, 3]
+    assert [user_line(sites, path, line, frozenset()) for line in (3, 5)] == [3, 5]
