@@ -7,7 +7,8 @@ TARGET is a release table (a `release.toml`, or the name of a folder under
 tools/targets/ holding one): a package, its version, the one release file
 to take (a wheel or an sdist) and its sha256, the folder in it that holds the
 members, the members (paths under that folder: a file, or a folder and all
-under it), and our harness files beside the table. The members come from the
+under it), and our harness files beside the table (none yet: a workspace to
+onboard from). The members come from the
 release cache (tools/targets/registry.py: `.targets/` in the repository,
 sha256-checked, a second fetch reads no network). DIR then holds the members,
 our harness under harness/, and is a git repository of one commit, so a
@@ -79,7 +80,8 @@ def read_release(target: str | Path) -> Release:
             raise _table_error(path, key, f"a non-empty string, got {raw.get(key)!r}")
     if not SHA256.match(raw["sha256"]):
         raise _table_error(path, "sha256", f"64 lowercase hex digits, got {raw['sha256']!r}")
-    harness = _strings(path, raw, "harness")
+    # No harness yet: a workspace to onboard from (`init`), the harness written after.
+    harness = _strings(path, raw, "harness") if "harness" in raw else ()
     for name in harness:
         if not (path.parent / name).is_file():
             raise _table_error(path, "harness", f"{name}: no such file beside the table")
@@ -129,10 +131,8 @@ def commit_workspace(release: Release, into: Path) -> str:
         config.set_value("user", "email", "faults-fetch@localhost")
     repo.git.add("--all")
     pin = release.pin
-    message = (
-        f"{pin.spec}: {pin.file} (sha256 {pin.sha256}), members of "
-        f"{release.path.name}, and our harness\n"
-    )
+    ours = ", and our harness" if release.harness else ""
+    message = f"{pin.spec}: {pin.file} (sha256 {pin.sha256}), members of {release.path.name}{ours}\n"
     return repo.index.commit(message).hexsha
 
 
