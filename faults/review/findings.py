@@ -38,10 +38,15 @@ CONTRACT_CHANGED = Rule(
 BASE_CONTRACT = Rule(
     "base-contract-violation", "the change's code breaks the contract BASE declared at a site"
 )
+PRE_EXISTING = Rule(
+    "pre-existing-contract-violation",
+    "a contract violation BASE's tree has too: not this change's, said so it is not lost",
+)
 RULES = [
     CONTRACT,
     CONTRACT_CHANGED,
     BASE_CONTRACT,
+    PRE_EXISTING,
     UNSITED,
     SITE_GONE,
     NO_LONGER_APPLIES,
@@ -68,6 +73,7 @@ def findings(result: Review, prefix: Path, catalog: Path | None) -> list[Result]
         Result(CONTRACT_CHANGED, Level.ERROR, at_top(c.finding())) for c in result.contract_changes
     ]
     found += [Result(BASE_CONTRACT, Level.ERROR, at_top(f)) for f in result.held_to_base]
+    found += [Result(PRE_EXISTING, Level.WARNING, at_top(f)) for f in result.contract.pre_existing]
     found += [Result(UNSITED, Level.ERROR, at_top(u)) for u in result.unsited]
     found += lost_findings(result, prefix, catalog)
     for cover in result.touched:

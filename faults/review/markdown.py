@@ -41,6 +41,9 @@ def contract_summary(check: ContractCheck) -> list[str]:
     lines.append(
         f"{check.sites_checked} sites, {check.variants_checked} kernel variants checked: {state}."
     )
+    if check.pre_existing:
+        lines += ["", f"Also in BASE, not this change's ({len(check.pre_existing)}):", ""]
+        lines += [f"- {finding}" for finding in check.pre_existing]
     return [*lines, ""]
 
 

@@ -32,7 +32,7 @@ from faults.review.lost import gone_sites, lost_entries
 from faults.review.markdown import markdown
 from faults.review.model import OlderTree, Review, ReviewVerdict
 from faults.review.runs import RunReport, run_review
-from faults.review.static import check_contract
+from faults.review.static import base_contract, check_contract, without_pre_existing
 from hostio import RankMode
 from invariants.sync.finding import Finding
 from invariants.sync.sites import parse_tree
@@ -179,7 +179,10 @@ def review(
             repo_root, base_tree, catalog_path, catalog.target.sources, anchors, base_sites
         )
         changes = contract_changes(declared, sites, tree)
-    contract = check_contract(tree, catalog.target)
+        contract = check_contract(tree, catalog.target)
+        if contract.findings:  # BASE's too, with its anchors as declared, while it is here
+            base_target = replace(catalog.target, anchors=anchors)
+            contract = without_pre_existing(contract, base_contract(base_tree, base_target))
     held = held_to_base(tree, catalog.target, changes, declared, contract.findings)
     covers = coverage(catalog, sites)
     touched = [covers[s.name] for s in sites if lines_of(s.path) & set(s.lines)]

@@ -4,7 +4,7 @@ every release and wait site, checked on the changed tree by invariants.sync.cont
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from faults.review.diff import ReviewError
@@ -22,6 +22,9 @@ class ContractCheck:
     findings: list[Finding] = field(default_factory=list)  # files from the tree's root
     sites_checked: int = 0
     variants_checked: int = 0
+    # Findings BASE's tree has too (the same site, variant and words): not
+    # this change's, said apart and no reason for CHANGES NEEDED.
+    pre_existing: list[Finding] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -49,3 +52,24 @@ def check_contract(tree: Path, target, sources: Path | None = None) -> ContractC
         raise ReviewError(f"the changed tree's PTX: {error}") from None
     findings = [violation.from_root(tree) for violation in report.violations]
     return ContractCheck(True, findings, report.sites_checked, report.variants_checked)
+
+
+def without_pre_existing(check: ContractCheck, base: ContractCheck | None) -> ContractCheck:
+    """`check` (the change's) with each finding BASE's `base` has too (the
+    same site, variant and message: a line may move) set apart as
+    pre-existing; as it is when BASE could not be checked."""
+    if base is None or not check.findings:
+        return check
+    had = {(f.site, f.variant, f.message) for f in base.findings}
+    new = [f for f in check.findings if (f.site, f.variant, f.message) not in had]
+    old = [f for f in check.findings if (f.site, f.variant, f.message) in had]
+    return replace(check, findings=new, pre_existing=old)
+
+
+def base_contract(tree: Path, target) -> ContractCheck | None:
+    """BASE's contract, to tell the change's findings from those it
+    inherited; None where BASE's PTX cannot be made (nothing is set apart)."""
+    try:
+        return check_contract(tree, target)
+    except ReviewError:
+        return None

@@ -92,7 +92,11 @@ def test_a_violation_at_a_touched_site_is_changes_needed(repo, contract):
     weaken_the_release(repo)
     status, result = review(repo)
     assert status == 1
-    assert contract == [(repo, "flag_payload", True)]  # the working tree, with its PTX
+    # The working tree, with its PTX; then BASE's scratch tree, to tell its findings apart.
+    assert contract[0] == (repo, "flag_payload", True)
+    assert [(tree.name, tree.parent.name.startswith("review-base-")) for tree, *_ in contract[1:]] == [
+        ("base", True)
+    ]
     assert result.contract == ContractCheck(True, [RELEASE_FINDING], 4, 1)
     assert touched(result) == [("fx.producer.flag_release", "release", MAIN_CPP, 39, 41)]
     assert [cover.missing for cover in result.touched] == [[]]  # covered: the contract is wrong
@@ -138,5 +142,18 @@ def test_the_changed_tree_of_a_commit_is_checked_not_the_working_tree(repo, cont
     assert status == 1
     assert [name for name, *_ in touched(result)] == ["fx.producer.flag_release"]
     assert result.contract.findings == [RELEASE_FINDING]
-    [(tree, _, _)] = contract
+    (tree, _, _), (base, _, _) = contract  # the change's tree, then BASE's
     assert tree == repo.parent / "work/change"  # HEAD's archive, in the workdir
+    assert base.name == "base"
+
+
+def test_a_violation_base_has_too_is_pre_existing_not_the_changes(repo, contract):
+    """BASE already publishes relaxed; the change edits the wait's loop
+    bound only: the release's finding is BASE's, said apart, and the
+    review approves what the change did."""
+    weaken_the_release(repo)
+    git(repo, "commit", "-qam", "base: a relaxed publish")
+    edit(repo, "word_idx < kWords; ++word_idx) channel", "word_idx != kWords; ++word_idx) channel")
+    status, result = review(repo)
+    assert (result.contract.findings, result.contract.pre_existing) == ([], [RELEASE_FINDING])
+    assert (status, result.verdict) == (0, ReviewVerdict.OK)
