@@ -13,7 +13,7 @@ bugs=$(python3 -c "import tomllib,sys,re;print(' '.join(b['name'] for b in tomll
 [ -d .targets/trees ] || { echo "target_corpus.sh: no .targets/trees (carry it)"; exit 2; }
 source scripts/gpu/common.sh
 # The committed documents, so that what comes back is merged into them.
-cp docs/results/review-corpus-"$(basename "$corpus" .toml)"-*xH200*.json "$OUT/results/" 2>/dev/null
+cp docs/results/"$(basename "$corpus" .toml)"/review-corpus-*xH200*.json "$OUT/results/" 2>/dev/null
 deadline=$((SECONDS + ${LIMIT_S:-560}))
 for bug in $bugs; do
   left=$((deadline - SECONDS))

@@ -3,6 +3,7 @@ corpus's bad inputs, each one line naming the bug and key."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,25 @@ def test_a_moved_that_is_not_a_table_of_paths_is_refused(tmp_path):
     with pytest.raises(CorpusError) as error:
         load_release_corpus(path)
     assert str(error.value) == f"{path}: release '1.2': moved must map members to paths"
+
+
+def test_the_cub_scan_corpus_loads():
+    root = Path(__file__).parents[4]
+    corpus = load_release_corpus(root / "corpus/cub_scan.toml")
+    assert corpus.package == "nvidia-cuda-cccl-cu12"
+    assert [bug.bug.name[0] for bug in corpus.bugs] == list("ABCD")
+    assert [fix["name"] for fix in corpus.not_made] == [
+        "E-word-status-store-cg",
+        "F-select-inplace-tile-state-relaxed",
+    ]
+    catalog = tomllib.loads((root / corpus.catalog).read_text())
+    sites = {site["name"] for site in catalog["target"]["site"]}
+    release = tomllib.loads((root / "tools/targets/cub_scan/release.toml").read_text())
+    # The pin's members, and the header CUB's config.cuh includes before 2.8.
+    assert sorted(corpus.members) == sorted(
+        [*release["members"], "include/cub/util_deprecated.cuh"]
+    )
+    for made in corpus.bugs:
+        assert bool(made.bug.site) != (made.bug.catch is Catch.MISSED), made.bug.name
+        assert not made.bug.site or made.bug.site in sites, made.bug.name
+        assert made.base.pin.prefix == "nvidia/cuda_cccl", made.bug.name
