@@ -28,7 +28,10 @@ from invariants.sync.sites import source_files
 from invariants.sync.spellings import call_pattern
 
 HELPER_LINES = 12  # a function this short (its body's lines) is a primitive's wrapper
+HELPER_STATEMENTS = 6  # ... or this few statements (an asm wrapper's operand lists run long)
 HELPER_ROUNDS = 4  # wrappers of wrappers, this deep
+INCLUDE_ROOTS = 4  # folders above the scanned one an `#include` is looked for from
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
 STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 VOLATILE_NAME = re.compile(r"\bvolatile\b[\w\s:<>,]*?[\s*&]+(\w+)\s*(?=[=;,)\[])")
 LOOP_CONDITION = re.compile(r"\bwhile\s*\(")
@@ -115,21 +118,48 @@ def read_sources(root: Path) -> dict[str, SourceFile]:
     return files
 
 
+def included_sources(root: Path, files: dict[str, SourceFile]) -> dict[str, SourceFile]:
+    """The headers the scanned files `#include` from outside `root` (found
+    from `root`'s folder or one of the INCLUDE_ROOTS above it, as `-I` would
+    find them), by their include text: read for wrappers only (a library's
+    load and store helpers live beside the code that calls them), never for uses."""
+    top = root.parent if root.is_file() else root
+    bases = [top, *list(top.resolve().parents)[:INCLUDE_ROOTS]]
+    found: dict[str, SourceFile] = {}
+    for source in files.values():
+        for name in INCLUDE.findall(source.text):
+            for base in bases:
+                path = base / name
+                inside = path.resolve().is_relative_to(top.resolve())
+                if name in found or inside or not path.is_file():
+                    continue
+                try:
+                    text = path.read_text()
+                except (OSError, UnicodeDecodeError):
+                    continue  # an unreadable header proposes nothing
+                found[name] = SourceFile(text, code_only(text), tuple(file_definitions(path, text)))
+                break
+    return found
+
+
 def scan(root: Path, given: dict[str, str]) -> Scan:
     """The uses under `root`: `given` spellings (key -> regular expression)
-    first, then the wrappers found, then CUDA's defaults for the other keys."""
+    first, then the wrappers found (in the sources and the headers they
+    include), then CUDA's defaults for the other keys."""
     files = read_sources(root)
+    readable = {**included_sources(root, files), **files}
     first = [(Reading(key), call_pattern(text)) for key, text in given.items()]
     last = [(Reading(k), call_pattern(t)) for k, t in DEFAULT_CALLS.items() if k not in given]
     helpers: dict[str, Helper] = {}
     for _ in range(HELPER_ROUNDS):
         wrappers = [(h.reading, call_pattern(re.escape(h.name))) for h in helpers.values()]
-        uses = all_uses(files, [*first, *wrappers, *last])
-        found = {h.name: h for h in find_helpers(files, uses) if h.name not in helpers}
+        uses = all_uses(readable, [*first, *wrappers, *last])
+        found = {h.name: h for h in find_helpers(readable, uses) if h.name not in helpers}
         found = {name: h for name, h in found.items() if not _given(name, given)}
         if not found:
             break
         helpers.update(found)
+    uses = [u for u in uses if u.path in files]  # an included header's own uses are not ours
     # A wrapper is a spelling where it is called: one nothing here calls (its
     # callers lie outside the folder scanned) keeps its body's uses as uses.
     called = {u.name for u in uses if u.form is Form.CALL}
@@ -249,7 +279,9 @@ def find_helpers(files: dict[str, SourceFile], uses: list[Use]) -> list[Helper]:
                 continue
             body = range(definition.body + 1, definition.close)
             inside = [u for u in uses if u.path == path and u.offset in body]
-            if lines > HELPER_LINES and not spins_on_acquire(source, definition, inside):
+            statements = source.code.count(";", definition.body, definition.close)
+            small = lines <= HELPER_LINES or statements <= HELPER_STATEMENTS
+            if not small and not spins_on_acquire(source, definition, inside):
                 continue
             reading = helper_reading(inside)
             if reading is not None:

@@ -130,3 +130,32 @@ def test_a_wrapper_nothing_here_calls_keeps_its_body_as_uses(tmp_path):
     assert [(u.line, u.key, u.volatile) for u in found.uses] == [(2, "load", True)]
     [wait] = proposed(found)[0]
     assert (wait.kind, wait.start, wait.end) == (SiteKind.WAIT, 2, 3)
+
+
+def test_wrappers_in_a_header_included_from_outside_the_folder_are_spellings(tmp_path):
+    """CUB's case: the scanned folder (cub/agent) calls load and store
+    wrappers defined in a header it includes from beside it (cub/detail),
+    each an asm in an arch switch, longer than 12 lines but a few statements.
+    They are found as spellings; the header's own primitives are no uses."""
+    (tmp_path / "lib/detail").mkdir(parents=True)
+    (tmp_path / "lib/agent").mkdir()
+    (tmp_path / "lib/detail/strong.cuh").write_text(
+        "__device__ void store_release(int* ptr, int val)\n{\n  SWITCH(\n    NEW,\n"
+        '    (asm volatile("st.release.gpu.u32 [%0], %1;"\n'
+        '                  :\n                  : "l"(ptr), "r"(val)\n'
+        '                  : "memory");),\n'
+        '    (__threadfence();\n     asm volatile("st.cg.u32 [%0], %1;"\n'
+        '                  :\n                  : "l"(ptr), "r"(val)\n'
+        '                  : "memory");));\n}\n'
+    )
+    (tmp_path / "lib/agent/tile.cuh").write_text(
+        "#include <lib/detail/strong.cuh>\n"
+        "__device__ void publish(int* value, int* status, int v) {\n"
+        "  value[0] = v;\n  store_release(status, 1);\n}\n"
+    )
+    found = scan(tmp_path / "lib/agent", {})
+    helper = found.helpers["store_release"]
+    assert (helper.reading.key, helper.path) == ("release.gpu", "lib/detail/strong.cuh")
+    assert [(u.path, u.line, u.key, u.name) for u in found.uses] == [
+        ("tile.cuh", 4, "release.gpu", "store_release")
+    ]
