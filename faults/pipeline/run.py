@@ -45,11 +45,21 @@ def worker_pool(target: Target, env: dict[str, str], logs: Path) -> WorkerPool |
 
 def stage_env(target: Target, tree: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a stage: the scratch tree first on PYTHONPATH, and
-    PYTHONSAFEPATH so the current directory can never shadow it."""
+    PYTHONSAFEPATH so the current directory can never shadow it. Its Python
+    keeps bytecode in one writable cache (unless the caller says where): a
+    library installed read-only is compiled once, not by every run (torch on
+    the lent H100: 946 modules, 1.8 s of a run's start)."""
     env = {**os.environ, **target.env, **(extra or {})}
     env["PYTHONPATH"] = str(tree)
     env["PYTHONSAFEPATH"] = "1"
+    env.setdefault("PYTHONPYCACHEPREFIX", str(bytecode_cache()))
     return env
+
+
+def bytecode_cache() -> Path:
+    """Where the stages' Python bytecode is kept (`<cache>/faults/pycache`)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "faults" / "pycache"
 
 
 def overridden_env(target: Target, environ: Mapping[str, str] | None = None) -> str | None:

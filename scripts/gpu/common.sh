@@ -20,7 +20,8 @@ LOG="$OUT/console.log"
 nvidia-smi -L >> "$LOG" 2>&1
 python3 -m tools.build >> "$LOG" 2>&1 || { echo "tools.build failed"; tail -20 "$LOG"; exit 1; }
 
-# pack_logs DIR...: every log under DIR (none over 2 MB) into $OUT/logs.tgz
+# pack_logs DIR...: every log under DIR (none over 2 MB) into $OUT/${LOGS_TGZ:-logs.tgz}
 pack_logs() {
-  find "$@" -name '*.log' -size -2M -not -path '*/tree/*' 2>/dev/null | tar czf "$OUT/logs.tgz" -T - 2>/dev/null
+  find "$@" -name '*.log' -size -2M -not -path '*/tree/*' 2>/dev/null |
+    tar czf "$OUT/${LOGS_TGZ:-logs.tgz}" -T - 2>/dev/null
 }

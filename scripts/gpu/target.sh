@@ -11,13 +11,16 @@ catalog=$1 ws=$(realpath "$2") only=${3:-.*}
 source scripts/gpu/common.sh
 name=$(basename "$catalog" .toml)
 sources=$(python3 -c "import tomllib,sys;print(tomllib.load(open(sys.argv[1],'rb'))['target']['sources'])" "$catalog")
-python3 -m faults --root "$ws" --catalog "$PWD/$catalog" --rank-mode logical \
+# Logical ranks where the catalog has them; a one-GPU target (CUB's scan: its
+# blocks synchronize, no ranks) runs as it is.
+mode=$(python3 -c "import tomllib,sys;print('logical' if 'logical' in tomllib.load(open(sys.argv[1],'rb'))['target'] else 'per-gpu')" "$catalog")
+python3 -m faults --root "$ws" --catalog "$PWD/$catalog" --rank-mode "$mode" \
   sites --check "$ws/$sources" >> "$LOG" 2>&1
 echo "sites --check rc=$?" | tee -a "$LOG"
 WORK=/tmp/target-$name
 timeout "${LIMIT_S:-420}" python3 -m faults --root "$ws" --catalog "$PWD/$catalog" \
-  --rank-mode logical --workdir "$WORK" sweep --only "$only" --slots "${SLOTS:-4}" \
+  --rank-mode "$mode" --workdir "$WORK" sweep --only "$only" --slots "${SLOTS:-4}" \
   --budget-s "${BUDGET_S:-300}" --results-dir "$OUT/results/$name" >> "$LOG" 2>&1
 echo "sweep $name rc=$?" | tee -a "$LOG"
-pack_logs "$WORK" && mv "$OUT/logs.tgz" "$OUT/logs-$name.tgz"
+LOGS_TGZ="logs-$name.tgz" pack_logs "$WORK"
 exit 0
