@@ -7,7 +7,6 @@ with the reason, when the registry cannot be reached or nvcc is not here."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,12 +15,10 @@ import pytest
 from faults.catalog import load_catalog
 from faults.catalog.model import ORDER_FAMILIES
 from faults.generate.site_faults import with_generated
-from faults.pipeline.apply import apply_fault
 from faults.pipeline.run import substitute
-from faults.pipeline.scratch import target_scratch
 from invariants.sync.contract import check_contracts
 from invariants.sync.sites import parse_tree
-from tools.targets.fetch import FetchError, make_workspace, read_release
+from tests.unit.tools.targets.workspaces import fault_contract, fetched, needs_nvcc
 
 ROOT = Path(__file__).resolve().parents[4]
 CATALOG = ROOT / "catalogs" / "cub_scan.toml"
@@ -30,19 +27,7 @@ INCLUSIVE, PARTIAL, WAIT = "cub.tile.inclusive_release", "cub.tile.partial_relea
 
 @pytest.fixture(scope="session")
 def workspace(tmp_path_factory) -> Path:
-    into = tmp_path_factory.mktemp("cub") / "ws"
-    try:
-        make_workspace(read_release("cub_scan"), into)
-    except FetchError as error:
-        if "cannot be reached" in str(error):
-            pytest.skip(f"registry unreachable: {error}")
-        raise
-    return into
-
-
-def needs_nvcc() -> None:
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not on PATH: the harness cannot be compiled here")
+    return fetched("cub_scan", tmp_path_factory.mktemp("cub") / "ws")
 
 
 def test_every_anchor_resolves_to_its_statement(workspace):
@@ -117,14 +102,9 @@ def test_every_order_mutant_is_one_listed_here(workspace):
 @pytest.mark.parametrize("fault", sorted(MUTANTS))
 def test_the_contract_flags_each_order_mutant_at_its_site(workspace, ptx_cache, tmp_path, fault):
     needs_nvcc()
-    catalog = with_generated(load_catalog(CATALOG, tree_root=workspace), workspace)
-    tree = target_scratch(workspace, tmp_path / "tree", catalog.target)
-    apply_fault(tree, catalog, fault)
-    target = catalog.target.annotated()
-    report = check_contracts(tree, target, cache=ptx_cache)
+    report, sites = fault_contract(CATALOG, workspace, tmp_path / "tree", fault, ptx_cache)
     assert [(v.site, v.variant, v.message) for v in report.violations] == MUTANTS[fault]
     # Each at a line of its site or, moved above it, of the store it guards.
-    sites = {s.name: s for s in parse_tree(tree / target.sources)[0]}
     held = {v.site: set(sites[v.site].lines) | set(sites[sites[v.site].guards or v.site].lines)
             for v in report.violations}  # fmt: skip
     assert all(v.line in held[v.site] for v in report.violations)

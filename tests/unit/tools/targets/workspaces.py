@@ -1,0 +1,47 @@
+"""What the foreign targets' tests share: a workspace fetched from the
+registry once a session (skipped, with the reason, where the registry cannot
+be reached), nvcc or a skip, and the contract's findings on a generated
+fault's tree."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from faults.catalog import load_catalog
+from faults.generate.site_faults import with_generated
+from faults.pipeline.apply import apply_fault
+from faults.pipeline.scratch import target_scratch
+from invariants.sync.contract import check_contracts
+from invariants.sync.sites import Site, parse_tree
+from tools.targets.fetch import FetchError, make_workspace, read_release
+
+
+def fetched(target: str, into: Path) -> Path:
+    """`target`'s workspace made in `into` (tools/targets/<target>/release.toml)."""
+    try:
+        make_workspace(read_release(target), into)
+    except FetchError as error:
+        if "cannot be reached" in str(error):
+            pytest.skip(f"registry unreachable: {error}")
+        raise
+    return into
+
+
+def needs_nvcc() -> None:
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH: the harness cannot be compiled here")
+
+
+def fault_contract(catalog_path: Path, workspace: Path, tree: Path, fault: str, cache: Path):
+    """The contract's report on `fault`'s scratch tree (made at `tree`), and
+    the sites of that tree by name (its anchored sites written in)."""
+    catalog = with_generated(load_catalog(catalog_path, tree_root=workspace), workspace)
+    target_scratch(workspace, tree, catalog.target)
+    apply_fault(tree, catalog, fault)
+    target = catalog.target.annotated()
+    report = check_contracts(tree, target, cache=cache)
+    sites: dict[str, Site] = {s.name: s for s in parse_tree(tree / target.sources)[0]}
+    return report, sites
