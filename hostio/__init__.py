@@ -22,7 +22,7 @@ from hostio.children import (
     stop_children,
     stopping_children,
 )
-from hostio.files import KeptFolder, write_bytes, write_json, write_text
+from hostio.files import KeptFolder, cache_home, write_bytes, write_json, write_text
 from hostio.machine import (
     CPU_MACHINE,
     RankMode,
@@ -62,6 +62,7 @@ __all__ = [
     "UsageError",
     "at_least",
     "at_least_one",
+    "cache_home",
     "cpu_share",
     "die_with_parent",
     "end_worker",

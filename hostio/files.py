@@ -42,6 +42,11 @@ def _umask() -> int:
     return 0o022
 
 
+def cache_home() -> Path:
+    """Where caches go: `$XDG_CACHE_HOME`, else `~/.cache`."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
 def write_text(path: Path, text: str) -> None:
     """A report written whole or not at all (write_bytes)."""
     write_bytes(path, text.encode("utf-8"))

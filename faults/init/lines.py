@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from invariants.sync.statements import occurrences
+from invariants.sync.statements import line_of, occurrences
 
 ANCHOR_LINES = 8  # an anchor grows this many lines at most before giving up
 LOOP = re.compile(r"^(?:while|for|do)\b")
@@ -118,26 +118,22 @@ class Lines:
                 return text
         return None
 
-    def line_at(self, offset: int) -> int:
-        """The line that holds character `offset` of the file."""
-        return self.text.count("\n", 0, offset) + 1
-
     def found_from(self, text: str, number: int) -> int | None:
         """The line where `text` is first found from line `number` on."""
         offset = sum(len(line) + 1 for line in self._raw[1:number])
         found = occurrences(self.text, text, offset)
-        return self.line_at(found[0]) if found else None
+        return line_of(self.text, found[0]) if found else None
 
-    def after_anchor(self, number: int, text: str, floor: int = 0) -> str | None:
+    def after_anchor(self, number: int, text: str) -> str | None:
         """For `text` the file repeats: the nearest line above line `number`
-        (below line `floor`) that the file holds once, from whose end `text`
-        is first found on line `number`; None when another `text` lies between."""
-        for candidate in range(number - 1, floor, -1):
+        that the file holds once, from whose end `text` is first found on
+        line `number`; None when another `text` lies between."""
+        for candidate in range(number - 1, 0, -1):
             before = self.span_text(candidate, candidate)
             if not before or self.occurrences(before) != 1:
                 continue
             found = occurrences(self.text, text, self.text.find(before) + len(before))
-            return before if found and self.line_at(found[0]) == number else None
+            return before if found and line_of(self.text, found[0]) == number else None
         return None
 
     def anchor_to(self, last: int, first: int = 1) -> str | None:

@@ -31,7 +31,7 @@ from faults.catalog.errors import FaultsError
 from faults.judge.verdict import Judgement, Verdict
 from faults.pipeline.apply import apply_patches
 from faults.pipeline.scratch import target_scratch, tree_digest
-from hostio import cuda_tool, cuda_toolkit_bin, run_logged, write_text
+from hostio import cache_home, cuda_tool, cuda_toolkit_bin, run_logged, write_text
 
 TOOL = "nvdisasm"
 WHEEL = "nvidia-cuda-nvdisasm"
@@ -141,8 +141,7 @@ def write_cubins(
 
 
 def default_cache(target: Target) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "faults" / target.name / "sass"
+    return cache_home() / "faults" / target.name / "sass"
 
 
 @dataclass

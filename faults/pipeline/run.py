@@ -19,7 +19,7 @@ from faults.judge.verdict import Judgement, Verdict, judge, judge_control
 from faults.pipeline.parse import parse_outcome
 from faults.pipeline.scratch import Prepared
 from faults.pipeline.serve import WorkerError, WorkerPool
-from hostio import ProcessOutcome, run_logged
+from hostio import ProcessOutcome, cache_home, run_logged
 
 
 def substitute(words: tuple[str, ...], **values: str) -> list[str]:
@@ -58,8 +58,7 @@ def stage_env(target: Target, tree: Path, extra: dict[str, str] | None = None) -
 
 def bytecode_cache() -> Path:
     """Where the stages' Python bytecode is kept (`<cache>/faults/pycache`)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "faults" / "pycache"
+    return cache_home() / "faults" / "pycache"
 
 
 def overridden_env(target: Target, environ: Mapping[str, str] | None = None) -> str | None:

@@ -36,7 +36,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hostio import run_logged
+from hostio import cache_home, run_logged
 from invariants.sync.divergence import Spread, splits
 from invariants.sync.finding import Finding
 from invariants.sync.ptx_dataflow import Bases, access_bases, guarded_bases
@@ -50,8 +50,7 @@ CACHE_ENTRIES = 8  # PTX folders kept per target: the trees a review compares, a
 
 
 def default_cache(target: ContractTarget) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "faults" / target.name / "ptx"
+    return cache_home() / "faults" / target.name / "ptx"
 
 
 def sources_digest(sources: Path, command: tuple[str, ...], inputs: tuple[Path, ...] = ()) -> str:

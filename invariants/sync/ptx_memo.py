@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from hostio import write_json
 from invariants.sync.finding import Finding
 from invariants.sync.ptx_check import (
     ModuleFindings,
@@ -75,17 +75,9 @@ class Memo:
         except (OSError, ValueError):  # absent, or unreadable: made again
             return None
 
-    def save(self, value, *parts: str) -> None:
-        """Written whole or not at all: a temporary name renamed at the end."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=self.root, prefix=".", suffix=".json")
-        try:
-            with os.fdopen(handle, "w") as out:
-                json.dump(value, out)
-            os.replace(temporary, self._path(*parts))
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+    def save(self, value: dict, *parts: str) -> None:
+        """Written whole or not at all (hostio.write_json)."""
+        write_json(self._path(*parts), value)
 
     def evict(self) -> None:
         """The oldest results past KEPT removed."""

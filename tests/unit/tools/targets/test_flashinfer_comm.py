@@ -10,7 +10,6 @@ Skipped, with the reason, when the registry cannot be reached or nvcc is not her
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,13 +18,12 @@ import pytest
 from faults.catalog import load_catalog
 from faults.catalog.model import Family
 from faults.generate.site_faults import with_generated
-from faults.pipeline.apply import apply_fault
 from faults.pipeline.run import substitute
 from faults.pipeline.scratch import target_scratch
 from invariants.sync.contract import check_contracts
 from invariants.sync.sites import parse_tree
 from tools.faults_cli.main import main as faults_main
-from tools.targets.fetch import FetchError, make_workspace, read_release
+from tests.unit.tools.targets.workspaces import fault_contract, fetched, needs_nvcc
 from tools.targets.registry import CACHE
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -49,14 +47,7 @@ SITES = {
 
 @pytest.fixture(scope="session")
 def workspace(tmp_path_factory) -> Path:
-    into = tmp_path_factory.mktemp("flashinfer") / "ws"
-    try:
-        make_workspace(read_release("flashinfer_comm"), into)
-    except FetchError as error:
-        if "cannot be reached" in str(error):
-            pytest.skip(f"registry unreachable: {error}")
-        raise
-    return into
+    return fetched("flashinfer_comm", tmp_path_factory.mktemp("flashinfer") / "ws")
 
 
 def test_the_fetched_header_is_the_released_one_untouched(workspace):
@@ -104,11 +95,6 @@ def build(tree: Path, out: Path) -> subprocess.Popen:
                        digest="0" * 64, gpus="2", ranks="2")
     out.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(words, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def needs_nvcc() -> None:
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not on PATH: the harness cannot be compiled here")
 
 
 @pytest.fixture(scope="session")
@@ -225,13 +211,8 @@ def test_every_contract_mutant_is_one_listed_here(workspace):
 @pytest.mark.parametrize("fault", sorted(MUTANTS))
 def test_the_contract_flags_each_mutant_at_its_site(workspace, ptx_cache, tmp_path, fault):
     needs_nvcc()
-    catalog = with_generated(load_catalog(CATALOG, tree_root=workspace), workspace)
-    tree = target_scratch(workspace, tmp_path / "tree", catalog.target)
-    apply_fault(tree, catalog, fault)
-    target = catalog.target.annotated()
-    report = check_contracts(tree, target, cache=ptx_cache)
+    report, sites = fault_contract(CATALOG, workspace, tmp_path / "tree", fault, ptx_cache)
     assert [(v.site, v.variant, v.message) for v in report.violations] == MUTANTS[fault]
-    sites = {s.name: s for s in parse_tree(tree / target.sources)[0]}
     assert all(v.line in sites[v.site].lines for v in report.violations)
 
 
