@@ -1,31 +1,43 @@
-"""A warm worker: imports once, then forks a fresh child per run (docs/catalog.md,
-"Warm workers"). Started by the fault engine (faults/pipeline/serve.py)
-through hostio's guard, so it dies with its parent:
+"""A warm worker: imports once, then runs each job (docs/catalog.md, "Warm
+workers"). Started by the fault engine (faults/pipeline/serve.py) through
+hostio's guard, so it dies with its parent:
 
-    python -m hostio.serve [--preload MODULE ...]
+    python -m hostio.serve [--preload MODULE ...] [--in-process HOOKS]
 
 It imports each `--preload` module once (the slow imports a run would make:
 torch, say), writes one ready line, then reads one job a line on stdin and
 answers one end-of-run line on stdout, both JSON:
 
-    ready: {"ready": true, "pid": P, "loaded": [every module file it imported]}
+    ready: {"ready": true, "pid": P, "loaded": [every module file it imported],
+            "in_process": BOOL}
     job:   {"argv": [...], "env": {...}, "cwd": DIR, "log": FILE}
     end:   {"exit": CODE}                  CODE < 0: the run was killed by signal -CODE
            {"exit": 127, "errno": N}       its command could not start (nothing ran)
+           {"exit": CODE, "retire": true}  the run is over, and so is this worker
 
-Each run is a child forked before anything starts a device: its output goes to
-`log`, its environment is `env` exactly, its folder `cwd`. A run whose argv is
-`<this interpreter> -m MODULE ARGS...` runs that module in the child, after
-imports that point at the job's PYTHONPATH (so a scratch tree's own Python is
-what runs, whatever tree the worker started in); any other argv is exec'd. A
-run that traps, hangs or crashes ends only its child: the next run starts from
-the worker's clean state. Stdin's end (the engine gone) ends the worker.
+A job whose argv is `<this interpreter> -m MODULE ARGS...` runs that module
+after imports that point at the job's PYTHONPATH (so a scratch tree's own
+Python is what runs, whatever tree the worker started in); any other argv is
+exec'd in a forked child. Its output goes to `log`, its environment is `env`
+exactly, its folder `cwd`.
 
-Stdlib only; the preloads are the only other imports."""
+By default each run is a child forked before anything starts a device: a run
+that traps, hangs or crashes ends only its child, and the next run starts
+from the worker's clean state. With `--in-process HOOKS`, a Python module's
+runs are made in this process, one after another, so what the worker holds
+(a GPU's context) stays warm across runs: HOOKS is a module whose `start()`
+runs once before the ready line and whose `healthy()` says after each run
+whether the worker may take another (False, or an exception: it answers
+`retire` and exits). A run that ends the process (os._exit, a signal) ends
+the worker; its engine reads the worker's exit as the run's. Stdin's end
+(the engine gone) ends the worker.
+
+Stdlib only; the preloads and the hooks are the only other imports."""
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import os
@@ -61,16 +73,39 @@ def _own_paths() -> list[str]:
     return [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
-def _point_imports_at(job_paths: list[str], worker_paths: list[str]) -> None:
+def _point_imports_at(job_paths: list[str], stale_roots: list[str]) -> None:
     """sys.path as the job's own process would have it (its PYTHONPATH first),
-    and every module imported from the worker's tree forgotten, so the run
-    imports its tree's files, not the worker's."""
-    sys.path[:] = job_paths + [p for p in sys.path if os.path.abspath(p) not in worker_paths]
-    roots = tuple(os.path.join(p, "") for p in worker_paths)
+    and every module imported from a tree in `stale_roots` (the worker's own,
+    and in process the earlier jobs') forgotten, so the run imports its tree's
+    files, not theirs."""
+    stale = {os.path.abspath(p) for p in stale_roots} | set(job_paths)
+    sys.path[:] = job_paths + [p for p in sys.path if os.path.abspath(p) not in stale]
+    roots = tuple(os.path.join(p, "") for p in stale)
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if isinstance(path, str) and os.path.abspath(path).startswith(roots):
+        places = [path] if isinstance(path, str) else list(getattr(module, "__path__", None) or [])
+        if any(isinstance(p, str) and os.path.abspath(p).startswith(roots) for p in places):
             del sys.modules[name]
+
+
+def _job_paths(job: dict) -> list[str]:
+    return [os.path.abspath(p) for p in job["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
+def _run_module(name: str, arguments: list[str]) -> int:
+    """`python -m name arguments` here: its exit code."""
+    sys.argv = [name, *arguments]
+    try:
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
+        return 0
+    except SystemExit as exit_:
+        if isinstance(exit_.code, int) or exit_.code is None:
+            return exit_.code or 0
+        print(exit_.code, file=sys.stderr)
+        return 1
+    except BaseException:
+        traceback.print_exc()
+        return 1
 
 
 def _child(job: dict, worker_paths: list[str], exec_errors: int) -> int:
@@ -95,20 +130,8 @@ def _child(job: dict, worker_paths: list[str], exec_errors: int) -> int:
             os.write(exec_errors, str(error.errno).encode())
             return 127
     name, arguments = module
-    job_paths = [os.path.abspath(p) for p in job["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
-    _point_imports_at(job_paths, worker_paths)
-    sys.argv = [name, *arguments]
-    try:
-        runpy.run_module(name, run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-        if not isinstance(exit_.code, int | None):
-            print(exit_.code, file=sys.stderr)
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    return code
+    _point_imports_at(_job_paths(job), worker_paths)
+    return _run_module(name, arguments)
 
 
 def run_job(job: dict, worker_paths: list[str]) -> dict:
@@ -138,7 +161,70 @@ def run_job(job: dict, worker_paths: list[str]) -> dict:
     return {"exit": os.waitstatus_to_exitcode(status)}
 
 
-def serve(preload: list[str]) -> int:
+class InProcess:
+    """The jobs run in this process, one after another (--in-process): what
+    `hooks.start()` made stays warm across them. Each job gets the process as
+    its own would be (fds 1 and 2 on its log, its env, cwd, argv, sys.path,
+    signal handlers) and gives it back; the modules of every tree a job
+    imported from are forgotten before the next job imports its own."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGALRM)
+
+    def __init__(self, hooks: str, worker_paths: list[str]):
+        self.hooks = importlib.import_module(hooks)
+        self.stale_roots = list(worker_paths)
+        self.hooks.start()
+
+    def run(self, job: dict) -> dict:
+        module = python_module(job["argv"])
+        if module is None:  # a program, not Python: its own child as by default
+            return run_job(job, self.stale_roots)
+        code = self._run(job, *module)
+        try:
+            healthy = bool(self.hooks.healthy())
+        except Exception:
+            traceback.print_exc()
+            healthy = False
+        return {"exit": code} if healthy else {"exit": code, "retire": True}
+
+    def _run(self, job: dict, name: str, arguments: list[str]) -> int:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved_fds = os.dup(0), os.dup(1), os.dup(2)  # fd 0 is the engine's pipe: not the run's
+        # The folder by descriptor: the tree the worker started in may be gone by now.
+        saved = (os.open(".", os.O_RDONLY), dict(os.environ), list(sys.argv), list(sys.path))
+        handlers = {signum: signal.getsignal(signum) for signum in self.SIGNALS}
+        nothing = os.open(os.devnull, os.O_RDONLY)
+        log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for fd, opened in ((0, nothing), (1, log), (2, log)):
+            os.dup2(opened, fd)
+        os.close(nothing)
+        os.close(log)
+        try:
+            os.chdir(job["cwd"])
+            os.environ.clear()
+            os.environ.update(job["env"])
+            job_paths = _job_paths(job)
+            _point_imports_at(job_paths, self.stale_roots)
+            self.stale_roots += [p for p in job_paths if p not in self.stale_roots]
+            return _run_module(name, arguments)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, saved_fd in enumerate(saved_fds):
+                os.dup2(saved_fd, fd)
+                os.close(saved_fd)
+            cwd, environ, sys.argv[:], sys.path[:] = saved
+            os.fchdir(cwd)
+            os.close(cwd)
+            os.environ.clear()
+            os.environ.update(environ)
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
+            gc.collect()  # what the run held (a GPU's buffers) is let go before the next
+
+
+def serve(preload: list[str], in_process: str | None = None) -> int:
     # The protocol has its own descriptor: whatever a preload prints goes to stderr.
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
@@ -147,26 +233,37 @@ def serve(preload: list[str]) -> int:
     for name in preload:
         importlib.import_module(name)
     worker_paths = _own_paths()
+    runner = InProcess(in_process, worker_paths) if in_process else None
     ready = {
         "ready": True,
         "pid": os.getpid(),
         "import_s": round(time.perf_counter() - started, 3),
         "loaded": loaded_files(),
+        "in_process": runner is not None,
     }
     answers.write(json.dumps(ready) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue
         job = json.loads(line)
-        answers.write(json.dumps(run_job(job, worker_paths)) + "\n")
+        answer = runner.run(job) if runner else run_job(job, worker_paths)
+        answers.write(json.dumps(answer) + "\n")
+        if answer.get("retire"):
+            return 0
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hostio.serve", description=__doc__)
     parser.add_argument("--preload", nargs="*", default=[], help="modules imported once")
+    parser.add_argument(
+        "--in-process",
+        metavar="HOOKS",
+        default=None,
+        help="run Python jobs in this process; HOOKS: a module with start() and healthy()",
+    )
     args = parser.parse_args(argv)
-    return serve(args.preload)
+    return serve(args.preload, args.in_process)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,17 @@ hostio's guard (it dies with this process, SIGKILL included). It says which
 files it imported; a run whose tree holds other contents at any of those
 paths (a change to the worker's own Python) gets a worker of its own. A run
 past its timeout ends its worker, child and all, and the next run gets a
-fresh one; a worker that died is never reused."""
+fresh one; a worker that died is never reused.
+
+A worker that makes its runs in its own process (it says `in_process`: what
+it holds, a GPU's context, stays warm) ends with a run that ends the process:
+that exit is the run's, as a process of its own would have ended, and the
+next run gets a fresh worker. One that says `retire` after a run (its own
+check found what the run left unfit to run another) is ended with it."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -26,6 +33,8 @@ from hostio import ProcessOutcome, end_worker, start_worker, stopping_children
 
 # The longest one wait on a worker's pipe blocks before the deadline is looked at again.
 POLL_S = 0.05
+# How long a worker whose run ended its process may take to be gone (its guard reaps it).
+EXIT_WAIT_S = 10.0
 
 
 class WorkerError(RuntimeError):
@@ -47,6 +56,7 @@ class Worker:
     tree: Path
     own_files: dict[str, str | None] = field(default_factory=dict)  # tree path -> sha256
     import_s: float = 0.0
+    in_process: bool = False  # its runs are made in its own process (hostio/serve.py)
     runs: int = 0
     _buffer: bytes = b""
 
@@ -119,6 +129,13 @@ class WorkerPool:
             worker.process.stdin.flush()
             answer = worker.read_line(time.monotonic() + timeout_s)
         except (EOFError, BrokenPipeError, OSError) as error:
+            if worker.in_process and not stopping_children():
+                # The run ended the worker's process: its exit is the run's.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    worker.process.wait(timeout=EXIT_WAIT_S)
+                exit_code = worker.process.poll()
+                self._drop(worker)
+                return self._outcome(argv, log_path, exit_code, started, exit_code is None)
             self._drop(worker)
             if stopping_children():
                 raise KeyboardInterrupt("stopped with the other children") from None
@@ -130,20 +147,26 @@ class WorkerPool:
         except BaseException:
             self._drop(worker)
             raise
-        wall = round(time.perf_counter() - started, 3)
         if answer is None:  # past the timeout: the worker goes with its child
             self._drop(worker)
-            exit_code, outer_timeout = None, True
+            return self._outcome(argv, log_path, None, started, True)
+        exit_code = answer.get("exit")
+        if not isinstance(exit_code, int):
+            self._drop(worker)
+            raise WorkerError(f"worker {worker.process.pid} answered {answer!r}")
+        worker.runs += 1
+        if answer.get("retire"):
+            self._drop(worker)
         else:
-            exit_code, outer_timeout = answer.get("exit"), False
-            if not isinstance(exit_code, int):
-                self._drop(worker)
-                raise WorkerError(f"worker {worker.process.pid} answered {answer!r}")
-            worker.runs += 1
             with self._lock:
                 self._idle.append(worker)
-            if "errno" in answer:  # as the process-per-run path says it: nothing ran
-                raise OSError(answer["errno"], os.strerror(answer["errno"]), argv[0])
+        if "errno" in answer:  # as the process-per-run path says it: nothing ran
+            raise OSError(answer["errno"], os.strerror(answer["errno"]), argv[0])
+        return self._outcome(argv, log_path, exit_code, started, False)
+
+    @staticmethod
+    def _outcome(argv, log_path: Path, exit_code, started: float, outer_timeout: bool):
+        wall = round(time.perf_counter() - started, 3)
         data = log_path.read_bytes() if log_path.exists() else b""
         return ProcessOutcome(
             list(argv), exit_code, wall, outer_timeout, str(log_path),
@@ -198,6 +221,7 @@ class WorkerPool:
                 name = path.relative_to(root).as_posix()
                 worker.own_files[name] = self._sha(tree / name)
         worker.import_s = float(ready.get("import_s", 0.0))
+        worker.in_process = ready.get("in_process") is True
         return worker
 
     def _drop(self, worker: Worker, replaced: bool = True) -> None:

@@ -17,7 +17,8 @@ within() {  # within LIMIT: LIMIT, or what is left before the deadline if less
 }
 timeout "$(within ${COST_LIMIT_S:-200})" python3 scripts/gpu/run_cost.py --out /tmp/cost \
   --results-dir "$OUT/results" ${PROFILE:-} \
-  --runs-per-slot ${RUNS_PER_SLOT:-3} --configs bf16-graph 4gpu-f2 fp8-eager \
+  --runs-per-slot ${RUNS_PER_SLOT:-3} --worker-runs-per-slot ${WORKER_RUNS_PER_SLOT:-10} \
+  --configs bf16-graph 4gpu-f2 fp8-eager \
   --process-slots ${PROCESS_SLOTS:-8} --worker-slots ${WORKER_SLOTS:-1 4 8 16} \
   $([ "${VARIANTS:-}" = none ] || echo --variant ${VARIANTS:-CUDA_MODULE_LOADING=LAZY}) 2>&1 | tee -a "$LOG"
 tar czf "$OUT/cost.tgz" -C /tmp cost/profiles cost/workers cost/run-cost.json 2>/dev/null

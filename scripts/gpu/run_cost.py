@@ -6,7 +6,8 @@ from one queue as the engine takes them, each path at each slot count.
 
     python3 scripts/gpu/run_cost.py --out DIR [--results-dir docs/results]
         [--configs NAME...] [--process-slots N...] [--worker-slots N...]
-        [--runs-per-slot N] [--variant NAME=VALUE...] [--profile]
+        [--runs-per-slot N] [--worker-runs-per-slot N] [--variant NAME=VALUE...]
+        [--profile]
 
 Per batch: runs a second, the GPU busy (nvidia-smi, every 0.5 s), CPU seconds
 a run (all CPUs' busy time over the batch, /proc/stat, per run), the median
@@ -241,6 +242,14 @@ def markdown(doc: dict) -> str:
         lines.append(f"- {b['path']}{' ' + b['variant'] if b.get('variant') else ''} "
                      f"at {b['slots']}: {spent or 'not reported'}")  # fmt: skip
     lines += ["", f"Worker start (imports once): {doc.get('worker_import_s')} s."]
+    for b in doc["batches"]:
+        if "warm_up" in b:
+            w = b["warm_up"]
+            lines.append(
+                f"- {b['path']}{' ' + b['variant'] if b.get('variant') else ''} at {b['slots']}: "
+                f"its workers' first runs (started, then a run each; not in the batch) took "
+                f"{w['wall_s']} s, a run {w['run_wall_s']} s, {w['failed']} failed"
+            )
     if "slots_default" in doc:
         lines += ["", f"The engine's default `--slots` here: {doc['slots_default']} "
                   f"({doc['slots_basis']})."]  # fmt: skip
@@ -262,6 +271,10 @@ def main() -> int:
         help="runs at once on the warm workers' path (one batch each)",
     )  # fmt: skip
     parser.add_argument("--runs-per-slot", type=at_least(1), default=3)
+    parser.add_argument(
+        "--worker-runs-per-slot", type=at_least(1), default=None,
+        help="the worker batches' runs a slot (default: --runs-per-slot)",
+    )  # fmt: skip
     parser.add_argument(
         "--variant", nargs="*", default=[],
         help="NAME=VALUE: one more worker batch at the largest --worker-slots with it set",
@@ -302,14 +315,19 @@ def main() -> int:
     for path, slots, variant in plans:
         # Each run's thread pools get the cores over the runs at once, as the engine's do.
         env = {**cpu_share(slots, os.environ, catalog.target.env, variant), **variant}
-        workers = None
+        workers, warm = None, None
+        per_slot = args.runs_per_slot
         if path == "worker":
             workers = worker_pool(catalog.target, env, args.out / "workers")
             # Warm: every slot's worker started before the clock, as a sweep's are after its first runs.
-            batch(catalog, configs, logs, f"warm{slots}", slots, slots, workers, env)
+            warm = batch(catalog, configs, logs, f"warm{slots}", slots, slots, workers, env)
             doc["worker_import_s"] = max(w.import_s for w in workers._all) if workers._all else None
-        runs = max(slots * args.runs_per_slot, len(configs))
+            per_slot = args.worker_runs_per_slot or per_slot
+        runs = max(slots * per_slot, len(configs))
         row = batch(catalog, configs, logs, path, slots, runs, workers, env)
+        if warm is not None:  # what starting the workers cost: their first runs' wall
+            row["warm_up"] = {k: warm[k] for k in ("wall_s", "run_wall_s", "driver_wall_s")}
+            row["warm_up"]["failed"] = len(warm["failed"])
         row["env"] = env
         if variant:
             row["variant"] = " ".join(f"{k}={v}" for k, v in variant.items())

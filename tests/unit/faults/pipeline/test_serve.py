@@ -184,3 +184,81 @@ def test_a_run_ends_with_its_signal_as_a_process_of_its_own_would(tmp_path):
         assert (tmp_path / "run.log").read_text() == "bye\n"
     finally:
         pool.close()
+
+
+HOOKS = """import os, pathlib
+def start():
+    with open(os.environ["STARTS"], "a") as starts:
+        starts.write("started\\n")
+def healthy():
+    return not pathlib.Path(os.environ["STARTS"] + ".unfit").exists()
+"""
+
+PROBE = """import os, sys
+print(os.getpid(), os.getcwd() == os.environ["PYTHONPATH"], os.environ.get("LEFT"),
+      repr(sys.stdin.read()), __file__)
+os.environ["LEFT"] = "by-an-earlier-run"
+if len(sys.argv) > 1:
+    if sys.argv[1] == "exit":
+        sys.stdout.flush()
+        os._exit(3)
+    if sys.argv[1] == "hang":
+        import time
+        time.sleep(120)
+    if sys.argv[1] == "unfit":
+        open(os.environ["STARTS"] + ".unfit", "w").close()
+"""
+
+
+def in_process_pool(tmp_path: Path) -> tuple[WorkerPool, Path]:
+    starts = tmp_path / "starts"
+    tree = tree_with(tmp_path, "warm", "")
+    (tree / "warmhooks.py").write_text(HOOKS)
+    (tree / "probe.py").write_text(PROBE)
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONSAFEPATH": "1", "STARTS": str(starts)}
+    pool = WorkerPool(
+        lambda tree, out: [sys.executable, "-m", "hostio.serve", "--in-process", "warmhooks"],
+        lambda tree: env,
+        tmp_path / "workers",
+        start_timeout_s=30,
+    )
+    return pool, tree
+
+
+def test_in_process_runs_share_one_warm_worker_each_as_a_process_of_its_own(tmp_path):
+    pool, tree = in_process_pool(tmp_path)
+    env = pool.env(tree)
+
+    def probe(name: str, *words: str, timeout_s: float = 30):
+        log = tmp_path / f"{name}.log"
+        argv = [sys.executable, "-m", "probe", *words]
+        outcome = pool.run(argv, log, timeout_s=timeout_s, env=env, tree=tree, out=tmp_path)
+        return outcome, log.read_text().split()
+
+    try:
+        first, said_first = probe("first")
+        second, said_second = probe("second")
+        assert (first.exit_code, second.exit_code) == (0, 0)
+        # One process made both, started once; each saw its own cwd, env and an empty stdin.
+        assert said_first[0] == said_second[0]
+        assert said_first[1:] == said_second[1:] == ["True", "None", "''", str(tree / "probe.py")]
+        assert (tmp_path / "starts").read_text() == "started\n"
+        assert (pool.started, pool.replaced) == (1, 0)
+        # A run that ends the process is that exit, and the next run gets a fresh worker.
+        ended, _ = probe("ended", "exit")
+        assert (ended.exit_code, ended.outer_timeout, pool.replaced) == (3, False, 1)
+        after, said_after = probe("after")
+        assert after.exit_code == 0 and said_after[0] != said_first[0]
+        # A worker its hooks find unfit after a run retires with it.
+        unfit, _ = probe("unfit", "unfit")
+        assert (unfit.exit_code, pool.replaced) == (0, 2)
+        (tmp_path / "starts.unfit").unlink()
+        # A hung run is killed at its timeout, its worker with it.
+        hung, _ = probe("hung", "hang", timeout_s=2)
+        assert (hung.exit_code, hung.outer_timeout, pool.replaced) == (None, True, 3)
+        last, _ = probe("last")
+        assert last.exit_code == 0
+        assert (tmp_path / "starts").read_text() == "started\n" * 4
+    finally:
+        pool.close()
+    assert pool.alive == []
