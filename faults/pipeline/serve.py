@@ -97,7 +97,9 @@ class WorkerPool:
         self.start_timeout_s = start_timeout_s
         self._idle: list[Worker] = []
         self._all: list[Worker] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
+        self._spares = 0  # in-process workers starting in the background for the next runs
+        self._closed = False
         self._shas: dict[Path, str | None] = {}  # a scratch tree's files never change once built
         self.started = 0  # workers started, for the report and the tests
         self.replaced = 0  # workers ended by a run's timeout or death
@@ -174,13 +176,41 @@ class WorkerPool:
         )  # fmt: skip
 
     def _take(self, command: tuple[str, ...], tree: Path) -> Worker:
-        """An idle worker that serves `tree`, else a new one started there."""
+        """An idle worker that serves `tree` (one a spare's start will give,
+        if none is idle yet), else a new one started there."""
         with self._lock:
-            for worker in self._idle:
-                if worker.process.poll() is None and worker.serves(command, tree, self._sha):
-                    self._idle.remove(worker)
-                    return worker
+            while True:
+                for worker in self._idle:
+                    if worker.process.poll() is None and worker.serves(command, tree, self._sha):
+                        self._idle.remove(worker)
+                        return worker
+                if not self._spares:
+                    break
+                self._lock.wait(self.start_timeout_s)
         return self._start(command, tree)
+
+    def _start_spare(self, worker: Worker) -> None:
+        """A worker like `worker` (in process, ended by its run) started in the
+        background, so the next run finds a warm one instead of paying the start."""
+        if not worker.in_process or not worker.tree.is_dir():
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._spares += 1
+
+        def start() -> None:
+            try:
+                spare = self._start(worker.command, worker.tree)
+            except Exception:  # its own run starts one, and says why if that fails too
+                spare = None
+            with self._lock:
+                self._spares -= 1
+                if spare is not None:
+                    self._idle.append(spare)
+                self._lock.notify_all()
+
+        threading.Thread(target=start, name="worker-spare", daemon=True).start()
 
     def _log(self, worker: Worker) -> Path:
         return self.logs / f"worker-{worker.process.pid}.log"
@@ -194,8 +224,13 @@ class WorkerPool:
             raise WorkerError(f"worker {command[0]!r} could not start: {error}") from None
         worker = Worker(process, command, tree)
         with self._lock:
-            self._all.append(worker)
-            self.started += 1
+            closed = self._closed
+            if not closed:
+                self._all.append(worker)
+                self.started += 1
+        if closed:  # a spare that lost the race with close()
+            end_worker(process)
+            raise WorkerError("the pool is closed")
         try:
             ready = worker.read_line(time.monotonic() + self.start_timeout_s)
         except EOFError:
@@ -225,7 +260,8 @@ class WorkerPool:
         return worker
 
     def _drop(self, worker: Worker, replaced: bool = True) -> None:
-        """End `worker` with its tree; `replaced`: a run ended it (the next gets a new one)."""
+        """End `worker` with its tree; `replaced`: a run ended it (the next gets
+        a new one, started now in the background when it ran in process)."""
         end_worker(worker.process)
         with self._lock:
             if worker in self._idle:
@@ -233,10 +269,13 @@ class WorkerPool:
             if worker in self._all:
                 self._all.remove(worker)
             self.replaced += replaced
+        if replaced:
+            self._start_spare(worker)
 
     def close(self) -> None:
         """End every worker (none outlives its engine's work)."""
         with self._lock:
+            self._closed = True
             workers, self._all, self._idle = list(self._all), [], []
         for worker in workers:
             end_worker(worker.process)

@@ -247,8 +247,11 @@ def test_in_process_runs_share_one_warm_worker_each_as_a_process_of_its_own(tmp_
         # A run that ends the process is that exit, and the next run gets a fresh worker.
         ended, _ = probe("ended", "exit")
         assert (ended.exit_code, ended.outer_timeout, pool.replaced) == (3, False, 1)
+        # Its replacement starts at once, before any run asks for it.
+        wait_for(lambda: pool.started == 2 and len(pool.alive) == 1, 30, "a spare worker")
         after, said_after = probe("after")
         assert after.exit_code == 0 and said_after[0] != said_first[0]
+        assert pool.started == 2
         # A worker its hooks find unfit after a run retires with it.
         unfit, _ = probe("unfit", "unfit")
         assert (unfit.exit_code, pool.replaced) == (0, 2)
