@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
-from faults.catalog.model import Catalog, ContractSpellings, Family, Fault
+from faults.catalog.model import Catalog, ContractSpellings, Fault
 from faults.generate.annotate import annotated_copy
+from faults.operators import OPERATORS, Family, operator
 from invariants.sync.sites import Group, Site, parse_tree
 
 NAMESPACE = "litmus"
@@ -24,15 +25,8 @@ KERNEL = f"{NAMESPACE}::mp_litmus"
 THREADS = 256
 WORDS = 8
 
-# The families whose mutants weaken an order a litmus can show.
-AMPLIFIED_FAMILIES = (
-    Family.WEAKEN_RELEASE,
-    Family.WEAKEN_ACQUIRE,
-    Family.REMOVE_FENCE,
-    Family.NARROW_SCOPE,
-    Family.REMOVE_BARRIER,
-    Family.REMOVE_WARP_SYNC,
-)
+# The families whose mutants weaken an order a litmus can show: their operators name one.
+AMPLIFIED_FAMILIES = tuple(family for family, op in OPERATORS.items() if op.litmus is not None)
 
 
 def litmus_name(kind: str, member: str) -> str:
@@ -184,7 +178,7 @@ def release_publish(family: Family, region: str, spellings: ContractSpellings) -
     releases, fence = spellings.release.get("sys"), spellings.fence.get("sys")
     if releases is not None and releases.search(region):
         return Publish.RELEASE_SYS  # a fence narrowed or removed beside it changes nothing
-    if family is Family.NARROW_SCOPE:
+    if operator(family).litmus.narrows_release:
         return Publish.RELEASE_GPU
     if fence is not None and fence.search(region):
         return Publish.FENCE_RELAXED_SYS
@@ -207,17 +201,16 @@ def partner_group(site: Site, sites: list[Site]) -> Group:
 
 def shape_of(fault: Fault, site: Site, sites: list[Site], spellings: ContractSpellings) -> Mapped:
     family = fault.family
+    litmus = operator(family).litmus
     other = partner_group(site, sites)
     if site.kind == "wait":
-        waits = {Family.WEAKEN_ACQUIRE: Wait.RELAXED_SYS, Family.NARROW_SCOPE: Wait.ACQUIRE_GPU}
-        if family not in waits:
-            why = "a consumer barrier removed is a plain race, not an order; the runs show it"
-            return Mapped(fault.id, family, site.name, None, why)
-        shape = Shape(wait=waits[family], producers=other, consumers=_group(site.consumers))
+        if litmus.wait is None:
+            return Mapped(fault.id, family, site.name, None, litmus.why_not_at_wait)
+        shape = Shape(wait=Wait(litmus.wait), producers=other, consumers=_group(site.consumers))
         return Mapped(fault.id, family, site.name, shape)
     producers = _group(site.producers)
     region = mutated_region(site, fault)
-    barrier = family not in (Family.REMOVE_BARRIER, Family.REMOVE_WARP_SYNC)
+    barrier = litmus.keeps_barrier
     publish = release_publish(family, region, spellings)
     shape = Shape(publish, producers=producers, producer_barrier=barrier, consumers=other)
     return Mapped(fault.id, family, site.name, shape)

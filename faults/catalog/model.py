@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 
 from faults.catalog.bound import Bound
@@ -14,6 +13,8 @@ from faults.catalog.errors import CatalogError
 from faults.catalog.matrix import Matrix, config_fields
 from faults.catalog.schedule import Schedule, ScheduleSpelling
 from faults.catalog.shrink import ShrinkSpec
+# The operators' families, and those each stage draws on (faults/operators/).
+from faults.operators import Family
 from hostio import RankMode, known_names
 from invariants.sync.sites import Anchor
 from invariants.sync.spellings import ContractSpellings
@@ -31,54 +32,6 @@ PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus", "ranks")
 PTX_PLACEHOLDERS = ("tree", "sources", "out", "python")
 # A warm worker's command ([target.serve]): it serves every run of a tree.
 SERVE_PLACEHOLDERS = ("tree", "out", "python")
-
-
-class Family(str, Enum):
-    """What a generated fault does to its site (docs/operators.md,
-    "Mutation operators"); faults/generate/mutate.py makes the text rewrites."""
-
-    SKIP_WAIT = "skip-wait"
-    DELAY = "delay"
-    UNEVEN_DELAY = "uneven-delay"
-    FORCED_ORDER = "forced-order"
-    REMOVE_BARRIER = "remove-barrier"
-    REMOVE_WARP_SYNC = "remove-warp-sync"
-    WEAKEN_RELEASE = "weaken-release"
-    WEAKEN_ACQUIRE = "weaken-acquire"
-    REMOVE_FENCE = "remove-fence"
-    NARROW_SCOPE = "narrow-scope"
-    EPOCH_OFF_BY_ONE = "epoch-off-by-one"
-    WRONG_SLOT = "wrong-slot"
-    PUBLISH_EARLY = "publish-early"
-    SKIP_RELEASE = "skip-release"
-
-    def __str__(self) -> str:  # ids and reports print the word
-        return self.value
-
-
-# Mutants that weaken the order a release or wait promises: the hardware may
-# never show them, and the publish contract is their catch.
-ORDER_FAMILIES = frozenset(
-    {
-        Family.REMOVE_BARRIER,
-        Family.REMOVE_WARP_SYNC,
-        Family.WEAKEN_RELEASE,
-        Family.WEAKEN_ACQUIRE,
-        Family.REMOVE_FENCE,
-        Family.NARROW_SCOPE,
-        Family.PUBLISH_EARLY,
-    }
-)
-
-# The families a catalog's `[[target.mutation]]` rewrites make: the order
-# families but publish-early (moved structurally, faults/generate/mutate.py),
-# and the two that rewrite a value; the site actions are faults/generate/site_faults.py's.
-REWRITE_FAMILIES = tuple(
-    family
-    for family in Family
-    if family in ORDER_FAMILIES - {Family.PUBLISH_EARLY}
-    or family in (Family.EPOCH_OFF_BY_ONE, Family.WRONG_SLOT)
-)
 
 
 @dataclass(frozen=True)

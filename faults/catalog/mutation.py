@@ -17,7 +17,8 @@ from pathlib import Path
 
 from faults.catalog.errors import CatalogError, catalog_error
 from faults.catalog.fields import regex
-from faults.catalog.model import REWRITE_FAMILIES, Family, MutationRule
+from faults.catalog.model import MutationRule
+from faults.operators import REWRITE_FAMILIES, Family
 from invariants.sync.functions import Definition, definitions
 from invariants.sync.sites import CLOSE, KINDS, OPEN, Site
 

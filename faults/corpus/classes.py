@@ -1,20 +1,14 @@
 """The classes of corpus bugs (docs/review.md, "The bug corpus"): the
 mutation families' words where one fits (docs/operators.md, "Mutation
-operators"), taken from faults/catalog/model.py's Family, and the words of
-bugs no generated fault makes."""
+operators"), those whose operator says a real bug can be of it
+(faults/operators/), and the words of bugs no generated fault makes."""
 
 from __future__ import annotations
 
 from enum import Enum
 
-from faults.catalog.model import ORDER_FAMILIES, Family
+from faults.operators import BUG_FAMILIES
 
-# The families a real bug can be: the order families and the two value rewrites.
-BUG_FAMILIES = [
-    family
-    for family in Family
-    if family in ORDER_FAMILIES or family in (Family.EPOCH_OFF_BY_ONE, Family.WRONG_SLOT)
-]
 OTHER_CLASSES = [
     ("REMOVE_WAIT", "remove-wait"),
     ("WRONG_PEER", "wrong-peer"),

@@ -17,7 +17,8 @@ Both pass on correct code. Who publishes and who is held is the catalog's
 from __future__ import annotations
 
 from faults.catalog import Catalog, CatalogError, Fault, GenerateSettings, Patch
-from faults.catalog.model import Family, Holding, Publisher
+from faults.catalog.model import Holding, Publisher
+from faults.operators import Family
 from invariants.sync.sites import Site, published_store
 
 UNEVEN_PREFIX = "gen.uneven-delay."

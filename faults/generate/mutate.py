@@ -15,20 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faults.catalog.errors import CatalogError
-from faults.catalog.model import (
-    GENERATED_PREFIX,
-    ORDER_FAMILIES,
-    REWRITE_FAMILIES,
-    Family,
-    Fault,
-    GenerateSettings,
-    MutationRule,
-    Patch,
-)
+from faults.catalog.model import GENERATED_PREFIX, Fault, GenerateSettings, MutationRule, Patch
 from faults.catalog.mutation import TwinCopy, TwinError, region_matches, twin_copy
+from faults.operators import ORDER_FAMILIES, REWRITE_FAMILIES, Family, operator
 from invariants.sync.sites import Site, published_store
 
-__all__ = ["REWRITE_FAMILIES", "TAG", "Family", "family_hint", "mutants", "tagged"]
+__all__ = ["TAG", "family_hint", "mutants", "tagged"]
 
 Twin = MutationRule.Twin
 
@@ -43,34 +35,10 @@ def tagged(line: str, owner: str, note: str) -> str:
     return line + TAG.format(owner=owner, note=note)
 
 
-# Why a must-fail mutant of each family can run clean, and what opens its
-# window (docs/operators.md, "Mutation operators").
-HINTS = {
-    Family.REMOVE_BARRIER: "the publishing group reached the release together: hold back a "
-    "subset of its warps before their stores (uneven-delay) or make them wait for a marker the "
-    "publisher sets after its release (forced-order)",
-    Family.REMOVE_WARP_SYNC: "the warp reconverged before the release: a lane-level window may "
-    "not exist on this hardware, the static contract is the catch",
-    Family.WEAKEN_RELEASE: "the hardware kept the stores in order although the weakened release "
-    "allows otherwise: more repeats and larger sizes, and the static contract",
-    Family.WEAKEN_ACQUIRE: "the reads were not hoisted above the relaxed flag load in these "
-    "runs: more repeats and larger sizes, and the static contract",
-    Family.REMOVE_FENCE: "the stores became visible in order without the fence in these runs: "
-    "more repeats and larger sizes, and the static contract",
-    Family.NARROW_SCOPE: "a narrower scope was enough on this machine's interconnect in these "
-    "runs: the static contract is the catch",
-    Family.EPOCH_OFF_BY_ONE: "the data was there when the consumer looked: make the consumer "
-    "wait on a late producer (host-side launch skew, or delay the guarded store) and make each "
-    "step's data differ from the last",
-    Family.WRONG_SLOT: "the neighbouring slot's flag came in time: delay the guarded store of "
-    "some slots only, so neighbouring flags differ",
-    Family.PUBLISH_EARLY: "the data landed before the consumer read it: delay the guarded store "
-    "so the early flag runs ahead of it",
-}
-
-
 def family_hint(family: Family | None) -> str | None:
-    return HINTS.get(family) if family is not None else None
+    """Why a must-fail mutant of `family` can run clean, and what opens its
+    window (its operator's hint, faults/operators/)."""
+    return operator(family).hint if family is not None else None
 
 
 # ---------------------------------------------------------------- generation

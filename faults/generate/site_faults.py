@@ -13,10 +13,11 @@ from pathlib import Path
 
 from faults.catalog import Catalog, Fault, GenerateSettings, Patch
 from faults.catalog.errors import catalog_error
-from faults.catalog.model import GENERATED_PREFIX, Family
+from faults.catalog.model import GENERATED_PREFIX
 from faults.generate.annotate import annotated_copy
 from faults.generate.expose import expose_faults
 from faults.generate.mutate import mutants
+from faults.operators import Family
 from invariants.sync.sites import Site, parse_tree
 
 SKIP_PREFIX = "gen.skip."

@@ -4,8 +4,8 @@ operators")."""
 
 from __future__ import annotations
 
-from faults.catalog.model import Family
 from faults.judge.verdict import FaultSummary, Verdict
+from faults.operators import Family
 
 # How a must-fail fault's summary counts in its family's score: the verdicts a
 # judged run can end in, each its own column (docs/operators.md, "Mutation

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from faults.catalog import Fault, Patch
-from faults.catalog.model import ORDER_FAMILIES
 from faults.generate.mutate import family_hint
 from faults.judge.outcome import Outcome
+from faults.operators import ORDER_FAMILIES
 
 # The static contract's violations in the tree that ran, one line (None: it
 # holds); asked only of a must-fail fault that ran clean. A check that cannot

@@ -163,6 +163,7 @@ LAYERS = ("hostio", "afdep", "invariants", "faults", "tools")
 PARTS = {
     "invariants": (("invariants.sync", "invariants.data"),),
     "faults": (
+        ("faults.operators",),
         ("faults.catalog",),
         ("faults.generate",),
         ("faults.judge",),

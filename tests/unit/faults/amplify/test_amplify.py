@@ -25,9 +25,9 @@ from faults.amplify.report import (
 )
 from faults.amplify.shapes import Publish, Read, Shape, Wait, amplified, control_of
 from faults.catalog import load_catalog
-from faults.catalog.model import Family
 from faults.generate.site_faults import with_generated
 from faults.judge.verdict import Verdict
+from faults.operators import Family
 from faults.pipeline.scratch import tree_digest
 from invariants.sync.sites import Group
 from tools.faults_cli.main import main

@@ -3,8 +3,8 @@ families' words among them (the corpus files store these words)."""
 
 from __future__ import annotations
 
-from faults.catalog.model import Family
 from faults.corpus.classes import BugClass
+from faults.operators import Family
 
 
 def test_the_class_words_are_these_in_this_order():

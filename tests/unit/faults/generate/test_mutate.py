@@ -13,9 +13,9 @@ import pytest
 
 from faults.catalog import GenerateSettings, load_catalog
 from faults.catalog.errors import CatalogError
-from faults.catalog.model import Family
 from faults.generate.mutate import mutants, user_line
 from faults.generate.site_faults import generated_faults, is_generated, with_generated
+from faults.operators import Family
 from invariants.sync.sites import parse_tree
 from tests.unit.faults.catalog.test_load import TARGET, error_of, load
 

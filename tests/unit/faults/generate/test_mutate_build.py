@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import Fault, load_catalog
-from faults.catalog.model import REWRITE_FAMILIES, Family
 from faults.generate.site_faults import with_generated
+from faults.operators import REWRITE_FAMILIES, Family
 from faults.pipeline.apply import apply_fault, apply_patches
 from faults.pipeline.run import BuildError, build_tree
 from faults.pipeline.scratch import make_scratch, tree_digest

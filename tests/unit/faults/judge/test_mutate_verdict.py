@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import Fault, Patch, load_catalog
-from faults.catalog.model import Family
-from faults.generate.mutate import HINTS
+from faults.operators import OPERATORS, Family
 from faults.generate.site_faults import with_generated
 from faults.judge.outcome import Outcome
 from faults.judge.scores import family_scores
@@ -51,7 +50,7 @@ def test_a_survivor_the_contract_flags_is_unobservable_with_the_violation():
     assert (judgement.verdict, judgement.ok) == (Verdict.UNOBSERVABLE, True)
     assert judgement.reason == (
         f"{CLEAN}, but the static contract flags its tree: {FLAGS}; "
-        f"hint: {HINTS[Family.WEAKEN_RELEASE]}"
+        f"hint: {OPERATORS[Family.WEAKEN_RELEASE].hint}"
     )
 
 
@@ -79,7 +78,7 @@ def test_a_survivor_the_contract_passes_is_equivalent():
 def test_with_no_contract_a_survivor_stays_survived_with_its_familys_hint():
     judgement = verdict(mutant(Family.REMOVE_BARRIER), None)
     assert (judgement.verdict, judgement.ok) == (Verdict.SURVIVED, False)
-    assert judgement.reason == f"{CLEAN}; hint: {HINTS[Family.REMOVE_BARRIER]}; {NO_CONTRACT}"
+    assert judgement.reason == f"{CLEAN}; hint: {OPERATORS[Family.REMOVE_BARRIER].hint}; {NO_CONTRACT}"
 
 
 def test_without_a_family_the_text_patch_hint_is_said():
@@ -202,7 +201,7 @@ def test_the_engine_asks_the_contract_once_per_surviving_tree(catalog, tmp_path)
     assert [(r.verdict, r.ok) for r in weak] == [(Verdict.UNOBSERVABLE, True)] * 2
     assert weak[0].reason == (
         f"{CLEAN}, but the static contract flags its tree: {FLAGS}; "
-        f"hint: {HINTS[Family.WEAKEN_RELEASE]}"
+        f"hint: {OPERATORS[Family.WEAKEN_RELEASE].hint}"
     )
     assert weak[0].outcome["markers"] == {WEAK: 4}
     assert [(r.verdict, r.ok) for r in off] == [(Verdict.KILLED, True)]
@@ -214,7 +213,7 @@ def test_a_target_with_no_contract_has_no_equivalent_mutant(catalog, tmp_path):
     is SURVIVED, and says why it is not EQUIVALENT."""
     [result] = Engine(catalog, REPO, tmp_path / "work").evaluate(WEAK, list(catalog.configs))
     assert (result.verdict, result.ok) == (Verdict.SURVIVED, False)
-    assert result.reason == f"{CLEAN}; hint: {HINTS[Family.WEAKEN_RELEASE]}; {NO_CONTRACT}"
+    assert result.reason == f"{CLEAN}; hint: {OPERATORS[Family.WEAKEN_RELEASE].hint}; {NO_CONTRACT}"
 
 
 def test_a_contract_that_cannot_check_leaves_the_survivor_survived(catalog, tmp_path):
@@ -225,7 +224,7 @@ def test_a_contract_that_cannot_check_leaves_the_survivor_survived(catalog, tmp_
     [result] = engine.evaluate(WEAK, list(catalog.configs))
     assert (result.verdict, result.ok) == (Verdict.SURVIVED, False)
     assert result.reason == (
-        f"{CLEAN}; hint: {HINTS[Family.WEAKEN_RELEASE]}; "
+        f"{CLEAN}; hint: {OPERATORS[Family.WEAKEN_RELEASE].hint}; "
         "the static contract was not checked: RuntimeError: no PTX for this target"
     )
 
@@ -276,5 +275,5 @@ def test_a_sweep_of_mutants_reports_the_score_per_family(catalog, tmp_path):
     survivors = text.split("## Must-fail faults that survived a run\n\n")[1].splitlines()
     assert survivors == [
         f"- {WEAK}: UNOBSERVABLE, explained: {CLEAN}, but the static contract flags its "
-        f"tree: {FLAGS}; hint: {HINTS[Family.WEAKEN_RELEASE]}"
+        f"tree: {FLAGS}; hint: {OPERATORS[Family.WEAKEN_RELEASE].hint}"
     ]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import load_catalog
-from faults.catalog.model import ORDER_FAMILIES
 from faults.generate.site_faults import with_generated
+from faults.operators import ORDER_FAMILIES
 from faults.pipeline.run import substitute
 from invariants.sync.contract import check_contracts
 from invariants.sync.sites import parse_tree

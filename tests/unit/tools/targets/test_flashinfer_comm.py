@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import load_catalog
-from faults.catalog.model import Family
 from faults.generate.site_faults import with_generated
+from faults.operators import Family
 from faults.pipeline.run import substitute
 from faults.pipeline.scratch import target_scratch
 from invariants.sync.contract import check_contracts

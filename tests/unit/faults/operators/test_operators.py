@@ -1,0 +1,74 @@
+"""The mutation operators (faults/operators/): each family's facts live in its
+module, the stages read them from there, and every example of a rewrite
+operator is what the afdep catalog's rules of its family make of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faults.catalog import load_catalog
+from faults.corpus.classes import BugClass
+from faults.generate.mutate import family_hint
+from faults.operators import (
+    BUG_FAMILIES,
+    OPERATORS,
+    ORDER_FAMILIES,
+    REWRITE_FAMILIES,
+    Family,
+    Made,
+)
+
+REPO = Path(__file__).parents[4]
+RULES = load_catalog(REPO / "catalogs/afdep.toml").target.mutations
+
+EXAMPLES = [
+    pytest.param(family, example, id=f"{family}-{i}")
+    for family, op in OPERATORS.items()
+    for i, example in enumerate(op.examples)
+]
+
+
+@pytest.mark.parametrize(("family", "example"), EXAMPLES)
+def test_each_example_is_what_the_afdep_rules_of_its_family_make(family, example):
+    made = {
+        rule.pattern.sub(rule.replacement, example.before, count=1)
+        for rule in RULES
+        if rule.family is family and rule.kind == example.kind
+        and rule.pattern.search(example.before)
+    }  # fmt: skip
+    assert example.after in made, made
+
+
+def test_every_rewrite_operator_has_examples_and_a_rule_in_the_afdep_catalog():
+    for family in REWRITE_FAMILIES:
+        assert OPERATORS[family].examples, family
+        assert any(rule.family is family for rule in RULES), family
+    # Only rewrite operators have examples: the others are made by the engine's own code.
+    assert {f for f, op in OPERATORS.items() if op.examples} == set(REWRITE_FAMILIES)
+
+
+def test_the_families_each_stage_draws_on_are_read_from_the_operators():
+    assert list(Family)[0] is Family.SKIP_WAIT and list(Family)[-1] is Family.SKIP_RELEASE
+    assert ORDER_FAMILIES == {
+        Family.REMOVE_BARRIER, Family.REMOVE_WARP_SYNC, Family.WEAKEN_RELEASE,
+        Family.WEAKEN_ACQUIRE, Family.REMOVE_FENCE, Family.NARROW_SCOPE, Family.PUBLISH_EARLY,
+    }  # fmt: skip
+    assert REWRITE_FAMILIES == tuple(
+        f for f in Family if OPERATORS[f].made is Made.REWRITE
+    ) == (
+        Family.REMOVE_BARRIER, Family.REMOVE_WARP_SYNC, Family.WEAKEN_RELEASE,
+        Family.WEAKEN_ACQUIRE, Family.REMOVE_FENCE, Family.NARROW_SCOPE,
+        Family.EPOCH_OFF_BY_ONE, Family.WRONG_SLOT,
+    )  # fmt: skip
+    assert [c.value for c in BugClass][: len(BUG_FAMILIES)] == [f.value for f in BUG_FAMILIES]
+    assert family_hint(Family.NARROW_SCOPE) == OPERATORS[Family.NARROW_SCOPE].hint
+    assert family_hint(Family.SKIP_WAIT) is None and family_hint(None) is None
+
+
+def test_an_operator_module_is_the_family():
+    for family, op in OPERATORS.items():
+        module = op.word.replace("-", "_")
+        assert (REPO / "faults/operators" / f"{module}.py").is_file(), family
+        assert str(family) == op.word
