@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from faults.catalog import load_catalog
+from faults.amplify.shapes import AMPLIFIED_FAMILIES
+from faults.catalog import CatalogError, load_catalog
 from faults.corpus.classes import BugClass
 from faults.generate.mutate import family_hint
 from faults.operators import (
@@ -50,21 +51,25 @@ def test_every_rewrite_operator_has_examples_and_a_rule_in_the_afdep_catalog():
 
 
 def test_the_families_each_stage_draws_on_are_read_from_the_operators():
-    assert list(Family)[0] is Family.SKIP_WAIT and list(Family)[-1] is Family.SKIP_RELEASE
-    assert ORDER_FAMILIES == {
+    assert ORDER_FAMILIES == {f for f, op in OPERATORS.items() if op.weakens_order} >= {
         Family.REMOVE_BARRIER, Family.REMOVE_WARP_SYNC, Family.WEAKEN_RELEASE,
         Family.WEAKEN_ACQUIRE, Family.REMOVE_FENCE, Family.NARROW_SCOPE, Family.PUBLISH_EARLY,
     }  # fmt: skip
-    assert REWRITE_FAMILIES == tuple(
-        f for f in Family if OPERATORS[f].made is Made.REWRITE
-    ) == (
-        Family.REMOVE_BARRIER, Family.REMOVE_WARP_SYNC, Family.WEAKEN_RELEASE,
-        Family.WEAKEN_ACQUIRE, Family.REMOVE_FENCE, Family.NARROW_SCOPE,
-        Family.EPOCH_OFF_BY_ONE, Family.WRONG_SLOT,
-    )  # fmt: skip
+    assert REWRITE_FAMILIES == tuple(f for f in Family if OPERATORS[f].made is Made.REWRITE)
+    assert {Family.EPOCH_OFF_BY_ONE, Family.WRONG_SLOT} <= set(REWRITE_FAMILIES) - ORDER_FAMILIES
     assert [c.value for c in BugClass][: len(BUG_FAMILIES)] == [f.value for f in BUG_FAMILIES]
     assert family_hint(Family.NARROW_SCOPE) == OPERATORS[Family.NARROW_SCOPE].hint
     assert family_hint(Family.SKIP_WAIT) is None and family_hint(None) is None
+    assert AMPLIFIED_FAMILIES == tuple(f for f, op in OPERATORS.items() if op.litmus)
+    assert [f.value for f in Family][:2] == ["skip-wait", "delay"]  # the operators' ranks
+
+
+def test_a_catalog_rule_of_a_family_no_rewrite_operator_makes_is_refused(tmp_path):
+    text = (REPO / "catalogs/afdep.toml").read_text()
+    text = text.replace('family = "remove-fence"', 'family = "skip-wait"', 1)
+    (tmp_path / "catalog.toml").write_text(text)
+    with pytest.raises(CatalogError, match="skip-wait"):
+        load_catalog(tmp_path / "catalog.toml", tree_root=REPO)
 
 
 def test_an_operator_module_is_the_family():
