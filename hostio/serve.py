@@ -165,20 +165,21 @@ class InProcess:
     """The jobs run in this process, one after another (--in-process): what
     `hooks.start()` made stays warm across them. Each job gets the process as
     its own would be (fds 1 and 2 on its log, its env, cwd, argv, sys.path,
-    signal handlers) and gives it back; the modules of every tree a job
-    imported from are forgotten before the next job imports its own."""
+    signal handlers, sys.stdout and sys.stderr) and gives it back; the
+    modules imported from the worker's tree are forgotten before the first
+    job, and each job's own when it ends, so the next imports its tree's."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGALRM)
 
     def __init__(self, hooks: str, worker_paths: list[str]):
         self.hooks = importlib.import_module(hooks)
-        self.stale_roots = list(worker_paths)
+        self.worker_paths = list(worker_paths)
         self.hooks.start()
 
     def run(self, job: dict) -> dict:
         module = python_module(job["argv"])
         if module is None:  # a program, not Python: its own child as by default
-            return run_job(job, self.stale_roots)
+            return run_job(job, self.worker_paths)
         code = self._run(job, *module)
         try:
             healthy = bool(self.hooks.healthy())
@@ -193,6 +194,7 @@ class InProcess:
         saved_fds = os.dup(0), os.dup(1), os.dup(2)  # fd 0 is the engine's pipe: not the run's
         # The folder by descriptor: the tree the worker started in may be gone by now.
         saved = (os.open(".", os.O_RDONLY), dict(os.environ), list(sys.argv), list(sys.path))
+        streams = sys.stdout, sys.stderr
         handlers = {signum: signal.getsignal(signum) for signum in self.SIGNALS}
         nothing = os.open(os.devnull, os.O_RDONLY)
         log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -200,17 +202,18 @@ class InProcess:
             os.dup2(opened, fd)
         os.close(nothing)
         os.close(log)
+        job_paths = _job_paths(job)
         try:
             os.chdir(job["cwd"])
             os.environ.clear()
             os.environ.update(job["env"])
-            job_paths = _job_paths(job)
-            _point_imports_at(job_paths, self.stale_roots)
-            self.stale_roots += [p for p in job_paths if p not in self.stale_roots]
+            _point_imports_at(job_paths, self.worker_paths)
             return _run_module(name, arguments)
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
+            sys.stdout, sys.stderr = streams
+            _point_imports_at([], job_paths)  # the job's modules forgotten: the next imports its own
             for fd, saved_fd in enumerate(saved_fds):
                 os.dup2(saved_fd, fd)
                 os.close(saved_fd)

@@ -194,10 +194,13 @@ def healthy():
     return not pathlib.Path(os.environ["STARTS"] + ".unfit").exists()
 """
 
-PROBE = """import os, sys
+PROBE = """import io, os, sys
+import ledger
+ledger.RUNS.append(1)
 print(os.getpid(), os.getcwd() == os.environ["PYTHONPATH"], os.environ.get("LEFT"),
-      repr(sys.stdin.read()), __file__)
+      repr(sys.stdin.read()), len(ledger.RUNS), __file__, flush=True)
 os.environ["LEFT"] = "by-an-earlier-run"
+sys.stdout = io.StringIO()  # the run's own stream, never the next run's
 if len(sys.argv) > 1:
     if sys.argv[1] == "exit":
         sys.stdout.flush()
@@ -215,6 +218,7 @@ def in_process_pool(tmp_path: Path) -> tuple[WorkerPool, Path]:
     tree = tree_with(tmp_path, "warm", "")
     (tree / "warmhooks.py").write_text(HOOKS)
     (tree / "probe.py").write_text(PROBE)
+    (tree / "ledger.py").write_text("RUNS = []\n")  # a module each run imports afresh
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONSAFEPATH": "1", "STARTS": str(starts)}
     pool = WorkerPool(
         lambda tree, out: [sys.executable, "-m", "hostio.serve", "--in-process", "warmhooks"],
@@ -241,7 +245,9 @@ def test_in_process_runs_share_one_warm_worker_each_as_a_process_of_its_own(tmp_
         assert (first.exit_code, second.exit_code) == (0, 0)
         # One process made both, started once; each saw its own cwd, env and an empty stdin.
         assert said_first[0] == said_second[0]
-        assert said_first[1:] == said_second[1:] == ["True", "None", "''", str(tree / "probe.py")]
+        assert said_first[1:] == said_second[1:] == [
+            "True", "None", "''", "1", str(tree / "probe.py")
+        ]  # fmt: skip
         assert (tmp_path / "starts").read_text() == "started\n"
         assert (pool.started, pool.replaced) == (1, 0)
         # A run that ends the process is that exit, and the next run gets a fresh worker.
