@@ -73,10 +73,10 @@ def test_bug_c_on_a_base_the_catalog_does_not_load_is_judged_without_what_it_lac
     lacks = "at found 0 times in trtllm_allreduce_fusion.cuh"
     assert said.older == (
         "Judged by `catalogs/flashinfer_comm.toml`, the tree's own catalog refused "
-        f"({REPO}/catalogs/flashinfer_comm.toml: target.site[1] (ar.barrier.flag_release): "
+        f"({REPO}/catalogs/flashinfer_comm.toml: target.site[1] (ar.barrier.backfill): "
         f"{lacks}); left out as naming sites the tree lacks: `target.site[1] "
-        f"(ar.barrier.flag_release): {lacks}`, `target.site[9] (ar.quant.group_absmax): "
-        f"{lacks}`, `R1`, `R2`."
+        f"(ar.barrier.backfill): {lacks}`, `target.site[2] (ar.barrier.flag_release): "
+        f"{lacks}`, `target.site[10] (ar.quant.group_absmax): {lacks}`, `R1`, `R2`."
     )
     assert sorted(said.sites) == [
         "ar.barrier.flag_wait", "ar.lamport_comm.arrive", "ar.oneshot.clear", "ar.oneshot.poll",

@@ -34,6 +34,7 @@ HEADER = "include/flashinfer/comm/trtllm_allreduce_fusion.cuh"
 HEADER_SHA256 = "9f5529d444072b5a373d244001dcf2fb272362c2562471b5097287a4c7b8bb70"
 SITES = {
     "ar.twoshot.data_store": ("store", "reinterpret_cast<float4*>(comm.comm_bufs[params.rank])"),
+    "ar.barrier.backfill": ("store", "for (int flag_idx = blockIdx.x + gridDim.x;"),
     "ar.barrier.flag_release": ("release", "st_flag(m_target_flag + blockIdx.x * NRanks,"),
     "ar.barrier.flag_wait": ("wait", "while (ld_flag(m_current_flag) == prev_flag("),
     "ar.twoshot.sum_store": ("store", "sum_val.store(reinterpret_cast<T*>(comm.comm_bufs[r])"),
