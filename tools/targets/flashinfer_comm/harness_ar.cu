@@ -4,7 +4,7 @@
 //
 //   harness_ar --ranks 2|4|8 --kernel lamport|oneshot|twoshot [--mode copy|push|memcpy]
 //              [--tokens T...] [--hidden H] [--steps S] [--seed K] [--stagger-us U]
-//              [--timeout-s SECONDS]
+//              [--no-drain] [--timeout-s SECONDS]
 //
 // lamport: the Lamport one-shot all-reduce + residual + RMSNorm kernel
 //   (lamport_style_one_shot_all_reduce_norm_kernel, its Reducer in push mode),
@@ -13,6 +13,12 @@
 //   through the header's AllReduceDispatch, with --mode copy (block_barrier),
 //   push (block_barrier, push layout) or memcpy (the input copied on the stream,
 //   multi_gpu_barrier). Neither has a Lamport form in this header.
+// Each token count's --steps launches of every rank are queued at once;
+// every rank's launches end before the next token count's (the Lamport
+// buffers then set anew) unless --no-drain, which queues them all at once:
+// it probes how the header's layouts take a size change (run() says why
+// they may not), and is in no config of the catalog.
+// --stagger-us U holds rank r's stream r * U us before what comes first on it.
 //
 // The header is fetched from the package registry into a workspace
 // (python -m tools.targets.fetch flashinfer_comm --into WS), never copied
@@ -142,6 +148,7 @@ struct Options {
   int steps = 3;
   unsigned seed = 1;
   int stagger_us = 0;
+  bool drain = true;  // every rank's launches end before the next token count's
   double timeout_s = 20.0;
 };
 
@@ -223,6 +230,8 @@ Options parse(int argc, char** argv) {
       options.seed = static_cast<unsigned>(number(value(), "--seed", 1));
     } else if (arg == "--stagger-us") {
       options.stagger_us = number(value(), "--stagger-us", 0);
+    } else if (arg == "--no-drain") {
+      options.drain = false;
     } else if (arg == "--timeout-s") {
       options.timeout_s = number(value(), "--timeout-s", 1);
     } else {
@@ -658,27 +667,28 @@ int run(const Options& options) {
   for (auto& stream : streams) check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   check(cudaDeviceSynchronize(), "setup");
   refuse_unless_coresident<N>(options, ws, launches, streams[0], sms);
-  if (options.kernel == Kernel::kLamport) {
-    // A launch's clear covers its own layout (elts_total per rank slot) of the
-    // buffer two launches ago: a token count unlike the last leaves values
-    // where a later poll reads. So each token count starts from buffers set
-    // anew, once every rank's launches of the last have ended.
-    size_t at = 0;
-    while (at < launches.size()) {
-      initialize_lamport(options, ws, streams);
-      const int tokens = launches[at].tokens;
-      for (; at < launches.size() && launches[at].tokens == tokens; ++at) {
-        for (int r = 0; r < N; ++r) launch_rank<N>(options, ws, ws.tables[r], launches[at], r, streams[r]);
-      }
-      wait_or_time_out(streams, options.timeout_s);
+  // Each token count's launches of every rank queued at once: a rank runs
+  // ahead into its next launch (the next Lamport buffer, the other ping-pong
+  // buffer and barrier parity) as far as the kernels' own synchronization
+  // lets it. Between token counts every rank's launches end first (unless
+  // --no-drain), because the header's layouts move with the size:
+  // - a Lamport launch clears its own layout (elts_total a rank's slot) of the
+  //   buffer of the launch before, so a new token count would leave values
+  //   where a later poll reads: each token count starts from buffers set anew;
+  // - block_barrier()'s slot for CTA b at an odd flag lies (grid + 1) slots
+  //   past the even flag's, so the next launch's CTA b + grid + 1, with a
+  //   larger grid, writes the slot a peer may still be waiting on for this
+  //   launch's flag.
+  size_t at = 0;
+  for (bool first = true; at < launches.size(); first = false) {
+    if (options.kernel == Kernel::kLamport) {
+      if (first || options.drain) initialize_lamport(options, ws, streams);
+    } else if (first) {
+      stagger(options, streams);
     }
-  } else {
-    // Every launch of every rank queued at once: a rank runs ahead into its
-    // next launch (a larger grid, the other ping-pong buffer) as far as the
-    // flag barriers let it.
-    stagger(options, streams);
-    for (const Launch& launch : launches) {
-      for (int r = 0; r < N; ++r) launch_rank<N>(options, ws, ws.tables[r], launch, r, streams[r]);
+    const int tokens = launches[at].tokens;
+    for (; at < launches.size() && (launches[at].tokens == tokens || !options.drain); ++at) {
+      for (int r = 0; r < N; ++r) launch_rank<N>(options, ws, ws.tables[r], launches[at], r, streams[r]);
     }
     wait_or_time_out(streams, options.timeout_s);
   }
