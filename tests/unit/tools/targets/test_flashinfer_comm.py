@@ -28,8 +28,12 @@ from faults.pipeline.scratch import target_scratch
 from invariants.sync.contract import check_contracts
 from invariants.sync.sites import parse_tree
 from tools.faults_cli.main import main as faults_main
-from tests.unit.tools.targets.workspaces import fault_contract, fetched, needs_nvcc
+from tests.unit.tools.targets.workspaces import faults_contract, fetched, generated, needs_nvcc
 from tools.targets.registry import CACHE
+
+# One worker takes the whole module under -n (pyproject's --dist loadgroup):
+# its builds and PTX compiles are made once, not once a worker.
+pytestmark = pytest.mark.xdist_group("flashinfer_comm")
 
 ROOT = Path(__file__).resolve().parents[4]
 CATALOG = ROOT / "catalogs" / "flashinfer_comm.toml"
@@ -174,6 +178,18 @@ FAULTS = {
     "gen.skip.tar.block_barrier.wait": (
         AR_HEADER, "tar.block_barrier.wait", False, "tar.lamport.poll"),
 }
+# The faults whose trees are built as well: a skip of each family (its tree
+# holds a skip and the delay of the store its wait guards, both headers
+# bounded). The delay's tree is applied and read, not built: its code is the
+# delay the skips' trees build.
+BUILT = ("gen.skip.ar.barrier.flag_wait", "gen.skip.tar.block_barrier.wait")
+
+
+def applied(workspace: Path, fault: str, tree: Path) -> Path:
+    argv = ["--root", str(workspace), "--catalog", str(CATALOG), "apply", fault,
+            "--out", str(tree)]
+    assert faults_main(argv) == 0, fault
+    return tree
 
 
 def build(tree: Path, out: Path) -> subprocess.Popen:
@@ -189,17 +205,13 @@ def build(tree: Path, out: Path) -> subprocess.Popen:
 
 @pytest.fixture(scope="session")
 def builds(workspace, tmp_path_factory) -> dict[str, tuple[Path, Path, int, str]]:
-    """The clean tree and each fault's tree, applied and built side by side:
-    per name ("clean" or the fault), the tree, the build's folder, its exit
-    code and the end of what it said."""
+    """The clean tree and each built fault's tree, applied and built side by
+    side: per name ("clean" or the fault), the tree, the build's folder, its
+    exit code and the end of what it said."""
     needs_nvcc()
     scratch = tmp_path_factory.mktemp("builds")
     trees = {"clean": workspace}
-    for fault in FAULTS:
-        trees[fault] = scratch / fault / "tree"
-        argv = ["--root", str(workspace), "--catalog", str(CATALOG), "apply", fault,
-                "--out", str(trees[fault])]
-        assert faults_main(argv) == 0, fault
+    trees.update({fault: applied(workspace, fault, scratch / fault / "tree") for fault in BUILT})
     started: dict[str, subprocess.Popen] = {}
     try:
         for name, tree in trees.items():
@@ -224,13 +236,18 @@ def test_both_harnesses_build_on_the_clean_tree(builds):
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_a_generated_fault_applies_and_builds(builds, fault):
-    tree, out, code, said = builds[fault]
+def test_a_generated_fault_applies_and_bounds_the_spins_it_keeps(workspace, tmp_path, fault):
     header, wait, bounded, poll = FAULTS[fault]
-    text = (tree / header).read_text()
+    text = (applied(workspace, fault, tmp_path / "tree") / header).read_text()
     assert f"AFDFAULT {fault} rank=%d" in text
     assert (f"faults timeout: site={wait}" in text) == bounded
     assert f"faults timeout: site={poll}" in text  # the Lamport poll spins too
+
+
+@pytest.mark.parametrize("fault", BUILT)
+def test_a_generated_fault_builds_both_harnesses(builds, fault):
+    tree, out, code, said = builds[fault]
+    assert f"AFDFAULT {fault} delay 200000 ns at start of" in (tree / FAULTS[fault][0]).read_text()
     assert code == 0, said
     assert (out / "harness").is_file()
     assert (out / "harness_ar").is_file()
@@ -360,12 +377,52 @@ def test_every_contract_mutant_is_one_listed_here(workspace):
     assert found == sorted(MUTANTS)
 
 
+def family(name: str) -> str:
+    """A site's family (`ar`: the fusion header's, `tar`: trtllm_allreduce.cuh's),
+    from its name or a generated fault's id."""
+    return name.removeprefix("gen.").split(".")[1 if name.startswith("gen.") else 0]
+
+
+# The mutants' trees: each fusion mutant beside a tar one, the rest of the tar
+# mutants alone. The two headers share no translation unit, function, twin or
+# site, so a tree's findings part by site family, each mutant's its own; one
+# PTX compile (both harnesses) checks two mutants.
+FUSION_MUTANTS = sorted(f for f in MUTANTS if family(f) == "ar")
+AR_MUTANTS = sorted(f for f in MUTANTS if family(f) == "tar")
+MUTANT_TREES = [*zip(FUSION_MUTANTS, AR_MUTANTS), *((f,) for f in AR_MUTANTS[len(FUSION_MUTANTS):])]
+
+
+@pytest.fixture(scope="module")
+def mutant_tree(workspace, ptx_cache, tmp_path_factory):
+    """A mutant's tree's contract report, its sites and the faults it holds,
+    each tree made and checked once, when a test first asks for it."""
+    made, catalog = {}, generated(CATALOG, workspace)
+
+    def tree_of(fault: str):
+        faults = next(faults for faults in MUTANT_TREES if fault in faults)
+        if faults not in made:
+            tree = tmp_path_factory.mktemp("mutant") / "tree"
+            made[faults] = (*faults_contract(catalog, workspace, tree, faults, ptx_cache), faults)
+        return made[faults]
+
+    return tree_of
+
+
+def test_each_mutant_has_a_tree_and_shares_it_only_across_families():
+    held = [fault for faults in MUTANT_TREES for fault in faults]
+    assert sorted(held) == sorted(MUTANTS)
+    assert all(len({family(f) for f in faults}) == len(faults) for faults in MUTANT_TREES)
+
+
 @pytest.mark.parametrize("fault", sorted(MUTANTS))
-def test_the_contract_flags_each_mutant_at_its_site(workspace, ptx_cache, tmp_path, fault):
+def test_the_contract_flags_each_mutant_at_its_site(mutant_tree, fault):
     needs_nvcc()
-    report, sites = fault_contract(CATALOG, workspace, tmp_path / "tree", fault, ptx_cache)
-    assert [(v.site, v.variant, v.message) for v in report.violations] == MUTANTS[fault]
+    report, sites, faults = mutant_tree(fault)
+    own = [v for v in report.violations if family(v.site) == family(fault)]
+    assert [(v.site, v.variant, v.message) for v in own] == MUTANTS[fault]
     assert all(v.line in sites[v.site].lines for v in report.violations)
+    # Every finding of the tree is a mutant's own: of this one's family or its partner's.
+    assert {family(v.site) for v in report.violations} <= {family(f) for f in faults}
 
 
 # ------------------------------------------------------- the guarded data
