@@ -1,19 +1,20 @@
 """The flashinfer comm target (catalogs/flashinfer_comm.toml, docs/targets.md)
 on a workspace fetched from the registry once a session: its catalog loads,
 its anchors resolve once each on the untouched 0.7.4 headers (the fusion
-header's family and trtllm_allreduce.cuh's), and our two harnesses build
-clean, and with a generated skip or delay of each family (the four builds once
-a session, side by side: each compiles harness.cu and harness_ar.cu, 30-60 s a
+header's family, trtllm_allreduce.cuh's and trtllm_mnnvl_allreduce.cuh's, the
+last held to the contract with no run), and our two harnesses build clean and
+with a generated skip of each family (both in one tree: the two builds once a
+session, side by side, each compiling harness.cu and harness_ar.cu, 30-60 s a
 tree alone on two cores); its publish contract holds on the clean tree, on the
-source and in the PTX of both harnesses, and flags every generated mutant of
-what it holds (weakened, narrowed), at the mutant's site.
+source and in the PTX of our three translation units, and flags every
+generated mutant of what it holds (weakened, narrowed) and our edits of the
+MNNVL header, at the site, two to a tree where they share no translation unit.
 Skipped, with the reason, when the registry cannot be reached or nvcc is not here."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -23,6 +24,7 @@ import pytest
 from faults.catalog import load_catalog
 from faults.catalog.model import Family
 from faults.generate.site_faults import with_generated
+from faults.pipeline.apply import apply_patches
 from faults.pipeline.run import substitute
 from faults.pipeline.scratch import target_scratch
 from invariants.sync.contract import check_contracts
@@ -41,6 +43,8 @@ HEADER = "include/flashinfer/comm/trtllm_allreduce_fusion.cuh"
 HEADER_SHA256 = "9f5529d444072b5a373d244001dcf2fb272362c2562471b5097287a4c7b8bb70"
 AR_HEADER = "include/flashinfer/comm/trtllm_allreduce.cuh"  # harness_ar.cu's, sites tar.*
 AR_HEADER_SHA256 = "1aba1b25a72c1f6073b3d08fb6e23b355bb4b42250e2b4c1c55a3c225896735d"
+MNNVL_HEADER = "include/flashinfer/comm/trtllm_mnnvl_allreduce.cuh"  # mnnvl_ptx.cu's, sites mnnvl.*
+MNNVL_HEADER_SHA256 = "94d7b3b123493c6114a433618c3d24fbeb7c3a0a8f325598a74d7eaa0ed72afa"
 SITES = {
     "ar.twoshot.data_store": ("store", "reinterpret_cast<float4*>(comm.comm_bufs[params.rank])"),
     "ar.barrier.backfill": ("store", "for (int flag_idx = blockIdx.x + gridDim.x;"),
@@ -67,6 +71,21 @@ AR_SITES = {
     "tar.twoshot.copy": ("store", "for (size_t local_offset = chunk_start; local_offset < chunk"),
     "tar.twoshot.sum_store": ("store", "if constexpr (PUSH_MODE) {"),
 }
+# trtllm_mnnvl_allreduce.cuh's sync points: no harness runs them (no config),
+# held to the site rule and the contract on mnnvl_ptx.cu's PTX.
+MNNVL_SITES = {
+    "mnnvl.oneshot.push": ("store", "reinterpret_cast<PackedType*>("),
+    "mnnvl.twoshot.scatter": ("store", "reinterpret_cast<PackedType*>(&scatterBufDest["),
+    "mnnvl.twoshot.broadcast": ("store", "reinterpret_cast<PackedType*>(&broadcastBufW["),
+    "mnnvl.lamport.cluster_arrive": ("release", "__cluster_barrier_arrive();"),
+    "mnnvl.lamport.cta_arrive": ("release", "if (threadIdx.x < 32) {"),
+    "mnnvl.lamport.arrive_counter": ("compute", "#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__"),
+    "mnnvl.lamport.counter_spin": ("compute", "while (*reinterpret_cast<uint32_t volatile*>(mFlag"),
+    "mnnvl.oneshot.poll": ("compute", "while (1) {"),
+    "mnnvl.lamport.chunk_poll": ("compute", "while (1) {"),
+    "mnnvl.twoshot.poll": ("compute", "while (isLamportDirty(loaded)) {"),
+    "mnnvl.rmsnorm.poll": ("compute", "while (isLamportDirty(loaded)) {"),
+}
 # Each anchored site's last line, where its first repeats in the file: the
 # statement the anchor (and `after`) picked, not another of the same start.
 AR_LAST_LINES = {
@@ -75,6 +94,8 @@ AR_LAST_LINES = {
     "tar.lamport.clear": "}",
     "tar.multi_gpu_barrier.wait": "}",
     "tar.block_barrier.wait": "}",
+    "mnnvl.lamport.cluster_arrive": "return;",
+    "mnnvl.lamport.arrive_counter": "#endif",
 }
 
 
@@ -84,13 +105,16 @@ def workspace(tmp_path_factory) -> Path:
 
 
 def test_the_fetched_headers_are_the_released_ones_untouched(workspace):
-    for header, sha256 in ((HEADER, HEADER_SHA256), (AR_HEADER, AR_HEADER_SHA256)):
+    pinned = ((HEADER, HEADER_SHA256), (AR_HEADER, AR_HEADER_SHA256),
+              (MNNVL_HEADER, MNNVL_HEADER_SHA256))
+    for header, sha256 in pinned:
         assert hashlib.sha256((workspace / header).read_bytes()).hexdigest() == sha256, header
     names = sorted(p.name for p in (workspace / "include/flashinfer/comm").iterdir())
     # no vLLM all-reduce, nothing else
-    assert names == ["trtllm_allreduce.cuh", "trtllm_allreduce_fusion.cuh"]
+    assert names == ["trtllm_allreduce.cuh", "trtllm_allreduce_fusion.cuh",
+                     "trtllm_mnnvl_allreduce.cuh"]
     harnesses = sorted(p.name for p in (workspace / "harness").iterdir())
-    assert harnesses == ["harness.cu", "harness_ar.cu"]
+    assert harnesses == ["harness.cu", "harness_ar.cu", "mnnvl_ptx.cu"]
 
 
 def test_every_anchor_resolves_once_to_its_statement(workspace):
@@ -98,7 +122,7 @@ def test_every_anchor_resolves_once_to_its_statement(workspace):
     sources = workspace / catalog.target.sources
     sites, violations = parse_tree(sources, catalog.target.anchors)
     assert violations == []
-    expected = {**SITES, **AR_SITES}
+    expected = {**SITES, **AR_SITES, **MNNVL_SITES}
     assert {site.name: site.kind for site in sites} == {n: k for n, (k, _) in expected.items()}
     for site in sites:
         assert site.anchored
@@ -109,11 +133,14 @@ def test_every_anchor_resolves_once_to_its_statement(workspace):
     by_file = {site.name: site.path.name for site in sites}
     assert {by_file[name] for name in AR_SITES} == {"trtllm_allreduce.cuh"}
     assert {by_file[name] for name in SITES} == {"trtllm_allreduce_fusion.cuh"}
+    assert {by_file[name] for name in MNNVL_SITES} == {"trtllm_mnnvl_allreduce.cuh"}
     # The two waits of trtllm_allreduce.cuh open with the same line: `after` told them apart.
     starts = {site.name: site.lines.start for site in sites}
     assert starts["tar.multi_gpu_barrier.wait"] < starts["tar.block_barrier.release"]
     assert starts["tar.block_barrier.release"] < starts["tar.block_barrier.wait"]
     assert starts["tar.lamport.push"] < starts["tar.lamport.clear"] < starts["tar.lamport.poll"]
+    assert starts["mnnvl.oneshot.poll"] < starts["mnnvl.lamport.chunk_poll"]
+    assert starts["mnnvl.twoshot.poll"] < starts["mnnvl.rmsnorm.poll"]
 
 
 def test_sites_check_holds_every_rule_on_the_untouched_headers(workspace, capsys):
@@ -125,8 +152,8 @@ def test_sites_check_holds_every_rule_on_the_untouched_headers(workspace, capsys
             "--no-ptx"]
     assert faults_main(argv) == 0
     assert capsys.readouterr().out.splitlines()[-2:] == [
-        "contract of 6 releases and waits (source only): ok",
-        f"{len(SITES) + len(AR_SITES)} sites in {comm}: ok",
+        "contract of 8 releases and waits (source only): ok",
+        f"{len(SITES) + len(AR_SITES) + len(MNNVL_SITES)} sites in {comm}: ok",
     ]
 
 
@@ -178,10 +205,11 @@ FAULTS = {
     "gen.skip.tar.block_barrier.wait": (
         AR_HEADER, "tar.block_barrier.wait", False, "tar.lamport.poll"),
 }
-# The faults whose trees are built as well: a skip of each family (its tree
-# holds a skip and the delay of the store its wait guards, both headers
-# bounded). The delay's tree is applied and read, not built: its code is the
-# delay the skips' trees build.
+# The faults built as well, in one tree: a skip of each family (a tree holds a
+# skip and the delay of the store its wait guards, both headers bounded). Each
+# harness includes one header, so each compiles what a tree of its fault alone
+# would give it. The delay's tree is applied and read, not built: its code is
+# the delay the skips' tree builds.
 BUILT = ("gen.skip.ar.barrier.flag_wait", "gen.skip.tar.block_barrier.wait")
 
 
@@ -210,8 +238,10 @@ def builds(workspace, tmp_path_factory) -> dict[str, tuple[Path, Path, int, str]
     exit code and the end of what it said."""
     needs_nvcc()
     scratch = tmp_path_factory.mktemp("builds")
-    trees = {"clean": workspace}
-    trees.update({fault: applied(workspace, fault, scratch / fault / "tree") for fault in BUILT})
+    catalog = generated(CATALOG, workspace)
+    skips = target_scratch(workspace, scratch / "skips" / "tree", catalog.target)
+    apply_patches(skips, catalog, [p for fault in BUILT for p in catalog.all_patches(fault)])
+    trees = {"clean": workspace, "skips": skips}
     started: dict[str, subprocess.Popen] = {}
     try:
         for name, tree in trees.items():
@@ -244,17 +274,21 @@ def test_a_generated_fault_applies_and_bounds_the_spins_it_keeps(workspace, tmp_
     assert f"faults timeout: site={poll}" in text  # the Lamport poll spins too
 
 
-@pytest.mark.parametrize("fault", BUILT)
-def test_a_generated_fault_builds_both_harnesses(builds, fault):
-    tree, out, code, said = builds[fault]
-    assert f"AFDFAULT {fault} delay 200000 ns at start of" in (tree / FAULTS[fault][0]).read_text()
+def test_the_skips_of_both_families_build_in_one_tree(builds):
+    tree, out, code, said = builds["skips"]
+    for fault in BUILT:
+        text = (tree / FAULTS[fault][0]).read_text()
+        assert f"AFDFAULT {fault} delay 200000 ns at start of" in text
+        assert f"AFDFAULT {fault} rank=%d" in text
     assert code == 0, said
     assert (out / "harness").is_file()
     assert (out / "harness_ar").is_file()
 
 
-def test_the_ar_skip_delays_the_store_its_wait_guards_and_bounds_the_other_spins(builds):
-    tree, *_ = builds["gen.skip.tar.block_barrier.wait"]
+def test_the_ar_skip_delays_the_store_its_wait_guards_and_bounds_the_other_spins(
+    workspace, tmp_path
+):
+    tree = applied(workspace, "gen.skip.tar.block_barrier.wait", tmp_path / "tree")
     text = (tree / AR_HEADER).read_text()
     held = "AFDFAULT gen.skip.tar.block_barrier.wait delay 200000 ns at start of tar.oneshot.copy"
     assert held in text
@@ -358,17 +392,28 @@ def ptx_cache(tmp_path_factory) -> Path:
 def test_the_clean_tree_keeps_the_contract_on_the_source(workspace):
     target = load_catalog(CATALOG, tree_root=workspace).target
     report = check_contracts(workspace, target, ptx=False)
-    assert (report.sites_checked, report.violations) == (6, [])
+    assert (report.sites_checked, report.violations) == (8, [])
 
 
 def test_the_clean_tree_keeps_the_contract_in_the_ptx(workspace, ptx_cache, tmp_path):
     needs_nvcc()
     target = load_catalog(CATALOG, tree_root=workspace).target
     report = check_contracts(workspace, target, cache=ptx_cache)
-    assert (report.sites_checked, report.variants_checked, report.violations) == (6, 2, [])
+    assert (report.sites_checked, report.variants_checked, report.violations) == (8, 3, [])
     scratch = target_scratch(workspace, tmp_path / "tree", target)  # as a sweep's tree reads
     report = check_contracts(scratch, target.annotated(), cache=ptx_cache)
-    assert (report.sites_checked, report.variants_checked, report.violations) == (6, 2, [])
+    assert (report.sites_checked, report.variants_checked, report.violations) == (8, 3, [])
+
+
+def test_no_fault_is_generated_from_code_no_config_runs(workspace):
+    """[generate.not_run]: the MNNVL sites make no fault (nothing would fire
+    it); every other store, release and compute site still makes its delay."""
+    catalog = with_generated(load_catalog(CATALOG, tree_root=workspace), workspace)
+    named = {p.site for f in catalog.faults.values() for p in catalog.all_patches(f.id)}
+    assert [f for f in catalog.faults if ".mnnvl." in f] == []
+    assert {site for site in named if site and site.startswith("mnnvl.")} == set()
+    for name, (kind, _) in {**SITES, **AR_SITES}.items():
+        assert kind == "wait" or f"gen.delay.{name}" in catalog.faults, name
 
 
 def test_every_contract_mutant_is_one_listed_here(workspace):
@@ -378,18 +423,47 @@ def test_every_contract_mutant_is_one_listed_here(workspace):
 
 
 def family(name: str) -> str:
-    """A site's family (`ar`: the fusion header's, `tar`: trtllm_allreduce.cuh's),
-    from its name or a generated fault's id."""
+    """A site's family (`ar`: the fusion header's, `tar`: trtllm_allreduce.cuh's,
+    `mnnvl`: trtllm_mnnvl_allreduce.cuh's), from its name, a generated fault's
+    id or an edit's (`edit:<name>`, of the MNNVL header)."""
+    if name.startswith("edit:"):
+        return "mnnvl"
     return name.removeprefix("gen.").split(".")[1 if name.startswith("gen.") else 0]
 
 
+# Our edits of the MNNVL header, each a bug class the contract finds on code no
+# harness runs: (old, new), and what the source and the PTX say at the site.
+# The cluster barrier's wait made by block rank 0's first warp alone (as
+# 0.6.15 had it, corpus bug E): the arrival no longer follows a barrier of the
+# whole block.
+CLUSTER_WAIT = "      __cluster_barrier_arrive();\n      __cluster_barrier_wait();\n"
+CLUSTER_WAIT_IF = "      if (cluster.block_rank() == 0 && threadIdx.x < 32) {\n"
+EDITS = {
+    "edit:cluster-wait-by-some": (
+        (CLUSTER_WAIT + CLUSTER_WAIT_IF,
+         "      __cluster_barrier_arrive();\n" + CLUSTER_WAIT_IF
+         + "        __cluster_barrier_wait();\n"),
+        ("no __syncthreads|__cluster_barrier_wait before the publish arriveCounter: the"
+         " __cluster_barrier_wait at line", "is under `if (cluster.block_rank() == 0 &&"
+         " threadIdx.x < 32)`, which differs per thread"),
+        ("no bar.sync between the block's stores and red.release.gpu on every path: the"
+         " barrier.cluster.wait at line", "on %tid.x, which differs per thread"),
+    ),
+}  # fmt: skip
+
+
 # The mutants' trees: each fusion mutant beside a tar one, the rest of the tar
-# mutants alone. The two headers share no translation unit, function, twin or
-# site, so a tree's findings part by site family, each mutant's its own; one
-# PTX compile (both harnesses) checks two mutants.
+# mutants alone or beside an edit of the MNNVL header. The three headers share
+# no translation unit, function, twin or site, so a tree's findings part by
+# site family, each mutant's its own; one PTX compile (every harness) checks
+# two of them.
 FUSION_MUTANTS = sorted(f for f in MUTANTS if family(f) == "ar")
 AR_MUTANTS = sorted(f for f in MUTANTS if family(f) == "tar")
-MUTANT_TREES = [*zip(FUSION_MUTANTS, AR_MUTANTS), *((f,) for f in AR_MUTANTS[len(FUSION_MUTANTS):])]
+ALONE = AR_MUTANTS[len(FUSION_MUTANTS):]
+MUTANT_TREES = [
+    *zip(FUSION_MUTANTS, AR_MUTANTS), *zip(ALONE, sorted(EDITS)),
+    *((f,) for f in ALONE[len(EDITS):]),
+]
 
 
 @pytest.fixture(scope="module")
@@ -399,18 +473,21 @@ def mutant_tree(workspace, ptx_cache, tmp_path_factory):
     made, catalog = {}, generated(CATALOG, workspace)
 
     def tree_of(fault: str):
-        faults = next(faults for faults in MUTANT_TREES if fault in faults)
-        if faults not in made:
+        held = next(held for held in MUTANT_TREES if fault in held)
+        if held not in made:
             tree = tmp_path_factory.mktemp("mutant") / "tree"
-            made[faults] = (*faults_contract(catalog, workspace, tree, faults, ptx_cache), faults)
-        return made[faults]
+            faults = [f for f in held if f not in EDITS]
+            edits = [(MNNVL_HEADER, *EDITS[e][0]) for e in held if e in EDITS]
+            report, sites = faults_contract(catalog, workspace, tree, faults, ptx_cache, edits)
+            made[held] = (report, sites, held)
+        return made[held]
 
     return tree_of
 
 
 def test_each_mutant_has_a_tree_and_shares_it_only_across_families():
     held = [fault for faults in MUTANT_TREES for fault in faults]
-    assert sorted(held) == sorted(MUTANTS)
+    assert sorted(held) == sorted([*MUTANTS, *EDITS])
     assert all(len({family(f) for f in faults}) == len(faults) for faults in MUTANT_TREES)
 
 
@@ -423,6 +500,23 @@ def test_the_contract_flags_each_mutant_at_its_site(mutant_tree, fault):
     assert all(v.line in sites[v.site].lines for v in report.violations)
     # Every finding of the tree is a mutant's own: of this one's family or its partner's.
     assert {family(v.site) for v in report.violations} <= {family(f) for f in faults}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_the_contract_flags_each_edit_of_the_mnnvl_header_at_its_site(mutant_tree, edit):
+    """Code no harness runs, held to the contract on the source and on our
+    mnnvl_ptx.cu's PTX: each edit is flagged at mnnvl.lamport.cluster_arrive,
+    once on each."""
+    needs_nvcc()
+    report, sites, _ = mutant_tree(edit)
+    _, source, ptx = EDITS[edit]
+    own = [v for v in report.violations if family(v.site) == "mnnvl"]
+    said = [(v.site, v.variant) for v in own]
+    assert said == [("mnnvl.lamport.cluster_arrive", None),
+                    ("mnnvl.lamport.cluster_arrive", "mnnvl_ptx.cu")], [str(v) for v in own]
+    for violation, words in zip(own, (source, ptx), strict=True):
+        assert all(part in violation.message for part in words), violation.message
+        assert violation.line in sites[violation.site].lines
 
 
 # ------------------------------------------------------- the guarded data

@@ -46,12 +46,17 @@ def generated(catalog_path: Path, workspace: Path):
     return with_generated(load_catalog(catalog_path, tree_root=workspace), workspace)
 
 
-def faults_contract(catalog, workspace: Path, tree: Path, faults, cache: Path):
+def faults_contract(catalog, workspace: Path, tree: Path, faults, cache: Path, edits=()):
     """fault_contract of one tree holding every fault of `faults` (of
     `catalog`, generated's), their patches applied in order and the waits
     bounded once: faults in headers no translation unit shares, whose
-    findings part by site, checked on one PTX compile."""
+    findings part by site, checked on one PTX compile. `edits`: (file from
+    the tree's root, old, new) made first, each `old` found once."""
     target_scratch(workspace, tree, catalog.target)
+    for file, old, new in edits:
+        text = (tree / file).read_text()
+        assert text.count(old) == 1, (file, old)
+        (tree / file).write_text(text.replace(old, new))
     apply_patches(tree, catalog, [patch for f in faults for patch in catalog.all_patches(f)])
     target = catalog.target.annotated()
     report = check_contracts(tree, target, cache=cache)
