@@ -18,7 +18,9 @@ def generate_table(
     path: Path, data: dict, configs: tuple[Config, ...], target: Target
 ) -> GenerateSettings:
     raw = expect_type(path, "top level", "generate", data.get("generate", {}), dict, "a table")
-    keys = {"ns", "window_ns", "when", "marker", "configs", "site_configs", "survivor_ok"}
+    keys = {
+        "ns", "window_ns", "when", "marker", "configs", "site_configs", "survivor_ok", "not_run",
+    }  # fmt: skip
     unknown = sorted(set(raw) - keys)
     if unknown:
         raise fail(path, "generate", f"unknown keys {unknown}")
@@ -49,6 +51,13 @@ def generate_table(
     )
     for site, why in survivors.items():
         expect_type(path, "generate", f"survivor_ok.{site!r}", why, str, "a string")
+    not_run = expect_type(path, "generate", "not_run", raw.get("not_run", {}), dict, "a table")
+    for prefix, why in not_run.items():
+        expect_type(path, "generate", f"not_run.{prefix!r}", why, str, "a string")
+        if not why.strip():
+            raise fail(path, "generate", f"not_run.{prefix!r}: say why no config runs that code")
+        if prefix in by_site:
+            raise fail(path, "generate", f"not_run.{prefix!r}: site_configs runs it too")
     return GenerateSettings(
         ns=ns,
         window_ns=window_ns,
@@ -59,4 +68,5 @@ def generate_table(
             (prefix, names(f"site_configs.{prefix!r}", value)) for prefix, value in by_site.items()
         ),
         survivor_ok=tuple(survivors.items()),
+        not_run=tuple(not_run.items()),
     )

@@ -170,6 +170,10 @@ class GenerateSettings:
     # wait site -> why skipping it cannot open a race (another wait covers it);
     # or one generated fault's id (`gen.` ...) -> why it survives, that fault only
     survivor_ok: tuple[tuple[str, str], ...] = ()
+    # (site-name prefix, why): code no config runs (no harness reaches it), its
+    # sites held to the site rule and the contract only: no fault is generated
+    # from them, since nothing would fire it.
+    not_run: tuple[tuple[str, str], ...] = ()
 
     def narrowed(self, condition: str) -> str:
         """`condition`, and `when` unless that is "true"."""
@@ -194,6 +198,10 @@ class GenerateSettings:
             (len(prefix), names) for prefix, names in self.site_configs if site.startswith(prefix)
         ]
         return max(matches)[1] if matches else self.configs
+
+    def runs_site(self, site: str) -> bool:
+        """Whether some config runs `site`'s code (no prefix of `not_run` matches it)."""
+        return not any(site.startswith(prefix) for prefix, _ in self.not_run)
 
 
 @dataclass(frozen=True)

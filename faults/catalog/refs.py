@@ -63,11 +63,12 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
             raise catalog_error(
                 catalog.path, "generate", f"survivor_ok: {site!r} is not a wait site in {sources}"
             )
-    for prefix, _ in settings.site_configs:
-        if not any(name.startswith(prefix) for name in known):
-            raise catalog_error(
-                catalog.path, "generate", f"site_configs: no site in {sources} starts {prefix!r}"
-            )
+    for key, table in (("site_configs", settings.site_configs), ("not_run", settings.not_run)):
+        for prefix, _ in table:
+            if not any(name.startswith(prefix) for name in known):
+                raise catalog_error(
+                    catalog.path, "generate", f"{key}: no site in {sources} starts {prefix!r}"
+                )
     for owner, index, key, name in patch_sites(catalog):
         if name not in known:
             where = f"fault {owner}" if owner else "control"

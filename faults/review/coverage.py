@@ -20,6 +20,9 @@ class Coverage:
     guarded: bool = False  # some wait guards this site
     passing: list[str] = field(default_factory=list)
     failing: list[str] = field(default_factory=list)
+    # Why no config runs the site's code ([generate.not_run]): no fault can
+    # cover it, so none is missing; the contract is its only check.
+    not_run: str | None = None
 
     @property
     def needs_failing(self) -> bool:
@@ -31,6 +34,8 @@ class Coverage:
 
     @property
     def missing(self) -> list[str]:
+        if self.not_run is not None:
+            return []
         gaps = []
         if not self.passing:
             what = (
@@ -53,7 +58,15 @@ def coverage(catalog: Catalog, sites: list[Site]) -> dict[str, Coverage]:
     for site in sites:
         if site.guards:
             guarded_by.setdefault(site.guards, set()).add(site.name)
-    by_name = {site.name: Coverage(site, guarded=site.name in guarded_by) for site in sites}
+    not_run = catalog.generate.not_run
+    by_name = {
+        site.name: Coverage(
+            site,
+            guarded=site.name in guarded_by,
+            not_run=next((why for prefix, why in not_run if site.name.startswith(prefix)), None),
+        )
+        for site in sites
+    }
     for fault in catalog.faults.values():
         patches = catalog.all_patches(fault.id)
         delayed = {p.site for p in patches if p.action == "delay"}

@@ -61,6 +61,8 @@ def site_contract(check: ContractCheck, cover: Coverage) -> str:
 def touched_site(result: Review, cover: Coverage) -> list[str]:
     site = cover.site
     state = "covered" if not cover.missing else "UNCOVERED: " + "; ".join(cover.missing)
+    if cover.not_run is not None:
+        state = f"not run ({cover.not_run}): held to the contract only"
     path = result.site_path(cover)
     unneeded = "n/a (no wait guards it)"
     failing = ", ".join(cover.failing) or ("-" if cover.needs_failing else unneeded)

@@ -546,9 +546,39 @@ def _after(function: Function, starts) -> Reached:
 
 def skipped(function: Function, barrier: int, group: Group) -> bool:
     """Whether some threads of `group` skip the barrier: it lies under a
-    branch that can part them (invariants/sync/ptx_divergence.py)."""
+    branch that can part them (invariants/sync/ptx_divergence.py), and it is
+    no unaligned barrier every thread meets an instance of (met_everywhere)."""
     skip = function.divergence.skip(barrier)
-    return skip is not None and splits(skip.origin.spread, group)
+    if skip is None or not splits(skip.origin.spread, group):
+        return False
+    return not met_everywhere(function, barrier)
+
+
+def met_everywhere(function: Function, barrier: int) -> bool:
+    """Whether an unaligned barrier (`barrier.cluster.wait`, `barrier.sync`
+    without `.aligned`; `bar` is aligned) lies on every path through the
+    function, in one instance or another: it counts the threads that arrive,
+    wherever in the code they do, so a helper inlined in both arms of a
+    branch (each thread waits at one copy) is one barrier every thread
+    reaches. An aligned barrier must be reached at the same instruction."""
+    code = function.instructions
+    ins = code[barrier]
+    if ins.base != "barrier" or "aligned" in ins.parts:
+        return False
+    same = lambda j: (code[j].opcode, code[j].operands) == (ins.opcode, ins.operands)  # noqa: E731
+    if not code or same(0):
+        return bool(code)
+    stack, seen = [0], {0}
+    while stack:
+        index = stack.pop()
+        nexts = function.successors[index]
+        if not nexts:
+            return False  # a path to the end that meets no instance
+        for following in nexts:
+            if following not in seen and not same(following):
+                seen.add(following)
+                stack.append(following)
+    return True
 
 
 def _partial(function: Function, walked: tuple, group: Group, lines) -> str:

@@ -164,12 +164,17 @@ class Instruction:
 
     def barrier(self) -> Group | None:
         """The group an unpredicated barrier holds: bar.warp.sync over the whole
-        warp, or barrier 0 of the CTA with no thread count (__syncthreads)."""
+        warp, barrier 0 of the CTA with no thread count (__syncthreads), or a
+        cluster barrier's wait (every thread of every CTA of the cluster
+        arrived: a barrier of the block, the largest group the grammar names
+        that it holds)."""
         if self.predicated or self.base not in ("bar", "barrier"):
             return None
         args = [a.strip() for a in self.operands.split(",") if a.strip()]
         if self.parts[1:3] == ("warp", "sync"):
             return Group.WARP if args and args[0] in FULL_WARP_MASKS else None
+        if self.parts[1:3] == ("cluster", "wait"):
+            return Group.BLOCK
         if "arrive" in self.parts or "warp" in self.parts:
             return None
         if "sync" in self.parts and args == ["0"]:

@@ -259,12 +259,35 @@ def test_the_cli_says_which_configs_do_not_fit(monkeypatch, capsys):
         ),
         ('[generate.site_configs]\n"zz." = ["c"]\n', "site_configs: no site in "),
         ('[generate.site_configs]\n"fx." = []\n', "an empty list would run those faults nowhere"),
+        ('[generate.not_run]\n"zz." = "why"\n', "not_run: no site in "),
+        ('[generate.not_run]\n"fx." = " "\n', "not_run.'fx.': say why no config runs that code"),
+        ('[generate.not_run]\n"fx." = 1\n', "not_run.'fx.'"),
+        (
+            '[generate.site_configs]\n"fx." = ["c"]\n[generate.not_run]\n"fx." = "why"\n',
+            "not_run.'fx.': site_configs runs it too",
+        ),
     ],
 )
 def test_generate_names_real_sites(tmp_path, generate, message):
     _, loader = load(tmp_path, '[[config]]\nname = "c"\n' + generate, sites=True)
     with pytest.raises(CatalogError, match=re.escape(message)):
         loader()
+
+
+def test_no_fault_is_generated_from_a_site_no_config_runs(tmp_path):
+    """[generate.not_run]: the sites under a prefix make no fault; the others do."""
+    from faults.generate.site_faults import with_generated
+
+    generate = '[generate.not_run]\n"fx.producer." = "no harness runs the producer"\n'
+    _, loader = load(tmp_path, '[[config]]\nname = "c"\n' + generate, sites=True)
+    catalog = loader()
+    assert catalog.generate.runs_site("fx.consumer.wait") is True
+    assert catalog.generate.runs_site("fx.producer.payload_store") is False
+    made = [f for f in with_generated(catalog, REPO).faults if f.startswith("gen.")]
+    assert "gen.skip.fx.consumer.flag_wait" in made  # its patch still delays the producer
+    assert [f for f in made if ".fx.producer." in f] == []
+    whole = with_generated(load(tmp_path, '[[config]]\nname = "c"\n', sites=True)[1](), REPO)
+    assert any(f.startswith("gen.delay.fx.producer.") for f in whole.faults)
 
 
 def test_an_empty_list_of_config_names_selects_none():

@@ -391,3 +391,26 @@ def test_a_few_must_pass_faults_under_many_configs_fill_every_slot(stand_in, tmp
         (f, name) for f in passing for name in names
     ]
     assert report.ok is True
+
+
+def test_a_touched_site_no_config_runs_misses_no_fault():
+    """[generate.not_run]: no fault is made from such a site, and the review
+    holds none missing there (the contract is its only check); the others'
+    gaps stay."""
+    from faults.generate.site_faults import with_generated
+
+    why = "no harness runs the producer"
+    plain = load_catalog(FIXTURE / "catalog.toml")
+    settings = replace(plain.generate, not_run=(("fx.producer.", why),))
+    catalog = with_generated(replace(plain, generate=settings), REPO)
+    sites, _ = parse_tree(FIXTURE)
+    covers = coverage(catalog, sites)
+    assert not any(".fx.producer." in f for f in catalog.faults if f.startswith("gen."))
+    release = covers["fx.producer.flag_release"]
+    generated = [f for f in release.faults if f.startswith("gen.")]
+    assert (release.not_run, generated, release.missing) == (why, [], [])
+    alone = coverage(replace(catalog, faults={}), sites)["fx.producer.flag_release"]
+    assert (alone.faults, alone.missing) == ([], [])  # no fault at all, and none missing
+    assert covers[WAIT].not_run is None and covers[WAIT].missing == []
+    bare = coverage(replace(catalog, faults={}), sites)["fx.consumer.check"]
+    assert bare.not_run is None and bare.missing  # no fault, and run: a gap

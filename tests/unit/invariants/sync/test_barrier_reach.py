@@ -372,3 +372,35 @@ def test_a_warp_collectives_value_parts_no_warp(tmp_path):
     assert spreads(7) == [Spread.PER_WARP]
     assert spreads(10) == [Spread.PER_WARP]
     assert spreads(11) == [Spread.PER_THREAD]
+
+
+# An unaligned barrier (a cluster barrier's wait) counts the threads that
+# arrive wherever they do: a helper inlined in both arms of a branch is one
+# barrier every thread meets; in one arm only, or an aligned bar.sync in both,
+# some threads skip it.
+BOTH_ARMS = (
+    "mov.u32 %r1, %tid.x;\nsetp.ne.s32 %p1, %r1, 0;\n@%p1 bra $L_else;\n{barrier}\n"
+    "bra.uni $L_end;\n$L_else:\n{barrier}\n$L_end:\n"
+)
+ONE_ARM = "mov.u32 %r1, %tid.x;\nsetp.ne.s32 %p1, %r1, 0;\n@%p1 bra $L_end;\n{barrier}\n$L_end:\n"
+
+
+@pytest.mark.parametrize(
+    "body, barrier, skipped_by_some",
+    [
+        (BOTH_ARMS, "barrier.cluster.wait;", False),
+        (ONE_ARM, "barrier.cluster.wait;", True),
+        (BOTH_ARMS, "bar.sync 0;", True),
+        (BOTH_ARMS, "barrier.cluster.wait.aligned;", True),
+    ],
+)
+def test_an_unaligned_barrier_in_every_arm_is_one_every_thread_meets(
+    body, barrier, skipped_by_some
+):
+    from invariants.sync.ptx_check import skipped
+
+    ptx = PTX_HEAD + body.format(barrier=barrier) + "ret;\n}\n"
+    function = parse_module(ptx, "k.ptx").functions["k"]
+    found = [i for i, ins in enumerate(function.instructions) if ins.base in ("bar", "barrier")]
+    assert found and all(function.instructions[i].barrier() == Group.BLOCK for i in found)
+    assert {skipped(function, i, Group.BLOCK) for i in found} == {skipped_by_some}

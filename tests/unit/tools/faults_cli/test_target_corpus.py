@@ -71,17 +71,36 @@ def test_bug_b_undoes_exactly_its_hunks_on_the_base(tmp_path):
 def test_bug_c_on_a_base_the_catalog_does_not_load_is_judged_without_what_it_lacks(tmp_path):
     made, said, bug = made_bug("C", tmp_path / "ws", harness=True)
     lacks = "at found 0 times in trtllm_allreduce_fusion.cuh"
+    # The mnnvl.* sites are anchored on 0.6.13's rewrite of the MNNVL header: none on 0.2.9.
+    mnnvl = [
+        (22, "oneshot.push", "at"), (23, "twoshot.scatter", "at"),
+        (24, "twoshot.broadcast", "at"), (25, "lamport.cluster_arrive", "begin"),
+        (26, "lamport.cta_arrive", "begin"), (27, "lamport.arrive_counter", "end"),
+        (28, "lamport.counter_spin", "at"), (29, "oneshot.poll", "after"),
+        (30, "lamport.chunk_poll", "after"), (31, "twoshot.poll", "after"),
+        (32, "rmsnorm.poll", "after"),
+    ]  # fmt: skip
+    lacks_mnnvl = "".join(
+        f"`target.site[{index}] (mnnvl.{name}): {key} found 0 times in"
+        " trtllm_mnnvl_allreduce.cuh`, "
+        for index, name, key in mnnvl
+    )
     assert said.older == (
         "Judged by `catalogs/flashinfer_comm.toml`, the tree's own catalog refused "
         f"({REPO}/catalogs/flashinfer_comm.toml: target.site[1] (ar.barrier.backfill): "
         f"{lacks}); left out as naming sites the tree lacks: `target.site[1] "
         f"(ar.barrier.backfill): {lacks}`, `target.site[2] (ar.barrier.flag_release): "
-        f"{lacks}`, `target.site[10] (ar.quant.group_absmax): {lacks}`, `R1`, `R2`."
+        f"{lacks}`, `target.site[10] (ar.quant.group_absmax): {lacks}`, {lacks_mnnvl}`R1`, `R2`."
     )
     assert sorted(said.sites) == [
         "ar.barrier.flag_wait", "ar.lamport_comm.arrive", "ar.oneshot.clear", "ar.oneshot.poll",
         "ar.oneshot.push", "ar.sync_comm.arrive", "ar.twoshot.data_store",
         "ar.twoshot.sum_store",
+        # trtllm_allreduce.cuh (a member since harness_ar.cu runs it): all of it on 0.2.9.
+        "tar.block_barrier.release", "tar.block_barrier.wait", "tar.flag.st_flag_release",
+        "tar.lamport.clear", "tar.lamport.poll", "tar.lamport.push",
+        "tar.multi_gpu_barrier.release", "tar.multi_gpu_barrier.wait", "tar.oneshot.copy",
+        "tar.twoshot.copy", "tar.twoshot.sum_store",
     ]
     assert made.older == ""  # the command sets it from `said`
     # The sdist's 3rdparty/spdlog/include lands where the harness's -I looks.

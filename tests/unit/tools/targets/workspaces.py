@@ -12,7 +12,7 @@ import pytest
 
 from faults.catalog import load_catalog
 from faults.generate.site_faults import with_generated
-from faults.pipeline.apply import apply_fault
+from faults.pipeline.apply import apply_patches
 from faults.pipeline.scratch import target_scratch
 from invariants.sync.contract import check_contracts
 from invariants.sync.sites import Site, parse_tree
@@ -38,9 +38,26 @@ def needs_nvcc() -> None:
 def fault_contract(catalog_path: Path, workspace: Path, tree: Path, fault: str, cache: Path):
     """The contract's report on `fault`'s scratch tree (made at `tree`), and
     the sites of that tree by name (its anchored sites written in)."""
-    catalog = with_generated(load_catalog(catalog_path, tree_root=workspace), workspace)
+    return faults_contract(generated(catalog_path, workspace), workspace, tree, (fault,), cache)
+
+
+def generated(catalog_path: Path, workspace: Path):
+    """The catalog at `catalog_path` on `workspace`, its generated faults with it."""
+    return with_generated(load_catalog(catalog_path, tree_root=workspace), workspace)
+
+
+def faults_contract(catalog, workspace: Path, tree: Path, faults, cache: Path, edits=()):
+    """fault_contract of one tree holding every fault of `faults` (of
+    `catalog`, generated's), their patches applied in order and the waits
+    bounded once: faults in headers no translation unit shares, whose
+    findings part by site, checked on one PTX compile. `edits`: (file from
+    the tree's root, old, new) made first, each `old` found once."""
     target_scratch(workspace, tree, catalog.target)
-    apply_fault(tree, catalog, fault)
+    for file, old, new in edits:
+        text = (tree / file).read_text()
+        assert text.count(old) == 1, (file, old)
+        (tree / file).write_text(text.replace(old, new))
+    apply_patches(tree, catalog, [patch for f in faults for patch in catalog.all_patches(f)])
     target = catalog.target.annotated()
     report = check_contracts(tree, target, cache=cache)
     sites: dict[str, Site] = {s.name: s for s in parse_tree(tree / target.sources)[0]}
