@@ -88,6 +88,16 @@ def _point_imports_at(job_paths: list[str], stale_roots: list[str]) -> None:
             del sys.modules[name]
 
 
+def _job_fds(job: dict) -> None:
+    """fd 0 on nothing (never the engine's pipe), fds 1 and 2 on the job's log."""
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for fd, opened in ((0, nothing), (1, log), (2, log)):
+        os.dup2(opened, fd)
+    os.close(nothing)
+    os.close(log)
+
+
 def _job_paths(job: dict) -> list[str]:
     return [os.path.abspath(p) for p in job["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
 
@@ -113,11 +123,7 @@ def _child(job: dict, worker_paths: list[str], exec_errors: int) -> int:
     exec'd writes its errno to `exec_errors` (closed on a good exec)."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(signum, signal.SIG_DFL)
-    log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    _job_fds(job)
     os.chdir(job["cwd"])
     os.environ.clear()
     os.environ.update(job["env"])
@@ -196,12 +202,7 @@ class InProcess:
         saved = (os.open(".", os.O_RDONLY), dict(os.environ), list(sys.argv), list(sys.path))
         streams = sys.stdout, sys.stderr
         handlers = {signum: signal.getsignal(signum) for signum in self.SIGNALS}
-        nothing = os.open(os.devnull, os.O_RDONLY)
-        log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        for fd, opened in ((0, nothing), (1, log), (2, log)):
-            os.dup2(opened, fd)
-        os.close(nothing)
-        os.close(log)
+        _job_fds(job)
         job_paths = _job_paths(job)
         try:
             os.chdir(job["cwd"])

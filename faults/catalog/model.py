@@ -199,9 +199,10 @@ class GenerateSettings:
         ]
         return max(matches)[1] if matches else self.configs
 
-    def runs_site(self, site: str) -> bool:
-        """Whether some config runs `site`'s code (no prefix of `not_run` matches it)."""
-        return not any(site.startswith(prefix) for prefix, _ in self.not_run)
+    def not_run_why(self, site: str) -> str | None:
+        """Why no config runs `site`'s code (the first prefix of `not_run` it
+        starts with); None: some config runs it."""
+        return next((why for prefix, why in self.not_run if site.startswith(prefix)), None)
 
 
 @dataclass(frozen=True)

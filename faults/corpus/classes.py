@@ -5,9 +5,7 @@ operators"), those whose operator says a real bug can be of it
 
 from __future__ import annotations
 
-from enum import Enum
-
-from faults.operators import BUG_FAMILIES
+from faults.operators import BUG_FAMILIES, Word
 
 OTHER_CLASSES = [
     ("REMOVE_WAIT", "remove-wait"),
@@ -35,13 +33,8 @@ OTHER_CLASSES = [
 ]
 
 
-class _Word(str, Enum):
-    def __str__(self) -> str:  # reports print the word
-        return self.value
-
-
 # What a corpus bug does: the bug families' words first, in Family's order.
-BugClass = _Word(
+BugClass = Word(
     "BugClass",
     [(family.name, family.value) for family in BUG_FAMILIES] + OTHER_CLASSES,
     module=__name__,

@@ -87,7 +87,7 @@ def with_generated(catalog: Catalog, tree_root: Path) -> Catalog:
     with annotated_copy(Path(tree_root) / target.sources, target.anchors) as sources:
         sites, _ = parse_tree(sources)  # a rewrite's text as the scratch trees hold it
         # A site no config runs has no fault: nothing would fire it.
-        sites = [site for site in sites if catalog.generate.runs_site(site.name)]
+        sites = [site for site in sites if catalog.generate.not_run_why(site.name) is None]
         generated = generated_faults(sites, catalog.generate)
         anchored = frozenset(anchor.name for anchor in target.anchors)
         generated.update(mutants(sites, target.mutations, catalog.generate, sources, anchored))

@@ -28,6 +28,7 @@ __all__ = [
     "ORDER_FAMILIES",
     "Operator",
     "REWRITE_FAMILIES",
+    "Word",
     "operator",
 ]
 
@@ -45,15 +46,17 @@ def _discovered() -> list[Operator]:
     return sorted(found, key=lambda op: op.rank)
 
 
-class _Word(str, Enum):
-    def __str__(self) -> str:  # ids and reports print the word
+class Word(str, Enum):
+    """An enum of words (families, corpus classes): ids and reports print the word."""
+
+    def __str__(self) -> str:
         return self.value
 
 
 _OPERATORS = _discovered()
 
 # What a generated fault does to its site: one member per operator module.
-Family = _Word(
+Family = Word(
     "Family",
     [(op.word.upper().replace("-", "_"), op.word) for op in _OPERATORS],
     module=__name__,

@@ -58,12 +58,11 @@ def coverage(catalog: Catalog, sites: list[Site]) -> dict[str, Coverage]:
     for site in sites:
         if site.guards:
             guarded_by.setdefault(site.guards, set()).add(site.name)
-    not_run = catalog.generate.not_run
     by_name = {
         site.name: Coverage(
             site,
             guarded=site.name in guarded_by,
-            not_run=next((why for prefix, why in not_run if site.name.startswith(prefix)), None),
+            not_run=catalog.generate.not_run_why(site.name),
         )
         for site in sites
     }

@@ -566,8 +566,8 @@ def met_everywhere(function: Function, barrier: int) -> bool:
     if ins.base != "barrier" or "aligned" in ins.parts:
         return False
     same = lambda j: (code[j].opcode, code[j].operands) == (ins.opcode, ins.operands)  # noqa: E731
-    if not code or same(0):
-        return bool(code)
+    if same(0):
+        return True
     stack, seen = [0], {0}
     while stack:
         index = stack.pop()

@@ -241,10 +241,9 @@ def start(args: argparse.Namespace, notes: Callable[[CardBounds], list[str]]) ->
     GPU work), and the report's head: machine, rank mode, geometry, trees and
     their digests, timing, the card's bounds and `notes(bounds)`, then no
     rows yet."""
-    from tools.driver.logical import CONNECTIONS
+    from tools.driver.logical import use_connections
 
-    for name, value in CONNECTIONS.items():
-        os.environ.setdefault(name, value)  # read when CUDA starts, below
+    use_connections()  # read when CUDA starts, below
     import torch
 
     from afdep.ranks import rank_mode_label

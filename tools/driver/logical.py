@@ -53,6 +53,13 @@ from tools.driver.watchdog import step_deadline, step_deadline_s
 CONNECTIONS = {"CUDA_DEVICE_MAX_CONNECTIONS": "32", "CUDA_MODULE_LOADING": "EAGER"}
 
 
+def use_connections() -> None:
+    """CONNECTIONS in this process's environment, unless set there already:
+    before CUDA starts, which reads them."""
+    for name, value in CONNECTIONS.items():
+        os.environ.setdefault(name, value)
+
+
 def add_rank_mode_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mode",
@@ -224,8 +231,7 @@ def fail_ranks(tags: RankTags, failures: list[tuple[int, BaseException, str]], d
 
 def main_logical(args: argparse.Namespace) -> int:
     """The driver's logical mode (args resolved: `args.ranks` logical ranks)."""
-    for name, value in CONNECTIONS.items():
-        os.environ.setdefault(name, value)  # read when CUDA starts, below
+    use_connections()  # read when CUDA starts, below
     if gpu_count() < 1:
         print("afdep drive: error: --mode logical: needs a GPU, found 0", file=sys.stderr)
         return 2

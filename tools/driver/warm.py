@@ -12,17 +12,14 @@ worker."""
 
 from __future__ import annotations
 
-import os
-
 import torch
 
-from tools.driver.logical import CONNECTIONS
+from tools.driver.logical import use_connections
 
 
 def start() -> None:
     """The context, made as a run's own process makes it (CONNECTIONS set first)."""
-    for name, value in CONNECTIONS.items():
-        os.environ.setdefault(name, value)  # read when CUDA starts, here
+    use_connections()
     torch.zeros(1, device="cuda")
     torch.cuda.synchronize()
 

@@ -281,8 +281,8 @@ def test_no_fault_is_generated_from_a_site_no_config_runs(tmp_path):
     generate = '[generate.not_run]\n"fx.producer." = "no harness runs the producer"\n'
     _, loader = load(tmp_path, '[[config]]\nname = "c"\n' + generate, sites=True)
     catalog = loader()
-    assert catalog.generate.runs_site("fx.consumer.wait") is True
-    assert catalog.generate.runs_site("fx.producer.payload_store") is False
+    assert catalog.generate.not_run_why("fx.consumer.wait") is None
+    assert catalog.generate.not_run_why("fx.producer.payload_store") == "no harness runs the producer"
     made = [f for f in with_generated(catalog, REPO).faults if f.startswith("gen.")]
     assert "gen.skip.fx.consumer.flag_wait" in made  # its patch still delays the producer
     assert [f for f in made if ".fx.producer." in f] == []
