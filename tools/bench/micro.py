@@ -8,7 +8,6 @@ figures and columns; the timing loop is `timing.graph_launch_us`."""
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import traceback
