@@ -62,7 +62,7 @@ class Budget:
 
 
 @dataclass
-class RunResult:
+class LitmusRun:
     shape: Shape
     stress: Stress
     launches: int = 0
@@ -139,7 +139,7 @@ def launch_parts(shape: Shape, stress: Stress, geometry: Geometry) -> list[Part]
 
 def run_shape(
     shape: Shape, stress: Stress, geometry: Geometry, budget: Budget, sources: Path, seed: int
-) -> RunResult:
+) -> LitmusRun:
     """Launches of one shape under one stress until the budget's launches or seconds run out."""
     import torch
 
@@ -160,7 +160,7 @@ def run_shape(
     ]
     for device in {home, 0, scratch.device.index}:  # the buffers' fills land before any launch
         torch.cuda.synchronize(device)
-    result, started = RunResult(shape, stress), time.perf_counter()
+    result, started = LitmusRun(shape, stress), time.perf_counter()
     while result.launches < budget.launches and time.perf_counter() - started < budget.seconds:
         step = result.launches
         for part, launcher in parts:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from faults.amplify.compile import litmus_digest
-from faults.amplify.device import Budget, Geometry, RunResult, Stress
+from faults.amplify.device import Budget, Geometry, LitmusRun, Stress
 from faults.amplify.report import harness_verdict
 from faults.amplify.shapes import Mapped, Shape, control_of, placed
 from faults.pipeline.scratch import tree_digest
@@ -40,7 +40,7 @@ def run_all(args, sources: Path, controls, shapes, stress) -> tuple[dict, Geomet
     geometry = device_geometry(controls[0], sources, args.pairs, stress)
     share = args.budget_s / ((len(controls) + len(shapes)) * len(stress))
     budget = Budget(args.launches, args.iterations, args.spin_limit, share)
-    runs: dict[Shape, list[RunResult]] = {}
+    runs: dict[Shape, list[LitmusRun]] = {}
     for index, shape in enumerate(controls + shapes):
         if shape in shapes and not harness_verdict(control_runs(controls, runs))[0]:
             break  # a broken harness judges nothing
@@ -51,11 +51,11 @@ def run_all(args, sources: Path, controls, shapes, stress) -> tuple[dict, Geomet
     return runs, geometry
 
 
-def control_runs(controls: list[Shape], runs: dict) -> list[RunResult]:
+def control_runs(controls: list[Shape], runs: dict) -> list[LitmusRun]:
     return [r for c in controls for r in runs.get(c, [])]
 
 
-def _said(result: RunResult) -> str:
+def _said(result: LitmusRun) -> str:
     return f"{result.stress.value} {result.weak}/{result.observed} ({result.launches} launches)"
 
 

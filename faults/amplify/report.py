@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import Enum
 
-from faults.amplify.device import RunResult
+from faults.amplify.device import LitmusRun
 from faults.amplify.shapes import Mapped, Shape, placed
 from faults.judge.verdict import Verdict
 
@@ -29,7 +30,7 @@ def rate_upper_bound(kills: int, observations: int) -> float | None:
     return 3.0 / observations if kills == 0 and observations > 0 else None
 
 
-def run_dict(result: RunResult) -> dict:
+def run_dict(result: LitmusRun) -> dict:
     n, k = result.observed, result.weak
     return {
         "shape": result.shape.to_dict(),
@@ -45,22 +46,35 @@ def run_dict(result: RunResult) -> dict:
     }
 
 
+class Unjudged(str, Enum):
+    """Amplification's own outcomes, where a mutant's litmus gives no verdict:
+    no litmus shape maps it, its litmus did not run here, or a control showed
+    a weak outcome (the harness is broken, so nothing is judged)."""
+
+    NOT_MAPPED = "NOT MAPPED"
+    NOT_RUN = "NOT RUN"
+    NOT_JUDGED = "NOT JUDGED"
+
+    def __str__(self) -> str:  # reports print the word, as a Verdict's
+        return self.value
+
+
 @dataclass
 class Judged:
     mapped: Mapped
-    verdict: Verdict
+    verdict: Verdict | Unjudged
     reason: str
-    runs: list[RunResult] = field(default_factory=list)
+    runs: list[LitmusRun] = field(default_factory=list)
 
 
 def judge(
-    mapped: Mapped, runs: dict[Shape, list[RunResult]], gpus: int, harness: tuple[bool | None, str]
+    mapped: Mapped, runs: dict[Shape, list[LitmusRun]], gpus: int, harness: tuple[bool | None, str]
 ) -> Judged:
     """One mutant's verdict from its shape's runs; `harness` is (ok, why), ok
     None when nothing ran."""
     shape = mapped.shape
     if shape is None:
-        return Judged(mapped, Verdict.NOT_MAPPED, mapped.why)
+        return Judged(mapped, Unjudged.NOT_MAPPED, mapped.why)
     if shape.narrowed and gpus < 2:
         why = f"gpu scope is enough within one GPU: a one-GPU litmus cannot show it; {ONLY_CATCH}"
         return Judged(mapped, Verdict.UNOBSERVABLE, why)
@@ -69,11 +83,11 @@ def judge(
         why = f"its litmus is correct code ({shape.label()})"
         return Judged(mapped, Verdict.EQUIVALENT, why, done)
     if harness[0] is None:
-        return Judged(mapped, Verdict.NOT_RUN, harness[1])
+        return Judged(mapped, Unjudged.NOT_RUN, harness[1])
     if not harness[0]:
-        return Judged(mapped, Verdict.NOT_JUDGED, harness[1], done)
+        return Judged(mapped, Unjudged.NOT_JUDGED, harness[1], done)
     if not done or not any(r.launches for r in done):
-        return Judged(mapped, Verdict.NOT_RUN, "the budget was spent before its runs", done)
+        return Judged(mapped, Unjudged.NOT_RUN, "the budget was spent before its runs", done)
     kills = sum(r.weak for r in done)
     if kills:
         said = ", ".join(f"{r.weak}/{r.observed} under {r.stress.value}" for r in done)
@@ -83,7 +97,7 @@ def judge(
     return Judged(mapped, Verdict.UNOBSERVABLE, why, done)
 
 
-def harness_verdict(controls: list[RunResult]) -> tuple[bool, str]:
+def harness_verdict(controls: list[LitmusRun]) -> tuple[bool, str]:
     """Every control (a correct shape) must show no weak outcome, and some observation."""
     weak = [r for r in controls if r.weak]
     if weak:
@@ -96,7 +110,7 @@ def harness_verdict(controls: list[RunResult]) -> tuple[bool, str]:
 
 def document(
     judged: list[Judged],
-    controls: list[RunResult],
+    controls: list[LitmusRun],
     harness: tuple[bool, str],
     header: dict,
 ) -> dict:

@@ -47,12 +47,6 @@ class Verdict(str, Enum):
     WRONG_TREE = "WRONG TREE"
     APPLY_ERROR = "APPLY ERROR"
     BUILD_ERROR = "BUILD ERROR"
-    # Amplification's (docs/operators.md, "Amplification"): a mutant with no
-    # litmus shape, one whose litmus did not run here, and one left unjudged
-    # because a control showed a weak outcome (the harness is broken).
-    NOT_MAPPED = "NOT MAPPED"
-    NOT_RUN = "NOT RUN"
-    NOT_JUDGED = "NOT JUDGED"
 
     def __str__(self) -> str:  # reports and summary lines print the word
         return self.value

@@ -14,7 +14,7 @@ import pytest
 
 from afdep.jit import source_digest
 from faults.amplify.compile import compile_litmus, nvrtc_available
-from faults.amplify.device import AmplifyError, Geometry, RunResult, Stress, plan_geometry
+from faults.amplify.device import AmplifyError, Geometry, LitmusRun, Stress, plan_geometry
 from faults.amplify.report import (
     document,
     harness_verdict,
@@ -22,6 +22,7 @@ from faults.amplify.report import (
     markdown,
     rate_upper_bound,
     reproducibility,
+    Unjudged,
 )
 from faults.amplify.shapes import Publish, Read, Shape, Wait, amplified, control_of
 from faults.catalog import load_catalog
@@ -153,8 +154,8 @@ def test_reproducibility_is_one_minus_e_to_the_minus_k():
     assert rate_upper_bound(0, 0) is None
 
 
-def run(shape: Shape, stress: Stress, observed: int, weak: int) -> RunResult:
-    return RunResult(shape, stress, launches=10, observed=observed, weak=weak, seconds=1.5)
+def run(shape: Shape, stress: Stress, observed: int, weak: int) -> LitmusRun:
+    return LitmusRun(shape, stress, launches=10, observed=observed, weak=weak, seconds=1.5)
 
 
 RELAXED = EXACT["gen.weaken-release.cf.attention_dispatch.row_release"]
@@ -211,7 +212,7 @@ def test_a_correct_litmus_is_equivalent_and_a_broken_harness_judges_nothing():
     )
     runs = {RELAXED: [run(RELAXED, Stress.NONE, 1000, 5)]}
     judged = judge(MAPPED["gen.weaken-release.cf.attention_dispatch.row_release"], runs, 1, harness)
-    assert judged.verdict is Verdict.NOT_JUDGED
+    assert judged.verdict is Unjudged.NOT_JUDGED
     assert harness_verdict([run(control, Stress.NONE, 0, 0)]) == (
         False,
         "the harness is broken: no control observed a flag",
