@@ -56,7 +56,9 @@ class Expect(str, Enum):
         return self.value
 
 
-class Outcome(str, Enum):
+class ReviewAnswer(str, Enum):
+    """What the review answered of one commit (its exit status), or that it gave none."""
+
     OK = "ok"
     CHANGES_NEEDED = "CHANGES NEEDED"
     NOT_JUDGED = "not judged"  # the review stopped with an error, or ran out of time
@@ -65,8 +67,8 @@ class Outcome(str, Enum):
         return self.value
 
 
-EXIT_OUTCOMES = {0: Outcome.OK, 1: Outcome.CHANGES_NEEDED}
-JUDGED_AS = {Outcome.OK: Expect.OK, Outcome.CHANGES_NEEDED: Expect.CHANGES_NEEDED}
+EXIT_OUTCOMES = {0: ReviewAnswer.OK, 1: ReviewAnswer.CHANGES_NEEDED}
+JUDGED_AS = {ReviewAnswer.OK: Expect.OK, ReviewAnswer.CHANGES_NEEDED: Expect.CHANGES_NEEDED}
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ class Commit:
 @dataclass
 class CommitResult:
     commit: Commit
-    outcome: Outcome
+    outcome: ReviewAnswer
     expected: Expect
     why: str  # the expectation file's, or "" for the default
     seconds: float
@@ -100,7 +102,7 @@ class CommitResult:
 
     @property
     def false_positive(self) -> bool:
-        return self.expected is Expect.OK and self.outcome is Outcome.CHANGES_NEEDED
+        return self.expected is Expect.OK and self.outcome is ReviewAnswer.CHANGES_NEEDED
 
     @property
     def as_expected(self) -> bool:
@@ -237,13 +239,13 @@ def review_commit(clone: Path, commit: Commit, work: Path, expected: Expectation
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    verdict = EXIT_OUTCOMES.get(outcome.exit_code, Outcome.NOT_JUDGED)
+    verdict = EXIT_OUTCOMES.get(outcome.exit_code, ReviewAnswer.NOT_JUDGED)
     touched, found = sarif_run(review_sarif(work, run=False))
     result = CommitResult(commit, verdict, expected.expect, expected.why, outcome.seconds)
     result.cpu_seconds, result.load = round(cpu, 2), load
     result.sites_touched, result.findings = touched, found
     result.older = older_tree_line(outcome.log)
-    if verdict is Outcome.NOT_JUDGED:
+    if verdict is ReviewAnswer.NOT_JUDGED:
         timed_out = outcome.exit_code is None
         result.reason = (
             f"out of time ({STATIC_TIMEOUT_S} s)" if timed_out else last_line(outcome.log)

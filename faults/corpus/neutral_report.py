@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 
 from faults.corpus.bugs_report import machine_slug, write_merged
-from faults.corpus.neutral import Commit, CommitResult, Outcome
+from faults.corpus.neutral import Commit, CommitResult, ReviewAnswer
 from faults.report.markdown import table_head
 from hostio import results_stem
 
@@ -68,13 +68,13 @@ def with_totals(head: dict, rows: list[dict], outside: list[dict]) -> dict:
     its totals; `outside`: the commits that change nothing under the sources."""
     seconds = [row["seconds"] for row in rows]
     cpu = [row["cpu_seconds"] for row in rows]
-    judged = [row for row in rows if row["verdict"] != str(Outcome.NOT_JUDGED)]
+    judged = [row for row in rows if row["verdict"] != str(ReviewAnswer.NOT_JUDGED)]
     slowest = max(seconds, default=0.0)
     return {
         **head,
         "commits_reviewed": len(rows),
-        "approved": sum(row["verdict"] == str(Outcome.OK) for row in rows),
-        "flagged": sum(row["verdict"] == str(Outcome.CHANGES_NEEDED) for row in rows),
+        "approved": sum(row["verdict"] == str(ReviewAnswer.OK) for row in rows),
+        "flagged": sum(row["verdict"] == str(ReviewAnswer.CHANGES_NEEDED) for row in rows),
         "not_judged": len(rows) - len(judged),
         "false_positives": [row["sha"] for row in rows if row["false_positive"]],
         "as_expected": sum(row["as_expected"] for row in rows),

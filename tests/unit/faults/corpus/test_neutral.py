@@ -16,7 +16,7 @@ from faults.corpus.neutral import (
     Expect,
     Expectation,
     NeutralError,
-    Outcome,
+    ReviewAnswer,
     commits_in,
     expectation_for,
     load_expectations,
@@ -176,7 +176,7 @@ def test_commits_split_by_the_sources_and_a_merge_is_its_first_parents_change(hi
     assert base not in [c.sha for c in every]  # the root has no parent to review against
 
 
-def result(sha: str, outcome: Outcome, expected: Expect, *sites: str) -> CommitResult:
+def result(sha: str, outcome: ReviewAnswer, expected: Expect, *sites: str) -> CommitResult:
     commit = Commit(sha, "f" * 40, f"subject of {sha[:2]}")
     reviewed = CommitResult(
         commit, outcome, expected, "moves a wait" * (expected is not Expect.OK), 2.5
@@ -186,10 +186,10 @@ def result(sha: str, outcome: Outcome, expected: Expect, *sites: str) -> CommitR
 
 
 def test_false_positive_and_as_expected():
-    assert result("a" * 40, Outcome.CHANGES_NEEDED, Expect.OK).false_positive is True
-    assert result("a" * 40, Outcome.CHANGES_NEEDED, Expect.CHANGES_NEEDED).false_positive is False
-    assert result("a" * 40, Outcome.OK, Expect.CHANGES_NEEDED).as_expected is False
-    unjudged = result("a" * 40, Outcome.NOT_JUDGED, Expect.OK)
+    assert result("a" * 40, ReviewAnswer.CHANGES_NEEDED, Expect.OK).false_positive is True
+    assert result("a" * 40, ReviewAnswer.CHANGES_NEEDED, Expect.CHANGES_NEEDED).false_positive is False
+    assert result("a" * 40, ReviewAnswer.OK, Expect.CHANGES_NEEDED).as_expected is False
+    unjudged = result("a" * 40, ReviewAnswer.NOT_JUDGED, Expect.OK)
     assert (unjudged.false_positive, unjudged.as_expected) == (False, False)
 
 
@@ -209,9 +209,9 @@ def make_doc(results: list[CommitResult], digest: str = "ab" * 32, rev_range: st
 def test_the_document_and_its_table():
     doc = make_doc(
         [
-            result("a" * 40, Outcome.OK, Expect.OK, "k.p", "k.q"),
-            result("b" * 40, Outcome.CHANGES_NEEDED, Expect.CHANGES_NEEDED, *"vwxyz"),
-            result("e" * 40, Outcome.NOT_JUDGED, Expect.OK),
+            result("a" * 40, ReviewAnswer.OK, Expect.OK, "k.p", "k.q"),
+            result("b" * 40, ReviewAnswer.CHANGES_NEEDED, Expect.CHANGES_NEEDED, *"vwxyz"),
+            result("e" * 40, ReviewAnswer.NOT_JUDGED, Expect.OK),
         ]
     )
     doc["results"][2]["seconds"] = 12.0
@@ -238,12 +238,12 @@ def test_the_document_and_its_table():
 
 
 def test_a_second_range_merges_into_the_document(tmp_path):
-    first = make_doc([result("a" * 40, Outcome.CHANGES_NEEDED, Expect.OK)])
+    first = make_doc([result("a" * 40, ReviewAnswer.CHANGES_NEEDED, Expect.OK)])
     write_results(first, tmp_path)
     again = make_doc(
         [
-            result("a" * 40, Outcome.OK, Expect.OK),  # reviewed again: its row replaces the first
-            result("b" * 40, Outcome.OK, Expect.OK),
+            result("a" * 40, ReviewAnswer.OK, Expect.OK),  # reviewed again: its row replaces the first
+            result("b" * 40, ReviewAnswer.OK, Expect.OK),
         ],
         rev_range="main..topic",
     )
@@ -256,7 +256,7 @@ def test_a_second_range_merges_into_the_document(tmp_path):
         [],
         2,
     )
-    other = make_doc([result("e" * 40, Outcome.OK, Expect.OK)], digest="cd" * 32)
+    other = make_doc([result("e" * 40, ReviewAnswer.OK, Expect.OK)], digest="cd" * 32)
     alone = json.loads(write_results(other, tmp_path).with_suffix(".json").read_text())
     assert [row["sha"][0] for row in alone["results"]] == ["e"]  # another source starts anew
 
