@@ -17,11 +17,12 @@ rejudge REPORT...     sweep reports' runs judged again by today's rules (no GPU)
 merge SHARD... --results-dir DIR   a sweep's shards made one report
 shrink ID             the smallest run input that still kills a must-fail fault
 
-A bad argument, path, ref or catalog is refused with one line naming it
-(exit 2) before any tree is built: no command writes inside the target's
-sources or over a file the checkout tracks. Scratch trees and logs go to a
-temporary folder that is removed at the end; it is kept, and its path
-printed, with --keep, when a run missed its expectation, or when
+A bad argument, path, ref, knob or catalog is refused with one line naming
+it (exit 2) before any tree is built: no command writes inside the target's
+sources or over a file the checkout tracks, and the target's knobs set in
+the environment are checked by its [target.knobs] check. Scratch trees and
+logs go to a temporary folder that is removed at the end; it is kept, and
+its path printed, with --keep, when a run missed its expectation, or when
 interrupted. --workdir DIR puts them in DIR, always kept. Each command is
 one module of this package with its `add_parser`; this one holds the
 options they share.
@@ -35,6 +36,7 @@ from pathlib import Path
 
 from faults.catalog import Target
 from faults.catalog.errors import FaultsError
+from faults.catalog.knobs import knob_problem
 from faults.catalog.load import load_target
 from faults.catalog.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
 from hostio import OneLineParser, RankMode, UsageError, entry_point, refuse_output, writable_dir
@@ -150,8 +152,8 @@ def check_paths(args: argparse.Namespace) -> None:
 
 def commands_target(args: argparse.Namespace) -> Target | None:
     """The [target] of the catalog the command works with, read alone (what
-    the doors need: its sources); for a command that needs no catalog and
-    was given none (init, sites), the project's, if it has one."""
+    the doors need: its sources, its knobs); for a command that needs no
+    catalog and was given none (init, sites), the project's, if it has one."""
     catalog = args.catalog
     if catalog is None:
         try:
@@ -183,6 +185,14 @@ def refuse_outputs(args: argparse.Namespace, target: Target | None) -> None:
                 refuse_output(path, argument, sources)
 
 
+def check_knobs(args: argparse.Namespace, target: Target | None) -> None:
+    """The target's knobs in this environment, by its own check ([target.knobs])."""
+    if target is not None and target.knobs is not None:
+        problem = knob_problem(target.knobs, args.root)
+        if problem is not None:
+            raise UsageError(problem)
+
+
 @entry_point
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
@@ -193,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             args.catalog = default_catalog(args.root)
         target = commands_target(args)
         refuse_outputs(args, target)  # before any folder is made
+        check_knobs(args, target)
         check_paths(args)
         return args.handler(args)
     except (FaultsError, UsageError) as error:  # bad input: one line, exit 2

@@ -412,3 +412,27 @@ def test_a_foreign_targets_sources_are_its_catalogs_under_its_root(tmp_path):
         assert line.startswith(f"{PROG}: error: {argument} {sources}/"), line
         assert "inside the target's sources" in line
     assert sorted(sources.rglob("*")) == files and list(temp.iterdir()) == []
+
+
+# A target's knobs (the afdep catalog's [target.knobs]): checked by every
+# command before any work, whatever it does.
+MISSPELT = {"AFDEP_TOKNES": "5"}
+KNOB_ROWS = {
+    "list": (["list"], MISSPELT),
+    "sweep": (["sweep"], MISSPELT),
+    "init": (["init", SOURCES], MISSPELT),
+    "sites": (["sites", SOURCES], MISSPELT),
+    "review": (["review", "HEAD"], MISSPELT),
+    "compare": (["compare", "--left", "a", "--right", "b"], MISSPELT),
+    "run, a knob of a bad value": (["run", "P1"], {"AFDEP_TIMEOUT_MS": "soon"}),
+}
+
+
+@pytest.mark.parametrize("words, knobs", KNOB_ROWS.values(), ids=KNOB_ROWS.keys())
+def test_a_bad_knob_is_refused_by_every_command(words, knobs, tmp_path):
+    result = faults(*words, tmp=tmp_path, knobs=knobs)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.splitlines()
+    [knob] = knobs
+    assert line.startswith(f"{PROG}: error: ") and knob in line, line
+    assert result.stdout == "" and list(tmp_path.iterdir()) == []
