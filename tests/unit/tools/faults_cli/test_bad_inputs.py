@@ -4,6 +4,7 @@ traceback, and nothing built (each row a mistake a new user made)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -261,6 +262,8 @@ def test_the_sweep_and_the_review_leave_no_temporary_folder(tmp_path):
     results = tmp_path / "results"
     sweep = faults(*fixture("sweep", "--only", "D1", "--results-dir", str(results)), tmp=temp)
     assert sweep.returncode == 0, sweep.stdout + sweep.stderr
+    # No terminal here: its progress lines carry the count (ProgressLines).
+    assert re.search(r"^ *[\d.]+ s  \[0/1\]  D1@default#0 ", sweep.stdout, re.M), sweep.stdout
     afdep = faults("--catalog", AFDEP_CATALOG, "--no-generated", "sweep", "--only", "P1",
                    "--results-dir", str(results), tmp=temp)  # fmt: skip
     assert afdep.returncode == 0, afdep.stdout + afdep.stderr
