@@ -92,8 +92,6 @@ SLOTS_HELP = (
     "with --run: controls and must-pass faults this many at a time (must-fail: one); "
     "default: as measured on this machine (docs/results/engine-cost-<machine>-logical.json)"
 )
-# Where scripts/gpu/run_cost.py files what it measured on a machine, under the root.
-ENGINE_COST = Path("docs/results")
 
 
 def chosen_slots(args: argparse.Namespace) -> int:
@@ -103,13 +101,13 @@ def chosen_slots(args: argparse.Namespace) -> int:
     measured (said too)."""
     if args.slots is not None:
         return args.slots
-    from hostio import CPU_MACHINE, machine_name, results_stem
+    from hostio import CPU_MACHINE, RESULTS_DIR, machine_name, results_stem
 
     machine = machine_name()
     if machine == CPU_MACHINE:
         return 1  # nothing runs here
     stem = results_stem("engine-cost", machine, RankMode.LOGICAL)
-    path = args.root / ENGINE_COST / f"{stem}.json"
+    path = args.root / RESULTS_DIR / f"{stem}.json"  # where scripts/gpu/run_cost.py files it
     try:
         doc = json.loads(path.read_text())
         slots, basis = int(doc["slots_default"]), str(doc["slots_basis"])
