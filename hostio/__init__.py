@@ -2,10 +2,10 @@
 stdlib only, with no dependency on either (docs/architecture.md, "Layout"):
 child processes that die with their parent (children.py, through the guard
 in guard.py), the warm worker that forks a run per job (serve.py, run as a
-script), atomic writes (files.py), the machine's GPUs, where ranks go on them
-and the results files' names (machine.py), a release file pinned in a package
-registry (pins.py) and one-line usage errors (usage.py). Every name is
-imported from here."""
+script), atomic writes and where a command may write (files.py), the
+machine's GPUs, where ranks go on them and the results files' names and
+folder (machine.py), a release file pinned in a package registry (pins.py)
+and one-line usage errors (usage.py). Every name is imported from here."""
 
 from hostio.children import (
     CLI_STOP_SIGNALS,
@@ -22,9 +22,18 @@ from hostio.children import (
     stop_children,
     stopping_children,
 )
-from hostio.files import KeptFolder, cache_home, write_bytes, write_json, write_text
+from hostio.files import (
+    KeptFolder,
+    cache_home,
+    output_problem,
+    refuse_output,
+    write_bytes,
+    write_json,
+    write_text,
+)
 from hostio.machine import (
     CPU_MACHINE,
+    RESULTS_DIR,
     RankMode,
     cpu_share,
     cuda_tool,
@@ -55,6 +64,7 @@ __all__ = [
     "ChildrenStopped",
     "KeptFolder",
     "OneLineParser",
+    "RESULTS_DIR",
     "Pin",
     "ProcessOutcome",
     "RankMode",
@@ -74,7 +84,9 @@ __all__ = [
     "gpu_group",
     "known_names",
     "machine_name",
+    "output_problem",
     "positive_seconds",
+    "refuse_output",
     "results_stem",
     "run_logged",
     "start_worker",

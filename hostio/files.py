@@ -1,14 +1,17 @@
-"""Atomic writes (a report is whole or not there), and the folder a
-command works in, removed or kept by one rule."""
+"""Atomic writes (a report is whole or not there), the folder a command
+works in, removed or kept by one rule, and where a command may write."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
+from hostio.machine import RESULTS_DIR
 from hostio.usage import UsageError
 
 
@@ -95,3 +98,59 @@ class KeptFolder:
             print(f"{self.what} kept ({why}): {self.path}", flush=True)
         else:
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+def output_problem(path: Path, sources: Iterable[Path] = ()) -> str | None:
+    """Why a command may not write `path`, or None: the one rule of every
+    path a command writes. Never inside a target's `sources` (what it writes
+    there would change the tree it judges, and the engine's digest guard
+    would find that only after the work), never over a file its checkout
+    tracks (but the results record, RESULTS_DIR, is written over when a
+    command measures again)."""
+    where = Path(path).resolve()
+    for folder in sources:
+        folder = Path(folder).resolve()
+        if where == folder or folder in where.parents:
+            return (
+                f"inside the target's sources ({_shown(folder)}); "
+                "the command's files would change the tree it judges"
+            )
+    tracked = tracked_name(where)
+    if tracked is not None and not Path(tracked).is_relative_to(RESULTS_DIR):
+        return f"a file the checkout tracks ({tracked}); write it elsewhere"
+    return None
+
+
+def refuse_output(path: Path, argument: str, sources: Iterable[Path] = ()) -> None:
+    """A UsageError naming `argument` when output_problem refuses `path`."""
+    problem = output_problem(path, sources)
+    if problem is not None:
+        raise UsageError(f"{argument} {path}: {problem}")
+
+
+def tracked_name(path: Path) -> str | None:
+    """`path` as its git checkout names it (from the top) when the checkout
+    tracks that file, else None (a folder, untracked, or no checkout)."""
+    path = Path(path)
+    if path.is_dir() or not path.parent.is_dir():
+        return None
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(path.parent), "ls-files", "--full-name", "-z", "--", path.name],
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):  # no git here: nothing is tracked
+        return None
+    names = [n.decode(errors="replace") for n in listed.stdout.split(b"\0") if n]
+    # The pathspec also matches a folder's files: only the file itself counts.
+    return next((n for n in names if n == path.name or n.endswith("/" + path.name)), None)
+
+
+def _shown(folder: Path) -> str:
+    """`folder` from the working directory when it lies under it (as the user
+    typed it, most likely), else in full."""
+    try:
+        return folder.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(folder)

@@ -70,6 +70,10 @@ def cpu_share(runs_at_once: int, *set_by: dict[str, str]) -> dict[str, str]:
 
 CPU_MACHINE = "cpu"  # the machine name of one without a GPU
 
+# Where the tools file what they measured, from the checkout's top, each file
+# named by results_stem: a record a command writes over when it measures again.
+RESULTS_DIR = Path("docs/results")
+
 
 def machine_name() -> str:
     """`2xH200`, or `cpu`: the name results are filed under."""

@@ -28,7 +28,7 @@ from afdep.config import environment_error
 from afdep.jit import CSRC, source_digest
 from afdep.vocab import Arm, Protocol
 from afdep.workspace import GeometryError
-from hostio import OneLineParser, entry_point
+from hostio import OneLineParser, entry_point, output_problem
 
 # The geometry fields this command's options set; the others are fixed above.
 OPTION_OF_FIELD = {"hidden": "--hidden", "top_k": "--top-k", "payload": "--payload"}
@@ -59,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.csrc / "impls").is_dir():
         print(f"error: --csrc {args.csrc}: no impls/ folder of kernel sources", file=sys.stderr)
         return 2
+    for argument, out in (("--ptx", args.ptx), ("--cubin", args.cubin)):
+        problem = None if out is None else output_problem(out, [args.csrc])
+        if problem is not None:
+            print(f"error: {argument} {out}: {problem}", file=sys.stderr)
+            return 2
     problem = environment_error()
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)

@@ -14,7 +14,7 @@ from faults.catalog.faults import control_table, fault_table
 from faults.catalog.fields import fail, tables
 from faults.catalog.generate import generate_table
 from faults.catalog.matrix import matrix_table
-from faults.catalog.model import Catalog, Fault
+from faults.catalog.model import Catalog, Fault, Target
 from faults.catalog.mutation import mutation_rules
 from faults.catalog.refs import check_includes, check_sites_exist
 from faults.catalog.shrink import shrink_table
@@ -27,15 +27,23 @@ def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
     """Load and check a catalog. With `tree_root`, site names are checked
     against the sites of `<tree_root>/<target.sources>`."""
     path = Path(path)
-
-    def unreadable(error: Exception) -> CatalogError:
-        why = NOT_TEXT if isinstance(error, UnicodeDecodeError) else error
-        return CatalogError(f"{path}: cannot read: {why}")
-
-    catalog = catalog_from_tables(path, read_toml(path, unreadable))
+    catalog = catalog_from_tables(path, read_toml(path, lambda error: _unreadable(path, error)))
     if tree_root is not None:
         check_sites_exist(catalog, Path(tree_root) / catalog.target.sources)
     return catalog
+
+
+def load_target(path: Path) -> Target:
+    """The catalog's [target] table alone, checked: what a command's doors
+    need before any work (its sources, its knobs), without the tree's sites."""
+    path = Path(path)
+    data = read_toml(path, lambda error: _unreadable(path, error))
+    return target_table(path, data.get("target"))
+
+
+def _unreadable(path: Path, error: Exception) -> CatalogError:
+    why = NOT_TEXT if isinstance(error, UnicodeDecodeError) else error
+    return CatalogError(f"{path}: cannot read: {why}")
 
 
 def catalog_from_tables(path: Path, data: dict) -> Catalog:

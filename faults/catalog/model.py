@@ -32,6 +32,8 @@ PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus", "ranks")
 PTX_PLACEHOLDERS = ("tree", "sources", "out", "python")
 # A warm worker's command ([target.serve]): it serves every run of a tree.
 SERVE_PLACEHOLDERS = ("tree", "out", "python")
+# The knob check's command ([target.knobs] check): run in the user's tree.
+KNOB_PLACEHOLDERS = ("tree", "python")
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,15 @@ GROUPS = ("thread", "warp", "block", "grid")
 
 
 @dataclass(frozen=True)
+class Knobs:
+    """[target.knobs]: the environment variables the target reads, each
+    named from `prefix`, and its command that checks them (faults/catalog/knobs.py)."""
+
+    prefix: str
+    check: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     sources: str  # directory of the native sources, relative to the tree root
@@ -256,6 +267,7 @@ class Target:
     # [target.serve] command: a warm worker that takes the runs (faults/pipeline/serve.py); ()
     # runs a process per run
     serve: tuple[str, ...] = ()
+    knobs: Knobs | None = None  # [target.knobs]: checked by every command before any work
 
     def annotated(self) -> Target:
         """This target as its scratch trees hold it: its anchored sites are

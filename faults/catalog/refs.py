@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from faults.catalog.anchors import site_key
-from faults.catalog.errors import FaultsError, catalog_error
+from faults.catalog.errors import catalog_error
 from faults.catalog.model import GENERATED_PREFIX, Catalog
 from faults.catalog.mutation import TwinError, rule_twins, twin_copy
 from invariants.sync.sites import (
@@ -225,20 +225,3 @@ def entry_sites(
     if entry in dict(catalog.generate.site_configs):
         named |= {site for site in candidates if site.startswith(entry)}
     return sorted(named & candidates)
-
-
-class OutputInSources(FaultsError):
-    """A path a command would write lies in its target's sources."""
-
-
-def outside_sources(path: Path, root: Path, sources: str, argument: str) -> None:
-    """OutputInSources, naming `argument`, when `path` lies in the target's
-    `sources` (under `root`): what a command writes there would change the tree
-    it judges. The one rule of every command's outputs."""
-    inside = (Path(root) / sources).resolve()
-    where = Path(path).resolve()
-    if where == inside or inside in where.parents:
-        raise OutputInSources(
-            f"{argument} {path}: inside the target's sources ({sources}); "
-            "the command's files would change the tree it judges"
-        )

@@ -1,5 +1,5 @@
 """The [target] table: how a tree is built and run, and the words of the
-target (its clock, rank, timeout, environment, GPUs), with its sub-tables
+target (its clock, rank, timeout, environment, knobs, GPUs), with its sub-tables
 checked by their own modules."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from faults.catalog.anchors import site_tables
 from faults.catalog.bound import bound_table
 from faults.catalog.contract import contract_table
 from faults.catalog.fields import command, env_table, expect_type, fail
+from faults.catalog.knobs import knobs_table
 from faults.catalog.log import log_table
 from faults.catalog.model import (
     PTX_PLACEHOLDERS,
@@ -25,7 +26,7 @@ LANGUAGES = ("cuda", "cpp")
 TARGET_KEYS = frozenset(
     (
         "name sources language run log build clock rank timeout_s env gpus"
-        " contract mutation publisher logical sass schedule site bound serve"
+        " contract mutation publisher logical sass schedule site bound serve knobs"
     ).split()
 )
 
@@ -88,6 +89,7 @@ def target_table(path: Path, raw) -> Target:
         anchors=site_tables(path, raw.get("site")),
         bound=bound_table(path, raw.get("bound"), raw["language"], clock),
         serve=serve_table(path, raw.get("serve")),
+        knobs=knobs_table(path, raw.get("knobs")),
     )
 
 

@@ -22,9 +22,8 @@ class Planned:
     planned: int  # every run planned so far, this stage's included
     done: int
 
-    def __str__(self) -> str:
-        left = self.planned - self.done
-        return f"{self.what} ({self.runs} runs; {left} left of {self.planned})"
+    def __str__(self) -> str:  # how many are done and planned: the display's to say
+        return f"{self.what} ({self.runs} runs)"
 
 
 @dataclass(frozen=True)
@@ -43,11 +42,8 @@ class Ran:
     def left(self) -> int:
         return self.planned - self.done
 
-    def __str__(self) -> str:
-        return (
-            f"[{self.done}/{self.planned}] {self.tree}: {self.fault} [{self.config}] "
-            f"{self.verdict} ({self.left} left)"
-        )
+    def __str__(self) -> str:  # how many are done and planned: the display's to say
+        return f"{self.tree}: {self.fault} [{self.config}] {self.verdict}"
 
 
 Event = Planned | Ran

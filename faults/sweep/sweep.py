@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, Config
-from faults.catalog.refs import outside_sources
 from faults.judge.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
 from faults.judge.verdict import FaultSummary, summarize_fault
 from faults.pipeline.engine import Engine, RunResult, TreeContract
@@ -37,8 +36,10 @@ from faults.sweep.selection import (
     select_faults,
 )
 from hostio import (
+    RESULTS_DIR,
     gpu_group,
     machine_name,
+    refuse_output,
     writable_dir,
 )
 from invariants.sync.sites import parse_tree
@@ -126,11 +127,12 @@ class Sweep:
                 )
         else:
             too_big = []
-        default = Path("docs/results") if runnable and catalog.target.gpus else CPU_RESULTS
+        default = RESULTS_DIR if runnable and catalog.target.gpus else CPU_RESULTS
         results_dir = options.results_dir or root / default
-        outside_sources(results_dir, root, catalog.target.sources, "--results-dir")
+        sources = [root / catalog.target.sources]
+        refuse_output(results_dir, "--results-dir", sources)  # the defaults too
         history = options.history or results_dir / "sweep-history.sqlite"
-        outside_sources(history, root, catalog.target.sources, "--history")
+        refuse_output(history, "--history", sources)
         writable_dir(results_dir, "--results-dir")
         writable_dir(history.parent, "--history")
         check_history(history)

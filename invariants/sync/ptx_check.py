@@ -26,6 +26,7 @@ stores are each followed by a release of it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -33,6 +34,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -106,6 +108,9 @@ def ptx_folder(
         os.utime(folder)
         return folder, True
     root.mkdir(parents=True, exist_ok=True)
+    _clear_killed(root, target.timeout_s)
+    # Written in a temporary sibling and renamed whole: no reader, nor a later
+    # check, ever sees a folder half made.
     out = Path(tempfile.mkdtemp(dir=root, prefix=f".{folder.name}."))
     values = {"python": sys.executable, "tree": tree_root, "sources": sources, "out": out}
     command = [word.format(**{k: str(v) for k, v in values.items()}) for word in spellings.ptx]
@@ -117,8 +122,9 @@ def ptx_folder(
     except OSError as error:
         shutil.rmtree(out, ignore_errors=True)
         raise PtxError(f"the ptx command could not start {command[0]!r}: {error}") from None
-    except BaseException:  # interrupted (Ctrl-C, SIGTERM): no half-written folder stays
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): nothing of it stays
         shutil.rmtree(out, ignore_errors=True)
+        log.unlink(missing_ok=True)
         raise
     if outcome.exit_code != 0 or not (out / "index.json").is_file():
         shutil.rmtree(out, ignore_errors=True)
@@ -135,6 +141,16 @@ def ptx_folder(
         shutil.rmtree(out, ignore_errors=True)
     _evict(root)
     return folder, False
+
+
+def _clear_killed(root: Path, timeout_s: float) -> None:
+    """The temporary folders of compiles killed outright (SIGKILL: no
+    handler ran): one older than the command's timeout is no longer written."""
+    now = time.time()
+    for left in root.glob(".*"):
+        with contextlib.suppress(OSError):
+            if left.is_dir() and now - left.stat().st_mtime > timeout_s:
+                shutil.rmtree(left, ignore_errors=True)
 
 
 def _evict(root: Path) -> None:

@@ -29,6 +29,7 @@ from afdep.config import environment_error
 from afdep.jit import CSRC
 from afdep.vocab import BENCH, Arm
 from hostio import (
+    RESULTS_DIR,
     KeptFolder,
     OneLineParser,
     ProcessOutcome,
@@ -168,7 +169,7 @@ def argument_parser() -> OneLineParser:
         help="the overlap screen at these: GEMMs alone and beside the exchange "
         "(default: 1024 2048)",
     )
-    parser.add_argument("--results-dir", type=folder, default=Path("docs/results"))
+    parser.add_argument("--results-dir", type=folder, default=RESULTS_DIR)
     parser.add_argument(
         "--tag",
         type=file_tag,

@@ -16,7 +16,15 @@ import sys
 from pathlib import Path
 
 from afdep.config import environment_error
-from hostio import OneLineParser, at_least_one, entry_point, gpu_count, results_stem, write_json
+from hostio import (
+    RESULTS_DIR,
+    OneLineParser,
+    at_least_one,
+    entry_point,
+    gpu_count,
+    results_stem,
+    write_json,
+)
 from tools.bench.arms import main as bench_main
 
 GPUS = 4
@@ -113,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--processes", type=at_least_one, default=3)
-    parser.add_argument("--results-dir", type=Path, default=Path("docs/results"))
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     problem = environment_error()
     if problem is not None:

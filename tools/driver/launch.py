@@ -9,8 +9,9 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from afdep.jit import CSRC
 from afdep.vocab import LogFacts
-from hostio import ProcessOutcome, RankMode, folder_problem
+from hostio import ProcessOutcome, RankMode, folder_problem, output_problem
 
 DRIVER = "tools.driver"
 
@@ -51,12 +52,13 @@ def outcome_record(outcome: ProcessOutcome, facts: LogFacts) -> dict:
 
 def folder(text: str) -> Path:
     """argparse type for a folder a command writes into (--logs-dir,
-    --results-dir): refused before any run when a file is in the way, or it
-    cannot be made or written (hostio.folder_problem; nothing is made here)."""
+    --results-dir): refused before any run when a file is in the way, it
+    lies in the kernel sources (hostio.output_problem), or it cannot be made
+    or written (hostio.folder_problem; nothing is made here)."""
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: not a folder")
-    problem = folder_problem(path)
+    problem = output_problem(path, [CSRC]) or folder_problem(path)
     if problem is not None:
         raise argparse.ArgumentTypeError(f"{text}: {problem}")
     return path

@@ -17,6 +17,7 @@ from faults.amplify.report import document, harness_verdict, judge, markdown
 from faults.amplify.shapes import Mapped, Read, amplified
 from faults.catalog import Catalog
 from hostio import (
+    RESULTS_DIR,
     UsageError,
     at_least,
     at_least_one,
@@ -117,7 +118,7 @@ def add_parser(commands) -> None:
         "stores) or cached (plain loads: L1 may serve a stale line)",
     )
     amplify.add_argument("--only", default=None, help="a regular expression matching whole ids")
-    amplify.add_argument("--results-dir", type=Path, default=Path("docs/results"))
+    amplify.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     amplify.add_argument(
         "--no-run", action="store_true", help="map the mutants and compile their litmus only"
     )

@@ -17,12 +17,15 @@ rejudge REPORT...     sweep reports' runs judged again by today's rules (no GPU)
 merge SHARD... --results-dir DIR   a sweep's shards made one report
 shrink ID             the smallest run input that still kills a must-fail fault
 
-A bad argument, path, ref or catalog is refused with one line naming it
-(exit 2) before any tree is built. Scratch trees and logs go to a temporary
-folder that is removed at the end; it is kept, and its path printed, with
---keep, when a run missed its expectation, or when interrupted. --workdir DIR
-puts them in DIR, always kept. Each command is one module of this package
-with its `add_parser`; this one holds the options they share.
+A bad argument, path, ref, knob or catalog is refused with one line naming
+it (exit 2) before any tree is built: no command writes inside the target's
+sources or over a file the checkout tracks, and the target's knobs set in
+the environment are checked by its [target.knobs] check. Scratch trees and
+logs go to a temporary folder that is removed at the end; it is kept, and
+its path printed, with --keep, when a run missed its expectation, or when
+interrupted. --workdir DIR puts them in DIR, always kept. Each command is
+one module of this package with its `add_parser`; this one holds the
+options they share.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from faults.catalog.errors import FaultsError, read_toml
+from faults.catalog import Target
+from faults.catalog.errors import FaultsError
+from faults.catalog.knobs import knob_problem
+from faults.catalog.load import load_target
 from faults.catalog.project import NoCatalogsTable, ProjectError, default_catalog, project_catalogs
-from faults.catalog.refs import outside_sources
-from hostio import OneLineParser, RankMode, UsageError, entry_point, writable_dir
+from hostio import OneLineParser, RankMode, UsageError, entry_point, refuse_output, writable_dir
 from tools.faults_cli import (
     amplify,
     apply,
@@ -129,7 +134,7 @@ def check_inputs(args: argparse.Namespace) -> None:
 
 def check_paths(args: argparse.Namespace) -> None:
     """The paths the user named are what they must be, before any work
-    (outputs outside the sources: refuse_outputs_in_sources, first)."""
+    (where the command may write at all: refuse_outputs, first)."""
     check_inputs(args)
     if args.workdir is not None:
         writable_dir(args.workdir, "--workdir")
@@ -145,24 +150,47 @@ def check_paths(args: argparse.Namespace) -> None:
         raise UsageError(f"--report and --sarif name one file: {outputs['sarif']}")
 
 
-# Every path a command may write, by its argument's name.
+def commands_target(args: argparse.Namespace) -> Target | None:
+    """The [target] of the catalog the command works with, read alone (what
+    the doors need: its sources, its knobs); for a command that needs no
+    catalog and was given none (init, sites), the project's, if it has one."""
+    catalog = args.catalog
+    if catalog is None:
+        try:
+            catalog = default_catalog(args.root)
+        except FaultsError:
+            return None
+    return load_target(catalog)
+
+
+# Every path a command may write, by its argument's name. A command whose
+# output is a stem declares the files it names (replay: `stems`).
 OUTPUTS = ("workdir", "report", "sarif", "results_dir", "out", "history")
 
 
-def refuse_outputs_in_sources(args: argparse.Namespace) -> None:
-    """No command writes inside its target's sources (the engine's digest
-    guard would find them changed, after the work): an output named there is
-    refused in one line before any folder is made (faults.catalog.refs.outside_sources)."""
-    if args.catalog is None or not Path(args.catalog).is_file():
-        return
-    try:
-        sources = read_toml(Path(args.catalog), lambda error: error)["target"]["sources"]
-    except Exception:  # a catalog that does not say: its own load says why, later
-        return
+def refuse_outputs(args: argparse.Namespace, target: Target | None) -> None:
+    """Every path the command would write held to hostio.output_problem's one
+    rule, before any folder is made: never inside the target's sources (the
+    catalog's, and the tree a command takes as its sources: init's), never
+    over a file the checkout tracks."""
+    sources = [args.root / target.sources] if target is not None else []
+    if isinstance(getattr(args, "sources", None), str):
+        sources.append(Path(args.sources))
+    stems = getattr(args, "stems", {})
     for name in OUTPUTS:
         value = getattr(args, name, None)
         if isinstance(value, Path):
-            outside_sources(value, args.root, sources, "--" + name.replace("_", "-"))
+            argument = "--" + name.replace("_", "-")
+            for path in [value.with_suffix(s) for s in stems.get(name, ())] or [value]:
+                refuse_output(path, argument, sources)
+
+
+def check_knobs(args: argparse.Namespace, target: Target | None) -> None:
+    """The target's knobs in this environment, by its own check ([target.knobs])."""
+    if target is not None and target.knobs is not None:
+        problem = knob_problem(target.knobs, args.root)
+        if problem is not None:
+            raise UsageError(problem)
 
 
 @entry_point
@@ -173,7 +201,9 @@ def main(argv: list[str] | None = None) -> int:
         args.root = (args.root or project_root(Path.cwd().resolve())).resolve()
         if args.catalog is None and getattr(args, "needs_catalog", True):
             args.catalog = default_catalog(args.root)
-        refuse_outputs_in_sources(args)  # before any folder is made
+        target = commands_target(args)
+        refuse_outputs(args, target)  # before any folder is made
+        check_knobs(args, target)
         check_paths(args)
         return args.handler(args)
     except (FaultsError, UsageError) as error:  # bad input: one line, exit 2

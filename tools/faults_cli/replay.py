@@ -68,10 +68,15 @@ def replay_command(args: argparse.Namespace) -> int:
         work.failed = not comparison["reproduced"]
     text = replay_markdown(comparison)
     if args.out is not None:
-        write_json(args.out.with_suffix(".json"), comparison)
-        write_text(args.out.with_suffix(".md"), text)
+        json_path, markdown_path = (args.out.with_suffix(suffix) for suffix in OUT_SUFFIXES)
+        write_json(json_path, comparison)
+        write_text(markdown_path, text)
     print(text, end="")
     return 0 if comparison["reproduced"] else 1
+
+
+# The files --out OUT names: OUT.json and OUT.md.
+OUT_SUFFIXES = (".json", ".md")
 
 
 def add_parser(commands) -> None:
@@ -86,4 +91,4 @@ def add_parser(commands) -> None:
     replay.add_argument(
         "--no-run", action="store_true", help="apply only: compare the schedule and tree digest"
     )
-    replay.set_defaults(handler=replay_command)
+    replay.set_defaults(handler=replay_command, stems={"out": OUT_SUFFIXES})

@@ -14,6 +14,7 @@ from hostio import UsageError, at_least_one, gpu_count, write_text
 from tools.faults_cli.steps import (
     NO_EXPOSURE_HELP,
     SLOTS_HELP,
+    ProgressLines,
     chosen_rank_mode,
     chosen_slots,
     workdir,
@@ -84,21 +85,15 @@ def review_command(args: argparse.Namespace) -> int:
 def shown_progress(clock=time.monotonic) -> Iterator:
     """The review's stages and runs as they happen, on stderr (the report is
     stdout's): a line each, led by the seconds since the review began (where
-    a slow review spends them), under a bar of the runs planned so far."""
-    from rich.console import Console
-    from rich.progress import Progress
-
+    a slow review spends them), the runs done of those planned so far and
+    the time left (ProgressLines)."""
     from faults.review.progress import Event, Planned
 
-    began = clock()
-    with Progress(console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("review --run", total=None)
+    with ProgressLines("review --run", stderr=True, clock=clock) as progress:
 
         def listener(event: Event) -> None:
-            progress.update(task, total=event.planned, completed=event.done)
-            line = f"review --run: {event}" if isinstance(event, Planned) else str(event)
-            line = f"{clock() - began:6.1f} s  {line}"
-            progress.console.print(line, soft_wrap=True, markup=False, highlight=False)
+            progress.count(event.done, event.planned)
+            progress.say(f"review --run: {event}" if isinstance(event, Planned) else str(event))
 
         yield listener
 

@@ -1,12 +1,15 @@
 """What every `afdep-faults` command shares: the catalog as the command sees
 it (generated faults, rank mode), its working folder, the configs that fit
-this machine, a sweep report read back, and the name the user typed."""
+this machine, a sweep report read back, the name the user typed, and the
+lines a long command says as it goes."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import threading
+import time
 from pathlib import Path
 
 from faults.catalog import Catalog, load_catalog
@@ -89,8 +92,6 @@ SLOTS_HELP = (
     "with --run: controls and must-pass faults this many at a time (must-fail: one); "
     "default: as measured on this machine (docs/results/engine-cost-<machine>-logical.json)"
 )
-# Where scripts/gpu/run_cost.py files what it measured on a machine, under the root.
-ENGINE_COST = Path("docs/results")
 
 
 def chosen_slots(args: argparse.Namespace) -> int:
@@ -100,13 +101,13 @@ def chosen_slots(args: argparse.Namespace) -> int:
     measured (said too)."""
     if args.slots is not None:
         return args.slots
-    from hostio import CPU_MACHINE, machine_name, results_stem
+    from hostio import CPU_MACHINE, RESULTS_DIR, machine_name, results_stem
 
     machine = machine_name()
     if machine == CPU_MACHINE:
         return 1  # nothing runs here
     stem = results_stem("engine-cost", machine, RankMode.LOGICAL)
-    path = args.root / ENGINE_COST / f"{stem}.json"
+    path = args.root / RESULTS_DIR / f"{stem}.json"  # where scripts/gpu/run_cost.py files it
     try:
         doc = json.loads(path.read_text())
         slots, basis = int(doc["slots_default"]), str(doc["slots_basis"])
@@ -120,3 +121,67 @@ def chosen_slots(args: argparse.Namespace) -> int:
     print(f"slots: {slots}, measured on {machine}: {basis} ({path.name})", file=sys.stderr)
     return slots
 NO_EXPOSURE_HELP = "with --run: leave out the configs' real-size twins"
+
+
+class ProgressLines:
+    """What a long command says as it goes (the sweep, review --run): each
+    line led by the seconds since it began, how many of its `total` units
+    are done and the time left at the pace so far. A log or CI, where no bar
+    is drawn, has the count and the ETA in every line; a terminal also gets
+    a bar under the lines (rich's, gone at the end). Lines come from several
+    threads (runs land on each slot's)."""
+
+    def __init__(self, what: str, total: int | None = None, *, stderr=False, clock=time.monotonic):
+        self.what, self.total, self.stderr, self.clock = what, total, stderr, clock
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ProgressLines:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        self._bar = Progress(console=Console(stderr=self.stderr), transient=True)
+        self._bar.__enter__()
+        self._task = self._bar.add_task(self.what, total=self.total)
+        self._began = self.clock()
+        return self
+
+    def __exit__(self, *raised) -> None:
+        self._bar.__exit__(*raised)
+
+    def count(self, done: int, total: int | None = None) -> None:
+        """`done` of `total` units (a total that grows as work is planned)."""
+        with self._lock:
+            self.done = done
+            self.total = self.total if total is None else total
+            self._bar.update(self._task, completed=done, total=self.total)
+
+    def advance(self) -> None:
+        with self._lock:
+            self.done += 1
+            self._bar.update(self._task, completed=self.done)
+
+    def say(self, line: str) -> None:
+        with self._lock:
+            said = f"{self._lead()}  {line}"
+            self._bar.console.print(said, soft_wrap=True, markup=False, highlight=False)
+
+    def _lead(self) -> str:
+        """`  12.3 s  [3/17, ETA 1m05s]`: no ETA before the first unit is done."""
+        spent = self.clock() - self._began
+        if self.total is None:
+            return f"{spent:6.1f} s  [{self.done}]"
+        count = f"{self.done}/{self.total}"
+        if 0 < self.done < self.total:
+            count += f", ETA {duration(spent / self.done * (self.total - self.done))}"
+        return f"{spent:6.1f} s  [{count}]"
+
+
+def duration(seconds: float) -> str:
+    """`42s`, `4m05s`, `1h02m`: a time left, as short as it can be read."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

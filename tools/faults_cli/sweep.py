@@ -16,7 +16,7 @@ from hostio import (
     positive_seconds,
 )
 from tools.faults_cli.run import add_config_arguments
-from tools.faults_cli.steps import chosen_slots, load, read_sweep, workdir
+from tools.faults_cli.steps import ProgressLines, chosen_slots, load, read_sweep, workdir
 
 # Each seed is a tree of its own per scheduled fault, built and run: 1000
 # seeds of one fault are already about a thousand builds and runs (hours on
@@ -25,8 +25,6 @@ MAX_SEEDS = 1000
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from rich.progress import Progress
-
     from faults.report.markdown import markdown
     from faults.sweep.sweep import Sweep, SweepOptions
 
@@ -42,13 +40,8 @@ def sweep_command(args: argparse.Namespace) -> int:
     options.seeds = sweep_seeds(args)
     with workdir(args, "sweep") as work:
         plan = Sweep.plan(catalog, args.root, work.path, options, gpu_count())
-        with Progress(transient=True) as progress:
-            task = progress.add_task("faults", total=len(plan.fault_ids))
-
-            def say(line: str) -> None:
-                progress.console.print(line, soft_wrap=True, markup=False, highlight=False)
-
-            plan.run(say, lambda: progress.advance(task))
+        with ProgressLines("faults", len(plan.fault_ids)) as progress:
+            plan.run(progress.say, progress.advance)
         report = plan.report()
         work.failed = not plan.ok(report)
     unrecorded = plan.record(report)

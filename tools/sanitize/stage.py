@@ -26,6 +26,7 @@ from afdep.config import environment_error
 from afdep.ranks import MAX_LOGICAL_RANKS
 from afdep.vocab import parse_log
 from hostio import (
+    RESULTS_DIR,
     KeptFolder,
     OneLineParser,
     RankMode,
@@ -135,7 +136,7 @@ def argument_parser() -> OneLineParser:
         help="start no run after this many seconds (0: no limit); the rest are ERROR (not run)",
     )
     parser.add_argument("--sanitizer", default=None, help="compute-sanitizer to run")
-    parser.add_argument("--results-dir", type=folder, default=Path("docs/results"))
+    parser.add_argument("--results-dir", type=folder, default=RESULTS_DIR)
     parser.add_argument("--logs-dir", type=folder, default=None, help="kept (default: temporary)")
     parser.add_argument("--list", action="store_true", help="print the runs and exit")
     return parser

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import re
-from pathlib import Path
 
-from hostio import OneLineParser, UsageError, at_least, at_least_one
+from hostio import RESULTS_DIR, OneLineParser, UsageError, at_least, at_least_one
 from tools.driver.launch import folder
 from tools.validate.matrix import Group, Run
 from tools.validate.modes import RANK_MODE_CHOICES
@@ -24,7 +23,7 @@ def argument_parser(description: str) -> OneLineParser:
     parser.add_argument(
         "--only", type=regular_expression, default=None, help="regular expression over run names"
     )
-    parser.add_argument("--results-dir", type=folder, default=Path("docs/results"))
+    parser.add_argument("--results-dir", type=folder, default=RESULTS_DIR)
     parser.add_argument(
         "--logs-dir", type=folder, default=None, help="kept (default: a temporary folder)"
     )

@@ -13,6 +13,7 @@ import pytest
 from afdep.workspace import INT32_MAX, MAX_HIDDEN, Geometry, GeometryError
 
 ROOT = Path(__file__).resolve().parents[3]
+CSRC = ROOT / "afdep/csrc"  # the kernel sources: no command writes there
 STRAY = {"AFDEP_TIMOUT_MS": "5"}
 # A message ending in "..." is the line's start (the rest lists every knob);
 # any other is the whole line.
@@ -280,8 +281,32 @@ ROWS = [
         {"AFDEP_TIMEOUT_MS": "soon"},
         "afdep sanitize: error: AFDEP_TIMEOUT_MS='soon': expected a positive integer",
     ),
+    # The one rule of every path a command writes (hostio.output_problem).
+    (
+        ["tools.build", "--ptx", f"{CSRC}/ptx"],
+        {},
+        f"error: --ptx {CSRC}/ptx: inside the target's sources ...",
+    ),
+    (
+        ["tools.build", "--cubin", f"{CSRC}/impls/cubins"],
+        {},
+        f"error: --cubin {CSRC}/impls/cubins: inside the target's sources ...",
+    ),
+    (
+        ["tools.validate", "--results-dir", f"{CSRC}/results"],
+        {},
+        f"afdep validate: error: argument --results-dir: {CSRC}/results: inside the target's ...",
+    ),
+    (
+        ["tools.bench", "--logs-dir", f"{CSRC}/logs"],
+        {},
+        f"afdep bench: error: argument --logs-dir: {CSRC}/logs: inside the target's ...",
+    ),
     *[(words, {}, message) for words, message in COMMAND_ROWS],
 ]
+
+
+SOURCES_BEFORE = sorted(CSRC.rglob("*"))
 
 
 @pytest.mark.parametrize("words, env, message", ROWS, ids=[" ".join([*w, *e]) for w, e, _ in ROWS])
@@ -300,6 +325,7 @@ def test_bad_input_is_one_line_exit_2(words, env, message, tmp_path):
     assert "Traceback" not in done.stdout + done.stderr
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""  # refused before any work started
+    assert sorted(CSRC.rglob("*")) == SOURCES_BEFORE  # nothing written among the sources
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     if message.endswith("..."):

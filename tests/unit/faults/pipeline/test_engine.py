@@ -442,22 +442,35 @@ def test_a_build_log_says_its_last_error_lines_in_one_line(tmp_path):
 
 
 def test_the_afdep_builds_refusal_of_a_stray_variable_is_the_reason(tmp_path, monkeypatch, capsys):
-    """A stray AFDEP_* variable: afdep's build command refuses it in one line,
-    and that line is the unpatched tree's BUILD ERROR reason (the engine
-    knows no AFDEP_)."""
+    """A stray AFDEP_* variable that reaches a build (a catalog without
+    [target.knobs], whose doors do not check it): afdep's build command
+    refuses it in one line, and that line is the unpatched tree's BUILD
+    ERROR reason (the engine knows no AFDEP_). With afdep's [target.knobs]
+    the command refuses it at its door, before any work."""
     from afdep.config import KNOBS
 
     monkeypatch.setenv("AFDEP_TIMOUT_MS", "3")
+    text = (REPO / "catalogs/afdep.toml").read_text()
+    knobs = '[target.knobs]\nprefix = "AFDEP_"\ncheck = ["{python}", "-m", "tools.knobs"]\n'
+    assert knobs in text
+    unchecked = tmp_path / "afdep-unchecked.toml"
+    unchecked.write_text(text.replace(knobs, ""))
     work = tmp_path / "work"
-    top = ["--catalog", str(REPO / "catalogs/afdep.toml"), "--root", str(REPO)]
-    top += ["--no-generated", "--workdir", str(work), "sweep", "--only", "P1"]
-    assert main([*top, "--results-dir", str(tmp_path / "results")]) == 1
+    sweep = ["--no-generated", "--workdir", str(work), "sweep", "--only", "P1"]
+    sweep += ["--results-dir", str(tmp_path / "results")]
+    assert main(["--catalog", str(unchecked), "--root", str(REPO), *sweep]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert (
+    said = (
         f"the unpatched tree does not build: build of {work}/control.clean/tree failed (exit 2): "
         f"error: unknown afdep variable AFDEP_TIMOUT_MS; known: {sorted(KNOBS)}"
-    ) in lines
+    )
+    assert any(line.endswith(f"]  {said}") for line in lines), lines  # after its progress lead
     assert lines[-1] == "exit 1: 1 of 1 trees not ok: control.clean (BUILD ERROR)"
+    shutil.rmtree(work)
+    catalog = ["--catalog", str(REPO / "catalogs/afdep.toml"), "--root", str(REPO)]
+    assert main([*catalog, *sweep]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "AFDEP_TIMOUT_MS" in err and not work.exists()
 
 
 def test_the_catalogs_target_env_over_yours_is_said_at_the_start(tmp_path, monkeypatch, capsys):
@@ -472,7 +485,7 @@ def test_the_catalogs_target_env_over_yours_is_said_at_the_start(tmp_path, monke
     assert capsys.readouterr().out.splitlines()[0] == said
     sweep = ["sweep", "--only", "D1", "--results-dir", str(tmp_path / "results")]
     assert main([*top, "--workdir", str(tmp_path / "sweep"), *sweep]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == said
+    assert capsys.readouterr().out.splitlines()[0].endswith(f"]  {said}")  # after its lead
     monkeypatch.delenv("FX_A")
     assert main([*top, "--workdir", str(tmp_path / "again"), "run", "D1"]) == 0
     assert "[target.env]" not in capsys.readouterr().out

@@ -236,8 +236,6 @@ def test_run_executes_the_covering_faults_on_head(repo, capsys, monkeypatch, pro
         Ran("change", "S1", "default", Verdict.KILLED, 6, 7),
         Ran("change", "gen.skip.fx.consumer.flag_wait", "default", Verdict.KILLED, 7, 7),
     ]
-    assert str(progress[3]) == f"{faults} (5 runs; 5 left of 7)"
-    assert str(progress[4]) == "[3/7] change: D1 [default] PASSED (4 left)"
     assert capsys.readouterr().out.splitlines() == [
         "# Ordering review: HEAD~1..HEAD",
         "",

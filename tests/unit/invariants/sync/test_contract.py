@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -575,6 +576,10 @@ def test_an_interrupted_ptx_compile_leaves_no_half_written_folder(tmp_path, monk
         contract=ContractSpellings(ptx=("{python}", "-c", "pass", "{out}")),
     )  # fmt: skip
     cache = tmp_path / "cache"
+    killed = cache / ".0123.abcd"  # an earlier compile's, killed outright long ago
+    killed.mkdir(parents=True)
+    (killed / "k.ptx").write_text("half")
+    os.utime(killed, (0, 0))
     with pytest.raises(KeyboardInterrupt):
         ptx_check.ptx_folder(tmp_path, tmp_path / "src", target, cache)
-    assert [p.name for p in cache.iterdir() if p.is_dir()] == []
+    assert list(cache.iterdir()) == []  # no folder, no temporary one, no log

@@ -4,6 +4,7 @@ traceback, and nothing built (each row a mistake a new user made)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,8 +20,9 @@ AFDEP_CATALOG = str(REPO / "catalogs/afdep.toml")
 PROG = "python -m faults"  # what the one line starts with
 
 
-def faults(*words: str, cwd: Path = REPO, tmp: Path | None = None):
-    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "CUDA_VISIBLE_DEVICES": ""}  # as on CI
+def faults(*words: str, cwd: Path = REPO, tmp: Path | None = None, knobs: dict | None = None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AFDEP_")}  # the row's own
+    env.update(knobs or {}, PYTHONPATH=PYTHONPATH, CUDA_VISIBLE_DEVICES="")  # as on CI
     if tmp is not None:
         env["TMPDIR"] = str(tmp)
     return subprocess.run(
@@ -120,10 +122,6 @@ ROWS = {
     "--results-dir a file": (
         fixture("sweep", "--results-dir", "/dev/null"),
         "--results-dir /dev/null: not a directory",
-    ),
-    "--history not a history": (
-        fixture("sweep", "--history", str(REPO / "README.md")),
-        "README.md: not a sweep history (file is not a database)",
     ),
     "review of one commit against itself": (
         fixture("review", "HEAD", "HEAD"),
@@ -226,6 +224,18 @@ def test_an_unwritable_results_folder_is_named_before_any_build(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
+def test_a_history_that_is_not_one_is_named_before_any_build(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n" * 100)
+    result = faults(*fixture("sweep", "--history", str(text)), tmp=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [
+        f"{PROG}: error: --history {text}: not a sweep history (file is not a database)"
+    ]
+    assert list(tmp_path.iterdir()) == [text]
+    assert text.read_text() == "not a database\n" * 100
+
+
 def test_review_outside_git_and_from_a_subdirectory(tmp_path, monkeypatch):
     from tests.unit.faults.review.test_review import kept_reviews
     from tools.faults_cli.main import main
@@ -252,6 +262,8 @@ def test_the_sweep_and_the_review_leave_no_temporary_folder(tmp_path):
     results = tmp_path / "results"
     sweep = faults(*fixture("sweep", "--only", "D1", "--results-dir", str(results)), tmp=temp)
     assert sweep.returncode == 0, sweep.stdout + sweep.stderr
+    # No terminal here: its progress lines carry the count (ProgressLines).
+    assert re.search(r"^ *[\d.]+ s  \[0/1\]  D1@default#0 ", sweep.stdout, re.M), sweep.stdout
     afdep = faults("--catalog", AFDEP_CATALOG, "--no-generated", "sweep", "--only", "P1",
                    "--results-dir", str(results), tmp=temp)  # fmt: skip
     assert afdep.returncode == 0, afdep.stdout + afdep.stderr
@@ -315,3 +327,115 @@ def test_a_bad_anchor_or_spelling_is_one_line_before_any_work(
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.splitlines() == [f"{PROG}: error: {catalog}: {message}"], result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+# Where no command writes (hostio.output_problem, the one rule): each argument
+# naming an output, pointed into the target's sources or over a tracked file.
+SOURCES = "afdep/csrc"  # the afdep catalog's, the project's default
+OUTPUT_ROWS = {
+    "init --out in the sources": (["init", SOURCES, "--out", f"{SOURCES}/x"], "--out"),
+    "init --out in the tree it scans": (
+        ["init", "tests/fixtures/flag_payload", "--out", "tests/fixtures/flag_payload/x"],
+        "--out",
+    ),
+    "apply --out": (["apply", "P1", "--out", f"{SOURCES}/x"], "--out"),
+    "review --report": (["review", "HEAD", "--report", f"{SOURCES}/x.md"], "--report"),
+    "run --report": (["run", "P1", "--report", f"{SOURCES}/x.json"], "--report"),
+    "--workdir of list": (["--workdir", f"{SOURCES}/x", "list"], "--workdir"),
+    "compare --out": (["compare", "--left", "a", "--right", "b", "--out", f"{SOURCES}/x"], "--out"),
+    "replay --out, a stem": (
+        ["replay", "P1@bf16-eager#0", "--from", "a.json", "--out", f"{SOURCES}/x"],
+        "--out",
+    ),
+    "shrink --results-dir": (["shrink", "N2", "--results-dir", f"{SOURCES}/x"], "--results-dir"),
+    "amplify --results-dir": (["amplify", "--results-dir", f"{SOURCES}/x"], "--results-dir"),
+    "corpus --results-dir": (
+        ["corpus", "corpus/afdep", "--results-dir", f"{SOURCES}/x"],
+        "--results-dir",
+    ),
+    "merge --results-dir": (["merge", "a.json", "--results-dir", f"{SOURCES}/x"], "--results-dir"),
+    "run --report over the README": (["run", "P1", "--report", "README.md"], "--report"),
+    "review --sarif over a doc": (["review", "HEAD", "--sarif", "docs/tools.md"], "--sarif"),
+    "compare --out over a doc": (
+        ["compare", "--left", "a", "--right", "b", "--out", "docs/tools.md"],
+        "--out",
+    ),
+    "replay --out, a stem naming a doc": (
+        ["replay", "P1@bf16-eager#0", "--from", "a.json", "--out", "docs/tools"],
+        "--out",
+    ),
+    "sweep --history over the catalog": (
+        ["sweep", "--history", "catalogs/afdep.toml"],
+        "--history",
+    ),
+}
+# What a refused write would have changed; git says whether anything did.
+WATCHED = [SOURCES, "tests/fixtures/flag_payload", "README.md", "docs/tools.md", "catalogs"]
+
+
+def changed(*paths: str) -> str:
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all", "--", *paths],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+@pytest.mark.parametrize("words, argument", OUTPUT_ROWS.values(), ids=OUTPUT_ROWS.keys())
+def test_no_command_writes_inside_the_sources_or_over_a_tracked_file(words, argument, tmp_path):
+    before = changed(*WATCHED)
+    result = faults(*words, tmp=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"{PROG}: error: {argument} "), line
+    assert "inside the target's sources" in line or "a file the checkout tracks" in line, line
+    assert changed(*WATCHED) == before
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_foreign_targets_sources_are_its_catalogs_under_its_root(tmp_path):
+    """--root elsewhere: the catalog's sources are found under that root, and
+    no output may go there either."""
+    root = tmp_path / "workspace"
+    shutil.copytree(FIXTURE, root / "tests/fixtures/flag_payload")
+    sources = root / "tests/fixtures/flag_payload"
+    files = sorted(sources.rglob("*"))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    for words, argument in [
+        (["--workdir", str(sources / "w"), "list"], "--workdir"),
+        (["apply", "D1", "--out", str(sources / "applied")], "--out"),
+    ]:
+        catalog = str(sources / "catalog.toml")
+        result = faults("--catalog", catalog, "--root", str(root), *words, tmp=temp)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"{PROG}: error: {argument} {sources}/"), line
+        assert "inside the target's sources" in line
+    assert sorted(sources.rglob("*")) == files and list(temp.iterdir()) == []
+
+
+# A target's knobs (the afdep catalog's [target.knobs]): checked by every
+# command before any work, whatever it does.
+MISSPELT = {"AFDEP_TOKNES": "5"}
+KNOB_ROWS = {
+    "list": (["list"], MISSPELT),
+    "sweep": (["sweep"], MISSPELT),
+    "init": (["init", SOURCES], MISSPELT),
+    "sites": (["sites", SOURCES], MISSPELT),
+    "review": (["review", "HEAD"], MISSPELT),
+    "compare": (["compare", "--left", "a", "--right", "b"], MISSPELT),
+    "run, a knob of a bad value": (["run", "P1"], {"AFDEP_TIMEOUT_MS": "soon"}),
+}
+
+
+@pytest.mark.parametrize("words, knobs", KNOB_ROWS.values(), ids=KNOB_ROWS.keys())
+def test_a_bad_knob_is_refused_by_every_command(words, knobs, tmp_path):
+    result = faults(*words, tmp=tmp_path, knobs=knobs)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.splitlines()
+    [knob] = knobs
+    assert line.startswith(f"{PROG}: error: ") and knob in line, line
+    assert result.stdout == "" and list(tmp_path.iterdir()) == []
