@@ -4,13 +4,13 @@ disaggregation inside one NVLink domain. See docs/architecture.md.
 The GPU-facing names load on first use, so tools that only compile kernels
 (`python -m tools.build`, the fault engine's build stage) never import torch."""
 
-from afdep.config import Config, ConfigError
+from afdep.config import Settings, ConfigError
 from afdep.jit import source_digest
 
 __all__ = [
     "Buffer",
     "CollectBatch",
-    "Config",
+    "Settings",
     "ConfigError",
     "FfnBatch",
     "InvalidRouteError",

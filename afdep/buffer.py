@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from afdep.config import Config, ConfigError, disagreement
+from afdep.config import Settings, ConfigError, disagreement
 from afdep.kernels import Launcher, combine_launch, dispatch_launches
 from afdep.ranks import RankGroup, rank_group
 from afdep.residency import expansion_ctas
@@ -70,7 +70,7 @@ class Buffer:
         ffn_ranks: int = 1,
         num_sms: int = 24,
         collect_view: bool = False,
-        config: Config | None = None,
+        config: Settings | None = None,
         sources: Path | None = None,
     ) -> None:
         # `group`: a RankGroup (afdep.ranks: logical ranks pass theirs), else a
@@ -103,10 +103,10 @@ class Buffer:
         group.barrier()
 
     # ------------------------------------------------------------------ construction
-    def _settle_config(self, config: Config | None) -> None:
+    def _settle_config(self, config: Settings | None) -> None:
         """This rank's knobs (`config`, else the environment's), checked equal on
         every rank (a collective), and the protocols they let a step pick."""
-        self.config = config or Config.from_env()
+        self.config = config or Settings.from_env()
         agree_on_config(self.group, self.config)
         self.protocols = (Protocol.PAYLOAD_FIRST,) + (
             (Protocol.COUNT_FIRST,) if self.config.min_bucket else ()
@@ -378,7 +378,7 @@ def device_sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def agree_on_config(group: RankGroup, config: Config) -> None:
+def agree_on_config(group: RankGroup, config: Settings) -> None:
     """Every rank must run the same protocol knobs: a mismatch fails on every
     rank, naming the knob and each rank's value."""
     problem = disagreement(group.all_gather_object(config.protocol()))

@@ -1,4 +1,4 @@
-"""Knobs from `AFDEP_*` environment variables, parsed once into a frozen Config.
+"""Knobs from `AFDEP_*` environment variables, parsed once into a frozen Settings.
 
 Every variable afdep reads is listed in KNOBS (and in the README); any other
 `AFDEP_*` name, or a value a knob does not accept, is an error that names it.
@@ -180,7 +180,10 @@ PROTOCOL_FIELDS = (
 
 
 @dataclass(frozen=True)
-class Config:
+class Settings:
+    """The AFDEP_* knobs' values one process runs with (a catalog's run config is
+    faults.catalog.Config, another thing)."""
+
     timeout_ms: int = 10_000
     jit_cache: str = "~/.cache/afdep/jit"
     jit_cache_max_mb: int = 2048
@@ -196,7 +199,7 @@ class Config:
     ungated_tokens: int = 0
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         environ = os.environ if environ is None else environ
         unknown = sorted(k for k in environ if k.startswith("AFDEP_") and k not in KNOBS)
         if unknown:
@@ -226,7 +229,7 @@ def environment_error(environ: Mapping[str, str] | None = None) -> str | None:
     and the cubin cache's folder is one or can be made (a read-only cache is
     read all the same): entry points check it before any work starts."""
     try:
-        config = Config.from_env(environ)
+        config = Settings.from_env(environ)
     except ConfigError as error:
         return str(error)
     problem = folder_problem(Path(config.jit_cache).expanduser())

@@ -125,9 +125,9 @@ def nvrtc_version() -> str:
 
 def _cache_settings() -> tuple[Path, int]:
     """The cache's directory and its size bound in bytes."""
-    from afdep.config import Config
+    from afdep.config import Settings
 
-    config = Config.from_env()
+    config = Settings.from_env()
     return Path(config.jit_cache).expanduser(), config.jit_cache_max_mb * 2**20
 
 

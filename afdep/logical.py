@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from afdep.buffer import Buffer
-from afdep.config import Config
+from afdep.config import Settings
 from afdep.ranks import MAX_LOGICAL_RANKS, LocalWorld
 from afdep.residency import Residency, check_residency
 from afdep.workspace import Geometry
@@ -58,7 +58,7 @@ def logical_ranks(
 
     def build(group) -> Buffer:
         torch.cuda.set_device(device_index)  # the CUDA device is per thread
-        config = Config.from_env(environs[group.rank])
+        config = Settings.from_env(environs[group.rank])
         return Buffer(group, config=config, **buffer_kwargs)
 
     buffers = LocalWorld(world_size).run(build)

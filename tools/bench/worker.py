@@ -4,7 +4,7 @@ process: the same exchange through NCCL's all_to_all_single, and a plain peer
 copy of the dispatched bytes. Prints one `AFDEP_BENCH {json}` line on rank 0.
 
 Arms are environment sets: each gets its own Buffer built from
-`Config.from_env(<the process env + the arm's variables>)`, so arms share a
+`Settings.from_env(<the process env + the arm's variables>)`, so arms share a
 process, its GPUs and its clocks.
 """
 
@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 import afdep
-from afdep.config import Config
+from afdep.config import Settings
 from afdep.jit import CSRC
 from afdep.vocab import BENCH, Protocol, Role
 from invariants.data.inputs import (
@@ -71,9 +71,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def arm_config(variables: dict[str, str]) -> Config:
+def arm_config(variables: dict[str, str]) -> Settings:
     """The process environment with the arm's variables on top (its tree aside)."""
-    return Config.from_env({**os.environ, **{k: v for k, v in variables.items() if k != TREE}})
+    return Settings.from_env({**os.environ, **{k: v for k, v in variables.items() if k != TREE}})
 
 
 def arm_attentions(variables: dict[str, str]) -> Path | None:
@@ -85,7 +85,7 @@ class ArmTimer:
     """A Buffer for one arm, its step captured as a dispatch graph and a
     combine graph, timed back to back (the protocol itself paces the ranks)."""
 
-    def __init__(self, args, config: Config, sources: Path | None = None) -> None:
+    def __init__(self, args, config: Settings, sources: Path | None = None) -> None:
         self.buffer = buffer = afdep.Buffer(
             **buffer_arguments(args), config=config, sources=sources
         )

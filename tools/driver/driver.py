@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     gathered: list[dict | None] = [None] * dist.get_world_size()
     dist.all_gather_object(gathered, result)
     summary = run_summary(
-        gathered, digest, args.mode, label, args, afdep.Config.from_env(), started
+        gathered, digest, args.mode, label, args, afdep.Settings.from_env(), started
     )
     if rank == 0:
         print(result_line(summary), flush=True)

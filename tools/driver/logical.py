@@ -259,7 +259,7 @@ def main_logical(args: argparse.Namespace) -> int:
         except Exception as error:  # one context: a CUDA error ends every rank
             trace = traceback.format_exc()
             fail_ranks(tags, [(rank, error, trace) for rank in range(args.ranks)], digest)
-        config = afdep.Config.from_env(environs[0])
+        config = afdep.Settings.from_env(environs[0])
         summary = run_summary(results, digest, RankMode.LOGICAL, label, args, config, started)
         summary["phases_s"] = clock.as_dict()
         print(result_line(summary), flush=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from afdep import jit
-from afdep.config import KNOBS, PROTOCOL_FIELDS, Config, ConfigError
+from afdep.config import KNOBS, PROTOCOL_FIELDS, Settings, ConfigError
 from afdep.jit import KernelSpec, compile_kernel, evict
 
 MiB = 2**20
@@ -137,15 +137,15 @@ def test_without_the_hit_the_older_entry_would_go(tmp_path, monkeypatch):
 
 
 def test_the_knob_defaults_to_2048_mib_and_is_no_protocol_knob():
-    assert Config.from_env({}).jit_cache_max_mb == 2048
-    assert Config.from_env({"AFDEP_JIT_CACHE_MAX_MB": "64"}).jit_cache_max_mb == 64
+    assert Settings.from_env({}).jit_cache_max_mb == 2048
+    assert Settings.from_env({"AFDEP_JIT_CACHE_MAX_MB": "64"}).jit_cache_max_mb == 64
     assert KNOBS["AFDEP_JIT_CACHE_MAX_MB"].field == "jit_cache_max_mb"
     assert "jit_cache_max_mb" not in PROTOCOL_FIELDS
-    assert Config(jit_cache_max_mb=1).protocol() == Config().protocol()
+    assert Settings(jit_cache_max_mb=1).protocol() == Settings().protocol()
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "1.5", "", "lots"])
 def test_bad_cache_bounds_are_named_with_their_value(value):
     with pytest.raises(ConfigError) as error:
-        Config.from_env({"AFDEP_JIT_CACHE_MAX_MB": value})
+        Settings.from_env({"AFDEP_JIT_CACHE_MAX_MB": value})
     assert str(error.value) == f"AFDEP_JIT_CACHE_MAX_MB={value!r}: expected a positive integer"

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from afdep.buffer import agree_on_config
-from afdep.config import Config, ConfigError
+from afdep.config import Settings, ConfigError
 from afdep.ranks import (
     SLICE_ALIGN,
     LocalRankGroup,
@@ -108,7 +108,7 @@ def test_no_two_ranks_run_host_code_at_once():
 
 
 def test_a_disagreement_fails_on_every_logical_rank():
-    configs = [Config(), Config(ungate=True)]
+    configs = [Settings(), Settings(ungate=True)]
 
     def body(group):
         agree_on_config(group, configs[group.rank])
@@ -128,7 +128,7 @@ def test_a_disagreement_fails_on_every_logical_rank():
 
 
 def test_agreement_passes_when_only_other_knobs_differ():
-    configs = [Config(timeout_ms=1000), Config(timeout_ms=2000)]
+    configs = [Settings(timeout_ms=1000), Settings(timeout_ms=2000)]
     assert LocalWorld(2).run(lambda group: agree_on_config(group, configs[group.rank])) == [
         None,
         None,

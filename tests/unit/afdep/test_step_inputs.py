@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from afdep.buffer import Buffer
-from afdep.config import Config
+from afdep.config import Settings
 from afdep.step_inputs import check_expert_outputs, check_source_inputs, step_bucket
 from afdep.vocab import Protocol
 from afdep.workspace import Geometry
@@ -81,7 +81,7 @@ def test_every_rank_reads_a_bucket_the_same_way():
     # read 0 as "no bucket" and took the capacity's protocol.
     attention, ffn = step_bucket(0, 0, 8), step_bucket(0, None, 8)
     assert attention == ffn == 0
-    assert not Config(min_bucket=1).count_first(ffn)
+    assert not Settings(min_bucket=1).count_first(ffn)
     assert step_bucket(None, 5, 8) == 5  # an attention rank's int num_tokens
     assert step_bucket(None, torch.zeros(1, dtype=torch.int32), 8) == 8
     assert step_bucket(None, None, 8) == 8  # an FFN rank without count-first
@@ -95,7 +95,7 @@ def test_a_bad_bucket_is_named(bucket):
 
 def test_the_protocol_is_an_enum_picked_by_bucket_and_read_back_from_the_log():
     buffer = object.__new__(Buffer)  # no GPU: only the host-side reading
-    buffer.config = Config(min_bucket=512)
+    buffer.config = Settings(min_bucket=512)
     assert (buffer.protocol_for(511), buffer.protocol_for(512)) == (
         Protocol.PAYLOAD_FIRST,
         Protocol.COUNT_FIRST,

@@ -377,10 +377,10 @@ def no_gpu_needed(monkeypatch):
 
 def test_a_disagreement_is_reported_by_every_logical_rank(no_gpu_needed, monkeypatch, capsys):
     from afdep.buffer import agree_on_config
-    from afdep.config import Config
+    from afdep.config import Settings
     from afdep.ranks import LocalWorld
 
-    configs = [Config(), Config(ungate=True)]
+    configs = [Settings(), Settings(ungate=True)]
 
     def disagreeing(world_size, **kwargs):
         return LocalWorld(world_size).run(lambda group: agree_on_config(group, configs[group.rank]))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from afdep.config import Config
+from afdep.config import Settings
 from afdep.residency import expansion_ctas, residency
 from afdep.vocab import Arm, Protocol, RouteKind, digest_line, parse_log
 from afdep.workspace import Geometry
@@ -174,8 +174,8 @@ def test_a_bad_rank_mode_is_one_line_naming_it(capsys):
     )
 
 
-def logical_geometry(run: Run) -> tuple[Geometry, tuple[Protocol, ...], Config]:
-    config = Config.from_env(run.env)
+def logical_geometry(run: Run) -> tuple[Geometry, tuple[Protocol, ...], Settings]:
+    config = Settings.from_env(run.env)
     protocols = (Protocol.PAYLOAD_FIRST,) + ((Protocol.COUNT_FIRST,) if config.min_bucket else ())
     arm_attention = Protocol.COUNT_FIRST in protocols and config.arm == Arm.ATTENTION
     return replace(geometry_of(run), arm_attention=arm_attention), protocols, config
