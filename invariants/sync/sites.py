@@ -481,10 +481,6 @@ def guard_problems(sites: list[Site], by_name: dict[str, Site]) -> list[tuple[Si
     return problems
 
 
-def guards_of(root: Path, anchors=()) -> dict[str, str | None]:
-    return SourceTree(root, anchors).guards()
-
-
 def site_body(site: Site) -> list[str]:
     """The source lines strictly between the site's markers (anchored: its lines)."""
     lines = site.path.read_text().splitlines()
