@@ -18,7 +18,7 @@ from pathlib import Path
 from faults.catalog.model import Catalog, ContractSpellings, Fault
 from faults.generate.annotate import annotated_copy
 from faults.operators import OPERATORS, Family, operator
-from invariants.sync.sites import Group, Site, parse_tree
+from invariants.sync.sites import Group, Site
 
 NAMESPACE = "litmus"
 KERNEL = f"{NAMESPACE}::mp_litmus"
@@ -224,7 +224,7 @@ def amplified(catalog: Catalog, tree_root: Path) -> list[Mapped]:
     target, mapped = catalog.target, []
     # the sources as the mutants were made from them (faults/generate/site_faults.py)
     with annotated_copy(Path(tree_root) / target.sources, target.anchors) as sources:
-        sites, _ = parse_tree(sources)
+        sites = sources.sites
         by_name = {site.name: site for site in sites}
         for fault in catalog.faults.values():
             # a mutant held open by a delay is no litmus; a twin (a text patch) is the rewrite's

@@ -16,9 +16,9 @@ from faults.catalog.mutation import TwinError, rule_twins, twin_copy
 from invariants.sync.sites import (
     Site,
     SiteKind,
+    SourceTree,
     anchored_sites,
     guard_problems,
-    parse_tree,
 )
 
 
@@ -52,8 +52,9 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
     catalog), and so does every site `[generate]` names; every mutation
     rule's twin copies a function `sources` define once (check_twins);
     every [[target.site]] is found there (check_anchors)."""
-    check_anchors(catalog, sources)
-    sites = parse_tree(sources, catalog.target.anchors)[0]
+    tree = SourceTree(sources, catalog.target.anchors)  # read once for every check
+    check_anchors(catalog, tree)
+    sites = tree.sites
     known = {site.name for site in sites}
     waits = {site.name for site in sites if site.kind == SiteKind.WAIT}
     settings = catalog.generate
@@ -80,16 +81,16 @@ def check_sites_exist(catalog: Catalog, sources: Path) -> None:
     check_twins(catalog, sources, sites)
 
 
-def anchor_problems(catalog: Catalog, sources: Path) -> list[tuple[str, str, str]]:
-    """(site name, its key, what is wrong) for each [[target.site]] that `sources` do not
-    hold as declared: an anchor missing or found twice, `end` before `begin`,
-    its file missing, its name a comment site's too, an overlap, a `guards=`
-    naming no store or compute site."""
+def anchor_problems(catalog: Catalog, tree: SourceTree) -> list[tuple[str, str, str]]:
+    """(site name, its key, what is wrong) for each [[target.site]] that the
+    sources `tree` do not hold as declared: an anchor missing or found twice,
+    `end` before `begin`, its file missing, its name a comment site's too, an
+    overlap, a `guards=` naming no store or compute site."""
     anchors = catalog.target.anchors
     if not anchors:
         return []
-    declared = parse_tree(sources)[0]
-    found, problems = anchored_sites(sources, anchors, declared)
+    declared = tree.comment_sites
+    found, problems = anchored_sites(tree.root, anchors, declared)
     keys = {anchor.name: site_key(index, anchor.name) for index, anchor in enumerate(anchors)}
     wrong = [(finding.site, finding.message) for finding in problems]
     by_name = {site.name: site for site in [*declared, *found]}
@@ -97,9 +98,9 @@ def anchor_problems(catalog: Catalog, sources: Path) -> list[tuple[str, str, str
     return [(name, keys[name], message) for name, message in wrong]
 
 
-def check_anchors(catalog: Catalog, sources: Path) -> None:
+def check_anchors(catalog: Catalog, tree: SourceTree) -> None:
     """The first of anchor_problems, as the catalog's error."""
-    for _, key, message in anchor_problems(catalog, sources)[:1]:
+    for _, key, message in anchor_problems(catalog, tree)[:1]:
         raise catalog_error(catalog.path, key, message)
 
 
@@ -139,11 +140,12 @@ def without_missing_sites(
     function of its name), and said. A control patch naming a missing site
     cannot be left out. A [[target.site]] the tree does not hold as declared
     is left out too (its key named): the faults of its site no longer apply."""
-    unheld = anchor_problems(catalog, sources)
+    tree = SourceTree(sources)  # read once, under each set of anchors
+    unheld = anchor_problems(catalog, tree)
     broken = {name for name, _, _ in unheld}
     anchors = tuple(a for a in catalog.target.anchors if a.name not in broken)
     catalog = replace(catalog, target=replace(catalog.target, anchors=anchors))
-    sites = parse_tree(sources, anchors)[0]
+    sites = tree.with_anchors(anchors).sites
     known = {site.name for site in sites}
     settings = catalog.generate
     left_out = [

@@ -18,7 +18,7 @@ from faults.generate.annotate import annotated_copy
 from faults.generate.expose import expose_faults
 from faults.generate.mutate import mutants
 from faults.operators import Family
-from invariants.sync.sites import Site, parse_tree
+from invariants.sync.sites import Site
 
 SKIP_PREFIX = "gen.skip."
 DELAY_PREFIX = "gen.delay."
@@ -85,12 +85,12 @@ def with_generated(catalog: Catalog, tree_root: Path) -> Catalog:
     sources: the site actions above, then the mutants."""
     target = catalog.target
     with annotated_copy(Path(tree_root) / target.sources, target.anchors) as sources:
-        sites, _ = parse_tree(sources)  # a rewrite's text as the scratch trees hold it
+        sites = sources.sites  # a rewrite's text as the scratch trees hold it
         # A site no config runs has no fault: nothing would fire it.
         sites = [site for site in sites if catalog.generate.not_run_why(site.name) is None]
         generated = generated_faults(sites, catalog.generate)
         anchored = frozenset(anchor.name for anchor in target.anchors)
-        generated.update(mutants(sites, target.mutations, catalog.generate, sources, anchored))
+        generated.update(mutants(sites, target.mutations, catalog.generate, sources.root, anchored))
         # docs/operators.md, "Delays that expose"
         generated.update(expose_faults(sites, catalog))
     for key, _ in catalog.generate.survivor_ok:

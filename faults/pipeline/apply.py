@@ -13,7 +13,7 @@ from faults.catalog import Catalog, Patch, Target
 from faults.generate.mutate import TAG
 from faults.pipeline.bound import bound_waits
 from faults.generate.schedule import draw, scheduled_code, spin
-from invariants.sync.sites import Site, parse_tree
+from invariants.sync.sites import Site, SourceTree
 
 
 class ApplyError(RuntimeError):
@@ -165,16 +165,16 @@ def _with_prelude(lines: list[str], before: int, patch: Patch, target: Target) -
     return [*lines[:at], *make(patch, target), *lines[at:]]
 
 
-def _find_site(sources: Path, name: str, owner: str) -> Site:
-    sites, _ = parse_tree(sources)
-    found = [s for s in sites if s.name == name]
-    if len(found) != 1:
-        state = "missing" if not found else f"defined {len(found)} times"
-        raise ApplyError(f"fault {owner}: site {name} is {state} in {sources}")
-    return found[0]
+def _find_site(sources: SourceTree, name: str, owner: str) -> Site:
+    try:
+        return sources.site(name)
+    except LookupError as error:  # missing, or defined more than once
+        raise ApplyError(f"fault {owner}: {error} in {sources.root}") from None
 
 
-def apply_site_patch(sources: Path, patch: Patch, target: Target, *, bare: bool = False) -> Path:
+def apply_site_patch(
+    sources: SourceTree, patch: Patch, target: Target, *, bare: bool = False
+) -> Path:
     """`bare`: with no marker, what the compiler sees of the fault alone."""
     site = _find_site(sources, patch.site, patch.owner)
     lines = site.path.read_text().splitlines(keepends=False)
@@ -186,19 +186,21 @@ def apply_site_patch(sources: Path, patch: Patch, target: Target, *, bare: bool 
         replaced = [line.replace(marker_line(patch, target), "") for line in replaced]
     lines[site.start : site.end - 1] = replaced
     lines = _with_prelude(lines, site.start - 1, patch, target)
-    site.path.write_text("\n".join(lines) + "\n")
+    sources.write(site.path, "\n".join(lines) + "\n")
     return site.path
 
 
-def apply_text_patch(sources: Path, patch: Patch, target: Target | None = None) -> Path:
+def apply_text_patch(sources: SourceTree, patch: Patch, target: Target | None = None) -> Path:
     """`old` -> `new`, exactly once; with a `target` (a fault's patch, not a
     control's) a marker opens the site region that holds the change, or the
     region of `marker_site`, so the run shows whether the changed code ran.
     A patch whose marker is `false` gets none, and may lie outside the sites:
     a mutant's twin, whose rewrite's marker says the fault ran."""
-    path = sources / patch.file
+    path = sources.root / patch.file
     if not path.is_file():
-        raise ApplyError(f"fault {patch.owner}: text patch file {patch.file} not in {sources}")
+        raise ApplyError(
+            f"fault {patch.owner}: text patch file {patch.file} not in {sources.root}"
+        )
     text = path.read_text()
     count = text.count(patch.old)
     if count != 1:
@@ -206,23 +208,22 @@ def apply_text_patch(sources: Path, patch: Patch, target: Target | None = None) 
             f"fault {patch.owner}: text patch anchor found {count} times in "
             f"{patch.file} (needs exactly 1): {patch.old[:80]!r}"
         )
-    path.write_text(text.replace(patch.old, patch.new))
+    sources.write(path, text.replace(patch.old, patch.new))
     if target is not None and patch.marker.strip() != "false":
         line = text[: text.index(patch.old)].count("\n") + 1
         try:
             site = _marked_site(sources, path, line, patch)
         except ApplyError:
-            path.write_text(text)  # a patch that cannot be marked is not applied
+            sources.write(path, text)  # a patch that cannot be marked is not applied
             raise
-        _mark_site(site, patch, target)
+        _mark_site(sources, site, patch, target)
     return path
 
 
-def _marked_site(sources: Path, path: Path, line: int, patch: Patch) -> Site:
+def _marked_site(sources: SourceTree, path: Path, line: int, patch: Patch) -> Site:
     if patch.marker_site is not None:
         return _find_site(sources, patch.marker_site, patch.owner)
-    sites, _ = parse_tree(sources)
-    holding = [site for site in sites if site.path == path and site.start < line < site.end]
+    holding = [site for site in sources.sites if site.path == path and site.start < line < site.end]
     if not holding:
         raise ApplyError(
             f"fault {patch.owner}: the text patch at {patch.file}:{line} lies in no site "
@@ -231,7 +232,7 @@ def _marked_site(sources: Path, path: Path, line: int, patch: Patch) -> Site:
     return holding[0]
 
 
-def _mark_site(site: Site, patch: Patch, target: Target) -> None:
+def _mark_site(sources: SourceTree, site: Site, patch: Patch, target: Target) -> None:
     lines = site.path.read_text().splitlines(keepends=False)
     opening = lines[site.start - 1]
     indent = opening[: len(opening) - len(opening.lstrip())]
@@ -239,18 +240,22 @@ def _mark_site(site: Site, patch: Patch, target: Target) -> None:
         marker_line(patch, target), indent, patch, f"marker of a text patch in {site.name}"
     )
     lines.insert(site.start, marker)
-    site.path.write_text("\n".join(lines) + "\n")
+    sources.write(site.path, "\n".join(lines) + "\n")
 
 
 def apply_patches(
-    tree: Path, catalog: Catalog, patches: list[Patch], *, marked: bool = True, bare: bool = False
+    sources: SourceTree,
+    catalog: Catalog,
+    patches: list[Patch],
+    *,
+    marked: bool = True,
+    bare: bool = False,
 ) -> list[Path]:
-    """Apply `patches` in order to the scratch `tree` (target_scratch's), then
-    bound its waits (faults/pipeline/bound.py: every tree the target runs,
-    the clean one too, with no patch); returns the files changed.
-    `marked`: text patches get markers (a fault's; a control needs none);
-    `bare`: no marker anywhere (docs/verdicts.md, "Erased faults")."""
-    sources = Path(tree) / catalog.target.sources
+    """Apply `patches` in order to the `sources` of a scratch tree
+    (target_scratch's), then bound its waits (faults/pipeline/bound.py: every
+    tree the target runs, the clean one too, with no patch); returns the
+    files changed. `marked`: text patches get markers (a fault's; a control
+    needs none); `bare`: no marker anywhere (docs/verdicts.md, "Erased faults")."""
     target = catalog.target if marked and not bare else None
     changed = []
     for patch in patches:
@@ -261,5 +266,5 @@ def apply_patches(
     return sorted(set(changed + bound_waits(sources, catalog.target)))
 
 
-def apply_fault(tree: Path, catalog: Catalog, fault_id: str) -> list[Path]:
-    return apply_patches(tree, catalog, catalog.all_patches(fault_id))
+def apply_fault(sources: SourceTree, catalog: Catalog, fault_id: str) -> list[Path]:
+    return apply_patches(sources, catalog, catalog.all_patches(fault_id))

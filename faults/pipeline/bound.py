@@ -15,7 +15,7 @@ from pathlib import Path
 
 from faults.catalog import Target
 from faults.generate.mutate import tagged
-from invariants.sync.sites import Site, SiteKind, parse_tree
+from invariants.sync.sites import Site, SiteKind, SourceTree
 
 OWNER = "bound"  # the tag's owner: no fault, every tree of the target
 
@@ -76,17 +76,17 @@ def bound_site(lines: list[str], site: Site, target: Target) -> list[str]:
 SPINNING_KINDS = (SiteKind.WAIT, SiteKind.COMPUTE)
 
 
-def bound_waits(sources: Path, target: Target) -> list[Path]:
+def bound_waits(sources: SourceTree, target: Target) -> list[Path]:
     """Every spin of a wait or compute site under the (annotated) `sources`
     bounded; the files changed."""
     if target.bound is None:
         return []
-    spinning = [site for site in parse_tree(sources)[0] if site.kind in SPINNING_KINDS]
+    spinning = [site for site in sources.sites if site.kind in SPINNING_KINDS]
     changed = []
     for site in sorted(spinning, key=lambda site: site.start, reverse=True):
         lines = site.path.read_text().splitlines()
         bounded = bound_site(lines, site, target)
         if bounded != lines:
-            site.path.write_text("\n".join(bounded) + "\n")
+            sources.write(site.path, "\n".join(bounded) + "\n")
             changed.append(site.path)
     return sorted(set(changed))

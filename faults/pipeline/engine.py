@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from faults.catalog import Catalog, Config, Patch
@@ -24,7 +25,7 @@ from faults.pipeline.run import BuildError, build_tree, judged_runs, worker_pool
 from faults.pipeline.scratch import Prepared, UserTreeGuard, target_scratch, tree_digest
 from invariants.sync.contract import TreeContract, static_contract
 from hostio import cpu_share
-from invariants.sync.sites import guards_of
+from invariants.sync.sites import SourceTree
 
 CLEAN = "control.clean"
 FORCED = "control.forced_fail"
@@ -35,14 +36,14 @@ class AskedOnce:
     survivor asks; a check that fails raises its error again to each asker,
     who says why (faults/judge/verdict.py: never UNOBSERVABLE then)."""
 
-    def __init__(self, check: TreeContract, tree: Path):
-        self.check, self.tree = check, tree
+    def __init__(self, check: TreeContract, tree: Path, sources: SourceTree):
+        self.check, self.tree, self.sources = check, tree, sources
         self.answer: tuple[str | None, Exception | None] | None = None
 
     def __call__(self) -> str | None:
         if self.answer is None:
             try:
-                self.answer = (self.check(self.tree), None)
+                self.answer = (self.check(self.tree, self.sources), None)
             except Exception as error:  # any failure of the checker: said, not hidden
                 self.answer = (None, error)
         flags, error = self.answer
@@ -118,43 +119,46 @@ class Engine:
     def _prepare(self, label: str, fault_id: str | None, patches) -> Prepared:
         """Scratch, apply, the erasure check (it builds a bare copy of its own),
         then the build: an erased fault is not run; a tree that does not build
-        is BUILD ERROR, erased or not."""
+        is BUILD ERROR, erased or not. One parse of the tree's sources serves
+        every stage (each write through it)."""
         started = time.perf_counter()
-        prepared = Prepared(label, self.workdir / label / "tree")
-        if prepared.tree.exists():  # a workdir reused: this engine's own old scratch tree
-            shutil.rmtree(prepared.tree)
-        target_scratch(self.root, prepared.tree, self.catalog.target, ref=self.ref)
-        sources = prepared.tree / self.catalog.target.sources
+        tree = self.workdir / label / "tree"
+        if tree.exists():  # a workdir reused: this engine's own old scratch tree
+            shutil.rmtree(tree)
+        sources = target_scratch(self.root, tree, self.catalog.target, ref=self.ref)
         try:
             if fault_id is not None:
-                apply_fault(prepared.tree, self.catalog, fault_id)
+                apply_fault(sources, self.catalog, fault_id)
             else:  # a control: its patches (the clean tree, none) and the bound
-                apply_patches(prepared.tree, self.catalog, list(patches or ()), marked=False)
+                apply_patches(sources, self.catalog, list(patches or ()), marked=False)
         except ApplyError as error:
-            prepared.error = Judgement(Verdict.APPLY_ERROR, False, str(error))
-            return prepared
-        prepared.digest = tree_digest(sources)
-        prepared.apply_s = time.perf_counter() - started
-        prepared.guards = guards_of(sources)
-        if self.contract is not None:  # none configured: no survivor is EQUIVALENT or UNOBSERVABLE
-            prepared.contract = AskedOnce(self.contract, prepared.tree)
+            failed = Judgement(Verdict.APPLY_ERROR, False, str(error))
+            return Prepared(label, tree, sources, error=failed)
+        digest = tree_digest(sources.root)
+        apply_s = time.perf_counter() - started
+        # none configured: no survivor is EQUIVALENT or UNOBSERVABLE
+        contract = AskedOnce(self.contract, tree, sources) if self.contract is not None else None
+        erased, sass_s, unknown = None, 0.0, ""
         if fault_id is not None and self.erased is not None:
-            erasure = decide(self.erased, fault_id, self.workdir / label)
-            prepared.erased, prepared.sass_s, prepared.erased_unknown = erasure
+            erased, sass_s, unknown = decide(self.erased, fault_id, self.workdir / label)
+        build_s, error = self._build(tree, label, digest)
+        if error is not None:  # the verdict, whatever the erasure check said
+            erased, unknown = None, ""
+        return Prepared(
+            label, tree, sources, digest, apply_s, build_s,
+            error=error, erased=erased, sass_s=sass_s, erased_unknown=unknown, contract=contract,
+        )  # fmt: skip
+
+    def _build(self, tree: Path, label: str, digest: str) -> tuple[float, Judgement | None]:
+        """The build's seconds, and BUILD ERROR when it failed."""
         started = time.perf_counter()
         try:
             build_tree(
-                self.catalog.target,
-                prepared.tree,
-                self.workdir / label,
-                prepared.digest,
-                gpus=self.build_gpus,
+                self.catalog.target, tree, self.workdir / label, digest, gpus=self.build_gpus
             )
-        except BuildError as error:  # the verdict, whatever the erasure check said
-            prepared.error = Judgement(Verdict.BUILD_ERROR, False, str(error))
-            prepared.erased, prepared.erased_unknown = None, ""
-        prepared.build_s = time.perf_counter() - started
-        return prepared
+        except BuildError as error:
+            return time.perf_counter() - started, Judgement(Verdict.BUILD_ERROR, False, str(error))
+        return time.perf_counter() - started, None
 
     # ------------------------------------------------------------------ faults
     def evaluate(self, fault_id: str, configs: list[Config], repeats: int = 1) -> list[RunResult]:
@@ -187,8 +191,9 @@ class Engine:
         review's exposure twins where a touched site fired), in the same
         slots: they need not wait for the last control to land."""
         clean = self.prepare(CLEAN, patches=self.probes)
-        if not clean.error:
-            clean.sass_s = erasure_baseline(self.erased)
+        if not clean.error:  # the erasure check's baseline counts once, on the clean control
+            clean = replace(clean, sass_s=erasure_baseline(self.erased))
+            self._prepared[CLEAN] = clean
         control_patches = self.catalog.control
         forced = self.prepare(FORCED, patches=control_patches) if control_patches else None
 

@@ -172,8 +172,8 @@ class ErasedCheck:
             if self._clean is None:
                 tree = self.workdir / "sass-clean"
                 shutil.rmtree(tree, ignore_errors=True)
-                target_scratch(self.root, tree, self.target, ref=self.ref)
-                apply_patches(tree, self.catalog, [], bare=True)  # as it runs: bounded
+                sources = target_scratch(self.root, tree, self.target, ref=self.ref)
+                apply_patches(sources, self.catalog, [], bare=True)  # as it runs: bounded
                 self._clean = self._cached(tree)
                 shutil.rmtree(tree, ignore_errors=True)
             return self._clean
@@ -262,9 +262,9 @@ class ErasedCheck:
         None when it does not (the fault runs)."""
         tree = folder / "unmarked"
         shutil.rmtree(tree, ignore_errors=True)
-        target_scratch(self.root, tree, self.target, ref=self.ref)
+        sources = target_scratch(self.root, tree, self.target, ref=self.ref)
         try:
-            apply_patches(tree, self.catalog, self.catalog.all_patches(fault_id), bare=True)
+            apply_patches(sources, self.catalog, self.catalog.all_patches(fault_id), bare=True)
             found, variants = self.difference(tree, folder / "unmarked-cubins")
         finally:
             shutil.rmtree(tree, ignore_errors=True)

@@ -11,13 +11,14 @@ import hashlib
 import io
 import shutil
 import tarfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from faults.catalog.errors import FaultsError
 from faults.catalog.model import Target
 from faults.judge.verdict import ContractFlags, Judgement
 from faults.generate.annotate import annotate
+from invariants.sync.sites import SourceTree
 
 SKIP_PARTS = {".git", "__pycache__", ".jit", ".hypothesis", ".ruff_cache", ".pytest_cache"}
 
@@ -97,13 +98,16 @@ def make_scratch(root: Path, dest: Path, *, ref: str | None = None) -> Path:
     return archive_ref(root, ref, dest) if ref else copy_working_tree(root, dest)
 
 
-def target_scratch(root: Path, dest: Path, target: Target, *, ref: str | None = None) -> Path:
+def target_scratch(
+    root: Path, dest: Path, target: Target, *, ref: str | None = None
+) -> SourceTree:
     """A scratch tree (make_scratch) for `target`'s faults: its anchored
-    sites written in as comment sites (annotate); `target.annotated()` reads it."""
-    tree = make_scratch(root, dest, ref=ref)
+    sites written in as comment sites (annotate); `target.annotated()` reads
+    it. Its sources, parsed once for every stage after (each write through it)."""
+    sources = SourceTree(make_scratch(root, dest, ref=ref) / target.sources)
     if target.anchors:
-        annotate(tree / target.sources, target.anchors)
-    return tree
+        annotate(sources, target.anchors)
+    return sources
 
 
 class UserTreeGuard:
@@ -125,12 +129,14 @@ class UserTreeGuard:
             )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Prepared:
-    """A scratch tree with one fault (or none) applied and built."""
+    """A scratch tree with one fault (or none) applied and built, made of
+    what its stages gave (Engine._prepare)."""
 
     label: str
     tree: Path
+    sources: SourceTree  # the tree's sources as applied, parsed once
     digest: str = ""
     apply_s: float = 0.0
     build_s: float = 0.0
@@ -139,8 +145,12 @@ class Prepared:
     erased: Judgement | None = None
     sass_s: float = 0.0
     erased_unknown: str = ""  # why the erasure check could not decide, if so
-    guards: dict[str, str | None] = field(default_factory=dict)  # each site's guarded site
     contract: ContractFlags | None = None  # the static contract of this tree, asked once
+
+    @property
+    def guards(self) -> dict[str, str | None]:
+        """Each site's guarded site, for a survivor's hint."""
+        return self.sources.guards()
 
     @property
     def decided(self) -> Judgement | None:

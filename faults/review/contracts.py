@@ -13,7 +13,7 @@ from pathlib import Path
 
 from faults.review.static import check_contract
 from invariants.sync.finding import Finding
-from invariants.sync.sites import Site, parse_tree
+from invariants.sync.sites import Site, SourceTree
 
 CONTRACT_FIELDS = ("kind", "producers", "consumers", "scope", "guards")
 
@@ -93,10 +93,10 @@ def held_to_base(
     with tempfile.TemporaryDirectory(prefix="review-held-") as scratch:
         copy = Path(scratch) / "sources"
         shutil.copytree(tree / target.sources, copy)
-        sites, _ = parse_tree(copy, target.anchors)
-        anchors = with_base_contracts(sites, base_sites, names, target.anchors)
+        parsed = SourceTree(copy, target.anchors)  # read once, under both sets of anchors
+        anchors = with_base_contracts(parsed.sites, base_sites, names, target.anchors)
         held = replace(target, anchors=anchors)
-        check = check_contract(tree, held, sources=copy)
+        check = check_contract(tree, held, sources=parsed.with_anchors(anchors))
         found = [replace(f, file=back_in_tree(f.file, copy, tree / target.sources, tree))
                  for f in check.findings]  # fmt: skip
     mine = set(own)

@@ -35,7 +35,7 @@ from faults.review.runs import RunReport, run_review
 from faults.review.static import base_contract, check_contract, without_pre_existing
 from hostio import RankMode
 from invariants.sync.finding import Finding
-from invariants.sync.sites import parse_tree
+from invariants.sync.sites import SourceTree
 from invariants.sync.spellings import primitive_pattern
 
 __all__ = [
@@ -155,7 +155,8 @@ def review(
         )  # fmt: skip
         sources = tree / catalog.target.sources
         primitives = primitive_pattern(catalog.target.contract)  # the target's words
-        sites, violations = parse_tree(sources, catalog.target.anchors, primitives)
+        parsed = SourceTree(sources, catalog.target.anchors, primitives)  # read once
+        sites, violations = parsed.sites, parsed.violations
         kept = {site.name for site in sites}
         changed = changed_lines(repo_root, base, change, catalog.target.sources)
 
@@ -168,21 +169,19 @@ def review(
         # BASE is read with every anchor the catalog declares (as declared, not
         # carried): the change's catalog has left out those its own tree no longer holds.
         anchors = as_declared((own or catalog).target.anchors)
-        base_sites, base_violations = parse_tree(
-            base_tree / catalog.target.sources, anchors, primitives
-        )
+        base_parsed = SourceTree(base_tree / catalog.target.sources, anchors, primitives)
+        base_sites, base_violations = base_parsed.sites, base_parsed.violations
         had = [v.from_root(base_tree) for v in base_violations]
         unsited = unsited_findings([v.from_root(tree) for v in violations], had, changed_in)
         lost_ones = lost_entries(own, lost, base_sites, kept) if own is not None else []
         gone = gone_sites(base_sites, base_tree, kept, unsited, tree, lost_ones)
-        declared = declared_in_base(
-            repo_root, base_tree, catalog_path, catalog.target.sources, anchors, base_sites
-        )
+        declared = declared_in_base(repo_root, base_tree, catalog_path, base_parsed)
         changes = contract_changes(declared, sites, tree)
-        contract = check_contract(tree, catalog.target)
+        contract = check_contract(tree, catalog.target, parsed)
         if contract.findings:  # BASE's too, with its anchors as declared, while it is here
             base_target = replace(catalog.target, anchors=anchors)
-            contract = without_pre_existing(contract, base_contract(base_tree, base_target))
+            base_check = base_contract(base_tree, base_target, base_parsed)
+            contract = without_pre_existing(contract, base_check)
     held = held_to_base(tree, catalog.target, changes, declared, contract.findings)
     covers = coverage(catalog, sites)
     touched = [covers[s.name] for s in sites if lines_of(s.path) & set(s.lines)]
@@ -194,13 +193,13 @@ def review(
     return result, catalog
 
 
-def declared_in_base(repo_root, base_tree: Path, catalog_path: Path, sources, anchors, base_sites):
+def declared_in_base(repo_root, base_tree: Path, catalog_path: Path, parsed: SourceTree):
     """BASE's sites as BASE declared them: an anchored site's contract by
-    BASE's own catalog (`base_sites` were read with `anchors`, the change's)."""
-    base_anchors = own_anchors(repo_root, base_tree, catalog_path, anchors)
-    if base_anchors == anchors:
-        return base_sites
-    return parse_tree(base_tree / sources, base_anchors)[0]
+    BASE's own catalog (`parsed`: BASE's sources read with the change's anchors)."""
+    base_anchors = own_anchors(repo_root, base_tree, catalog_path, parsed.anchors)
+    if base_anchors == parsed.anchors:
+        return parsed.sites
+    return parsed.with_anchors(base_anchors).sites
 
 
 def own_anchors(repo_root: Path, tree: Path, catalog_path: Path, fallback) -> tuple:

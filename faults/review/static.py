@@ -11,6 +11,7 @@ from faults.review.diff import ReviewError
 from invariants.sync.contract import check_contracts
 from invariants.sync.finding import Finding
 from invariants.sync.ptx_read import PtxError
+from invariants.sync.sites import SourceTree
 
 
 @dataclass
@@ -38,11 +39,13 @@ def declares_contract(target) -> bool:
     return target.contract is not None
 
 
-def check_contract(tree: Path, target, sources: Path | None = None) -> ContractCheck:
-    """Every site contract of `tree` (its sources, else `sources`), on the
-    sources and on the PTX the target's compiler emits. PTX that cannot be
-    made or read stops the review with one line naming it (exit 2), never a
-    silent pass."""
+def check_contract(
+    tree: Path, target, sources: Path | SourceTree | None = None
+) -> ContractCheck:
+    """Every site contract of `tree` (its sources, else `sources`: a folder,
+    or sources parsed already), on the sources and on the PTX the target's
+    compiler emits. PTX that cannot be made or read stops the review with one
+    line naming it (exit 2), never a silent pass."""
     if not declares_contract(target):
         return ContractCheck(declared=False)
     try:
@@ -66,10 +69,11 @@ def without_pre_existing(check: ContractCheck, base: ContractCheck | None) -> Co
     return replace(check, findings=new, pre_existing=old)
 
 
-def base_contract(tree: Path, target) -> ContractCheck | None:
-    """BASE's contract, to tell the change's findings from those it
-    inherited; None where BASE's PTX cannot be made (nothing is set apart)."""
+def base_contract(tree: Path, target, sources: SourceTree) -> ContractCheck | None:
+    """BASE's contract (`sources`: its tree's, parsed already), to tell the
+    change's findings from those it inherited; None where BASE's PTX cannot
+    be made (nothing is set apart)."""
     try:
-        return check_contract(tree, target)
+        return check_contract(tree, target, sources)
     except ReviewError:
         return None

@@ -35,7 +35,7 @@ from faults.pipeline.engine import AskedOnce, RunResult
 from faults.pipeline.scratch import target_scratch, tree_digest
 from faults.report.document import SweepReport, catalog_sha256, now
 from invariants.sync.contract import static_contract
-from invariants.sync.sites import guards_of
+from invariants.sync.sites import SourceTree
 
 
 class RejudgeError(FaultsError):
@@ -75,24 +75,25 @@ def seeded(catalog: Catalog, labels: list[str]) -> Catalog:
     return catalog
 
 
-def applied_tree(catalog: Catalog, root: Path, workdir: Path, label: str) -> Path:
-    tree = workdir / label / "tree"
+def applied_tree(catalog: Catalog, root: Path, tree: Path, label: str) -> SourceTree:
+    """Fault `label` applied in a scratch tree at `tree`; its sources."""
     if tree.exists():  # a --workdir reused
         shutil.rmtree(tree)
-    target_scratch(root, tree, catalog.target)
+    sources = target_scratch(root, tree, catalog.target)
     try:
-        apply_fault(tree, catalog, label)
+        apply_fault(sources, catalog, label)
     except ApplyError as error:
         raise RejudgeError(f"{label}: {error}") from None
-    return tree
+    return sources
 
 
 def rejudge_runs(
     catalog: Catalog, root: Path, workdir: Path, label: str, runs: list[RunResult]
 ) -> list[Change]:
     """`runs` (all of fault `label`) judged again in place; what changed."""
-    tree = applied_tree(catalog, root, workdir, label)
-    digest = tree_digest(tree / catalog.target.sources)
+    tree = workdir / label / "tree"
+    sources = applied_tree(catalog, root, tree, label)
+    digest = tree_digest(sources.root)
     for run in runs:
         if run.tree_digest != digest:
             raise TreeChanged(
@@ -100,9 +101,9 @@ def rejudge_runs(
                 f"its tree is now {digest[:12]}, the run's was {run.tree_digest[:12]}: "
                 "the fault or the sources changed since, run it again",
             )
-    guards = guards_of(tree / catalog.target.sources)
+    guards = sources.guards()
     check = static_contract(catalog.target.annotated())  # its tree is a scratch tree
-    contract = AskedOnce(check, tree)  # asked of a survivor only, once per tree
+    contract = AskedOnce(check, tree, sources)  # asked of a survivor only, once per tree
     changes = []
     for run in runs:
         judgement = judge(

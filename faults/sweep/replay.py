@@ -24,10 +24,10 @@ def applied_only(engine, label: str) -> dict:
     tree = engine.workdir / label / "tree"
     if tree.exists():  # a --workdir reused: this command's own old scratch tree
         shutil.rmtree(tree)
-    target_scratch(engine.root, tree, engine.catalog.target)
-    apply_fault(tree, engine.catalog, label)
+    sources = target_scratch(engine.root, tree, engine.catalog.target)
+    apply_fault(sources, engine.catalog, label)
     seed, schedule = describe(engine.catalog, label)
-    digest = tree_digest(tree / engine.catalog.target.sources)
+    digest = tree_digest(sources.root)
     return {"tree_digest": digest, "schedule": schedule, "seed": seed, "verdict": None}
 
 

@@ -34,7 +34,7 @@ from invariants.sync.functions import NAMED_CALL, enclosing, file_definitions
 from invariants.sync.ptx_check import covers, ptx_folder
 from invariants.sync.ptx_memo import Memo, remembered_findings
 from invariants.sync.ptx_read import PtxError
-from invariants.sync.sites import Group, Scope, Site, parse_tree, site_body, source_files
+from invariants.sync.sites import Group, Scope, Site, SourceTree, site_body, source_files
 from invariants.sync.statements import code_only
 from invariants.sync.spellings import ContractSpellings, ContractTarget, spelling
 from invariants.sync.thread_conditions import Condition, ThreadConditions
@@ -63,8 +63,9 @@ class ContractReport:
         return not self.violations
 
 
-# A tree root -> its static contract violations on one line, or None.
-TreeContract = Callable[[Path], str | None]
+# A tree's root and its sources (parsed already) -> its static contract
+# violations on one line, or None.
+TreeContract = Callable[[Path, SourceTree], str | None]
 
 
 def static_contract(target: ContractTarget) -> TreeContract | None:
@@ -74,8 +75,8 @@ def static_contract(target: ContractTarget) -> TreeContract | None:
     if target.contract is None:
         return None
 
-    def violations(tree: Path) -> str | None:
-        report = check_contracts(tree, target, ptx=True)
+    def violations(tree: Path, sources: SourceTree) -> str | None:
+        report = check_contracts(tree, target, ptx=True, sources=sources)
         return "; ".join(str(v.from_root(tree)) for v in report.violations) or None
 
     return violations
@@ -95,18 +96,23 @@ def check_contracts(
     catalog_target: ContractTarget,
     *,
     ptx: bool = True,
-    sources: Path | None = None,
+    sources: Path | SourceTree | None = None,
     cache: Path | None = None,
 ) -> ContractReport:
-    """Every contract of the sources (default: the target's under `tree_root`),
-    on the source, and on the PTX when `ptx` and the catalog names its command.
+    """Every contract of the sources (default: the target's under `tree_root`;
+    a SourceTree: sources parsed already, with their own anchors), on the
+    source, and on the PTX when `ptx` and the catalog names its command.
     A target without `[target.contract]` has nothing to check: an empty report
     (sites_checked 0). Raises PtxError for PTX that cannot be made or read."""
     spellings = catalog_target.contract
     if spellings is None:
         return ContractReport()
-    sources = Path(sources) if sources is not None else Path(tree_root) / catalog_target.sources
-    sites, _ = parse_tree(sources, catalog_target.anchors)
+    if isinstance(sources, SourceTree):
+        parsed = sources
+    else:
+        root = Path(sources) if sources is not None else Path(tree_root) / catalog_target.sources
+        parsed = SourceTree(root, catalog_target.anchors)
+    sources, sites = parsed.root, parsed.sites
     checked = contracted(sites)
     by_name = {site.name: site for site in sites}
     report = ContractReport(sites_checked=len(checked))

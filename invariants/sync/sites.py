@@ -354,32 +354,113 @@ def _overlap(one: Site, other: Site) -> bool:
 def parse_tree(
     root: Path, anchors=(), primitives: re.Pattern[str] = PRIMITIVE
 ) -> tuple[list[Site], list[Finding]]:
-    """Every site under `root` (its comment sites, then the sites `anchors`
-    declare) and every rule it breaks, across files; `primitives`: what the
-    rule calls an ordering primitive (invariants.sync.spellings.primitive_pattern:
+    """Every site under `root` and every rule it breaks, read once
+    (SourceTree's sites and violations); `primitives`: what the rule calls
+    an ordering primitive (invariants.sync.spellings.primitive_pattern:
     CUDA's and the target's own spellings)."""
-    root = Path(root)
-    sites, violations = [], []
-    for path in source_files(root):
-        exempt = _exempt(path, root)
-        found, problems = parse_file(path, check_primitives=not exempt, primitives=primitives)
-        sites += found
-        violations += problems
-    found, problems = anchored_sites(root, anchors, sites)
-    held = {(str(site.path), line) for site in found for line in site.lines}
-    violations = [v for v in violations if (v.file, v.line) not in held or OUTSIDE not in v.message]
-    sites += found
-    violations += problems
-    first: dict[str, Site] = {}
-    for site in sites:
-        if site.name in first:
-            again = f"site {site.name} defined again (first at {first[site.name].where()})"
-            violations.append(Finding(str(site.path), site.lines.start, again))
-        else:
-            first[site.name] = site
-    for site, problem in guard_problems(sites, first):
-        violations.append(Finding(str(site.path), site.lines.start, problem))
-    return sites, violations
+    tree = SourceTree(root, anchors, primitives)
+    return tree.sites, tree.violations
+
+
+class SourceTree:
+    """The sources under `root` (a folder, or one file) parsed once: each
+    file's comment sites kept per file, and the tree's sites and violations
+    made from them (its comment sites, then the sites `anchors` declare;
+    names defined twice, guards naming no site) and kept until a write. A
+    write through `write` parses that file alone again, when next asked: the
+    stages that read and patch one scratch tree (annotate, apply, bound, the
+    contract) share one parse. The texts are not kept: an engine holds every
+    tree it prepared for its whole sweep, and the disk has them. No lock:
+    the threads that read one tree (its runs) at worst parse a file twice."""
+
+    def __init__(self, root: Path, anchors=(), primitives: re.Pattern[str] = PRIMITIVE):
+        self.root = Path(root)
+        self.anchors = tuple(anchors)
+        self.primitives = primitives
+        # Each source file and its parse (None: not parsed since it was listed or written).
+        self._files: dict[Path, tuple[list[Site], list[Finding]] | None] | None = None
+        self._whole: tuple[list[Site], list[Finding]] | None = None
+
+    def write(self, path: Path, text: str) -> None:
+        """`path` made to hold `text`; the tree's sites are those of the new text."""
+        path = Path(path)
+        path.write_text(text)
+        self._whole = None
+        if self._files is None:
+            return  # not listed yet: the file is read when the tree is
+        if path in self._files or (self.root in path.parents and path.suffix in SOURCE_SUFFIXES):
+            self._files[path] = None
+            self._files = dict(sorted(self._files.items()))  # a new one in source_files' order
+
+    def _parsed(self) -> dict[Path, tuple[list[Site], list[Finding]]]:
+        if self._files is None:
+            self._files = dict.fromkeys(source_files(self.root))
+        for path, parsed in self._files.items():
+            if parsed is None:
+                check = not _exempt(path, self.root)
+                self._files[path] = parse_file(
+                    path, check_primitives=check, primitives=self.primitives
+                )
+        return self._files
+
+    @property
+    def comment_sites(self) -> list[Site]:
+        """The sites the sources declare in `// @site` comments, in file order."""
+        return [site for found, _ in self._parsed().values() for site in found]
+
+    def _sites_and_violations(self) -> tuple[list[Site], list[Finding]]:
+        if self._whole is None:
+            files = self._parsed().values()
+            sites = [site for found, _ in files for site in found]
+            violations = [violation for _, problems in files for violation in problems]
+            found, problems = anchored_sites(self.root, self.anchors, sites)
+            held = {(str(site.path), line) for site in found for line in site.lines}
+            violations = [
+                v for v in violations if (v.file, v.line) not in held or OUTSIDE not in v.message
+            ]
+            sites += found
+            violations += problems
+            first: dict[str, Site] = {}
+            for site in sites:
+                if site.name in first:
+                    again = f"site {site.name} defined again (first at {first[site.name].where()})"
+                    violations.append(Finding(str(site.path), site.lines.start, again))
+                else:
+                    first[site.name] = site
+            for site, problem in guard_problems(sites, first):
+                violations.append(Finding(str(site.path), site.lines.start, problem))
+            self._whole = (sites, violations)
+        return self._whole
+
+    @property
+    def sites(self) -> list[Site]:
+        """Every site: the comment sites, then those `anchors` declare."""
+        return list(self._sites_and_violations()[0])
+
+    @property
+    def violations(self) -> list[Finding]:
+        """Every rule the sources break, across files."""
+        return list(self._sites_and_violations()[1])
+
+    def site(self, name: str) -> Site:
+        """The site `name`; a LookupError says it is missing or defined more than once."""
+        found = [site for site in self._sites_and_violations()[0] if site.name == name]
+        if len(found) != 1:
+            state = "missing" if not found else f"defined {len(found)} times"
+            raise LookupError(f"site {name} is {state}")
+        return found[0]
+
+    def guards(self) -> dict[str, str | None]:
+        """Each site and the site it guards (None: it guards none), as a
+        survivor's hint names them."""
+        return {site.name: site.guards for site in self._sites_and_violations()[0]}
+
+    def with_anchors(self, anchors) -> SourceTree:
+        """The same sources, not parsed again, read with other anchors (a
+        copy, to read: a write to one is not seen by the other)."""
+        other = SourceTree(self.root, anchors, self.primitives)
+        other._files = dict(self._parsed())
+        return other
 
 
 def guard_problems(sites: list[Site], by_name: dict[str, Site]) -> list[tuple[Site, str]]:
@@ -398,12 +479,6 @@ def guard_problems(sites: list[Site], by_name: dict[str, Site]) -> list[tuple[Si
                 )
             )
     return problems
-
-
-def guards_of(root: Path, anchors=()) -> dict[str, str | None]:
-    """Each site under `root` and the site it guards (None: it guards none),
-    as a survivor's hint names them."""
-    return {site.name: site.guards for site in parse_tree(root, anchors)[0]}
 
 
 def site_body(site: Site) -> list[str]:

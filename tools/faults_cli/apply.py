@@ -23,9 +23,9 @@ def apply_command(args: argparse.Namespace) -> int:
     if args.out.exists():
         raise UsageError(f"apply: --out {args.out} exists: give a new directory")
     writable_dir(args.out.parent, "apply: --out's folder")
-    target_scratch(args.root, args.out, catalog.target)
+    sources = target_scratch(args.root, args.out, catalog.target)
     try:
-        patched = apply_fault(args.out, catalog, args.id)
+        patched = apply_fault(sources, catalog, args.id)
     except ApplyError as error:  # nothing half-patched stays behind
         shutil.rmtree(args.out, ignore_errors=True)
         raise UsageError(f"apply {args.id}: {error}") from None

@@ -12,7 +12,7 @@ from faults.catalog.project import ProjectError, project_catalogs
 from hostio import (
     UsageError,
 )
-from invariants.sync.sites import parse_tree
+from invariants.sync.sites import SourceTree
 from invariants.sync.spellings import primitive_pattern
 
 
@@ -28,7 +28,8 @@ def sites_command(args: argparse.Namespace) -> int:
     spellings = catalog.target.contract if catalog is not None else None
     try:
         primitives = primitive_pattern(spellings)  # the target's words too
-        sites, violations = parse_tree(Path(args.dir), dir_anchors(args, catalog), primitives)
+        parsed = SourceTree(Path(args.dir), dir_anchors(args, catalog), primitives)
+        sites, violations = parsed.sites, parsed.violations
     except UnicodeDecodeError as error:
         raise UsageError(f"sites: {args.dir}: not a text source ({error.reason})") from None
     if Path(args.dir).is_file() and Path(args.dir).suffix not in SOURCE_SUFFIXES:
@@ -51,16 +52,17 @@ def sites_command(args: argparse.Namespace) -> int:
         print(violation, file=sys.stderr)
     if not args.check:
         return 1 if violations else 0
-    broken = len(violations) + contract_check(args, catalog)
+    broken = len(violations) + contract_check(args, catalog, parsed)
     state = "ok" if not broken else f"{broken} violation(s)"
     print(f"{len(sites)} sites in {args.dir}: {state}")
     return 1 if broken else 0
 
 
-def contract_check(args: argparse.Namespace, catalog: Catalog | None) -> int:
+def contract_check(args: argparse.Namespace, catalog: Catalog | None, parsed: SourceTree) -> int:
     """The publish contract of the sources under DIR (docs/synchronization.md, "The
     publish contract"), when their catalog has [target.contract]: on the source,
-    and on the PTX unless --no-ptx. Its violations are printed and counted."""
+    and on the PTX unless --no-ptx. Its violations are printed and counted.
+    `parsed`: DIR's sources, read already."""
     from invariants.sync.contract import check_contracts
     from invariants.sync.ptx_read import PtxError
 
@@ -69,7 +71,11 @@ def contract_check(args: argparse.Namespace, catalog: Catalog | None) -> int:
     cache = args.workdir / "ptx" if args.workdir is not None else None
     try:
         report = check_contracts(
-            args.root, catalog.target, ptx=not args.no_ptx, sources=Path(args.dir), cache=cache
+            args.root,
+            catalog.target,
+            ptx=not args.no_ptx,
+            sources=parsed.with_anchors(catalog.target.anchors),
+            cache=cache,
         )
     except PtxError as error:
         raise UsageError(f"sites: the contract's PTX: {error}") from None

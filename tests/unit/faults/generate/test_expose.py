@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import faults.generate.site_faults
 from faults.catalog import CatalogError, Patch, load_catalog
 from faults.catalog.model import Holding
 from faults.generate.expose import covering_faults, expose_faults, is_exposing
 from faults.generate.site_faults import with_generated
-from invariants.sync.sites import Site, parse_tree, published_store
+from invariants.sync.sites import Site, SourceTree, parse_tree, published_store
 
 REPO = Path(__file__).parents[4]
 AFDEP = REPO / "catalogs/afdep.toml"
@@ -236,7 +235,7 @@ def test_covering_faults_of_a_release_are_both():
 
 
 def test_with_generated_adds_them(catalog, sites, monkeypatch):
-    monkeypatch.setattr(faults.generate.site_faults, "parse_tree", lambda root: (sites, []))
+    monkeypatch.setattr(SourceTree, "sites", property(lambda tree: sites))
     generated = with_generated(catalog, REPO).faults
     assert set(expose_faults(sites, catalog)) < set(generated)
     assert "gen.delay.cf.attention_dispatch.row_release" in generated  # the old ones stay

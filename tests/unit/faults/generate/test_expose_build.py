@@ -12,7 +12,7 @@ from afdep.jit import CSRC, KernelSpec, compile_kernel
 from faults.catalog import load_catalog
 from faults.generate.expose import expose_faults
 from faults.pipeline.apply import apply_patches
-from invariants.sync.sites import parse_tree
+from invariants.sync.sites import SourceTree, parse_tree
 from tests.unit.faults.generate.test_expose import AFDEP, PRODUCERS, REPO, declared
 
 # Each tree holds one forced order (which defines the cell function alone)
@@ -46,7 +46,7 @@ def test_exposing_faults_apply_and_compile(tmp_path, monkeypatch, label):
     catalog = replace(catalog, faults={**catalog.faults, **generated})
     shutil.copytree(CSRC, tmp_path / "afdep/csrc")
     patches = [p for fault_id in TREES[label] for p in catalog.all_patches(fault_id)]
-    [changed] = apply_patches(tmp_path, catalog, patches)
+    [changed] = apply_patches(SourceTree(tmp_path / "afdep/csrc"), catalog, patches)
     text = changed.read_text()
     assert changed.name == "attention_dispatch.cuh"
     assert text.count("#define AFD_ORDER_CELL") == 1

@@ -20,7 +20,7 @@ from faults.pipeline.apply import apply_fault, apply_patches
 from faults.pipeline.run import BuildError, build_tree
 from faults.pipeline.scratch import make_scratch, tree_digest
 from invariants.sync.functions import definitions
-from invariants.sync.sites import parse_tree, source_files
+from invariants.sync.sites import SourceTree, parse_tree, source_files
 
 REPO = Path(__file__).parents[4]
 CATALOG = with_generated(load_catalog(REPO / "catalogs/afdep.toml"), REPO)
@@ -39,7 +39,7 @@ def test_every_afdep_mutant_applies_with_its_marker_at_its_site(tmp_path):
     for fault in MUTANTS:
         tree = tmp_path / fault.id
         shutil.copytree(REPO / sources, tree / sources)
-        changed = apply_fault(tree, CATALOG, fault.id)
+        changed = apply_fault(SourceTree(tree / sources), CATALOG, fault.id)
         # the rewrite, then its twin (a text patch), then its exposing delay
         patch, *others = fault.patches
         twins = [p for p in others if p.file is not None]
@@ -116,7 +116,8 @@ def test_every_afdep_mutant_builds(tmp_path, monkeypatch):
     assert {f.family for f in MUTANTS} - {Family.PUBLISH_EARLY} == set(REWRITE_FAMILIES)
     for number, faults in enumerate(trees):
         tree = make_scratch(REPO, tmp_path / f"tree{number}")
-        apply_patches(tree, CATALOG, [patch for f in faults for patch in f.patches])
+        patches = [patch for f in faults for patch in f.patches]
+        apply_patches(SourceTree(tree / CATALOG.target.sources), CATALOG, patches)
         digest = tree_digest(tree / CATALOG.target.sources)
         try:
             build_tree(CATALOG.target, tree, tmp_path / f"out{number}", digest, gpus=2)
@@ -146,7 +147,8 @@ def test_every_kernel_with_a_site_builds_with_a_fault_marker(tmp_path, monkeypat
     file_of = {site.name: site.path.name for site in sites}
     assert {file_of[f.patches[0].site] for f in faults} == set(file_of.values())
     tree = make_scratch(REPO, tmp_path / "tree")
-    apply_patches(tree, CATALOG, [f.patches[0] for f in faults])
+    patches = [f.patches[0] for f in faults]
+    apply_patches(SourceTree(tree / CATALOG.target.sources), CATALOG, patches)
     digest = tree_digest(tree / CATALOG.target.sources)
     try:
         build_tree(CATALOG.target, tree, tmp_path / "out", digest, gpus=2)
@@ -173,7 +175,7 @@ def test_a_weaker_wait_is_made_in_its_mutants_tree_only_and_builds(
     assert not any(twin in path.read_text() for path in source_files(sources))
     fault = CATALOG.fault(f"gen.{family}.cf.ffn_place.count_wait")
     tree = make_scratch(REPO, tmp_path / "tree")
-    apply_fault(tree, CATALOG, fault.id)
+    apply_fault(SourceTree(tree / CATALOG.target.sources), CATALOG, fault.id)
     clean = (sources / "common/comm.cuh").read_text()
     start = clean.index("__device__ __noinline__ void wait_until(")
     end = clean.index("\n}\n", start) + 3

@@ -23,7 +23,7 @@ from faults.pipeline.run import BuildError, build_tree
 from faults.pipeline.scratch import tree_digest
 from invariants.sync.functions import definitions
 from invariants.sync.finding import Finding
-from invariants.sync.sites import parse_tree
+from invariants.sync.sites import SourceTree, parse_tree
 from invariants.sync.statements import code_only
 from tests.unit.faults.catalog.test_load import error_of, load
 
@@ -318,8 +318,8 @@ def test_the_twin_is_made_in_the_scratch_tree_and_the_site_calls_it(tmp_path):
     rewrite, twin = fault.patches
     assert (twin.file, twin.marker, twin.marker_site) == ("common/wait.h", "false", None)
     tree = fixture_tree(tmp_path / "tree")
-    changed = apply_fault(tree, catalog, FAULT_ID)
     sources = tree / FIXTURE
+    changed = apply_fault(SourceTree(sources), catalog, FAULT_ID)
     assert changed == [sources / "common/wait.h", sources / "main.cpp"]
     assert (sources / "common/wait.h").read_text() == twin_of_fixture(FAULT_ID)
     main = (sources / "main.cpp").read_text()
@@ -353,7 +353,7 @@ def test_a_stale_twin_is_an_apply_error(tmp_path):
     stale = WAIT_H.read_text().replace("kTimeoutNs))", "kTimeoutNs + 1))")
     tree = fixture_tree(tmp_path / "tree", **{"common/wait.h": stale})
     with pytest.raises(ApplyError) as raised:
-        apply_fault(tree, catalog, FAULT_ID)
+        apply_fault(SourceTree(tree / FIXTURE), catalog, FAULT_ID)
     assert str(raised.value) == (
         f"fault {FAULT_ID}: text patch anchor found 0 times in common/wait.h (needs exactly 1): "
         f"{twin.old[:80]!r}"

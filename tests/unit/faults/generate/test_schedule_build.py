@@ -10,6 +10,7 @@ from afdep.jit import CSRC, KernelSpec, compile_kernel
 from faults.catalog import load_catalog
 from faults.judge.seeds import with_seed
 from faults.pipeline.apply import apply_fault
+from invariants.sync.sites import SourceTree
 from tests.unit.faults.generate.test_expose import AFDEP, REPO
 
 SPECS = {
@@ -31,8 +32,9 @@ def test_scheduled_delays_apply_and_compile(tmp_path, monkeypatch):
     catalog = with_seed(load_catalog(AFDEP, tree_root=REPO), "P1s.pct", 11)
     catalog = with_seed(catalog, "P5s.uneven", 12)
     shutil.copytree(CSRC, tmp_path / "afdep/csrc")
-    changed = apply_fault(tmp_path, catalog, "P1s.pct~s11")
-    changed += apply_fault(tmp_path, catalog, "P5s.uneven~s12")
+    sources = SourceTree(tmp_path / "afdep/csrc")
+    changed = apply_fault(sources, catalog, "P1s.pct~s11")
+    changed += apply_fault(sources, catalog, "P5s.uneven~s12")
     assert sorted(path.name for path in changed) == sorted(SPECS)
     for path in changed:
         assert "scheduled delay" in path.read_text()

@@ -29,6 +29,7 @@ from faults.pipeline.apply import apply_fault
 from faults.pipeline.engine import RunResult
 from faults.pipeline.scratch import tree_digest
 from faults.report.schedules import schedule_tables
+from invariants.sync.sites import SourceTree
 
 REPO = Path(__file__).parents[4]
 AFDEP = REPO / "catalogs/afdep.toml"
@@ -62,7 +63,8 @@ def applied(tmp_path: Path, name: str, label: str, catalog) -> tuple[str, str]:
     """The patched file's text and the tree digest of `label` applied to a copy."""
     tree = tmp_path / name
     shutil.copytree(CSRC, tree / "afdep/csrc")
-    [changed] = [p for p in apply_fault(tree, catalog, label) if p.name == "ffn_combine.cuh"]
+    changed_files = apply_fault(SourceTree(tree / "afdep/csrc"), catalog, label)
+    [changed] = [p for p in changed_files if p.name == "ffn_combine.cuh"]
     return changed.read_text(), tree_digest(tree / "afdep/csrc")
 
 

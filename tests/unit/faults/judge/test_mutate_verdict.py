@@ -18,6 +18,7 @@ from faults.judge.scores import family_scores
 from faults.judge.verdict import NO_CONTRACT, FaultSummary, Verdict, judge, summarize_fault
 from faults.pipeline.engine import Engine, RunResult
 from faults.sweep.sweep import Sweep, SweepOptions
+from invariants.sync.sites import SourceTree
 
 REPO = Path(__file__).parents[4]
 FIXTURE = REPO / "tests/fixtures/flag_payload/catalog.toml"
@@ -191,8 +192,8 @@ def catalog(tmp_path):
 def test_the_engine_asks_the_contract_once_per_surviving_tree(catalog, tmp_path):
     asked = []
 
-    def contract(tree: Path) -> str:
-        asked.append(tree)
+    def contract(tree: Path, sources: SourceTree) -> str:
+        asked.append((tree, sources.root))
         return FLAGS
 
     engine = Engine(catalog, REPO, tmp_path / "work", contract=contract)
@@ -205,7 +206,8 @@ def test_the_engine_asks_the_contract_once_per_surviving_tree(catalog, tmp_path)
     )
     assert weak[0].outcome["markers"] == {WEAK: 4}
     assert [(r.verdict, r.ok) for r in off] == [(Verdict.KILLED, True)]
-    assert asked == [tmp_path / "work" / WEAK / "tree"]
+    tree = tmp_path / "work" / WEAK / "tree"
+    assert asked == [(tree, tree / catalog.target.sources)]
 
 
 def test_a_target_with_no_contract_has_no_equivalent_mutant(catalog, tmp_path):
@@ -217,7 +219,7 @@ def test_a_target_with_no_contract_has_no_equivalent_mutant(catalog, tmp_path):
 
 
 def test_a_contract_that_cannot_check_leaves_the_survivor_survived(catalog, tmp_path):
-    def contract(tree: Path) -> str:
+    def contract(tree: Path, sources: SourceTree) -> str:
         raise RuntimeError("no PTX for this target")
 
     engine = Engine(catalog, REPO, tmp_path / "work", contract=contract)
@@ -231,7 +233,7 @@ def test_a_contract_that_cannot_check_leaves_the_survivor_survived(catalog, tmp_
 
 def test_a_sweep_of_mutants_reports_the_score_per_family(catalog, tmp_path):
     options = SweepOptions(
-        only=[f"{WEAK}|{OFF}"], results_dir=tmp_path / "results", contract=lambda tree: FLAGS
+        only=[f"{WEAK}|{OFF}"], results_dir=tmp_path / "results", contract=lambda tree, sources: FLAGS
     )
     sweep = Sweep.plan(catalog, REPO, tmp_path / "work", options, gpus=0)
     sweep.run(lambda line: None, lambda: None)

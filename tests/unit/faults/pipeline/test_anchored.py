@@ -12,6 +12,7 @@ from faults.judge.verdict import Verdict
 from faults.pipeline.apply import apply_patches
 from faults.pipeline.engine import Engine
 from faults.pipeline.scratch import target_scratch, tree_digest
+from invariants.sync.sites import SourceTree
 
 REPO = Path(__file__).parents[4]
 CATALOG = REPO / "tests/fixtures/flag_payload_anchored/catalog.toml"
@@ -34,9 +35,9 @@ BOUNDED_WAIT = [
 
 def patched(tmp_path: Path, *patches: Patch) -> list[str]:
     catalog = load_catalog(CATALOG, tree_root=REPO)
-    tree = target_scratch(REPO, tmp_path / "tree", catalog.target)
-    apply_patches(tree, catalog, list(patches))
-    return (tree / catalog.target.sources / "main.cpp").read_text().splitlines()
+    sources = target_scratch(REPO, tmp_path / "tree", catalog.target)
+    apply_patches(sources, catalog, list(patches))
+    return (sources.root / "main.cpp").read_text().splitlines()
 
 
 def region(lines: list[str], name: str) -> list[str]:
@@ -152,7 +153,7 @@ def test_a_compute_site_s_spin_is_bounded_a_store_site_s_loop_is_not(tmp_path):
         "  // @end k.fill\n"
         "}\n"
     )
-    assert bound_waits(tmp_path, catalog.target) == [source]
+    assert bound_waits(SourceTree(tmp_path), catalog.target) == [source]
     lines = source.read_text().splitlines()
     assert lines[2] == (
         "  const auto afd_bound_k_poll = std::chrono::steady_clock::now();"

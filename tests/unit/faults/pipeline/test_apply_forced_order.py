@@ -12,6 +12,7 @@ from faults.catalog import CatalogError, Patch, load_catalog
 from faults.judge.verdict import Verdict
 from faults.pipeline.apply import ACTIONS, apply_patches
 from faults.pipeline.engine import Engine
+from invariants.sync.sites import SourceTree
 
 REPO = Path(__file__).parents[4]
 FIXTURE = REPO / "tests/fixtures/flag_payload"
@@ -19,10 +20,11 @@ CELL = "forced-order cell"
 
 
 @pytest.fixture
-def tree(tmp_path):
+def sources(tmp_path):
+    """The fixture's sources in a copy of the tree, parsed."""
     root = tmp_path / "tree"
     shutil.copytree(FIXTURE, root / "tests/fixtures/flag_payload")
-    return root
+    return SourceTree(root / "tests/fixtures/flag_payload")
 
 
 @pytest.fixture
@@ -49,9 +51,9 @@ def test_the_forced_order_actions_are_registered():
     assert all("->" in ACTIONS[name].__doc__ for name in ("hold", "signal"))
 
 
-def test_hold_and_signal_insert_exactly_this_and_the_cell_once(tree, catalog):
-    apply_patches(tree, catalog, [hold(), signal()])
-    text = (tree / "tests/fixtures/flag_payload/main.cpp").read_text()
+def test_hold_and_signal_insert_exactly_this_and_the_cell_once(sources, catalog):
+    apply_patches(sources, catalog, [hold(), signal()])
+    text = (sources.root / "main.cpp").read_text()
     original = (FIXTURE / "main.cpp").read_text().splitlines()
     tag = "  // AFDFAULT H forced-order cell"
     prelude = [
@@ -108,7 +110,7 @@ def test_cuda_hold_and_signal_spin_on_the_targets_clock(tmp_path):
         '  { site = "k.release", action = "signal", when = "threadIdx.x == 0", cell = "0" },\n]\n'
     )
     catalog = load_catalog(catalog_path, tree_root=tmp_path)
-    apply_patches(tmp_path, catalog, catalog.all_patches("K"))
+    apply_patches(SourceTree(sources), catalog, catalog.all_patches("K"))
     lines = (sources / "impls/k.cuh").read_text().splitlines()
     tag = "  // AFDFAULT K forced-order cell"
     assert lines[:9] == [

@@ -19,6 +19,7 @@ from faults.judge.verdict import Verdict
 from faults.pipeline.apply import apply_patches
 from faults.pipeline.erasure import ErasedCheck, SassError, find_tool, normalize
 from faults.pipeline.scratch import make_scratch
+from invariants.sync.sites import SourceTree
 
 REPO = Path(__file__).parents[4]
 
@@ -187,7 +188,8 @@ def test_a_delay_is_not_erased_and_the_first_difference_is_named(check, tmp_path
     assert check("P1", tmp_path) is None
     tree = tmp_path / "tree"
     make_scratch(REPO, tree)
-    apply_patches(tree, check.catalog, check.catalog.all_patches("P1"), bare=True)
+    sources = SourceTree(tree / check.target.sources)
+    apply_patches(sources, check.catalog, check.catalog.all_patches("P1"), bare=True)
     found, variants = check.difference(tree, tmp_path / "cubins")
     assert variants == 6
     assert found.startswith(
@@ -206,7 +208,8 @@ def test_only_the_variants_a_fault_touches_are_compiled_and_disassembled(
     check.clean()
     tree = tmp_path / "tree"
     make_scratch(REPO, tree)
-    apply_patches(tree, check.catalog, check.catalog.all_patches("P1"), bare=True)
+    sources = SourceTree(tree / check.target.sources)
+    apply_patches(sources, check.catalog, check.catalog.all_patches("P1"), bare=True)
     disassembled = []
     monkeypatch.setattr(check, "_disassemble", lambda cubin: disassembled.append(cubin.name) or {})
     found, variants = check.difference(tree, tmp_path / "cubins")

@@ -1,6 +1,6 @@
 """The review's static contract, on the changed tree, through a stand-in for
 invariants.sync.contract that keeps its interface (check_contracts(tree, target, *,
-ptx) -> a report of violations) and flags what the real checker must: a
+ptx, sources) -> a report of violations) and flags what the real checker must: a
 publish with no release order, a wait with no acquire."""
 
 from __future__ import annotations
@@ -66,7 +66,9 @@ def install_contract(monkeypatch) -> list:
     """invariants.sync.contract replaced by the stand-in; returns its calls."""
     calls = []
 
-    def check_contracts(tree_root: Path, catalog_target, *, ptx: bool = True) -> ContractReport:
+    def check_contracts(
+        tree_root: Path, catalog_target, *, ptx: bool = True, sources=None
+    ) -> ContractReport:  # `sources`, parsed already by the review: read again here
         calls.append((Path(tree_root), catalog_target.name, ptx))
         found = violations(Path(tree_root), catalog_target.sources)
         return ContractReport(found, sites_checked=4, variants_checked=1)

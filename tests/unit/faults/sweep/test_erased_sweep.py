@@ -18,6 +18,7 @@ from faults.pipeline.scratch import make_scratch
 from faults.pipeline.slots import sweep
 from faults.report.document import summary_line
 from faults.sweep.sweep import Sweep, SweepOptions
+from invariants.sync.sites import SourceTree
 from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[4]
@@ -130,7 +131,8 @@ def test_a_bare_apply_leaves_no_marker_and_a_marked_one_does(tmp_path):
     for bare in (False, True):
         tree = tmp_path / f"bare-{bare}"
         make_scratch(REPO, tree)
-        [changed] = apply_patches(tree, catalog, patches, bare=bare)
+        sources = SourceTree(tree / catalog.target.sources)
+        [changed] = apply_patches(sources, catalog, patches, bare=bare)
         printed = changed.read_text().count('std::printf("AFDFAULT')
         assert printed == (0 if bare else 2), bare
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from invariants.sync.sites import Group, Scope, guards_of, parse_tree, site_body
+from invariants.sync.sites import Group, Scope, parse_tree, site_body
 from tools.faults_cli.main import main
 
 CSRC = Path(__file__).parents[4] / "afdep" / "csrc"
@@ -263,16 +263,6 @@ def test_the_listing_says_each_contract(tmp_path, capsys):
         f"fx.sink.flag_wait            wait     {path}:8-10 consumers=thread scope=gpu"
         " guards=fx.source.row_store",
     ]
-
-
-def test_guards_of_names_each_site_and_the_site_it_guards():
-    fixture = Path(__file__).parents[4] / "tests/fixtures/flag_payload"
-    assert guards_of(fixture) == {
-        "fx.producer.payload_store": None,
-        "fx.producer.flag_release": "fx.producer.payload_store",
-        "fx.consumer.flag_wait": "fx.producer.payload_store",
-        "fx.consumer.check": None,
-    }
 
 
 def test_the_outside_any_site_rule_speaks_the_targets_words(tmp_path):

@@ -239,8 +239,9 @@ def builds(workspace, tmp_path_factory) -> dict[str, tuple[Path, Path, int, str]
     needs_nvcc()
     scratch = tmp_path_factory.mktemp("builds")
     catalog = generated(CATALOG, workspace)
-    skips = target_scratch(workspace, scratch / "skips" / "tree", catalog.target)
-    apply_patches(skips, catalog, [p for fault in BUILT for p in catalog.all_patches(fault)])
+    skips = scratch / "skips" / "tree"
+    sources = target_scratch(workspace, skips, catalog.target)
+    apply_patches(sources, catalog, [p for fault in BUILT for p in catalog.all_patches(fault)])
     trees = {"clean": workspace, "skips": skips}
     started: dict[str, subprocess.Popen] = {}
     try:
@@ -400,7 +401,8 @@ def test_the_clean_tree_keeps_the_contract_in_the_ptx(workspace, ptx_cache, tmp_
     target = load_catalog(CATALOG, tree_root=workspace).target
     report = check_contracts(workspace, target, cache=ptx_cache)
     assert (report.sites_checked, report.variants_checked, report.violations) == (8, 3, [])
-    scratch = target_scratch(workspace, tmp_path / "tree", target)  # as a sweep's tree reads
+    scratch = tmp_path / "tree"
+    target_scratch(workspace, scratch, target)  # as a sweep's tree reads
     report = check_contracts(scratch, target.annotated(), cache=ptx_cache)
     assert (report.sites_checked, report.variants_checked, report.violations) == (8, 3, [])
 
@@ -552,7 +554,8 @@ DATA_BUGS = {
 def test_the_data_rules_find_each_class_on_the_foreign_kernel(workspace, ptx_cache, tmp_path, bug):
     needs_nvcc()
     target = load_catalog(CATALOG, tree_root=workspace).target
-    tree = target_scratch(workspace, tmp_path / "tree", target)
+    tree = tmp_path / "tree"
+    target_scratch(workspace, tree, target)
     header = tree / HEADER
     text = header.read_text()
     edits, said = DATA_BUGS[bug]

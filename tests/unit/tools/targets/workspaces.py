@@ -15,7 +15,7 @@ from faults.generate.site_faults import with_generated
 from faults.pipeline.apply import apply_patches
 from faults.pipeline.scratch import target_scratch
 from invariants.sync.contract import check_contracts
-from invariants.sync.sites import Site, parse_tree
+from invariants.sync.sites import Site
 from tools.targets.fetch import FetchError, make_workspace, read_release
 
 
@@ -52,13 +52,12 @@ def faults_contract(catalog, workspace: Path, tree: Path, faults, cache: Path, e
     bounded once: faults in headers no translation unit shares, whose
     findings part by site, checked on one PTX compile. `edits`: (file from
     the tree's root, old, new) made first, each `old` found once."""
-    target_scratch(workspace, tree, catalog.target)
+    sources = target_scratch(workspace, tree, catalog.target)
     for file, old, new in edits:
         text = (tree / file).read_text()
         assert text.count(old) == 1, (file, old)
-        (tree / file).write_text(text.replace(old, new))
-    apply_patches(tree, catalog, [patch for f in faults for patch in catalog.all_patches(f)])
-    target = catalog.target.annotated()
-    report = check_contracts(tree, target, cache=cache)
-    sites: dict[str, Site] = {s.name: s for s in parse_tree(tree / target.sources)[0]}
+        sources.write(tree / file, text.replace(old, new))
+    apply_patches(sources, catalog, [patch for f in faults for patch in catalog.all_patches(f)])
+    report = check_contracts(tree, catalog.target.annotated(), cache=cache)
+    sites: dict[str, Site] = {s.name: s for s in sources.sites}
     return report, sites
