@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from faults.catalog.schedule import Schedule, ScheduleFamily, ScheduleSpelling
+from faults.schedules.table import Schedule, ScheduleFamily, ScheduleSpelling
 
 
 @dataclass(frozen=True)

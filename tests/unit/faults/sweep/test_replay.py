@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from faults.catalog.schedule import Schedule, ScheduleFamily
+from faults.schedules.table import Schedule, ScheduleFamily
 from faults.generate.schedule import draw
 from tools.faults_cli.main import main
 
