@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
 from faults.catalog import Catalog, CatalogError
-from faults.generate.schedule import draw
+from faults.schedules.draw import draw
 from faults.judge.outcome import Outcome
 from faults.judge.verdict import FaultSummary, Judgement, Verdict, summarize_fault
 

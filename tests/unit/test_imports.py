@@ -170,7 +170,7 @@ PARTS = {
         ("faults.operators",),
         ("faults.schedules.table",),
         ("faults.catalog",),
-        ("faults.generate",),
+        ("faults.generate", "faults.schedules.draw"),
         ("faults.judge",),
         ("faults.pipeline",),
         ("faults.report",),

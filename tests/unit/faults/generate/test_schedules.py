@@ -12,7 +12,7 @@ import pytest
 from faults.catalog import CatalogError, load_catalog
 from faults.catalog.load import catalog_from_tables
 from faults.schedules.table import Schedule, ScheduleFamily
-from faults.generate.schedule import draw
+from faults.schedules.draw import draw
 from faults.judge.seeds import (
     RunId,
     base_id,

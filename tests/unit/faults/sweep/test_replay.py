@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from faults.schedules.table import Schedule, ScheduleFamily
-from faults.generate.schedule import draw
+from faults.schedules.draw import draw
 from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[4]
