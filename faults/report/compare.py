@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faults.catalog.errors import FaultsError, read_toml
-from faults.judge.seeds import base_id
 from faults.report.document import ReportError, read_report
+from faults.schedules.ids import base_id
 
 
 class CompareError(FaultsError):

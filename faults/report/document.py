@@ -14,10 +14,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from faults.catalog.errors import FaultsError
+from faults.judge.run_result import RunResult
 from faults.judge.scores import family_scores, scores
-from faults.judge.seeds import run_id
 from faults.judge.verdict import FaultSummary, Verdict
-from faults.pipeline.engine import RunResult
 from faults.report.markdown import junit, markdown
 from hostio import CPU_MACHINE, RankMode, results_stem, write_json, write_text
 
@@ -27,8 +26,8 @@ SAID_IN_FULL = (Verdict.SURVIVED, Verdict.UNOBSERVABLE)
 
 
 def summary_line(result: RunResult) -> str:
-    """The line starts with the run id `replay` takes (faults/judge/seeds.py)."""
-    name = run_id(result)
+    """The line starts with the run id `replay` takes (faults/schedules/ids.py)."""
+    name = result.run_id
     outcome = result.outcome
     if outcome is None:
         return (

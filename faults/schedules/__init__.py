@@ -4,5 +4,8 @@ steps it holds back and for how long, drawn on the host from a seed into
 constants of the injected code. One seed gives one patch text, so one tree
 digest: a run is replayed by applying its seed again.
 
-A module per stage: the catalog's table (table.py) and the draw with the
-code it injects (draw.py)."""
+A module per stage, each below the engine's stages that need it
+(tests/unit/test_imports.py, PARTS): the catalog's table (table.py), the
+draw and the code it injects (draw.py), run ids and seeded fault ids
+(ids.py), a catalog's scheduled faults over seeds (seeds.py), and a fault
+judged over its seeds with the kill rates (over_seeds.py)."""

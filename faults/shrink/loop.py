@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from faults.catalog.shrink import Number, ShrinkSpec
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Verdict
-from faults.pipeline.engine import RunResult
 
 # The override arguments of one probe -> its judged run.
 Runner = Callable[[list[str]], RunResult]

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, Config, load_catalog
 from faults.generate.site_faults import with_generated
-from faults.pipeline.engine import Engine, RunResult
+from faults.judge.run_result import RunResult
+from faults.pipeline.engine import Engine
 from faults.shrink.loop import Runner, ShrinkError
 from hostio import RankMode
 

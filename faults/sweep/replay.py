@@ -7,15 +7,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from faults.judge.seeds import RunId, describe, run_id
 from faults.pipeline.apply import apply_fault
 from faults.pipeline.scratch import target_scratch, tree_digest
 from faults.report.document import SweepReport
+from faults.schedules.ids import RunId
+from faults.schedules.seeds import describe
 
 
 def recorded_run(report: SweepReport, run: RunId) -> dict | None:
     """The result of `run` in the report, as it was written (None: not in it)."""
-    return next((r.to_dict() for r in report.results if run_id(r) == str(run)), None)
+    return next((r.to_dict() for r in report.results if r.run_id == str(run)), None)
 
 
 def applied_only(engine, label: str) -> dict:

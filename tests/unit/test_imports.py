@@ -168,9 +168,10 @@ PARTS = {
     "invariants": (("invariants.sync", "invariants.data"),),
     "faults": (
         ("faults.operators",),
-        ("faults.schedules.table",),
+        ("faults.schedules.table", "faults.schedules.ids"),
         ("faults.catalog",),
         ("faults.generate", "faults.schedules.draw"),
+        ("faults.schedules.seeds",),
         ("faults.judge",),
         ("faults.pipeline",),
         ("faults.report",),

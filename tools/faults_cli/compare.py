@@ -31,7 +31,7 @@ def shard_summarizer(args: argparse.Namespace):
     """A fault's verdict over its runs from several shards, judged as the sweep
     judges one fault's runs (the catalog, loaded when first needed)."""
     from faults.judge.verdict import summarize_fault
-    from faults.pipeline.engine import RunResult
+    from faults.judge.run_result import RunResult
 
     catalogs = []
 

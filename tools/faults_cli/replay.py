@@ -7,8 +7,9 @@ import argparse
 from pathlib import Path
 
 from faults.catalog import Catalog
-from faults.judge.seeds import RunId, parse_run_id, with_seed
 from faults.report.document import SweepReport
+from faults.schedules.ids import RunId, parse_run_id
+from faults.schedules.seeds import with_seed
 from faults.sweep.replay import applied_only, compare, recorded_run, replay_markdown
 from hostio import (
     UsageError,

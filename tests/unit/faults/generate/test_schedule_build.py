@@ -8,8 +8,8 @@ import shutil
 
 from afdep.jit import CSRC, KernelSpec, compile_kernel
 from faults.catalog import load_catalog
-from faults.judge.seeds import with_seed
 from faults.pipeline.apply import apply_fault
+from faults.schedules.seeds import with_seed
 from tests.unit.faults.generate.test_expose import AFDEP, REPO
 
 SPECS = {

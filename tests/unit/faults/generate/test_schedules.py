@@ -11,22 +11,14 @@ import pytest
 
 from faults.catalog import CatalogError, load_catalog
 from faults.catalog.load import catalog_from_tables
+from faults.judge.run_result import RunResult
+from faults.schedules.ids import RunId, base_id, parse_run_id
+from faults.schedules.over_seeds import kill_rates, summaries_over_seeds
+from faults.schedules.seeds import describe, with_seed, with_seeds
 from faults.schedules.table import Schedule, ScheduleFamily
 from faults.schedules.draw import draw
-from faults.judge.seeds import (
-    RunId,
-    base_id,
-    describe,
-    kill_rates,
-    parse_run_id,
-    run_id,
-    summaries_over_seeds,
-    with_seed,
-    with_seeds,
-)
 from faults.judge.verdict import Verdict
 from faults.pipeline.apply import apply_fault
-from faults.pipeline.engine import RunResult
 from faults.pipeline.scratch import tree_digest
 from faults.report.schedules import schedule_tables
 
@@ -115,7 +107,7 @@ def test_a_run_id_goes_both_ways():
     plain = parse_run_id("gen.skip.cf.ffn_stream_expand.row_wait@bf16-graph#0")
     assert plain == RunId("gen.skip.cf.ffn_stream_expand.row_wait", None, "bf16-graph", 0)
     result = RunResult("N2s.pct~s3", "bf16-graph@2048", 1, "KILLED", True, "r", "d")
-    assert run_id(result) == str(run)
+    assert result.run_id == str(run)
     assert base_id("N2s.pct~s3") == "N2s.pct" and base_id("N2s.pct") == "N2s.pct"
     with pytest.raises(ValueError) as error:
         parse_run_id("N2-bf16-eager")

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from faults.catalog import load_catalog
 from faults.catalog.shrink import Dimension, Relation, RelationOp, ShrinkSpec
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Verdict
-from faults.pipeline.engine import RunResult
 from faults.shrink.loop import ShrinkLoop, option_value, override_args, relations_hold, start_input
 from faults.shrink.runs import shrink_catalog
 from hostio import RankMode
