@@ -168,7 +168,7 @@ PARTS = {
     "invariants": (("invariants.sync", "invariants.data"),),
     "faults": (
         ("faults.operators",),
-        ("faults.schedules.table", "faults.schedules.ids"),
+        ("faults.schedules.table", "faults.schedules.ids", "faults.schedules.report"),
         ("faults.catalog",),
         ("faults.generate", "faults.schedules.draw"),
         ("faults.schedules.seeds",),

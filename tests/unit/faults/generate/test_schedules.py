@@ -20,7 +20,7 @@ from faults.schedules.draw import draw
 from faults.judge.verdict import Verdict
 from faults.pipeline.apply import apply_fault
 from faults.pipeline.scratch import tree_digest
-from faults.report.schedules import schedule_tables
+from faults.schedules.report import schedule_tables
 
 REPO = Path(__file__).parents[4]
 AFDEP = REPO / "catalogs/afdep.toml"
