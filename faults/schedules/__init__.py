@@ -8,5 +8,6 @@ A module per stage, each below the engine's stages that need it
 (tests/unit/test_imports.py, PARTS): the catalog's table (table.py), the
 draw and the code it injects (draw.py), run ids and seeded fault ids
 (ids.py), a catalog's scheduled faults over seeds (seeds.py), a fault
-judged over its seeds with the kill rates (over_seeds.py), and their tables
-in the sweep's Markdown (report.py)."""
+judged over its seeds with the kill rates (over_seeds.py), their tables in
+the sweep's Markdown (report.py), and one run of a report replayed
+(replay.py)."""
