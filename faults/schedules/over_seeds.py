@@ -5,6 +5,7 @@ schedule family that the report's `schedules` holds."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from faults.catalog import Catalog
@@ -60,6 +61,15 @@ def seed_rows(catalog: Catalog, fault_ids: list[str], results: list[RunResult]) 
             }
         )
     return rows
+
+
+def report_schedules(
+    catalog: Catalog, fault_ids: list[str], results: list[RunResult], seeds: Iterable[int]
+) -> dict:
+    """The report's `schedules`: the seeds run, a row per seeded fault, and the
+    kill rates per fault and per schedule family (a sweep's, and a rejudged one's)."""
+    rows = seed_rows(catalog, fault_ids, results)
+    return {"seeds": list(seeds), "runs": rows, **kill_rates(rows)}
 
 
 def kill_rates(rows: list[dict]) -> dict:

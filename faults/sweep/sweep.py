@@ -28,7 +28,7 @@ from faults.pipeline.scratch import UserTreeGuard
 from faults.pipeline.slots import sweep
 from faults.report.document import SweepReport, catalog_sha256, summary_line, write_report
 from faults.review.matrix import Firing, firing, patched_sites, probes, where_all_fire
-from faults.schedules.over_seeds import kill_rates, seed_rows, summaries_over_seeds
+from faults.schedules.over_seeds import report_schedules, summaries_over_seeds
 from faults.schedules.seeds import with_seeds
 from faults.sweep.history import History
 from faults.sweep.selection import (
@@ -369,8 +369,7 @@ class Sweep:
         fault and per schedule family (None without seeds)."""
         if not self.options.seeds:
             return None
-        rows = seed_rows(self.catalog, self.fault_ids, self.results)
-        return {"seeds": list(self.options.seeds), "runs": rows, **kill_rates(rows)}
+        return report_schedules(self.catalog, self.fault_ids, self.results, self.options.seeds)
 
     def write(self, report: SweepReport) -> Path:
         return write_report(self.results_dir, report)
