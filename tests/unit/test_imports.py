@@ -168,7 +168,12 @@ PARTS = {
     "invariants": (("invariants.sync", "invariants.data"),),
     "faults": (
         ("faults.operators",),
-        ("faults.schedules.table", "faults.schedules.ids", "faults.schedules.report"),
+        (
+            "faults.schedules.table",
+            "faults.schedules.ids",
+            "faults.schedules.report",
+            "faults.shrink.table",
+        ),
         ("faults.catalog",),
         ("faults.generate", "faults.schedules.draw"),
         ("faults.schedules.seeds",),
