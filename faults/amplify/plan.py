@@ -1,19 +1,39 @@
-"""Which litmus shapes an amplify run needs and in what order (controls
-first), every shape run under every stress in its share of the budget, and
-the report's header (docs/operators.md, "Amplification")."""
+"""The mutants an amplify run takes, which litmus shapes it needs and in what
+order (controls first), every shape run under every stress in its share of
+the budget, and the report's header (docs/operators.md, "Amplification")."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
 from faults.amplify.compile import litmus_digest
-from faults.amplify.device import Budget, Geometry, LitmusRun, Stress
+from faults.amplify.device import AmplifyError, Budget, Geometry, LitmusRun, Stress
 from faults.amplify.report import harness_verdict
-from faults.amplify.shapes import Mapped, Shape, control_of, placed
+from faults.amplify.shapes import Mapped, Read, Shape, amplified, control_of, placed
+from faults.catalog import Catalog
 from faults.pipeline.scratch import tree_digest
 from hostio import (
     machine_name,
 )
+
+
+def chosen_mutants(catalog: Catalog, root: Path, only: str | None, read: Read) -> list[Mapped]:
+    """The catalog's order-weakening mutants whose ids `only` (--only)
+    matches whole (all when None), each litmus reading the payload by `read`."""
+    try:
+        pattern = re.compile(only) if only is not None else None
+    except re.error as error:
+        raise AmplifyError(f"amplify: --only {only!r}: not a regular expression: {error}") from None
+    try:
+        mapped = amplified(catalog, root)
+    except ValueError as error:
+        raise AmplifyError(f"amplify: {error}") from None
+    chosen = [m for m in mapped if pattern is None or pattern.fullmatch(m.fault_id)]
+    if not chosen:
+        raise AmplifyError(f"amplify: --only {only!r} matches no order-weakening mutant")
+    return [m if m.shape is None else replace(m, shape=replace(m.shape, read=read)) for m in chosen]
 
 
 def runnable(shape: Shape | None, gpus: int) -> bool:

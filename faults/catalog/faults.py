@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from faults.catalog.fields import expect_type, fail, strings, tables
+from faults.catalog.fields import expect_type, fail, fail_in, strings, tables
 from faults.catalog.model import (
     Fault,
     Patch,
     Target,
 )
-from faults.catalog.schedule import patch_schedule
+from faults.schedules.table import patch_schedule
 
 ACTIONS_TAKING = {  # action -> the optional keys it accepts besides site/action
     "delay": {"ns", "at", "when", "marker", "schedule"},
@@ -135,7 +135,9 @@ def _site_patch(path: Path, where: str, owner: str, raw: dict, target: Target) -
         when=raw.get("when", "true"),
         marker=raw.get("marker", "true"),
         cell=raw.get("cell", "0"),
-        schedule=patch_schedule(path, where, raw["schedule"], raw["site"], target.schedule)
+        schedule=patch_schedule(
+            where, raw["schedule"], raw["site"], target.schedule, fail_in(path)
+        )
         if "schedule" in raw
         else None,
     )

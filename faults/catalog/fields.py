@@ -4,6 +4,7 @@ the file, where in it, and the field at fault."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from string import Formatter
 
@@ -13,6 +14,12 @@ from faults.catalog.model import PLACEHOLDERS
 
 def fail(path: Path, where: str, message: str) -> CatalogError:
     return catalog_error(path, where, message)
+
+
+def fail_in(path: Path) -> Callable[[str, str], CatalogError]:
+    """`fail` for the file at `path`: what a table checked below the catalog
+    (a concept's own, e.g. faults/schedules/table.py) raises its errors with."""
+    return lambda where, message: fail(path, where, message)
 
 
 def expect_type(path, where, key, value, kind, name):

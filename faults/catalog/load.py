@@ -11,14 +11,14 @@ from faults.catalog.configs import config_tables
 from faults.catalog.errors import CatalogError, read_toml
 from faults.catalog.exposure import exposure_table
 from faults.catalog.faults import control_table, fault_table
-from faults.catalog.fields import fail, tables
+from faults.catalog.fields import fail, fail_in, tables
 from faults.catalog.generate import generate_table
 from faults.catalog.matrix import matrix_table
 from faults.catalog.model import Catalog, Fault, Target
 from faults.catalog.mutation import mutation_rules
 from faults.catalog.refs import check_includes, check_sites_exist
-from faults.catalog.shrink import shrink_table
 from faults.catalog.target import target_table
+from faults.shrink.table import shrink_table
 
 NOT_TEXT = "not UTF-8 text (a TOML catalog is)"
 
@@ -66,7 +66,7 @@ def catalog_from_tables(path: Path, data: dict) -> Catalog:
     control = control_table(path, data.get("control", {}), target)
     generate = generate_table(path, data, configs, target)
     exposure = exposure_table(path, data.get("exposure"))
-    shrink = shrink_table(data.get("shrink"), lambda where, message: fail(path, where, message))
+    shrink = shrink_table(data.get("shrink"), fail_in(path))
     matrix = matrix_table(path, data.get("matrix"))
     catalog = Catalog(
         path, target, configs, faults, control, generate,

@@ -11,10 +11,10 @@ from pathlib import Path
 from faults.catalog.bound import Bound
 from faults.catalog.errors import CatalogError
 from faults.catalog.matrix import Matrix, config_fields
-from faults.catalog.schedule import Schedule, ScheduleSpelling
-from faults.catalog.shrink import ShrinkSpec
 # The operators' families, and those each stage draws on (faults/operators/).
 from faults.operators import Family
+from faults.schedules.table import Schedule, ScheduleSpelling
+from faults.shrink.table import ShrinkSpec
 from hostio import RankMode, known_names
 from invariants.sync.sites import Anchor
 from invariants.sync.spellings import ContractSpellings

@@ -4,13 +4,17 @@
     catalogs = ["catalogs/target.toml", "tests/fixtures/other/catalog.toml"]
 
 The first is the CLIs' default catalog; the pytest plugin parametrizes over
-every one that exists (docs/catalog.md, "The catalog format")."""
+every one that exists (docs/catalog.md, "The catalog format"). A folder's
+catalog is the one whose target's sources hold it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from faults.catalog.errors import FaultsError, read_toml
+from faults.catalog.load import load_catalog
+from faults.catalog.model import Catalog
+from invariants.sync.sites import Anchor
 
 KEY = "[tool.faults] catalogs"
 EXAMPLE = f'{KEY} = ["<catalog>.toml", ...]'
@@ -50,3 +54,27 @@ def project_catalogs(root: Path) -> list[Path]:
 def default_catalog(root: Path) -> Path:
     """The catalog a CLI uses when none is named: the first one listed."""
     return project_catalogs(root)[0]
+
+
+def folder_catalog(root: Path, folder: Path) -> Catalog | None:
+    """The project's catalog whose target's sources hold `folder` (None: no
+    catalog names them, or the project lists none)."""
+    try:
+        paths = project_catalogs(root)
+    except ProjectError:
+        return None
+    where = Path(folder).resolve()
+    for path in paths:
+        catalog = load_catalog(path, tree_root=root)
+        sources = (root / catalog.target.sources).resolve()
+        if where == sources or sources in where.parents:
+            return catalog
+    return None
+
+
+def folder_anchors(catalog: Catalog | None, root: Path, folder: Path) -> tuple[Anchor, ...]:
+    """The sites `catalog` declares by anchors, when `folder` is its sources."""
+    if catalog is None:
+        return ()
+    sources = (root / catalog.target.sources).resolve()
+    return catalog.target.anchors if Path(folder).resolve() == sources else ()

@@ -9,7 +9,7 @@ from pathlib import Path
 from faults.catalog.anchors import site_tables
 from faults.catalog.bound import bound_table
 from faults.catalog.contract import contract_table
-from faults.catalog.fields import command, env_table, expect_type, fail
+from faults.catalog.fields import command, env_table, expect_type, fail, fail_in
 from faults.catalog.knobs import knobs_table
 from faults.catalog.log import log_table
 from faults.catalog.model import (
@@ -18,7 +18,7 @@ from faults.catalog.model import (
     Target,
 )
 from faults.catalog.publisher import publisher_table
-from faults.catalog.schedule import schedule_spelling
+from faults.schedules.table import schedule_spelling
 
 LANGUAGES = ("cuda", "cpp")
 
@@ -84,7 +84,7 @@ def target_table(path: Path, raw) -> Target:
         contract=contract_table(path, raw["contract"]) if "contract" in raw else None,
         publisher=publisher_table(path, raw.get("publisher"), float(timeout_s)),
         logical_run=logical_table(path, raw.get("logical")),
-        schedule=schedule_spelling(path, raw.get("schedule")),
+        schedule=schedule_spelling(raw.get("schedule"), fail_in(path)),
         sass=sass_table(path, raw.get("sass")),
         anchors=site_tables(path, raw.get("site")),
         bound=bound_table(path, raw.get("bound"), raw["language"], clock),

@@ -30,6 +30,7 @@ made, and the error names the bug, the file and the hunk.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -286,3 +287,25 @@ def make_bug_text(bug: ReleaseBug, texts: dict[str, str]) -> str:
     what = f"bug {bug.bug.name}: {bug.file}"
     base = texts[bug.base.version]
     return revert_hunks(base, texts[bug.buggy.version], texts[bug.fixed.version], bug.hunks, what)
+
+
+def corpus_files(corpus: ReleaseCorpus, root: Path) -> Path:
+    """The catalog the corpus names, under `root`, with its harness files
+    there too (one line naming the one missing); the catalog's path."""
+    catalog = root / corpus.catalog
+    if not catalog.is_file():
+        raise CorpusError(f"{corpus.path}: catalog {corpus.catalog}: not a file")
+    for name in corpus.harness:
+        if not (root / name).is_file():
+            raise CorpusError(f"{corpus.path}: harness {name}: not a file")
+    return catalog
+
+
+def corpus_digest(corpus: ReleaseCorpus, catalog_path: Path, root: Path) -> str:
+    """What makes every bug tree of `corpus`: its file (the releases, their
+    sha256 and the hunks), the catalog and our harness; a corpus run in
+    shards merges into one document while these stay the same."""
+    digest = hashlib.sha256()
+    for path in (corpus.path, catalog_path, *(root / name for name in corpus.harness)):
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()

@@ -12,7 +12,7 @@ from pathlib import Path
 from faults.catalog import Catalog, Patch, Target
 from faults.generate.mutate import TAG
 from faults.pipeline.bound import bound_waits
-from faults.generate.schedule import draw, scheduled_code, spin
+from faults.schedules.draw import draw, scheduled_code
 from invariants.sync.sites import Site, SourceTree
 
 
@@ -40,9 +40,25 @@ def marker_line(patch: Patch, target: Target) -> str:
     )
 
 
+def spin(clock: str, language: str, ns: str, still: str = "") -> str:
+    """Spin `ns` (a C expression of nanoseconds) on the target's clock (cuda)
+    or steady_clock (cpp); with `still`, a C condition, only while it holds
+    too. The one spin every delay, hold and scheduled delay injects."""
+    also = f"{still} && " if still else ""
+    if language == "cuda":
+        return (
+            f"const unsigned long long afd_t0 = {clock}; "
+            f"while ({also}{clock} - afd_t0 < {ns}) {{ }}"
+        )
+    return (
+        "const auto afd_t0 = std::chrono::steady_clock::now(); "
+        f"while ({also}std::chrono::steady_clock::now() - afd_t0 < "
+        f"std::chrono::nanoseconds({ns})) {{ }}"
+    )
+
+
 def spin_line(patch: Patch, target: Target, still: str = "") -> str:
-    """Spin the patch's `ns` (faults/generate/schedule.py's spin); with `still`, a C
-    condition, only while it holds too."""
+    """Spin the patch's `ns`; with `still`, a C condition, only while it holds too."""
     ns = f"{patch.ns}ull" if target.language == "cuda" else str(patch.ns)
     return spin(target.clock, target.language, ns, still)
 
@@ -54,11 +70,16 @@ def _tag(line: str, indent: str, patch: Patch, note: str) -> str:
 @action("delay")
 def delay(body: list[str], patch: Patch, target: Target, indent: str) -> list[str]:
     """`code` -> `if (when) { spin ns; marker }` then `code` (at=start), or after it
-    (at=end); a scheduled delay spins what its seed drew (faults/generate/schedule.py)."""
+    (at=end); a scheduled delay spins what its seed drew (faults/schedules/draw.py)."""
     if patch.schedule is not None:
         drawn = draw(patch.schedule, patch.ns)
         code = scheduled_code(
-            drawn, target.schedule, patch.site, patch.when, marker_line(patch, target), target
+            drawn,
+            target.schedule,
+            patch.site,
+            patch.when,
+            marker_line(patch, target),
+            lambda ns: spin(target.clock, target.language, ns),
         )
         note = f"scheduled delay ({drawn.schedule.family} seed {drawn.schedule.seed})"
     else:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from faults.catalog import Catalog, Config, Patch
-from faults.judge.seeds import RunResult
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Judgement, Verdict
 from faults.pipeline.apply import ApplyError, apply_fault, apply_patches
 from faults.pipeline.erasure import ErasedDecision, decide, erased_check, erasure_baseline

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from faults.catalog import Catalog, Config, Fault, Target
-from faults.judge.seeds import RunResult
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Judgement, Verdict, judge, judge_control
 from faults.pipeline.parse import parse_outcome
 from faults.pipeline.scratch import Prepared

@@ -14,7 +14,8 @@ from concurrent.futures import as_completed, wait
 from dataclasses import dataclass
 
 from faults.catalog import Catalog, Config
-from faults.pipeline.engine import Engine, RunResult, stopping_pool
+from faults.judge.run_result import RunResult
+from faults.pipeline.engine import Engine, stopping_pool
 
 BUILDS_AT_ONCE = 8  # trees copied, patched, built and checked at once (CPU work)
 

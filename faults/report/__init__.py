@@ -1,3 +1,3 @@
 """The sweep's report: one document (document.py), its Markdown and JUnit
-(markdown.py, schedules.py), SARIF (sarif.py) and two sides compared
-(compare.py)."""
+(markdown.py; the seeded schedules' tables are faults/schedules/report.py),
+SARIF (sarif.py) and two sides compared (compare.py)."""

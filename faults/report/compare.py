@@ -22,9 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from faults.catalog import Catalog
 from faults.catalog.errors import FaultsError, read_toml
-from faults.judge.seeds import base_id
+from faults.judge.run_result import RunResult
+from faults.judge.verdict import summarize_fault
 from faults.report.document import ReportError, read_report
+from faults.schedules.ids import base_id
 
 
 class CompareError(FaultsError):
@@ -88,6 +91,15 @@ def read_side(paths: list[Path], option: str, summarize: Summarize | None = None
     for fault in shared:
         verdicts[fault] = summarize(fault, runs[fault])
     return Side(labels.pop(), tuple(sorted(digests)), verdicts, runs)
+
+
+def fault_verdict(catalog: Catalog, fault_id: str, runs: list[dict]) -> str:
+    """A fault's verdict over its runs from several shards, judged as the
+    sweep judges one fault's runs."""
+    if fault_id not in catalog.faults:
+        raise CompareError(f"compare: fault {fault_id} of several shards is not in the catalog")
+    results = [RunResult(**run) for run in runs]
+    return summarize_fault(catalog.fault(fault_id), results).verdict.value
 
 
 def run_key(run: dict) -> tuple:

@@ -13,13 +13,13 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from faults.catalog import Catalog, Config
 from faults.catalog.errors import FaultsError
+from faults.judge.run_result import RunResult
 from faults.judge.scores import family_scores, scores
-from faults.judge.seeds import run_id
 from faults.judge.verdict import FaultSummary, Verdict
-from faults.pipeline.engine import RunResult
 from faults.report.markdown import junit, markdown
-from hostio import CPU_MACHINE, RankMode, results_stem, write_json, write_text
+from hostio import CPU_MACHINE, RankMode, machine_name, results_stem, write_json, write_text
 
 # Verdicts that meet their expectation yet say why: a known survivor, a
 # survivor the static contract catches.
@@ -27,8 +27,8 @@ SAID_IN_FULL = (Verdict.SURVIVED, Verdict.UNOBSERVABLE)
 
 
 def summary_line(result: RunResult) -> str:
-    """The line starts with the run id `replay` takes (faults/judge/seeds.py)."""
-    name = run_id(result)
+    """The line starts with the run id `replay` takes (faults/schedules/ids.py)."""
+    name = result.run_id
     outcome = result.outcome
     if outcome is None:
         return (
@@ -214,6 +214,32 @@ class SweepReport:
             return cls(**stored)
         except (TypeError, ValueError) as error:
             raise ReportError(f"not a sweep report ({error})") from None
+
+
+def run_report(
+    catalog_path: Path,
+    catalog: Catalog,
+    configs: list[Config],
+    results: list[RunResult],
+    native_source_sha256: str,
+    wall_s: float,
+) -> SweepReport:
+    """What `run --report` writes: one fault's runs under `configs` on this
+    machine, no controls (`run` runs none: the harness is not checked)."""
+    return SweepReport(
+        catalog=str(catalog_path),
+        catalog_sha256=catalog_sha256(catalog_path),
+        target=catalog.target.name,
+        machine=machine_name(),
+        native_source_sha256=native_source_sha256,
+        rank_mode=str(catalog.rank_mode),
+        tool="faults.run",
+        results=results,
+        harness_ok=None,
+        gpus_needed={c.name: catalog.gpus_for(c) for c in configs},
+        logical_ranks=bool(catalog.target.logical_run),
+        wall_s=round(wall_s, 3),
+    )
 
 
 def read_report(path: Path, needed=REQUIRED, reader: str = "") -> SweepReport:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from faults.judge.verdict import Verdict
-from faults.report.schedules import schedule_tables
+from faults.schedules.report import schedule_tables
 
 
 def table_head(heading: str) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from faults.catalog import Catalog, Config, Patch
-from faults.judge.seeds import RunResult
+from faults.judge.run_result import RunResult
 from faults.pipeline.engine import CLEAN
 from faults.review.coverage import Coverage
 

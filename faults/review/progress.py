@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from faults.judge.seeds import RunResult
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Verdict
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from faults.catalog import Catalog, Config, LogPatterns
 from faults.catalog.refs import without_missing_sites
-from faults.pipeline.engine import CLEAN, FORCED, Engine, RunResult
+from faults.judge.run_result import RunResult
+from faults.pipeline.engine import CLEAN, FORCED, Engine
 from faults.pipeline.scratch import make_scratch
 from faults.pipeline.slots import Job, phases, run_faults
 from faults.review.coverage import Coverage

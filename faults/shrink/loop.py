@@ -13,15 +13,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from faults.catalog.shrink import Number, ShrinkSpec
+from faults.catalog.errors import FaultsError
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Verdict
-from faults.pipeline.engine import RunResult
+from faults.shrink.table import Number, ShrinkSpec
 
 # The override arguments of one probe -> its judged run.
 Runner = Callable[[list[str]], RunResult]
 
 
-class ShrinkError(ValueError):
+class ShrinkError(FaultsError):
     """A shrink that cannot start as asked; said in one line."""
 
 

@@ -1,7 +1,8 @@
 """What a shrink hands back (docs/operators.md, "Shrinking"): the JSON
 and Markdown report of every probe, the command that reruns the minimal
-input by hand, and the regression case (tests/regress/shrunk/<fault>.json)
-that tests/regress/test_shrunk.py holds KILLED there."""
+input by hand, the line that says a start input did not kill, and the
+regression case (tests/regress/shrunk/<fault>.json) that
+tests/regress/test_shrunk.py holds KILLED there."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from pathlib import Path
 from faults.catalog import Catalog, Config
 from faults.pipeline.run import substitute
 from faults.shrink.loop import Shrunk
-from hostio import results_stem
+from faults.shrink.plan import ShrinkPlan
+from hostio import machine_name, results_stem, write_json, write_text
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,30 @@ class ShrinkContext:
     budget_s: float
     repeat: int
     gpus: int  # GPUs one run needs (the regression test's marker)
+
+    @classmethod
+    def of(
+        cls, plan: ShrinkPlan, catalog: Path, root: Path, budget_s: float, repeat: int
+    ) -> ShrinkContext:
+        """The shrink of `plan` on this machine, its catalog at `catalog`."""
+        return cls(
+            fault=plan.fault,
+            config=plan.config.name,
+            rank_mode=str(plan.catalog.rank_mode),
+            machine=machine_name(),
+            catalog=catalog_name(catalog, root),
+            budget_s=budget_s,
+            repeat=repeat,
+            gpus=plan.catalog.gpus_for(plan.config),
+        )
+
+
+def catalog_name(catalog: Path, root: Path) -> str:
+    """The catalog as the tree names it (relative to the root), else its path."""
+    try:
+        return str(Path(catalog).resolve().relative_to(root))
+    except ValueError:
+        return str(Path(catalog).resolve())
 
 
 def report_stem(context: ShrinkContext) -> str:
@@ -68,6 +94,38 @@ def paste_command(
     run = substitute(catalog.target.run + config.args + tuple(args), **filled)
     steps.append(shlex.join([*setting, *(f"{k}={v}" for k, v in config.env.items()), *run]))
     return " && ".join(steps)
+
+
+def reports(
+    context: ShrinkContext, plan: ShrinkPlan, digest: str, shrunk: Shrunk, program: str
+) -> tuple[dict, str]:
+    """The report of `shrunk` so far, its JSON document and its Markdown, with
+    the command (`program` the name the user typed) that reruns its minimal
+    input by hand, else its start's."""
+    rerun = minimal_args(shrunk) or shrunk.probes[0].args
+    command = paste_command(program, context, plan.catalog, plan.config, rerun, digest)
+    doc = document(context, shrunk, command)
+    return doc, markdown(doc)
+
+
+def write_reports(results_dir: Path, context: ShrinkContext, doc: dict, text: str) -> Path:
+    """`<stem>.json` and `<stem>.md` under `results_dir`; the stem."""
+    stem = results_dir / report_stem(context)  # a fault id holds dots: no with_suffix
+    write_json(stem.with_name(f"{stem.name}.json"), doc)
+    write_text(stem.with_name(f"{stem.name}.md"), text)
+    return stem
+
+
+def not_killed(fault: str, config: str, shrunk: Shrunk) -> str:
+    """Why nothing shrank: no start input killed, each probe's verdicts said."""
+    verdicts = "; ".join(" ".join(probe.verdicts) for probe in shrunk.probes)
+    others = len(shrunk.probes) - 1
+    where = "the start input" + (
+        f" nor at the {others} other starts its run command's lists give" if others else ""
+    )
+    return (
+        f"shrink: {fault} is not KILLED at {where} under {config} ({verdicts}): nothing to shrink"
+    )
 
 
 def document(context: ShrinkContext, shrunk: Shrunk, command: str) -> dict:
@@ -156,3 +214,10 @@ def regression_case(context: ShrinkContext, args: list[str]) -> dict:
 
 def regression_case_path(root: Path, fault: str) -> Path:
     return root / "tests" / "regress" / "shrunk" / f"{slug(fault)}.json"
+
+
+def write_regression_case(root: Path, context: ShrinkContext, shrunk: Shrunk) -> Path:
+    """The regression case of `shrunk`'s minimal input, written under `root`; its path."""
+    path = regression_case_path(root, context.fault)
+    write_json(path, regression_case(context, minimal_args(shrunk)))
+    return path

@@ -1,52 +1,28 @@
 """The shrink loop's runs through the engine (docs/operators.md,
 "Shrinking"): the fault's tree applied and built once, each probe its
 config's run command with the probe's arguments appended (the target's
-parser takes the last value of an option). A generated regression test
-calls `run_shrunk` for its one run."""
+parser takes the last value of an option), and the loop over them. A
+generated regression test calls `run_shrunk` for its one run."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from faults.catalog import Catalog, CatalogError, Config, load_catalog
+from faults.catalog import CatalogError, Config, load_catalog
 from faults.generate.site_faults import with_generated
-from faults.pipeline.engine import Engine, RunResult
-from faults.shrink.loop import Runner, ShrinkError
+from faults.judge.run_result import RunResult
+from faults.pipeline.engine import Engine
+from faults.shrink.loop import Runner, ShrinkError, ShrinkLoop, Shrunk, start_alternatives
+from faults.shrink.plan import ShrinkPlan, shrink_catalog
 from hostio import RankMode
-
-
-def shrink_catalog(catalog: Catalog) -> Catalog:
-    """The catalog with its exposure twins, so `<config>@<name>` can be shrunk."""
-    return catalog.with_exposure()
 
 
 def probe_config(config: Config, args: list[str], label: str) -> Config:
     """`config` with `args` after its own; `label` names the probe's log."""
     return replace(config, name=f"{config.name}.{label}", args=config.args + tuple(args))
-
-
-def chosen_config(catalog: Catalog, fault_id: str, name: str | None) -> Config:
-    """--config (a twin's name too), else the fault's first config; a config
-    the fault does not run under is an error naming both."""
-    fault = catalog.fault(fault_id)
-    if fault.expect != "fail":
-        raise ShrinkError(
-            f"shrink: fault {fault_id} is must-pass: only a must-fail fault that kills can shrink"
-        )
-    runs_under = catalog.configs_for(fault_id)
-    if name is None:
-        if not runs_under:
-            raise ShrinkError(f"shrink: fault {fault_id} runs under no config of the catalog")
-        return runs_under[0]
-    config = catalog.config(name)  # an unknown name is a CatalogError naming the known ones
-    if config not in runs_under:
-        raise ShrinkError(
-            f"shrink: fault {fault_id} does not run under config {name}; it runs under "
-            f"{[c.name for c in runs_under]}"
-        )
-    return config
 
 
 def engine_runner(engine: Engine, fault_id: str, config: Config) -> Runner:
@@ -58,6 +34,33 @@ def engine_runner(engine: Engine, fault_id: str, config: Config) -> Runner:
         return result
 
     return run
+
+
+def built_tree(engine: Engine, fault_id: str) -> str:
+    """The fault's tree applied and built once (every probe runs it), its
+    digest; a ShrinkError naming why when it cannot be (not applied, not
+    built, erased)."""
+    prepared = engine.prepare(fault_id, fault_id)
+    if prepared.error:
+        first = prepared.error.reason.splitlines()[0]
+        raise ShrinkError(f"shrink: {fault_id}: {prepared.error.verdict}: {first}")
+    return prepared.digest
+
+
+def shrink_on(
+    engine: Engine,
+    plan: ShrinkPlan,
+    budget_s: float,
+    repeat: int,
+    on_probe: Callable[[Shrunk], None],
+) -> Shrunk:
+    """The loop from the plan's start input (then the other starts its run
+    command's lists give), each probe `repeat` runs of the fault's built tree
+    on `engine`; `on_probe` told after each (a report as it goes: a killed
+    shrink still has one)."""
+    spec, runner = plan.catalog.shrink, engine_runner(engine, plan.fault, plan.config)
+    loop = ShrinkLoop(spec, plan.words, runner, budget_s, repeat, on_probe=on_probe)
+    return loop.run(plan.start, start_alternatives(spec, plan.words, plan.start))
 
 
 def run_shrunk(

@@ -25,9 +25,8 @@ from pathlib import Path
 
 from faults.catalog import Catalog
 from faults.catalog.errors import FaultsError
-from faults.judge.seeds import run_id
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import summarize_fault
-from faults.pipeline.engine import RunResult
 from faults.report.compare import run_key
 from faults.report.document import SweepReport, catalog_sha256, stage_seconds
 
@@ -142,7 +141,7 @@ def unique_runs(shards: list[Shard], key: str, twice: str) -> tuple[list[RunResu
                     kept[name] = (path, report, run)
                 dropped.append(
                     {
-                        "run": run_id(run),
+                        "run": run.run_id,
                         "kept": str(kept[name][0]),
                         "dropped": str(earlier[0] if later else path),
                     }

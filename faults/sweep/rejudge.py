@@ -21,19 +21,15 @@ from pathlib import Path
 from faults.catalog import Catalog
 from faults.catalog.errors import FaultsError
 from faults.judge.outcome import Outcome
-from faults.judge.seeds import (
-    base_id,
-    kill_rates,
-    seed_rows,
-    split_seed,
-    summaries_over_seeds,
-    with_seed,
-)
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import FaultSummary, judge, summarize_fault
 from faults.pipeline.apply import ApplyError, apply_fault
-from faults.pipeline.engine import AskedOnce, RunResult
+from faults.pipeline.engine import AskedOnce
 from faults.pipeline.scratch import target_scratch, tree_digest
 from faults.report.document import SweepReport, catalog_sha256, now
+from faults.schedules.ids import base_id, split_seed
+from faults.schedules.over_seeds import report_schedules, summaries_over_seeds
+from faults.schedules.seeds import with_seed
 from invariants.sync.contract import static_contract
 from invariants.sync.sites import SourceTree
 
@@ -179,5 +175,4 @@ def reseeded(schedules: dict | None, catalog: Catalog, labels: list[str], result
     """Each seed's verdict, and the kill rates over them, again (None: no seeds)."""
     if not schedules:
         return schedules
-    rows = seed_rows(catalog, labels, results)
-    return {"seeds": schedules["seeds"], "runs": rows, **kill_rates(rows)}
+    return report_schedules(catalog, labels, results, schedules["seeds"])

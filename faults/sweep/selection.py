@@ -13,6 +13,7 @@ from faults.catalog import Catalog, Config
 from faults.catalog.errors import FaultsError
 from faults.catalog.model import FAULTS_LISTED
 from faults.generate.site_faults import is_generated
+from faults.report.document import SweepReport, catalog_sha256
 from faults.sweep.history import History
 from hostio import (
     known_names,
@@ -41,6 +42,21 @@ def select_faults(catalog: Catalog, only: list[str] | None) -> list[str]:
             )
         chosen |= matched
     return [f for f in catalog.faults if f in chosen]
+
+
+def left_unrun(report: SweepReport, catalog: Path, named: str) -> list[str]:
+    """The faults an earlier shard's budget left (its `unrun`), as --only
+    patterns; refused (`named`: the argument that gave the report) for a
+    sweep of another catalog than `catalog`, or one that left nothing."""
+    ours, theirs = catalog_sha256(catalog), report.catalog_sha256
+    if theirs != ours:
+        raise SweepError(
+            f"{named}: a sweep of another catalog (sha256 {theirs[:12]}, {catalog} is "
+            f"{ours[:12]})"
+        )
+    if not report.unrun:
+        raise SweepError(f"{named}: its budget left no fault unrun")
+    return [re.escape(fault) for fault in report.unrun]
 
 
 def select_configs(catalog: Catalog, names: list[str] | None) -> list[Config]:

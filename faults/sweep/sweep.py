@@ -18,15 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults.catalog import Catalog, CatalogError, Config
-from faults.judge.seeds import kill_rates, seed_rows, summaries_over_seeds, with_seeds
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import FaultSummary, summarize_fault
-from faults.pipeline.engine import Engine, RunResult, TreeContract
+from faults.pipeline.engine import Engine, TreeContract
 from faults.pipeline.erasure import ErasedDecision, erasure_baseline
 from faults.pipeline.run import overridden_env
 from faults.pipeline.scratch import UserTreeGuard
 from faults.pipeline.slots import sweep
 from faults.report.document import SweepReport, catalog_sha256, summary_line, write_report
 from faults.review.matrix import Firing, firing, patched_sites, probes, where_all_fire
+from faults.schedules.over_seeds import report_schedules, summaries_over_seeds
+from faults.schedules.seeds import with_seeds
 from faults.sweep.history import History
 from faults.sweep.selection import (
     SweepError,
@@ -369,8 +371,7 @@ class Sweep:
         fault and per schedule family (None without seeds)."""
         if not self.options.seeds:
             return None
-        rows = seed_rows(self.catalog, self.fault_ids, self.results)
-        return {"seeds": list(self.options.seeds), "runs": rows, **kill_rates(rows)}
+        return report_schedules(self.catalog, self.fault_ids, self.results, self.options.seeds)
 
     def write(self, report: SweepReport) -> Path:
         return write_report(self.results_dir, report)

@@ -159,16 +159,28 @@ def test_a_cycle_is_reported_with_its_modules():
 # only its own layer and those below it.
 LAYERS = ("hostio", "afdep", "invariants", "faults", "tools")
 # Inside a layer, its parts, lowest first; parts of one rank stay apart. A
-# module outside every part (a package's face) may import any part of its layer.
+# part is a package, or a module of one named on its own: a concept's
+# package keeps a module per stage, and a stage that a lower part needs sits
+# below that part (the catalog reads faults/schedules/table.py). A module is
+# in the longest part that names it; one outside every part (a package's
+# face) may import any part of its layer.
 PARTS = {
     "invariants": (("invariants.sync", "invariants.data"),),
     "faults": (
         ("faults.operators",),
+        (
+            "faults.schedules.table",
+            "faults.schedules.ids",
+            "faults.schedules.report",
+            "faults.shrink.table",
+        ),
         ("faults.catalog",),
-        ("faults.generate",),
+        ("faults.generate", "faults.schedules.draw"),
+        ("faults.schedules.seeds",),
         ("faults.judge",),
         ("faults.pipeline",),
         ("faults.report",),
+        ("faults.schedules",),
         ("faults.review",),
         ("faults.corpus", "faults.shrink", "faults.sweep", "faults.amplify", "faults.init"),
         ("faults.pytest_plugin",),
@@ -186,13 +198,16 @@ def layer_of(module: str) -> int:
     return LAYERS.index(module.split(".")[0])
 
 
-def part_of(module: str) -> tuple[str, int] | None:
-    """(the part, its rank in its layer) of `module`; None outside every part."""
-    for rank, parts in enumerate(PARTS.get(module.split(".")[0], ())):
-        for part in parts:
-            if module == part or module.startswith(part + "."):
-                return part, rank
-    return None
+def part_of(module: str, parts_of=PARTS) -> tuple[str, int] | None:
+    """(the part, its rank in its layer) of `module`, the longest part that
+    names it; None outside every part."""
+    holding = [
+        (part, rank)
+        for rank, parts in enumerate(parts_of.get(module.split(".")[0], ()))
+        for part in parts
+        if module == part or module.startswith(part + ".")
+    ]
+    return max(holding, key=lambda found: len(found[0]), default=None)
 
 
 def upward(graph: dict[str, dict[str, int]], path_of=None) -> list[str]:
@@ -233,6 +248,14 @@ def test_the_layer_rule_names_each_kind_of_wrong_import():
         "x.py:4: faults.catalog.m imports faults.pipeline.engine (a higher part)",
         "x.py:5: faults.sweep.a imports faults.shrink.b (a peer)",
     ]
+
+
+def test_a_module_named_on_its_own_is_its_part_not_its_packages():
+    parts = {"faults": (("faults.a.table",), ("faults.b",), ("faults.a",))}
+    assert part_of("faults.a.table", parts) == ("faults.a.table", 0)
+    assert part_of("faults.a.tables", parts) == ("faults.a", 2)
+    assert part_of("faults.a", parts) == ("faults.a", 2)
+    assert part_of("faults.c", parts) is None
 
 
 def reached(graph: dict[str, dict[str, int]], start: str) -> dict[str, list[str]]:

@@ -5,17 +5,20 @@ message-passing litmus tests under stress (docs/operators.md,
 from __future__ import annotations
 
 import argparse
-import re
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from faults.amplify.compile import compile_litmus
 from faults.amplify.device import Stress
-from faults.amplify.plan import control_runs, plan_shapes, report_header, run_all
+from faults.amplify.plan import (
+    chosen_mutants,
+    control_runs,
+    plan_shapes,
+    report_header,
+    run_all,
+)
 from faults.amplify.report import document, harness_verdict, judge, markdown
-from faults.amplify.shapes import Mapped, Read, amplified
-from faults.catalog import Catalog
+from faults.amplify.shapes import Read
 from hostio import (
     RESULTS_DIR,
     UsageError,
@@ -36,25 +39,6 @@ DEFAULT_STRESS = (Stress.NONE, Stress.MEMORY)
 READS = {"l2": Read.L2, "cached": Read.CACHED}
 
 
-def chosen_mutants(args: argparse.Namespace, catalog: Catalog) -> list[Mapped]:
-    """The mapped mutants whose ids --only matches whole (all by default)."""
-    try:
-        only = re.compile(args.only) if args.only is not None else None
-    except re.error as error:
-        raise UsageError(
-            f"amplify: --only {args.only!r}: not a regular expression: {error}"
-        ) from None
-    try:
-        mapped = amplified(catalog, args.root)
-    except ValueError as error:
-        raise UsageError(f"amplify: {error}") from None
-    chosen = [m for m in mapped if only is None or only.fullmatch(m.fault_id)]
-    if not chosen:
-        raise UsageError(f"amplify: --only {args.only!r} matches no order-weakening mutant")
-    read = READS[args.read]
-    return [m if m.shape is None else replace(m, shape=replace(m.shape, read=read)) for m in chosen]
-
-
 def stress_modes(args: argparse.Namespace) -> tuple[Stress, ...]:
     return tuple(dict.fromkeys(Stress(s) for s in args.stress)) if args.stress else DEFAULT_STRESS
 
@@ -68,7 +52,7 @@ def amplify_command(args: argparse.Namespace) -> int:
     check_stress(stress, gpus)
     writable_dir(args.results_dir, "amplify: --results-dir")
     catalog = load(args)
-    chosen = chosen_mutants(args, catalog)
+    chosen = chosen_mutants(catalog, args.root, args.only, READS[args.read])
     sources = args.root / catalog.target.sources
     controls, shapes = plan_shapes(chosen, gpus)
     started = time.perf_counter()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hostio import UsageError, writable_dir, write_text
+from hostio import writable_dir, write_text
 from tools.faults_cli.steps import load
 
 
@@ -30,19 +30,14 @@ def compare_command(args: argparse.Namespace) -> int:
 def shard_summarizer(args: argparse.Namespace):
     """A fault's verdict over its runs from several shards, judged as the sweep
     judges one fault's runs (the catalog, loaded when first needed)."""
-    from faults.judge.verdict import summarize_fault
-    from faults.pipeline.engine import RunResult
+    from faults.report.compare import fault_verdict
 
     catalogs = []
 
     def summarize(fault_id: str, runs: list[dict]) -> str:
         if not catalogs:
             catalogs.append(load(args))
-        catalog = catalogs[0]
-        if fault_id not in catalog.faults:
-            raise UsageError(f"compare: fault {fault_id} of several shards is not in the catalog")
-        results = [RunResult(**run) for run in runs]
-        return summarize_fault(catalog.fault(fault_id), results).verdict.value
+        return fault_verdict(catalogs[0], fault_id, runs)
 
     return summarize
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from faults.catalog import Catalog
-from faults.judge.seeds import RunId, parse_run_id, with_seed
-from faults.report.document import SweepReport
-from faults.sweep.replay import applied_only, compare, recorded_run, replay_markdown
+from faults.schedules.ids import parse_run_id
+from faults.schedules.replay import (
+    compare,
+    recorded_run,
+    replay_catalog,
+    replay_markdown,
+    replayed,
+)
 from hostio import (
     UsageError,
     gpu_count,
@@ -18,18 +22,6 @@ from hostio import (
     write_text,
 )
 from tools.faults_cli.steps import load, read_sweep, workdir
-
-
-def replay_catalog(args: argparse.Namespace, report: SweepReport, run: RunId) -> Catalog:
-    """The catalog as the sweep saw it: its rank mode (unless --rank-mode says),
-    the exposure twins, and the run's fault seeded as it was."""
-    if args.rank_mode == "auto" and report.rank_mode:
-        args.rank_mode = report.rank_mode
-    catalog = load(args).with_exposure()
-    if run.fault not in catalog.faults:
-        raise UsageError(f"replay: run id {run}: no fault {run.fault!r} in {args.catalog}")
-    catalog.config(run.config)  # an unknown config is named before any tree is made
-    return catalog if run.seed is None else with_seed(catalog, run.fault, run.seed)
 
 
 def replay_command(args: argparse.Namespace) -> int:
@@ -44,7 +36,9 @@ def replay_command(args: argparse.Namespace) -> int:
     recorded = recorded_run(report, run)
     if recorded is None:
         raise UsageError(f"replay: run id {run} is not in {args.source}")
-    catalog = replay_catalog(args, report, run)
+    if args.rank_mode == "auto" and report.rank_mode:  # the sweep's, unless --rank-mode says
+        args.rank_mode = report.rank_mode
+    catalog = replay_catalog(load(args), run)
     config = catalog.config(run.config)
     if args.out is not None:
         writable_dir(args.out.parent, "replay: --out's folder")
@@ -56,15 +50,11 @@ def replay_command(args: argparse.Namespace) -> int:
     with workdir(args, "replay") as work:
         engine = Engine(catalog, args.root, work.path)
         with engine.guard():
-            if args.no_run:
-                try:
-                    replayed = applied_only(engine, run.label)
-                except ApplyError as error:
-                    raise UsageError(f"replay: {error}") from None
-            else:
-                [result] = engine.evaluate(run.label, [config], 1)
-                replayed = {**result.to_dict(), "repeat": run.repeat}
-        comparison = compare(run, recorded, replayed, args.source)
+            try:
+                again = replayed(engine, run, config, apply_only=args.no_run)
+            except ApplyError as error:
+                raise UsageError(f"replay: {error}") from None
+        comparison = compare(run, recorded, again, args.source)
         work.failed = not comparison["reproduced"]
     text = replay_markdown(comparison)
     if args.out is not None:

@@ -10,7 +10,6 @@ from pathlib import Path
 from hostio import (
     UsageError,
     at_least_one,
-    machine_name,
     write_json,
 )
 from tools.faults_cli.steps import fitting_configs, load, workdir
@@ -19,7 +18,7 @@ from tools.faults_cli.steps import fitting_configs, load, workdir
 def run_command(args: argparse.Namespace) -> int:
     from faults.pipeline.engine import Engine
     from faults.pipeline.run import overridden_env
-    from faults.report.document import SweepReport, catalog_sha256, summary_line
+    from faults.report.document import run_report, summary_line
 
     catalog = load(args)
     catalog.fault(args.id)  # an unknown id is named before any GPU question
@@ -41,20 +40,8 @@ def run_command(args: argparse.Namespace) -> int:
         for result in results:
             print(summary_line(result))
     if args.report:
-        report = SweepReport(
-            catalog=str(args.catalog),
-            catalog_sha256=catalog_sha256(args.catalog),
-            target=catalog.target.name,
-            machine=machine_name(),
-            native_source_sha256=guard.before,
-            rank_mode=str(catalog.rank_mode),
-            tool="faults.run",
-            results=results,
-            harness_ok=None,  # `run` runs no controls: the harness is not checked
-            gpus_needed={c.name: catalog.gpus_for(c) for c in configs},
-            logical_ranks=bool(catalog.target.logical_run),
-            wall_s=round(time.perf_counter() - started, 3),
-        )
+        wall_s = time.perf_counter() - started
+        report = run_report(args.catalog, catalog, configs, results, guard.before, wall_s)
         write_json(args.report, report.to_json())
     return 0 if all(r.ok for r in results) else 1
 

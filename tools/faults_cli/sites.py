@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from faults.catalog import Catalog, load_catalog
-from faults.catalog.project import ProjectError, project_catalogs
+from faults.catalog.project import folder_anchors, folder_catalog
 from hostio import (
     UsageError,
 )
@@ -28,7 +28,8 @@ def sites_command(args: argparse.Namespace) -> int:
     spellings = catalog.target.contract if catalog is not None else None
     try:
         primitives = primitive_pattern(spellings)  # the target's words too
-        parsed = SourceTree(Path(args.dir), dir_anchors(args, catalog), primitives)
+        anchors = folder_anchors(catalog, args.root, Path(args.dir))
+        parsed = SourceTree(Path(args.dir), anchors, primitives)
         sites, violations = parsed.sites, parsed.violations
     except UnicodeDecodeError as error:
         raise UsageError(f"sites: {args.dir}: not a text source ({error.reason})") from None
@@ -90,30 +91,12 @@ def contract_check(args: argparse.Namespace, catalog: Catalog | None, parsed: So
     return len(report.violations)
 
 
-def dir_anchors(args: argparse.Namespace, catalog: Catalog | None) -> tuple:
-    """The sites DIR's `catalog` declares by anchors, when DIR is its sources."""
-    if catalog is None:
-        return ()
-    sources = (args.root / catalog.target.sources).resolve()
-    return catalog.target.anchors if Path(args.dir).resolve() == sources else ()
-
-
 def sources_catalog(args: argparse.Namespace) -> Catalog | None:
     """--catalog, else the project's catalog whose target's sources hold DIR
     (None: no catalog names them, and the site rules are all there is)."""
     if args.catalog is not None:
         return load_catalog(args.catalog, tree_root=args.root)
-    try:
-        paths = project_catalogs(args.root)
-    except ProjectError:
-        return None
-    where = Path(args.dir).resolve()
-    for path in paths:
-        catalog = load_catalog(path, tree_root=args.root)
-        sources = (args.root / catalog.target.sources).resolve()
-        if where == sources or sources in where.parents:
-            return catalog
-    return None
+    return folder_catalog(args.root, Path(args.dir))
 
 
 def add_parser(commands) -> None:

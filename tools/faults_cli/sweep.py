@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
-from faults.report.document import catalog_sha256
 from hostio import (
     UsageError,
     at_least,
@@ -67,22 +65,15 @@ def rest_of(args: argparse.Namespace) -> None:
     `unrun`) become --only and, with no --config, its configs become the
     configs; refused before any work for a report that is not a sweep's, of
     another catalog, or that left nothing, or beside --only."""
+    from faults.sweep.selection import left_unrun
+
     if args.rest_of is None:
         return
     named = f"sweep: --rest-of {args.rest_of}"
     if args.only:
         raise UsageError(f"{named}: --only chooses the faults too; give one of them")
     report = read_sweep(args.rest_of, "sweep: --rest-of")
-    ours = catalog_sha256(args.catalog)
-    theirs = report.catalog_sha256
-    if theirs != ours:
-        raise UsageError(
-            f"{named}: a sweep of another catalog (sha256 {theirs[:12]}, {args.catalog} is "
-            f"{ours[:12]})"
-        )
-    if not report.unrun:
-        raise UsageError(f"{named}: its budget left no fault unrun")
-    args.only = [re.escape(fault) for fault in report.unrun]
+    args.only = left_unrun(report, args.catalog, named)
     if args.config is None:
         args.config = list(report.gpus_needed) or None
 

@@ -2,7 +2,7 @@
 file the registry's index lists, never built), fetched once, checked against
 their sha256 and unpacked member by member into one cache of the repository
 (docs/targets.md, "The release cache"). The workspace maker
-(tools/targets/fetch.py) and a foreign corpus (tools/faults_cli/target_corpus.py)
+(tools/targets/fetch.py) and a foreign corpus (tools/targets/bug_workspace.py)
 both take their members from here.
 
     .targets/archives/<file>               the release file (never carried)

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import Fault, Patch, load_catalog
+from faults.judge.run_result import RunResult
 from faults.operators import OPERATORS, Family
 from faults.generate.site_faults import with_generated
 from faults.judge.outcome import Outcome
 from faults.judge.scores import family_scores
 from faults.judge.verdict import NO_CONTRACT, FaultSummary, Verdict, judge, summarize_fault
-from faults.pipeline.engine import Engine, RunResult
+from faults.pipeline.engine import Engine
 from faults.sweep.sweep import Sweep, SweepOptions
 from invariants.sync.sites import SourceTree
 

@@ -234,7 +234,7 @@ def test_a_log_is_read_through_the_targets_patterns(tmp_path):
 
 def test_a_timed_out_run_counts_as_fired_and_names_the_summary():
     from faults.judge.verdict import summarize_fault
-    from faults.pipeline.engine import RunResult
+    from faults.judge.run_result import RunResult
 
     def run(verdict: Verdict, reason: str = "") -> RunResult:
         return RunResult("F", "c", 0, verdict, verdict is Verdict.KILLED, reason, DIGEST)

@@ -14,8 +14,9 @@ import pytest
 
 from afdep.jit import CSRC, source_digest
 from faults.catalog import load_catalog
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Verdict
-from faults.pipeline.engine import Engine, RunResult
+from faults.pipeline.engine import Engine
 from faults.pipeline.scratch import (
     ScratchExists,
     UserTreeChanged,

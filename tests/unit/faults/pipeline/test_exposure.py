@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import CatalogError, Fault, load_catalog
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Verdict, summarize_fault
-from faults.pipeline.engine import RunResult
 
 REPO = Path(__file__).parents[4]
 AFDEP = REPO / "catalogs/afdep.toml"

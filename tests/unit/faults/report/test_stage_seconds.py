@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from faults.pipeline.engine import RunResult
+from faults.judge.run_result import RunResult
 from faults.report.document import engine_share, stage_seconds
 
 

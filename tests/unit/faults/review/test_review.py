@@ -15,10 +15,11 @@ from unittest import mock
 
 import pytest
 
+from faults.judge.run_result import RunResult
 import faults.review.review as review_module
 from faults.catalog import Config, load_catalog
 from faults.judge.verdict import Verdict
-from faults.pipeline.engine import CLEAN, FORCED, RunResult
+from faults.pipeline.engine import CLEAN, FORCED
 from faults.review.coverage import Coverage
 from faults.review.markdown import markdown
 from faults.review.model import (

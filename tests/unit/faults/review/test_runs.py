@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from faults.judge.run_result import RunResult
 import faults.review.runs as runs
 from faults.catalog import Config, Patch, load_catalog
 from faults.catalog.model import Exposure
 from faults.judge.outcome import Outcome
 from faults.judge.verdict import Verdict
-from faults.pipeline.engine import CLEAN, FORCED, RunResult
+from faults.pipeline.engine import CLEAN, FORCED
 from faults.review.coverage import coverage
 from faults.review.matrix import (
     Firing,

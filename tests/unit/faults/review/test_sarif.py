@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Verdict
-from faults.pipeline.engine import CLEAN, FORCED, RunResult
+from faults.pipeline.engine import CLEAN, FORCED
 from faults.report.sarif import SCHEMA, Level, Result, Rule, sarif_document
 from faults.review.model import ReviewVerdict
 from faults.review.progress import Planned, Ran

@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faults.catalog import load_catalog
-from faults.catalog.shrink import Dimension, Relation, RelationOp, ShrinkSpec
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Verdict
-from faults.pipeline.engine import RunResult
 from faults.shrink.loop import ShrinkLoop, option_value, override_args, relations_hold, start_input
-from faults.shrink.runs import shrink_catalog
+from faults.shrink.plan import shrink_catalog
+from faults.shrink.table import Dimension, Relation, RelationOp, ShrinkSpec
 from hostio import RankMode
 
 REPO = Path(__file__).parents[4]
@@ -255,7 +255,7 @@ def test_a_fault_killed_at_another_listed_value_starts_there():
 
 def test_no_start_that_kills_is_said_with_every_probe():
     from faults.shrink.loop import start_alternatives
-    from tools.faults_cli.shrink import not_killed
+    from faults.shrink.report import not_killed
 
     words = ["--tokens", "8", "512"]
     shrunk = ShrinkLoop(SPEC, words, oracle(lambda v: False), budget_s=1e9).run(

@@ -14,8 +14,8 @@ import pytest
 
 import faults.shrink.report
 from faults.catalog import load_catalog
+from faults.shrink.plan import shrink_catalog
 from faults.shrink.report import ShrinkContext, paste_command, regression_case
-from faults.shrink.runs import shrink_catalog
 from hostio import RankMode
 from tests.regress import test_shrunk
 from tools.faults_cli.main import main

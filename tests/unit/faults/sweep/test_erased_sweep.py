@@ -7,12 +7,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from faults.judge.run_result import RunResult
 import faults.pipeline.erasure
 from faults.catalog import load_catalog
 from faults.judge.scores import family_scores, scores
 from faults.judge.verdict import FaultSummary, Verdict, summarize_fault
 from faults.pipeline.apply import apply_patches
-from faults.pipeline.engine import Engine, RunResult
+from faults.pipeline.engine import Engine
 from faults.pipeline.erasure import erased_judgement
 from faults.pipeline.scratch import make_scratch
 from faults.pipeline.slots import sweep

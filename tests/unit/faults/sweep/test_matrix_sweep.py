@@ -11,8 +11,9 @@ import pytest
 
 from faults.catalog import load_catalog
 from faults.judge.outcome import Outcome
+from faults.judge.run_result import RunResult
 from faults.judge.verdict import Verdict
-from faults.pipeline.engine import CLEAN, FORCED, RunResult
+from faults.pipeline.engine import CLEAN, FORCED
 from faults.review.matrix import patched_sites
 from faults.sweep.selection import SweepError
 from faults.sweep.sweep import Sweep, SweepOptions

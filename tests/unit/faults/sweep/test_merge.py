@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.faults.schedules.test_replay import scheduled_catalog
 from tests.unit.faults.sweep.test_rejudge import FIXTURE, REPO, edit
-from tests.unit.faults.sweep.test_replay import scheduled_catalog
 from tools.faults_cli.main import main
 
 COMMON = ["--catalog", str(FIXTURE), "--root", str(REPO), "--no-generated"]

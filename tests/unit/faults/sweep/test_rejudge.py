@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.unit.faults.sweep.test_replay import scheduled_catalog
+from tests.unit.faults.schedules.test_replay import scheduled_catalog
 from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[4]

@@ -37,7 +37,7 @@ def test_history_reports_a_verdict_change_and_new_sites(tmp_path):
 
 def test_kill_rate_repeats_and_flaky():
     from faults.catalog import Fault
-    from faults.pipeline.engine import RunResult
+    from faults.judge.run_result import RunResult
 
     fault = Fault("N", "t", "fail", ())
     run = lambda v: RunResult("N", "c", 0, v, v == "KILLED", v, "d")  # noqa: E731

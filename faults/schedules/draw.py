@@ -1,21 +1,18 @@
-"""Seeded schedules of a delay (docs/operators.md, "Seeded schedules and
-replay"). A delay patch may carry a schedule: which warps, lanes, CTAs or
-steps it holds back and for how long, drawn on the host from a seed into
-constants of the injected code. One seed gives one patch text, so one tree
-digest: a run is replayed by applying its seed again.
-
-Two families: `uneven` draws a length in [0, ns] for each value of one thread
-identity (a warp, a lane or a CTA); `pct` draws a few change points (a CTA, a
-warp and a step of the site) where one warp is held `ns`, as PCT lowers a
-thread's priority at a few random points of a run. How the target spells a
-thread's identity and a site's step is the catalog's ([target.schedule])."""
+"""A schedule's draw (docs/operators.md, "Seeded schedules and replay"):
+what its seed draws on the host, and the code that injects it as constants.
+`uneven` draws a length in [0, ns] for each value of one thread identity (a
+warp, a lane or a CTA); `pct` draws a few change points (a CTA, a warp and a
+step of the site) where one warp is held `ns`, as PCT lowers a thread's
+priority at a few random points of a run. How the target spells a thread's
+identity and a site's step is the catalog's ([target.schedule])."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from faults.catalog.schedule import Schedule, ScheduleFamily, ScheduleSpelling
+from faults.schedules.table import Schedule, ScheduleFamily, ScheduleSpelling
 
 
 @dataclass(frozen=True)
@@ -53,29 +50,18 @@ def draw(schedule: Schedule, ns: int) -> Drawn:
     return Drawn(schedule, ns, points=points)
 
 
-def spin(clock: str, language: str, ns: str, still: str = "") -> str:
-    """Spin `ns` (a C expression of nanoseconds) on the target's clock (cuda)
-    or steady_clock (cpp); with `still`, a C condition, only while it holds
-    too. The one spin every delay, hold and scheduled delay injects."""
-    also = f"{still} && " if still else ""
-    if language == "cuda":
-        return (
-            f"const unsigned long long afd_t0 = {clock}; "
-            f"while ({also}{clock} - afd_t0 < {ns}) {{ }}"
-        )
-    return (
-        "const auto afd_t0 = std::chrono::steady_clock::now(); "
-        f"while ({also}std::chrono::steady_clock::now() - afd_t0 < "
-        f"std::chrono::nanoseconds({ns})) {{ }}"
-    )
-
-
 def scheduled_code(
-    drawn: Drawn, spelling: ScheduleSpelling, site: str, when: str, marker: str, target
+    drawn: Drawn,
+    spelling: ScheduleSpelling,
+    site: str,
+    when: str,
+    marker: str,
+    spin: Callable[[str], str],
 ) -> str:
     """`if (when [and a change point]) { spin; marker }`: the lengths as a
     constant table indexed by the identity (uneven), or the change points as a
-    condition (pct). `target`: its clock and language."""
+    condition (pct). `spin(ns)`: the target's spin of `ns`, a C expression of
+    nanoseconds (faults/pipeline/apply.py's, as every delay spins)."""
     schedule = drawn.schedule
     if schedule.family is ScheduleFamily.UNEVEN:
         table = ", ".join(f"{n}ull" for n in drawn.lengths)
@@ -83,7 +69,7 @@ def scheduled_code(
         body = (
             f"const unsigned long long afd_lengths[{len(drawn.lengths)}] = {{{table}}}; "
             f"const unsigned long long afd_ns = afd_lengths[{index}]; "
-            + spin(target.clock, target.language, "afd_ns")
+            + spin("afd_ns")
         )
         return f"if ({when}) {{ {body} {marker} }}"
     step = spelling.steps[site]
@@ -91,5 +77,5 @@ def scheduled_code(
         f"(({spelling.cta}) == {c} && ({spelling.warp}) == {w} && ({step}) == {s})"
         for c, w, s in drawn.points
     )
-    body = spin(target.clock, target.language, f"{drawn.ns}ull")
+    body = spin(f"{drawn.ns}ull")
     return f"if (({when}) && ({points})) {{ {body} {marker} }}"

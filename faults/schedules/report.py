@@ -1,6 +1,8 @@
 """The sweep's Markdown of seeded schedules (docs/operators.md, "Seeded
 schedules and replay"): the kill rate per schedule family and per fault over
-its seeds, and each seed's run ids, what it drew and its verdict."""
+its seeds, and each seed's run ids, what it drew and its verdict. It reads
+the report's `schedules` (faults/schedules/over_seeds.py), and the report's
+Markdown (faults/report/markdown.py) takes it, so it sits below the report."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """The catalog's [shrink] table: the dimensions of a run's input that
 `afdep-faults shrink` may make smaller, how each is spelled on the run
 command, its ladder of smaller values, and the relations every probed input
-keeps (docs/operators.md, "Shrinking")."""
+keeps (docs/operators.md, "Shrinking"). The catalog reads it, so this module
+sits below it and says what is wrong through the catalog's `fail(where,
+message)`."""
 
 from __future__ import annotations
 

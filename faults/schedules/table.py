@@ -1,14 +1,16 @@
-"""[target.schedule] and a delay patch's `schedule = {...}`: their types and
-their checks (docs/operators.md, "Seeded schedules and replay"); the draw
-of a schedule from its seed is faults/generate/schedule.py."""
+"""The catalog's [target.schedule] and a delay patch's `schedule = {...}`:
+their types and their checks (docs/operators.md, "Seeded schedules and
+replay"). The catalog reads them, so this module sits below it and says
+what is wrong through the catalog's `fail(where, message)`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
 
-from faults.catalog.errors import catalog_error
+# (where in the catalog, what is wrong) -> the error the catalog raises
+Fail = Callable[[str, str], Exception]
 
 
 class ScheduleFamily(str, Enum):
@@ -61,49 +63,47 @@ FAMILY_KEYS = {
 }
 
 
-def schedule_spelling(path: Path, raw) -> ScheduleSpelling | None:
+def schedule_spelling(raw, fail: Fail) -> ScheduleSpelling | None:
     """[target.schedule]: `warp`, `lane`, `cta` (C expressions) and an
     optional `step` table, site -> the step expression of that site."""
     if raw is None:
         return None
     where = "target.schedule"
     if not isinstance(raw, dict):
-        raise catalog_error(path, where, f"a table, got {raw!r}")
+        raise fail(where, f"a table, got {raw!r}")
     unknown = sorted(set(raw) - {*IDENTITIES, "step"})
     if unknown:
-        raise catalog_error(path, where, f"unknown keys {unknown}; known: {[*IDENTITIES, 'step']}")
+        raise fail(where, f"unknown keys {unknown}; known: {[*IDENTITIES, 'step']}")
     for key in IDENTITIES:
         if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise catalog_error(path, where, f"{key}: a C expression, got {raw.get(key)!r}")
+            raise fail(where, f"{key}: a C expression, got {raw.get(key)!r}")
     steps = raw.get("step", {})
     if not isinstance(steps, dict):
-        raise catalog_error(path, where, f"step: a table of site -> C expression, got {steps!r}")
+        raise fail(where, f"step: a table of site -> C expression, got {steps!r}")
     for site, expression in steps.items():
         if not isinstance(expression, str) or not expression.strip():
-            raise catalog_error(path, where, f"step.{site}: a C expression, got {expression!r}")
+            raise fail(where, f"step.{site}: a C expression, got {expression!r}")
     return ScheduleSpelling(raw["warp"], raw["lane"], raw["cta"], dict(steps))
 
 
-def patch_schedule(path: Path, where: str, raw, site: str, spelling) -> Schedule:
+def patch_schedule(where: str, raw, site: str, spelling, fail: Fail) -> Schedule:
     """A delay patch's `schedule`: a known family, an int seed >= 0, that
     family's keys (positive ints, `over` an identity); the target must spell
     the identities, and a pct schedule needs its site's step."""
     where = f"{where} schedule"
     if not isinstance(raw, dict):
-        raise catalog_error(path, where, f"a table with a family, got {raw!r}")
+        raise fail(where, f"a table with a family, got {raw!r}")
     known = [str(f) for f in ScheduleFamily]
     try:
         family = ScheduleFamily(raw.get("family"))
     except ValueError:
-        raise catalog_error(
-            path, where, f"family: {raw.get('family')!r} is not one of {known}"
-        ) from None
+        raise fail(where, f"family: {raw.get('family')!r} is not one of {known}") from None
     unknown = sorted(set(raw) - {"family", "seed", *FAMILY_KEYS[family]})
     if unknown:
-        raise catalog_error(path, where, f"{', '.join(unknown)}: a {family} schedule takes none")
+        raise fail(where, f"{', '.join(unknown)}: a {family} schedule takes none")
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise catalog_error(path, where, f"seed: an int >= 0, got {seed!r}")
+        raise fail(where, f"seed: an int >= 0, got {seed!r}")
     values = {}
     for key, bound in FAMILY_KEYS[family].items():
         if key not in raw:
@@ -111,16 +111,12 @@ def patch_schedule(path: Path, where: str, raw, site: str, spelling) -> Schedule
         value = raw[key]
         if key == "over":
             if value not in IDENTITIES:
-                raise catalog_error(path, where, f"over: {value!r} is not one of {IDENTITIES}")
+                raise fail(where, f"over: {value!r} is not one of {IDENTITIES}")
         elif not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= bound:
-            raise catalog_error(path, where, f"{key}: an int in 1..{bound}, got {value!r}")
+            raise fail(where, f"{key}: an int in 1..{bound}, got {value!r}")
         values[key] = value
     if spelling is None:
-        raise catalog_error(
-            path, where, "the target has no [target.schedule] table spelling warp, lane and cta"
-        )
+        raise fail(where, "the target has no [target.schedule] table spelling warp, lane and cta")
     if family is ScheduleFamily.PCT and site not in spelling.steps:
-        raise catalog_error(
-            path, where, f"a pct schedule needs [target.schedule] step.{site!r}, the site's step"
-        )
+        raise fail(where, f"a pct schedule needs [target.schedule] step.{site!r}, the site's step")
     return Schedule(family, seed, **values)

@@ -1,21 +1,50 @@
 """One run of a sweep report run again, its schedule applied as recorded
-(docs/operators.md, "Seeded schedules and replay"): the recorded run,
-the tree applied only (--no-run), both sides compared, and the Markdown."""
+(docs/operators.md, "Seeded schedules and replay"): the recorded run, the
+catalog as the sweep saw it, the run again (or its tree applied only:
+--no-run), both sides compared, and the Markdown."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from faults.judge.seeds import RunId, describe, run_id
+from faults.catalog import Catalog, Config
+from faults.catalog.errors import FaultsError
 from faults.pipeline.apply import apply_fault
 from faults.pipeline.scratch import target_scratch, tree_digest
 from faults.report.document import SweepReport
+from faults.schedules.ids import RunId
+from faults.schedules.seeds import describe, with_seed
+
+
+class ReplayError(FaultsError):
+    """A run that cannot be replayed as asked; said in one line."""
 
 
 def recorded_run(report: SweepReport, run: RunId) -> dict | None:
     """The result of `run` in the report, as it was written (None: not in it)."""
-    return next((r.to_dict() for r in report.results if run_id(r) == str(run)), None)
+    return next((r.to_dict() for r in report.results if r.run_id == str(run)), None)
+
+
+def replay_catalog(catalog: Catalog, run: RunId) -> Catalog:
+    """The catalog as the sweep saw `run`: its exposure twins, and the run's
+    fault seeded as it was; a fault or config it lacks is named before any
+    tree is made."""
+    catalog = catalog.with_exposure()
+    if run.fault not in catalog.faults:
+        raise ReplayError(f"replay: run id {run}: no fault {run.fault!r} in {catalog.path}")
+    catalog.config(run.config)
+    return catalog if run.seed is None else with_seed(catalog, run.fault, run.seed)
+
+
+def replayed(engine, run: RunId, config: Config, apply_only: bool) -> dict:
+    """`run` again on `engine` as a report records a run: applied, built and
+    run once under `config` (its repeat as recorded); with `apply_only`, the
+    tree applied only. ApplyError when the fault no longer applies."""
+    if apply_only:
+        return applied_only(engine, run.label)
+    [result] = engine.evaluate(run.label, [config], 1)
+    return {**result.to_dict(), "repeat": run.repeat}
 
 
 def applied_only(engine, label: str) -> dict:

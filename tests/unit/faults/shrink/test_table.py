@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import CatalogError, load_catalog
-from faults.catalog.shrink import Dimension, Relation, RelationOp
+from faults.shrink.table import Dimension, Relation, RelationOp
 
 REPO = Path(__file__).parents[4]
 FIXTURE = REPO / "tests/fixtures/flag_payload/catalog.toml"

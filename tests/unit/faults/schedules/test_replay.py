@@ -1,8 +1,8 @@
 """`sweep --seeds` and `replay` (docs/operators.md, "Seeded schedules and
 replay") on the CPU fixture: a scheduled delay of the producer whose seed
 decides whether a skipped wait is killed, swept over seeds, then one killed
-run replayed: the same schedule, the same tree, the same verdict. And the
-one-line errors of a bad run id or report."""
+run replayed: the same schedule, the same tree, the same verdict; what a
+replay that differs says; and the one-line errors of a bad run id or report."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from faults.catalog.schedule import Schedule, ScheduleFamily
-from faults.generate.schedule import draw
+from faults.schedules.draw import draw
+from faults.schedules.ids import parse_run_id
+from faults.schedules.replay import compare, replay_markdown
+from faults.schedules.table import Schedule, ScheduleFamily
 from tools.faults_cli.main import main
 
 REPO = Path(__file__).parents[4]
@@ -129,3 +131,34 @@ def test_sweep_refuses_a_bad_seed_count(capsys, seeds, message):
         main(["--root", str(REPO), "sweep", "--seeds", seeds])
     assert exit.value.code == 2
     assert capsys.readouterr().err.strip().endswith(f"argument --seeds: {message}")
+
+
+def test_a_replay_that_differs_says_what_differs():
+    run = parse_run_id("N2s.pct~s1@bf16-graph#0")
+    recorded = {"schedule": "s", "tree_digest": "a" * 64, "verdict": "KILLED", "reason": "x|y"}
+    replayed = {"schedule": "s", "tree_digest": "a" * 64, "verdict": "SURVIVED", "reason": None}
+    comparison = compare(run, recorded, replayed, Path("r.json"))
+    assert (comparison["same_tree"], comparison["reproduced"]) == (True, False)
+    assert replay_markdown(comparison) == "\n".join(
+        [
+            "# Replay of N2s.pct~s1@bf16-graph#0",
+            "",
+            "from r.json",
+            "",
+            "| | recorded | replayed | same |",
+            "|---|---|---|---|",
+            "| schedule | s | s | yes |",
+            "| tree digest | aaaaaaaaaaaa | aaaaaaaaaaaa | yes |",
+            "| verdict | KILLED | SURVIVED | NO |",
+            "| reason | x/y | - |  |",
+            "",
+            "NOT reproduced: another verdict",
+            "",
+        ]
+    )
+    applied_only = {**replayed, "verdict": None, "tree_digest": "b" * 64}
+    comparison = compare(run, recorded, applied_only, Path("r.json"))
+    assert comparison["same_verdict"] is None
+    assert replay_markdown(comparison).endswith("NOT reproduced: another tree\n")
+    comparison = compare(run, recorded, {**applied_only, "tree_digest": "a" * 64}, Path("r"))
+    assert replay_markdown(comparison).endswith("reproduced: the same schedule, the same tree\n")

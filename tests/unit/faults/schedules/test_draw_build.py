@@ -8,21 +8,14 @@ import shutil
 
 from afdep.jit import CSRC, KernelSpec, compile_kernel
 from faults.catalog import load_catalog
-from faults.judge.seeds import with_seed
 from faults.pipeline.apply import apply_fault
+from faults.schedules.seeds import with_seed
 from invariants.sync.sites import SourceTree
 from tests.unit.faults.generate.test_expose import AFDEP, REPO
+from tests.unit.faults.generate.test_expose_build import SPEC as DISPATCH
 
 SPECS = {
-    "attention_dispatch.cuh": KernelSpec.make(
-        "attention_dispatch",
-        kHidden=2048,
-        kTopK=8,
-        kFp8=False,
-        kCountFirst=True,
-        kArmAttention=False,
-        kNumThreads=512,
-    ),
+    "attention_dispatch.cuh": DISPATCH,
     "ffn_combine.cuh": KernelSpec.make("ffn_combine", kHidden=2048, kTopK=8, kNumThreads=512),
 }
 
