@@ -1,4 +1,4 @@
-"""The catalog's [exposure] table: the real-size twin every config gets in the
+"""The catalog's [exposure] table: the real-size config every config gets in the
 sweep (docs/catalog.md, "Exposure at real sizes")."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def exposure_table(path: Path, raw) -> Exposure | None:
         raise catalog_error(
             path,
             "exposure",
-            f"name: letters, digits, '-' or '_' (the twin is <config>@<name>), got {name!r}",
+            f"name: letters, digits, '-' or '_' (the real-size config is <config>@<name>), got {name!r}",
         )
     args = raw.get("args")
     if not isinstance(args, list) or not args or not all(isinstance(a, str) and a for a in args):

@@ -42,13 +42,13 @@ class Config:
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     gpus: int = 0  # GPUs this config's runs need (`{gpus}` in the run command); 0: the target's
-    base: str | None = None  # an exposure twin's config: the faults that run under it run here
+    base: str | None = None  # a real-size config's base: the faults that run under it run here
 
 
 @dataclass(frozen=True)
 class Exposure:
     """[exposure]: the real-size runs the sweep adds (docs/catalog.md,
-    "Exposure at real sizes"): every config gets a twin `<config>@<name>`
+    "Exposure at real sizes"): every config gets a real-size config `<config>@<name>`
     whose run command ends with `args` and whose environment adds `env`;
     the config's faults run under it too."""
 
@@ -56,7 +56,7 @@ class Exposure:
     args: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
 
-    def twin(self, config: Config) -> Config:
+    def real_size(self, config: Config) -> Config:
         return replace(
             config,
             name=f"{config.name}@{self.name}",
@@ -285,7 +285,7 @@ class Catalog:
     control: tuple[Patch, ...]  # the forced-fail control's patches
     generate: GenerateSettings  # the [generate] table: how site-generated faults are made
     rank_mode: RankMode = RankMode.PER_GPU
-    exposure: Exposure | None = None  # [exposure]: real-size twins of every config
+    exposure: Exposure | None = None  # [exposure]: every config's real-size config
     shrink: ShrinkSpec | None = None  # [shrink]: what `shrink` may make smaller
     matrix: Matrix | None = None  # [matrix]: the dimensions a change is run across
 
@@ -357,14 +357,14 @@ class Catalog:
         return replace(self, target=replace(self.target, serve=()))
 
     def with_exposure(self) -> Catalog:
-        """This catalog with each config's exposure twin after it (none: as it is)."""
+        """This catalog with each config's real-size config after it (none: as it is)."""
         if self.exposure is None or any(c.base for c in self.configs):
             return self
-        twins = tuple(self.exposure.twin(c) for c in self.configs)
-        return replace(self, configs=self.configs + twins)
+        real_size = tuple(self.exposure.real_size(c) for c in self.configs)
+        return replace(self, configs=self.configs + real_size)
 
     def configs_for(self, fault_id: str, names: list[str] | None = None) -> list[Config]:
-        """The configs `fault_id` runs under (an exposure twin where its config
+        """The configs `fault_id` runs under (a real-size config where its config
         is), narrowed to `names` when given (None: no narrowing; empty: none)."""
         allowed = self.fault(fault_id).configs
         return [

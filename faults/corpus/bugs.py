@@ -236,7 +236,7 @@ def review_words(
     catalog: Path | None = None,
 ) -> list[str]:
     """The review command one bug gets: static, or --run with `slots` (and
-    the exposure twins unless `exposure` is false; `older_trees`: a commit of
+    the real-size configs unless `exposure` is false; `older_trees`: a commit of
     the history, review --older-trees; `catalog`: --catalog, else the clone's
     default)."""
     mode = "run" if run else "static"

@@ -188,7 +188,7 @@ class Engine:
         says nothing of the harness, and it may hang where the clean run did.
         `on_result` sees each run as it lands. `then`: given each clean run
         of `configs` that passed, more configs to run clean only (the
-        review's exposure twins where a touched site fired), in the same
+        review's real-size configs where a touched site fired), in the same
         slots: they need not wait for the last control to land."""
         clean = self.prepare(CLEAN, patches=self.probes)
         if not clean.error:  # the erasure check's baseline counts once, on the clean control

@@ -5,7 +5,7 @@ they are merged. A fault in two shards (under different configs) is judged
 again over the runs of all its shards, by the catalog; the same run (fault,
 config, repeat) in two shards is an error, for its verdict would be ambiguous.
 Like is compared with like: where one side ran a fault under configs the other
-did not (a real-size twin, say), each side's verdict is judged again over the
+did not (a real-size config, say), each side's verdict is judged again over the
 configs both ran, and the other runs are listed beside it with their verdicts.
 
     afdep-faults compare --left A.json [B.json ...] --right C.json [...] [--out F.md]

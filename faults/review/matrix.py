@@ -19,7 +19,7 @@ PROBE_PREFIX = "probe."  # a probe's marker id: this, then its site's name
 @dataclass
 class ConfigPlan:
     """The configs the change's tree runs under: the catalog's matrix at its
-    own sizes (an exposure twin only where a touched site fires), each that
+    own sizes (a real-size config only where a touched site fires), each that
     fits the GPUs here; the others with why they do not run here."""
 
     run: list[Config]
@@ -28,7 +28,7 @@ class ConfigPlan:
 
 
 def config_plan(catalog: Catalog, gpus: int, chosen: str = "") -> ConfigPlan:
-    """Every config but the exposure twins, in the catalog's order; a config
+    """Every config but the real-size ones, in the catalog's order; a config
     needing more GPUs than `gpus` is listed as not run, with its need (with
     logical ranks on one GPU every config needs one, so every config runs).
     `chosen`: how those configs were chosen (its [matrix], in words)."""
@@ -44,8 +44,8 @@ def config_plan(catalog: Catalog, gpus: int, chosen: str = "") -> ConfigPlan:
     return plan
 
 
-def twins(catalog: Catalog, configs: list[str]) -> list[Config]:
-    """The exposure twins of `configs` the catalog has (none without [exposure]
+def real_size_configs(catalog: Catalog, configs: list[str]) -> list[Config]:
+    """The real-size configs of `configs` the catalog has (none without [exposure]
     or with --no-exposure)."""
     return [c for c in catalog.configs if c.base is not None and c.base in configs]
 

@@ -28,7 +28,7 @@ from faults.review.matrix import (
     probe_id,
     probed_sites,
     probes,
-    twins,
+    real_size_configs,
 )
 from faults.review.progress import Listener, Tally
 from hostio import gpu_count
@@ -174,7 +174,7 @@ def change_controls(
 ) -> list[RunResult]:
     """The change's tree, clean then with the forced failure, under `configs`
     (their names end what the progress says), and `then`'s configs clean (the
-    exposure twins); none: nothing to plan or build."""
+    real-size configs); none: nothing to plan or build."""
     if not configs:
         return []
     forced = bool(engine.catalog.control)
@@ -183,21 +183,21 @@ def change_controls(
     return engine.controls(configs, slots, listener, then=then)
 
 
-def exposure_twins(
+def real_size_where_fired(
     catalog: Catalog, touched: list[str], tally: Tally
 ) -> Callable[[RunResult], list[Config]]:
-    """Given a clean run that passed, the exposure twins of its config when a
+    """Given a clean run that passed, the real-size config of its config when a
     touched site fired there (its probe's marker), each planned as it is
     found: they run clean alone, the forced failure checking the harness per
-    config, which a twin (the same config, larger) shares."""
+    config, which its real-size config (the same config, larger) shares."""
 
     def found(result: RunResult) -> list[Config]:
         markers = result.outcome["markers"] if result.outcome else {}
         if not any(markers.get(probe_id(site), 0) for site in touched):
             return []
-        exposed = twins(catalog, [result.config])
+        exposed = real_size_configs(catalog, [result.config])
         if exposed:
-            what = "the change's clean tree under the exposure twin of a config where it fires"
+            what = "the change's clean tree under the real-size config of a config where it fires"
             tally.plan(f"{what}: {', '.join(c.name for c in exposed)}", len(exposed))
         return exposed
 
@@ -286,7 +286,7 @@ def run_review(
     harness that fails everything cannot pass its must-fail faults off as
     KILLED, and a change that fails with no fault is said before any fault is
     judged), their clean runs carrying a probe at each site the review needs
-    to see, and with them the exposure twin of each config whose clean run
+    to see, and with them the real-size config of each config whose clean run
     shows a touched site firing (started as that run lands, in the same
     slots: a stage of its own waited for the slowest control); then each
     covering fault where its sites fire. `slots`: runs at a
@@ -301,7 +301,7 @@ def run_review(
     )
     what = "the change's tree, clean then with the forced failure, under every config here"
     names = [cover.site.name for cover in touched]
-    then = exposure_twins(catalog, names, tally)
+    then = real_size_where_fired(catalog, names, tally)
     try:
         controls = change_controls(engine, plan.run, what, tally, slots, then)
         report = RunReport(controls, [], [], [], [], plan=plan)

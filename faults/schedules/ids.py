@@ -25,7 +25,7 @@ class RunId:
 
     @property
     def label(self) -> str:
-        """The fault the run ran: the catalog's, or its seeded twin."""
+        """The fault the run ran: the catalog's, or a seeded fault of it."""
         return self.fault if self.seed is None else seeded_id(self.fault, self.seed)
 
     def __str__(self) -> str:
@@ -53,11 +53,11 @@ def seeded_id(fault_id: str, seed: int) -> str:
 
 
 def split_seed(fault_id: str) -> tuple[str, int | None]:
-    """(the catalog's fault, the seed) of a seeded twin; (itself, None) for any other."""
+    """(the catalog's fault, the seed) of a seeded fault; (itself, None) for any other."""
     head, mark, seed = fault_id.rpartition(SEED_MARK)
     return (head, int(seed)) if mark and seed.isdigit() else (fault_id, None)
 
 
 def base_id(fault_id: str) -> str:
-    """The catalog's fault of a seeded twin (itself for any other)."""
+    """The catalog's fault of a seeded fault (itself for any other)."""
     return split_seed(fault_id)[0]

@@ -27,7 +27,7 @@ def recorded_run(report: SweepReport, run: RunId) -> dict | None:
 
 
 def replay_catalog(catalog: Catalog, run: RunId) -> Catalog:
-    """The catalog as the sweep saw `run`: its exposure twins, and the run's
+    """The catalog as the sweep saw `run`: its real-size configs, and the run's
     fault seeded as it was; a fault or config it lacks is named before any
     tree is made."""
     catalog = catalog.with_exposure()

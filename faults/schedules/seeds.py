@@ -34,14 +34,14 @@ def with_seed(catalog: Catalog, fault_id: str, seed: int) -> Catalog:
         replace(p, owner=label, schedule=p.schedule and replace(p.schedule, seed=seed))
         for p in fault.patches
     )
-    twin = replace(fault, id=label, patches=patches, includes=tuple(includes))
-    return replace(catalog, faults={**catalog.faults, label: twin})
+    seeded = replace(fault, id=label, patches=patches, includes=tuple(includes))
+    return replace(catalog, faults={**catalog.faults, label: seeded})
 
 
 def with_seeds(
     catalog: Catalog, fault_ids: list[str], seeds: tuple[int, ...]
 ) -> tuple[Catalog, list[str]]:
-    """Each scheduled fault of `fault_ids` replaced by its twins over `seeds`
+    """Each scheduled fault of `fault_ids` replaced by its seeded faults over `seeds`
     (no seeds: the faults as they are); a CatalogError when none is scheduled."""
     if not seeds:
         return catalog, fault_ids

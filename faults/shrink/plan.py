@@ -1,6 +1,6 @@
 """What a shrink starts from (docs/operators.md, "Shrinking"), every bad
 argument said in one line before any tree is copied: the catalog with its
-exposure twins, a must-fail fault, the config it runs under, the run
+real-size configs, a must-fail fault, the config it runs under, the run
 command and the start input."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from faults.shrink.table import Number
 
 @dataclass(frozen=True)
 class ShrinkPlan:
-    catalog: Catalog  # with its exposure twins and a [shrink] table
+    catalog: Catalog  # with its real-size configs and a [shrink] table
     fault: str
     config: Config
     words: list[str]  # the run command with the config's args, for the relations
@@ -22,12 +22,12 @@ class ShrinkPlan:
 
 
 def shrink_catalog(catalog: Catalog) -> Catalog:
-    """The catalog with its exposure twins, so `<config>@<name>` can be shrunk."""
+    """The catalog with its real-size configs, so `<config>@<name>` can be shrunk."""
     return catalog.with_exposure()
 
 
 def chosen_config(catalog: Catalog, fault_id: str, name: str | None) -> Config:
-    """--config (a twin's name too), else the fault's first config; a config
+    """--config (a real-size config's name too), else the fault's first config; a config
     the fault does not run under is an error naming both."""
     fault = catalog.fault(fault_id)
     if fault.expect != "fail":

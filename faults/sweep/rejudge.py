@@ -61,7 +61,7 @@ class Change:
 
 
 def seeded(catalog: Catalog, labels: list[str]) -> Catalog:
-    """`catalog` with the seeded twin (`<fault>~s<seed>`) of every such label."""
+    """`catalog` with the seeded fault (`<fault>~s<seed>`) of every such label."""
     for label in labels:
         fault, seed = split_seed(label)
         if seed is not None:

@@ -59,7 +59,7 @@ class SweepOptions:
     history: Path | None = None
     # A tree's static contract violations, for UNOBSERVABLE (None: invariants.sync.contract's).
     contract: TreeContract | None = None
-    exposure: bool = True  # each config's real-size twin too ([exposure], when the catalog has it)
+    exposure: bool = True  # each config's real-size config too ([exposure], when the catalog has it)
     # Whether the compiler erased a fault (None: the catalog's [target.sass] check).
     erased: ErasedDecision | None = None
     # Each scheduled fault once per seed, as `<fault>~s<seed>` (empty: as written).

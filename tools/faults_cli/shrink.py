@@ -99,7 +99,7 @@ def add_parser(commands) -> None:
     )
     shrink.add_argument("id", metavar="FAULT_ID", help="a must-fail fault the start input kills")
     shrink.add_argument(
-        "--config", default=None, help="a config the fault runs under, or its twin <config>@<name>"
+        "--config", default=None, help="a config the fault runs under, or its real-size config <config>@<name>"
     )
     shrink.add_argument(
         "--budget-s", type=positive_seconds, default=300.0, help="stop probing after this long"

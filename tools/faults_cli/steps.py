@@ -120,7 +120,7 @@ def chosen_slots(args: argparse.Namespace) -> int:
         return 1
     print(f"slots: {slots}, measured on {machine}: {basis} ({path.name})", file=sys.stderr)
     return slots
-NO_EXPOSURE_HELP = "with --run: leave out the configs' real-size twins"
+NO_EXPOSURE_HELP = "with --run: leave out the configs' real-size configs"
 
 
 class ProgressLines:

@@ -93,7 +93,7 @@ def add_parser(commands) -> None:
     sweep.add_argument("--results-dir", type=Path, default=None)
     sweep.add_argument("--history", type=Path, default=None, help="SQLite history")
     sweep.add_argument(
-        "--no-exposure", action="store_true", help="leave out the configs' real-size twins"
+        "--no-exposure", action="store_true", help="leave out the configs' real-size configs"
     )
     sweep.add_argument(
         "--matrix",

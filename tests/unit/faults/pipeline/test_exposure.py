@@ -16,7 +16,7 @@ REPO = Path(__file__).parents[4]
 AFDEP = REPO / "catalogs/afdep.toml"
 
 
-def test_every_config_gets_a_real_size_twin():
+def test_every_config_gets_a_real_size_config():
     catalog = load_catalog(AFDEP)
     exposed = catalog.with_exposure()
     twin = exposed.config("bf16-graph@2048")

@@ -100,7 +100,7 @@ def test_notes_explain_each_disagreement_and_a_stale_note_is_refused(tmp_path):
 
 def test_a_fault_in_two_shards_is_judged_again_over_all_its_runs(tmp_path, capsys):
     """N2 clean under the eager configs (one shard) and killed under a 2048-
-    token twin (another): over both it is KILLED, as one sweep would say, not
+    token real-size config (another): over both it is KILLED, as one sweep would say, not
     the verdict of whichever shard came last."""
     small = [("N2", "bf16-eager", "UNOBSERVABLE"), ("N2", "bf16-graph", "UNOBSERVABLE")]
     shards = [
@@ -133,8 +133,8 @@ def test_a_fault_in_two_shards_is_judged_again_over_all_its_runs(tmp_path, capsy
 
 
 def test_a_side_with_more_configs_is_judged_over_the_configs_both_ran(tmp_path):
-    """A fault killed only by a real-size twin that one side ran agrees with
-    the other side's survivor over the small config both ran; the twin's
+    """A fault killed only by a real-size config that one side ran agrees with
+    the other side's survivor over the small config both ran; the real-size config's
     verdict is listed beside it, not hidden and not compared."""
     killed_if_any = lambda fault, runs: (  # noqa: E731 - the sweep's rule, in short
         "KILLED" if any(r["verdict"] == "KILLED" for r in runs) else runs[0]["verdict"]

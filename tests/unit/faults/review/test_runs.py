@@ -40,7 +40,7 @@ FAULTS = ["D1", f"gen.delay.{STORE}", "S1", "S2", f"gen.skip.{WAIT}"]
 
 def fixture_catalog(*configs: Config, exposure: bool = False):
     """The CPU fixture's catalog with its generated faults and `configs`
-    (with an exposure twin `<config>@big` of each when `exposure`)."""
+    (with a real-size config `<config>@big` of each when `exposure`)."""
     from faults.generate.site_faults import with_generated
 
     catalog = with_generated(load_catalog(FIXTURE / "catalog.toml"), REPO)
@@ -239,7 +239,7 @@ def test_the_change_runs_everywhere_then_its_faults_where_the_site_fires(stand_i
     assert [(r.fault, r.config) for r in report.faults] == ran_faults
     assert (report.unplaced, report.unfired, report.ok) == ([], [], True)
     every = "the change's tree, clean then with the forced failure, under every config here"
-    twins = "the change's clean tree under the exposure twin of a config where it fires"
+    twins = "the change's clean tree under the real-size config of a config where it fires"
     planned = [e for e in events if isinstance(e, Planned)]
     assert planned == [
         Planned(f"{every}: a, b", 4, 4, 0),

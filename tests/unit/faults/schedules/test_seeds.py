@@ -1,6 +1,6 @@
 """A catalog's scheduled faults over seeds (docs/operators.md, "Seeded
 schedules and replay"): the patch a seed gives (the same seed, the same tree),
-a seeded twin's own patches and what it drew, and seeds replacing only the
+a seeded fault's own patches and what it drew, and seeds replacing only the
 scheduled faults."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_the_same_seed_gives_the_same_patch_and_tree_and_another_seed_another(tm
     assert "scheduled delay (pct seed 3) at start of cb.ffn_combine.row_store" in first[0]
 
 
-def test_a_seeded_twin_owns_its_patches_and_says_its_schedule():
+def test_a_seeded_fault_owns_its_patches_and_says_its_schedule():
     catalog = with_seed(load_catalog(AFDEP, tree_root=REPO), "N2s.uneven", 2)
     patches = catalog.all_patches("N2s.uneven~s2")
     assert [(p.owner, p.action, p.schedule and p.schedule.seed) for p in patches] == [

@@ -228,7 +228,7 @@ def test_afdeps_faults_are_refused_where_they_cannot_run(tmp_path, capsys, args,
     assert capsys.readouterr().err == f"{program()}: error: {message}\n"
 
 
-def test_an_exposure_twin_is_a_config_to_shrink_under(tmp_path, capsys):
+def test_a_real_size_config_is_a_config_to_shrink_under(tmp_path, capsys):
     top = ["--catalog", str(AFDEP), "--root", str(REPO), "--rank-mode", "logical"]
     assert main([*top, "shrink", "N2", "--config", "bf16-graph@2048"]) == 2
     assert capsys.readouterr().err == (
