@@ -105,7 +105,8 @@ def ptx_folder(
     inputs = tuple(Path(tree_root) / name for name in spellings.ptx_inputs)
     folder = root / sources_digest(sources, spellings.ptx, inputs)
     if (folder / "index.json").is_file():
-        os.utime(folder)
+        with contextlib.suppress(OSError):  # evicted by another check meanwhile: read as it is
+            os.utime(folder)
         return folder, True
     root.mkdir(parents=True, exist_ok=True)
     _clear_killed(root, target.timeout_s)
@@ -116,7 +117,9 @@ def ptx_folder(
     command = [word.format(**{k: str(v) for k, v in values.items()}) for word in spellings.ptx]
     paths = [str(tree_root), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, **target.env, "PYTHONPATH": os.pathsep.join(paths), "PYTHONSAFEPATH": "1"}
-    log = root / f"{folder.name}.log"
+    # Its own log, beside its own folder: two checks of one tree at once (two
+    # reviews of one BASE) must not write, read or remove each other's log.
+    log = out.with_name(f"{out.name}.log")
     try:
         outcome = run_logged(command, log, timeout_s=target.timeout_s, env=env, cwd=tree_root)
     except OSError as error:

@@ -583,3 +583,35 @@ def test_an_interrupted_ptx_compile_leaves_no_half_written_folder(tmp_path, monk
     with pytest.raises(KeyboardInterrupt):
         ptx_check.ptx_folder(tmp_path, tmp_path / "src", target, cache)
     assert list(cache.iterdir()) == []  # no folder, no temporary one, no log
+
+
+def test_two_checks_of_one_tree_at_once_each_get_its_ptx(tmp_path):
+    """Two reviews of one BASE compile the same PTX at once: neither removes
+    the other's log nor folder, both read the one that lands."""
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    import invariants.sync.ptx_check as ptx_check
+    from invariants.sync.spellings import ContractSpellings
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "k.cu").write_text("__global__ void k() {}\n")
+    write = (
+        "import json, pathlib, sys, time; out = pathlib.Path(sys.argv[1]); print('compiling');"
+        " time.sleep(0.5); (out / 'k.ptx').write_text('ptx');"
+        " (out / 'index.json').write_text(json.dumps(dict([('k.ptx', 'k')])))"
+    )
+    target = SimpleNamespace(
+        name="t", sources="src", anchors=(), env={}, timeout_s=30.0,
+        contract=ContractSpellings(ptx=("{python}", "-c", write, "{out}")),
+    )  # fmt: skip
+    cache = tmp_path / "cache"
+    with ThreadPoolExecutor(2) as pool:
+        jobs = [
+            pool.submit(ptx_check.ptx_folder, tmp_path, tmp_path / "src", target, cache)
+            for _ in range(2)
+        ]
+        (one, cached_one), (other, cached_other) = [job.result() for job in jobs]
+    assert one == other and (cached_one, cached_other) == (False, False)
+    assert (one / "k.ptx").read_text() == "ptx"
+    assert [p.name for p in cache.iterdir()] == [one.name]  # no log, no temporary folder left
