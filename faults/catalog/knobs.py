@@ -7,13 +7,14 @@ or bad knob is refused in one line, not found by the runs (docs/catalog.md,
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from faults.catalog.fields import command, fail
 from faults.catalog.model import KNOB_PLACEHOLDERS, Knobs
+from hostio import run_logged
 
 # A check reads the environment and exits: a minute is a check that hangs.
 KNOB_CHECK_S = 60.0
@@ -46,15 +47,16 @@ def knob_problem(knobs: Knobs, tree: Path, environ: Mapping[str, str] | None = N
     words = [word.format(python=sys.executable, tree=tree) for word in knobs.check]
     paths = [str(tree), *filter(None, [environ.get("PYTHONPATH")])]
     env = {**environ, "PYTHONPATH": os.pathsep.join(paths), "PYTHONSAFEPATH": "1"}
-    try:
-        checked = subprocess.run(
-            words, cwd=tree, env=env, capture_output=True, text=True, timeout=KNOB_CHECK_S
-        )
-    except OSError as error:
-        return f"[target.knobs] check: cannot start {words[0]!r}: {error.strerror}"
-    except subprocess.TimeoutExpired:
+    # Through hostio's guard, as every child of the engine: it ends with this process.
+    with tempfile.TemporaryDirectory(prefix="knob-check-") as folder:
+        log = Path(folder) / "check.log"
+        try:
+            checked = run_logged(words, log, timeout_s=KNOB_CHECK_S, env=env, cwd=tree)
+        except OSError as error:
+            return f"[target.knobs] check: cannot start {words[0]!r}: {error.strerror}"
+        said = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    if checked.outer_timeout:
         return f"[target.knobs] check: no answer in {KNOB_CHECK_S:.0f} s"
-    if checked.returncode == 0:
+    if checked.exit_code == 0:
         return None
-    said = [line for line in checked.stderr.splitlines() if line.strip()]
-    return said[-1] if said else f"[target.knobs] check: exit {checked.returncode}, no reason said"
+    return said[-1] if said else f"[target.knobs] check: exit {checked.exit_code}, no reason said"
