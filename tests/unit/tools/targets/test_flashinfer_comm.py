@@ -2,18 +2,19 @@
 on a workspace fetched from the registry once a session: its catalog loads,
 its anchors resolve once each on the untouched 0.7.4 headers (the fusion
 header's family, trtllm_allreduce.cuh's and trtllm_mnnvl_allreduce.cuh's, the
-last held to the contract with no run), and our two harnesses build clean and
-with a generated skip of each family (both in one tree: the two builds once a
-session, side by side, each compiling harness.cu and harness_ar.cu, 30-60 s a
-tree alone on two cores); its publish contract holds on the clean tree, on the
+last held to the contract with no run), and our two harnesses build with a
+generated skip of each family (both in one tree, built once a session: 30-60 s
+alone on two cores); its publish contract holds on the clean tree, on the
 source and in the PTX of our three translation units, and flags every
 generated mutant of what it holds (weakened, narrowed) and our edits of the
-MNNVL header, at the site, two to a tree where they share no translation unit.
+MNNVL header, at the site, in three trees (no two mutants of a site or of a
+function copy in one tree).
 Skipped, with the reason, when the registry cannot be reached or nvcc is not here."""
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import signal
 import subprocess
@@ -232,38 +233,25 @@ def build(tree: Path, out: Path) -> subprocess.Popen:
 
 
 @pytest.fixture(scope="session")
-def builds(workspace, tmp_path_factory) -> dict[str, tuple[Path, Path, int, str]]:
-    """The clean tree and each built fault's tree, applied and built side by
-    side: per name ("clean" or the fault), the tree, the build's folder, its
-    exit code and the end of what it said."""
+def skips_built(workspace, tmp_path_factory) -> tuple[Path, Path, int, str]:
+    """The tree of both families' skips, applied and built by the catalog's
+    build (both harnesses side by side): the tree, the build's folder, its
+    exit code and the end of what it said. The clean tree is not built on its
+    own: this one is it with a skip in each harness's header."""
     needs_nvcc()
     scratch = tmp_path_factory.mktemp("builds")
     catalog = generated(CATALOG, workspace)
-    skips = scratch / "skips" / "tree"
-    sources = target_scratch(workspace, skips, catalog.target)
+    tree = scratch / "skips" / "tree"
+    sources = target_scratch(workspace, tree, catalog.target)
     apply_patches(sources, catalog, [p for fault in BUILT for p in catalog.all_patches(fault)])
-    trees = {"clean": workspace, "skips": skips}
-    started: dict[str, subprocess.Popen] = {}
+    child = build(tree, scratch / "out")
     try:
-        for name, tree in trees.items():
-            started[name] = build(tree, scratch / name / "out")
-        done = {}
-        for name, child in started.items():
-            _, said = child.communicate(timeout=600)
-            done[name] = (trees[name], scratch / name / "out", child.returncode, said[-2000:])
-    finally:  # a timeout or a failed start leaves no nvcc running past the session
-        for child in started.values():
-            if child.poll() is None:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
-    return done
-
-
-def test_both_harnesses_build_on_the_clean_tree(builds):
-    _, out, code, said = builds["clean"]
-    assert code == 0, said
-    assert (out / "harness").is_file()
-    assert (out / "harness_ar").is_file()
+        _, said = child.communicate(timeout=600)
+    finally:  # a timeout leaves no nvcc running past the session
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    return tree, scratch / "out", child.returncode, said[-2000:]
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -275,8 +263,8 @@ def test_a_generated_fault_applies_and_bounds_the_spins_it_keeps(workspace, tmp_
     assert f"faults timeout: site={poll}" in text  # the Lamport poll spins too
 
 
-def test_the_skips_of_both_families_build_in_one_tree(builds):
-    tree, out, code, said = builds["skips"]
+def test_both_harnesses_build_with_the_skips_of_both_families_in_one_tree(skips_built):
+    tree, out, code, said = skips_built
     for fault in BUILT:
         text = (tree / FAULTS[fault][0]).read_text()
         assert f"AFDFAULT {fault} delay 200000 ns at start of" in text
@@ -424,13 +412,16 @@ def test_every_contract_mutant_is_one_listed_here(workspace):
     assert found == sorted(MUTANTS)
 
 
-def family(name: str) -> str:
-    """A site's family (`ar`: the fusion header's, `tar`: trtllm_allreduce.cuh's,
-    `mnnvl`: trtllm_mnnvl_allreduce.cuh's), from its name, a generated fault's
-    id or an edit's (`edit:<name>`, of the MNNVL header)."""
+def site_of(name: str) -> str:
+    """The site a generated fault's id names (`gen.<family>.<site>[.<n>]`),
+    an edit's (`edit:<name>`, of the MNNVL header: its cluster arrival), or
+    a finding's site itself."""
     if name.startswith("edit:"):
-        return "mnnvl"
-    return name.removeprefix("gen.").split(".")[1 if name.startswith("gen.") else 0]
+        return "mnnvl.lamport.cluster_arrive"
+    if not name.startswith("gen."):
+        return name
+    site = name.removeprefix("gen.").split(".", 1)[1]
+    return site.rsplit(".", 1)[0] if site.rsplit(".", 1)[-1].isdigit() else site
 
 
 # Our edits of the MNNVL header, each a bug class the contract finds on code no
@@ -454,18 +445,47 @@ EDITS = {
 }  # fmt: skip
 
 
-# The mutants' trees: each fusion mutant beside a tar one, the rest of the tar
-# mutants alone or beside an edit of the MNNVL header. The three headers share
-# no translation unit, function, twin or site, so a tree's findings part by
-# site family, each mutant's its own; one PTX compile (every harness) checks
-# two of them.
-FUSION_MUTANTS = sorted(f for f in MUTANTS if family(f) == "ar")
-AR_MUTANTS = sorted(f for f in MUTANTS if family(f) == "tar")
-ALONE = AR_MUTANTS[len(FUSION_MUTANTS):]
-MUTANT_TREES = [
-    *zip(FUSION_MUTANTS, AR_MUTANTS), *zip(ALONE, sorted(EDITS)),
-    *((f,) for f in ALONE[len(EDITS):]),
-]
+# The mutants' trees, as few as hold every mutant once: a tree holds no two
+# mutants of one site (a finding is said at its site, so a tree's findings
+# part by site, each mutant's its own) and no two that write one twin (the
+# n-th rewrite of one family in one header copies the same primitive under
+# the same name). One PTX compile (every harness) checks a whole tree.
+def twin_of(name: str) -> tuple[str, ...]:
+    """The function copy a mutant writes, as its id tells it: (family, the
+    rewrite's number, the header's family, release or wait); an edit writes none."""
+    if name.startswith("edit:"):
+        return (name,)
+    family, site = name.removeprefix("gen.").split(".", 1)
+    number = site.rsplit(".", 1)[-1] if site.rsplit(".", 1)[-1].isdigit() else ""
+    return (family, number, site.split(".")[0], site_of(name).rsplit(".", 1)[-1])
+
+
+def apart(one: str, other: str) -> bool:
+    return site_of(one) != site_of(other) and twin_of(one) != twin_of(other)
+
+
+def trees_by_site(names) -> list[tuple[str, ...]]:
+    """The fewest trees holding each of `names` once, no tree two not `apart`."""
+
+    def place(left: list[str], trees: list[list[str]]) -> bool:
+        if not left:
+            return True
+        for tree in trees:
+            if all(apart(left[0], other) for other in tree):
+                tree.append(left[0])
+                if place(left[1:], trees):
+                    return True
+                tree.pop()
+        return False
+
+    for count in itertools.count(1):
+        trees: list[list[str]] = [[] for _ in range(count)]
+        if place(sorted(names), trees):
+            return [tuple(tree) for tree in trees]
+    raise AssertionError("unreachable")
+
+
+MUTANT_TREES = trees_by_site([*MUTANTS, *EDITS])
 
 
 @pytest.fixture(scope="module")
@@ -487,21 +507,22 @@ def mutant_tree(workspace, ptx_cache, tmp_path_factory):
     return tree_of
 
 
-def test_each_mutant_has_a_tree_and_shares_it_only_across_families():
+def test_each_mutant_has_a_tree_and_shares_it_only_with_other_sites_mutants():
     held = [fault for faults in MUTANT_TREES for fault in faults]
     assert sorted(held) == sorted([*MUTANTS, *EDITS])
-    assert all(len({family(f) for f in faults}) == len(faults) for faults in MUTANT_TREES)
+    assert all(len({site_of(f) for f in faults}) == len(faults) for faults in MUTANT_TREES)
+    assert len(MUTANT_TREES) == 3  # three mutants at every site of the catalog
 
 
 @pytest.mark.parametrize("fault", sorted(MUTANTS))
 def test_the_contract_flags_each_mutant_at_its_site(mutant_tree, fault):
     needs_nvcc()
     report, sites, faults = mutant_tree(fault)
-    own = [v for v in report.violations if family(v.site) == family(fault)]
+    own = [v for v in report.violations if v.site == site_of(fault)]
     assert [(v.site, v.variant, v.message) for v in own] == MUTANTS[fault]
     assert all(v.line in sites[v.site].lines for v in report.violations)
-    # Every finding of the tree is a mutant's own: of this one's family or its partner's.
-    assert {family(v.site) for v in report.violations} <= {family(f) for f in faults}
+    # Every finding of the tree is a mutant's own: at this one's site or another's of the tree.
+    assert {v.site for v in report.violations} <= {site_of(f) for f in faults}
 
 
 @pytest.mark.parametrize("edit", sorted(EDITS))
@@ -512,7 +533,7 @@ def test_the_contract_flags_each_edit_of_the_mnnvl_header_at_its_site(mutant_tre
     needs_nvcc()
     report, sites, _ = mutant_tree(edit)
     _, source, ptx = EDITS[edit]
-    own = [v for v in report.violations if family(v.site) == "mnnvl"]
+    own = [v for v in report.violations if v.site == site_of(edit)]
     said = [(v.site, v.variant) for v in own]
     assert said == [("mnnvl.lamport.cluster_arrive", None),
                     ("mnnvl.lamport.cluster_arrive", "mnnvl_ptx.cu")], [str(v) for v in own]
