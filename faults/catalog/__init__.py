@@ -2,7 +2,7 @@
 forced-fail control and the faults, loaded from TOML and checked on load
 (load.py), every error naming the file, the fault and the field at fault.
 The model is model.py; each table is checked by its own module (target,
-log, contract, knobs, mutation, publisher, configs, exposure, generate, faults,
+log, contract, knobs, identity, mutation, publisher, configs, exposure, generate, faults,
 refs), a concept's own table by its package (faults/schedules/table.py,
 faults/shrink/table.py). Callers import the model's names from here."""
 

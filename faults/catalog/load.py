@@ -13,6 +13,7 @@ from faults.catalog.exposure import exposure_table
 from faults.catalog.faults import control_table, fault_table
 from faults.catalog.fields import fail, fail_in, tables
 from faults.catalog.generate import generate_table
+from faults.catalog.identity import check_identity
 from faults.catalog.matrix import matrix_table
 from faults.catalog.model import Catalog, Fault, Target
 from faults.catalog.mutation import mutation_rules
@@ -30,6 +31,7 @@ def load_catalog(path: Path, *, tree_root: Path | None = None) -> Catalog:
     catalog = catalog_from_tables(path, read_toml(path, lambda error: _unreadable(path, error)))
     if tree_root is not None:
         check_sites_exist(catalog, Path(tree_root) / catalog.target.sources)
+        check_identity(path, catalog.target.identity, Path(tree_root) / catalog.target.sources)
     return catalog
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from faults.catalog.bound import Bound
 from faults.catalog.errors import CatalogError
+from faults.catalog.identity import Identity
 from faults.catalog.matrix import Matrix, config_fields
 # The operators' families, and those each stage draws on (faults/operators/).
 from faults.operators import Family
@@ -268,6 +269,9 @@ class Target:
     # runs a process per run
     serve: tuple[str, ...] = ()
     knobs: Knobs | None = None  # [target.knobs]: checked by every command before any work
+    # [target.identity]: the statement that makes the tree say its digest (a run
+    # that is the target's own test prints none of ours)
+    identity: Identity | None = None
 
     def annotated(self) -> Target:
         """This target as its scratch trees hold it: its anchored sites are

@@ -10,6 +10,7 @@ from faults.catalog.anchors import site_tables
 from faults.catalog.bound import bound_table
 from faults.catalog.contract import contract_table
 from faults.catalog.fields import command, env_table, expect_type, fail, fail_in
+from faults.catalog.identity import identity_table
 from faults.catalog.knobs import knobs_table
 from faults.catalog.log import log_table
 from faults.catalog.model import (
@@ -26,7 +27,7 @@ LANGUAGES = ("cuda", "cpp")
 TARGET_KEYS = frozenset(
     (
         "name sources language run log build clock rank timeout_s env gpus"
-        " contract mutation publisher logical sass schedule site bound serve knobs"
+        " contract mutation publisher logical sass schedule site bound serve knobs identity"
     ).split()
 )
 
@@ -90,6 +91,7 @@ def target_table(path: Path, raw) -> Target:
         bound=bound_table(path, raw.get("bound"), raw["language"], clock),
         serve=serve_table(path, raw.get("serve")),
         knobs=knobs_table(path, raw.get("knobs")),
+        identity=identity_table(path, raw.get("identity")),
     )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from faults.catalog import Catalog, Patch, Target
+from faults.catalog.identity import Identity
 from faults.generate.mutate import TAG
 from faults.pipeline.bound import bound_waits
 from faults.schedules.draw import draw, scheduled_code
@@ -289,3 +290,15 @@ def apply_patches(
 
 def apply_fault(sources: SourceTree, catalog: Catalog, fault_id: str) -> list[Path]:
     return apply_patches(sources, catalog, catalog.all_patches(fault_id))
+
+
+def say_identity(sources: SourceTree, identity: Identity, digest: str) -> Path:
+    """The tree made to say `digest` (the digest of its sources before this
+    line, which the judge holds the log to): [target.identity]'s statement, a
+    line of its own before the one line of its file that holds `before`."""
+    path = sources.root / identity.file
+    try:
+        sources.write(path, identity.written(path.read_text(), digest))
+    except (OSError, ValueError) as error:
+        raise ApplyError(f"[target.identity] {identity.file}: {error}") from None
+    return path

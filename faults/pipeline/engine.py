@@ -19,7 +19,7 @@ from pathlib import Path
 from faults.catalog import Catalog, Config, Patch
 from faults.judge.run_result import RunResult
 from faults.judge.verdict import Judgement, Verdict
-from faults.pipeline.apply import ApplyError, apply_fault, apply_patches
+from faults.pipeline.apply import ApplyError, apply_fault, apply_patches, say_identity
 from faults.pipeline.erasure import ErasedDecision, decide, erased_check, erasure_baseline
 from faults.pipeline.run import BuildError, build_tree, judged_runs, worker_pool
 from faults.pipeline.scratch import Prepared, UserTreeGuard, target_scratch, tree_digest
@@ -141,6 +141,13 @@ class Engine:
         erased, sass_s, unknown = None, 0.0, ""
         if fault_id is not None and self.erased is not None:
             erased, sass_s, unknown = decide(self.erased, fault_id, self.workdir / label)
+        identity = self.catalog.target.identity
+        try:  # last: the erasure check and the digest see the tree without it
+            if identity is not None:
+                say_identity(sources, identity, digest)
+        except ApplyError as error:
+            failed = Judgement(Verdict.APPLY_ERROR, False, str(error))
+            return Prepared(label, tree, sources, error=failed)
         build_s, error = self._build(tree, label, digest)
         if error is not None:  # the verdict, whatever the erasure check said
             erased, unknown = None, ""
