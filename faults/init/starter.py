@@ -1,6 +1,6 @@
 """The starter catalog init prints: [target] with placeholders and what to
 fill in, [target.log] for the harness skeleton, [target.contract] with the
-spellings the scan found, [target.bound] commented, a [[target.site]] per
+spellings the scan found, [target.bound] and [target.identity] commented, a [[target.site]] per
 proposal (its file:line and code in a comment), one [[config]], [generate],
 and a first fault (docs/tools.md, "Onboarding a codebase")."""
 
@@ -45,6 +45,13 @@ BOUND = """
 # loop = 'while \\s*\\((?P<cond>[^;]*)\\)'  # a spin loop; `cond` its condition
 # limit_ns = 2_000_000_000
 # expired = 'printf("timeout: site={site}\\n"); __trap();'  # what runs past the limit
+
+# Or no harness: `run` the project's own test, pointed at {tree}, and no build
+# (docs/targets.md, "Their tests as the harness"); the tree then says its digest:
+# [target.identity]
+# file = "TODO.cuh"  # under the sources
+# before = "TODO: text of one line every run executes"
+# say = 'TODO: statements that print the digest line once, with {digest}'
 """
 
 TAIL = """
