@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import CatalogError, load_catalog
+from tests.unit.faults.catalog.refused import REPO, refusal
 
-REPO = Path(__file__).parents[4]
 FIXTURE = REPO / "tests/fixtures/flag_payload_anchored/catalog.toml"
 TEXT = FIXTURE.read_text()
 RELEASE = '''[[target.site]]
@@ -22,14 +22,7 @@ CHECK_END = 'end = "expected(round_idx, word_idx), got);\\n  }"\n'
 
 
 def error(tmp_path: Path, old: str, new: str) -> str:
-    assert old in TEXT
-    path = tmp_path / "catalog.toml"
-    path.write_text(TEXT.replace(old, new, 1))
-    with pytest.raises(CatalogError) as raised:
-        load_catalog(path, tree_root=REPO)
-    message = str(raised.value)
-    assert message.count("\n") == 0
-    return message.removeprefix(f"{path}: ")
+    return refusal(tmp_path, TEXT, old, new)
 
 
 RELEASE_KEY = "target.site[1] (fx.producer.flag_release)"

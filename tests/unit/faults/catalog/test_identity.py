@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from faults.catalog import CatalogError, load_catalog
+from faults.catalog import load_catalog
 from faults.catalog.identity import Identity, identity_table
 
-REPO = Path(__file__).parents[4]
+from tests.unit.faults.catalog.refused import REPO, refusal
+
 FIXTURE = REPO / "tests/fixtures/own_test/catalog.toml"
 TEXT = FIXTURE.read_text()
 BEFORE = 'before = "const auto start = std::chrono::steady_clock::now();"\n'
@@ -41,14 +42,7 @@ def test_the_fixture_says_its_identity_as_the_catalog_reads_it():
 
 
 def error(tmp_path: Path, old: str, new: str) -> str:
-    assert old in TEXT
-    path = tmp_path / "catalog.toml"
-    path.write_text(TEXT.replace(old, new, 1))
-    with pytest.raises(CatalogError) as raised:
-        load_catalog(path, tree_root=REPO)
-    message = str(raised.value)
-    assert message.count("\n") == 0
-    return message.removeprefix(f"{path}: ")
+    return refusal(tmp_path, TEXT, old, new)
 
 
 SOURCES = REPO / "tests/fixtures/own_test/ring"
