@@ -9,7 +9,7 @@ from pathlib import Path
 
 from faults.catalog.errors import catalog_error
 from faults.catalog.fields import command
-from faults.catalog.model import PTX_PLACEHOLDERS
+from faults.catalog.model import PTX_PLACEHOLDERS, PTX_UNIT_PLACEHOLDERS
 from invariants.sync.spellings import (
     CONTRACT_PATTERNS,
     CONTRACT_TABLES,
@@ -19,22 +19,31 @@ from invariants.sync.spellings import (
 
 
 def contract_table(path: Path, raw):
-    """[target.contract]: its `ptx` command and `ptx_inputs` here, the
-    spellings in catalog_types."""
-    ptx = raw.get("ptx", []) if isinstance(raw, dict) else []
-    words = command(path, "target.contract", "ptx", ptx, known=PTX_PLACEHOLDERS)
-    inputs = raw.get("ptx_inputs", []) if isinstance(raw, dict) else []
-    return replace(contract_spellings(path, raw, words), ptx_inputs=ptx_inputs(path, inputs))
+    """[target.contract]: its `ptx` command, `ptx_inputs` and `ptx_units`
+    here, the spellings in contract_spellings."""
+    table = raw if isinstance(raw, dict) else {}
+    units = tree_paths(path, "ptx_units", table.get("ptx_units", []))
+    known = PTX_UNIT_PLACEHOLDERS if units else PTX_PLACEHOLDERS
+    words = command(path, "target.contract", "ptx", table.get("ptx", []), known=known)
+    unfilled = [
+        name for name in ("unit", "ptx", "deps")
+        if units and not any(f"{{{name}}}" in word for word in words)
+    ]  # fmt: skip
+    if unfilled:
+        raise catalog_error(path, "target.contract", f"ptx: with ptx_units, a word {{{unfilled[0]}}}"
+                            " (one unit's compile: its source, its PTX, its dependencies)")  # fmt: skip
+    inputs = tree_paths(path, "ptx_inputs", table.get("ptx_inputs", []))
+    return replace(contract_spellings(path, raw, words), ptx_inputs=inputs, ptx_units=units)
 
 
-def ptx_inputs(path: Path, raw) -> tuple[str, ...]:
-    """`ptx_inputs`: paths relative to the tree's root, inside it."""
-    key = "target.contract"
+def tree_paths(path: Path, key: str, raw) -> tuple[str, ...]:
+    """`ptx_inputs` or `ptx_units`: paths relative to the tree's root, inside it."""
+    where = "target.contract"
     if not isinstance(raw, list) or not all(isinstance(p, str) and p.strip() for p in raw):
-        raise catalog_error(path, key, f"ptx_inputs: a list of paths, got {raw!r}")
+        raise catalog_error(path, where, f"{key}: a list of paths, got {raw!r}")
     for text in raw:
         if Path(text).is_absolute() or ".." in Path(text).parts:
-            raise catalog_error(path, key, f"ptx_inputs: {text!r} is not inside the tree")
+            raise catalog_error(path, where, f"{key}: {text!r} is not inside the tree")
     return tuple(raw)
 
 
@@ -50,7 +59,7 @@ def contract_spellings(path: Path, raw, ptx: tuple[str, ...]) -> ContractSpellin
     """[target.contract] checked key by key (`ptx`, its command, checked by the caller)."""
     if not isinstance(raw, dict):
         raise catalog_error(path, "target.contract", f"a table, got {raw!r}")
-    unknown = sorted(set(raw) - {"ptx", "ptx_inputs", *CONTRACT_TABLES, *CONTRACT_PATTERNS})
+    unknown = sorted(set(raw) - {"ptx", "ptx_inputs", "ptx_units", *CONTRACT_TABLES, *CONTRACT_PATTERNS})
     if unknown:
         raise catalog_error(path, "target.contract", f"unknown keys {unknown}")
     tables = {}

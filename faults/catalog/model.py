@@ -31,6 +31,8 @@ FAULTS_LISTED = "the `list` command names them all"
 PLACEHOLDERS = ("tree", "out", "python", "digest", "gpus", "ranks")
 # The `{name}`s of `[target.contract] ptx`, filled in by invariants/sync/contract.py.
 PTX_PLACEHOLDERS = ("tree", "sources", "out", "python")
+# The per-unit ptx command's, with [target.contract] ptx_units: all of the last three.
+PTX_UNIT_PLACEHOLDERS = ("tree", "python", "unit", "ptx", "deps")
 # A warm worker's command ([target.serve]): it serves every run of a tree.
 SERVE_PLACEHOLDERS = ("tree", "out", "python")
 # The knob check's command ([target.knobs] check): run in the user's tree.

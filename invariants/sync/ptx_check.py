@@ -44,11 +44,13 @@ from invariants.sync.finding import Finding
 from invariants.sync.ptx_dataflow import Bases, access_bases, guarded_bases
 from invariants.sync.ptx_instruction import SCOPE_RANK
 from invariants.sync.ptx_read import Function, Module, PtxError, read_module
+from invariants.sync.ptx_units import compile_units
 from invariants.sync.sites import Group, Site
 from invariants.sync.spellings import ContractSpellings, ContractTarget
 
 BARRIER_PTX = {Group.WARP: "bar.warp.sync", Group.BLOCK: "bar.sync", Group.GRID: "bar.sync"}
 CACHE_ENTRIES = 8  # PTX folders kept per target: the trees a review compares, and some
+UNITS = "units"  # beside the folders: each translation unit's PTX (invariants/sync/ptx_units.py)
 
 
 def default_cache(target: ContractTarget) -> Path:
@@ -103,7 +105,7 @@ def ptx_folder(
     spellings: ContractSpellings = target.contract
     root = Path(cache) if cache is not None else default_cache(target)
     inputs = tuple(Path(tree_root) / name for name in spellings.ptx_inputs)
-    folder = root / sources_digest(sources, spellings.ptx, inputs)
+    folder = root / sources_digest(sources, (*spellings.ptx, *spellings.ptx_units), inputs)
     if (folder / "index.json").is_file():
         with contextlib.suppress(OSError):  # evicted by another check meanwhile: read as it is
             os.utime(folder)
@@ -114,29 +116,33 @@ def ptx_folder(
     # check, ever sees a folder half made.
     out = Path(tempfile.mkdtemp(dir=root, prefix=f".{folder.name}."))
     values = {"python": sys.executable, "tree": tree_root, "sources": sources, "out": out}
-    command = [word.format(**{k: str(v) for k, v in values.items()}) for word in spellings.ptx]
+    values = {key: str(value) for key, value in values.items()}
     paths = [str(tree_root), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, **target.env, "PYTHONPATH": os.pathsep.join(paths), "PYTHONSAFEPATH": "1"}
     # Its own log, beside its own folder: two checks of one tree at once (two
     # reviews of one BASE) must not write, read or remove each other's log.
     log = out.with_name(f"{out.name}.log")
     try:
-        outcome = run_logged(command, log, timeout_s=target.timeout_s, env=env, cwd=tree_root)
-    except OSError as error:
+        if spellings.ptx_units:
+
+            def said(lines: list[str]) -> str:
+                return compiler_error(lines, Path(tree_root)) or (lines or ["-"])[-1]
+
+            index = compile_units(
+                spellings.ptx, spellings.ptx_units, Path(tree_root), out, root / UNITS,
+                values=values, env=env, timeout_s=target.timeout_s, said=said,
+            )  # fmt: skip
+            (out / "index.json").write_text(json.dumps(index))
+        else:
+            _run_ptx_command(spellings, tree_root, out, log, values, env, target.timeout_s)
+    except PtxError:
         shutil.rmtree(out, ignore_errors=True)
-        raise PtxError(f"the ptx command could not start {command[0]!r}: {error}") from None
+        raise
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): nothing of it stays
         shutil.rmtree(out, ignore_errors=True)
-        log.unlink(missing_ok=True)
+        for left in (log, *root.glob(f"{out.name}.*.log")):
+            left.unlink(missing_ok=True)
         raise
-    if outcome.exit_code != 0 or not (out / "index.json").is_file():
-        shutil.rmtree(out, ignore_errors=True)
-        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-        what = "timed out" if outcome.outer_timeout else f"exit {outcome.exit_code}"
-        if outcome.exit_code == 0:
-            what = "wrote no index.json"
-        said = compiler_error(lines, Path(tree_root)) or (lines or ["-"])[-1]
-        raise PtxError(f"the ptx command failed ({what}): {said} (log: {log})")
     log.unlink(missing_ok=True)
     try:
         out.rename(folder)
@@ -144,6 +150,22 @@ def ptx_folder(
         shutil.rmtree(out, ignore_errors=True)
     _evict(root)
     return folder, False
+
+
+def _run_ptx_command(spellings, tree_root, out: Path, log: Path, values, env, timeout_s) -> None:
+    """The catalog's one `ptx` command, writing every variant and index.json into `out`."""
+    command = [word.format(**values) for word in spellings.ptx]
+    try:
+        outcome = run_logged(command, log, timeout_s=timeout_s, env=env, cwd=tree_root)
+    except OSError as error:
+        raise PtxError(f"the ptx command could not start {command[0]!r}: {error}") from None
+    if outcome.exit_code != 0 or not (out / "index.json").is_file():
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        what = "timed out" if outcome.outer_timeout else f"exit {outcome.exit_code}"
+        if outcome.exit_code == 0:
+            what = "wrote no index.json"
+        said = compiler_error(lines, Path(tree_root)) or (lines or ["-"])[-1]
+        raise PtxError(f"the ptx command failed ({what}): {said} (log: {log})")
 
 
 def _clear_killed(root: Path, timeout_s: float) -> None:
@@ -158,7 +180,7 @@ def _clear_killed(root: Path, timeout_s: float) -> None:
 
 def _evict(root: Path) -> None:
     folders = sorted(
-        (p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")),
+        (p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != UNITS),
         key=lambda p: p.stat().st_mtime,
         reverse=True,
     )

@@ -23,6 +23,9 @@ class ContractSpellings:
     # What else the ptx command reads (paths from the tree's root: a harness,
     # headers beside the sources): in its cache key with the sources.
     ptx_inputs: tuple[str, ...] = ()
+    # With units (paths from the tree's root), `ptx` compiles one of them
+    # ({unit} -> {ptx}, its dependencies to {deps}), each cached by what it read.
+    ptx_units: tuple[str, ...] = ()
     barrier: dict[str, re.Pattern[str]] = field(default_factory=dict)  # group -> call
     release: dict[str, re.Pattern[str]] = field(default_factory=dict)  # scope -> call
     acquire: dict[str, re.Pattern[str]] = field(default_factory=dict)  # scope -> call

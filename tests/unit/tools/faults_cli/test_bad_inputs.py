@@ -311,8 +311,23 @@ ANCHORED_CATALOG = REPO / "tests/fixtures/flag_payload_anchored/catalog.toml"
             '[target.contract]\nptx_inputs = "harness"\n\n[target.bound]',
             "target.contract: ptx_inputs: a list of paths, got 'harness'",
         ),
+        (
+            "[target.bound]",
+            '[target.contract]\nptx_units = ["main.cpp"]\nptx = ["cc", "{tree}/{unit}", "{ptx}"]'
+            "\n\n[target.bound]",
+            "target.contract: ptx: with ptx_units, a word {deps} (one unit's compile: its source,"
+            " its PTX, its dependencies)",
+        ),
+        (
+            "[target.bound]",
+            '[target.identity]\nfile = "main.cpp"\nbefore = "nowhere"\nsay = \'puts("{digest}");\''
+            "\n\n[target.bound]",
+            "target.identity: before 'nowhere' is on 0 lines (needs exactly 1) of "
+            f"{REPO}/tests/fixtures/flag_payload_anchored/main.cpp",
+        ),
     ],
-    ids=["an anchor found twice", "an unknown spelling", "a ptx input outside", "not a list"],
+    ids=["an anchor found twice", "an unknown spelling", "a ptx input outside", "not a list",
+         "a unit's compile writing no dependencies", "an identity line not in the tree"],
 )
 @pytest.mark.parametrize("command", [["sweep"], ["apply", "D1", "--out", "applied"]])
 def test_a_bad_anchor_or_spelling_is_one_line_before_any_work(
