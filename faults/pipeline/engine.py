@@ -65,6 +65,7 @@ class Engine:
         erased: ErasedDecision | None = None,
         probes: tuple[Patch, ...] = (),
         runs_at_once: int | None = None,
+        erasure: bool = True,
     ):
         self.catalog = catalog
         self.root = Path(root).resolve()
@@ -81,8 +82,11 @@ class Engine:
         # Asked of scratch trees only, whose anchored sites are comment sites.
         self.contract = contract or static_contract(catalog.target.annotated())
         self._prepared: dict[str, Prepared] = {}  # one tree per label, shared by its configs
-        # Whether the compiler erased a fault: the injected check, else the catalog's [target.sass].
-        self.erased = erased or erased_check(catalog, self.root, self.workdir, ref)
+        # Whether the compiler erased a fault: the injected check, else the catalog's
+        # [target.sass]; none with `erasure` off (nothing will run the trees: it decides nothing).
+        self.erased = None
+        if erasure:
+            self.erased = erased or erased_check(catalog, self.root, self.workdir, ref)
         # The clean tree's patches that only print markers (a zero-ns delay):
         # its runs then say which configs execute those sites (the review's
         # probes, docs/review.md, "The pre-merge review"); none: the tree as it is.

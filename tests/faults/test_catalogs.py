@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from faults.catalog.project import project_catalogs
 from faults.pytest_plugin import RESULT_PROPERTY, enough_gpus
 from faults.report.document import summary_line
 
@@ -39,3 +40,14 @@ def test_fault(catalog_case, engines, pytestconfig, record_property):
             assert result.verdict == FIXTURE_VERDICTS[catalog_case.fault_id], result.reason
         else:
             assert result.ok, f"{result.verdict}: {result.reason}"
+
+
+def test_an_engine_checks_erasure_only_where_its_catalog_runs(engines, pytestconfig):
+    """A case that cannot run here applies and builds only: the erasure check
+    (it decides whether a fault is worth running) is not made for it."""
+    for path in project_catalogs(pytestconfig.rootpath):
+        engine = engines(path)
+        catalog = engine.catalog
+        runs_here = any(enough_gpus(catalog.gpus_for(c)) for c in catalog.configs)
+        declared = bool(catalog.target.sass)
+        assert (engine.erased is not None) == (declared and runs_here), catalog.target.name
