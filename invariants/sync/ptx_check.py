@@ -30,7 +30,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -38,12 +37,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hostio import cache_home, run_logged
+from hostio import cache_home
 from invariants.sync.divergence import Spread, splits
 from invariants.sync.finding import Finding
 from invariants.sync.ptx_dataflow import Bases, access_bases, guarded_bases
 from invariants.sync.ptx_instruction import SCOPE_RANK
 from invariants.sync.ptx_read import Function, Module, PtxError, read_module
+from invariants.sync.ptx_compile import run_ptx
 from invariants.sync.ptx_units import compile_units
 from invariants.sync.sites import Group, Site
 from invariants.sync.spellings import ContractSpellings, ContractTarget
@@ -69,31 +69,6 @@ def sources_digest(sources: Path, command: tuple[str, ...], inputs: tuple[Path, 
             digest.update(path.relative_to(top.parent).as_posix().encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:32]
-
-
-# A compiler's error line: `path(line): error: message` (NVRTC, nvcc) or
-# `path:line:col: error: message` (gcc, clang).
-COMPILER_ERROR = re.compile(
-    r"(?P<file>[^\s:()]+)(?:\((?P<line>\d+)\)|:(?P<gline>\d+)(?::\d+)?):\s*(?:fatal )?error:?\s*"
-    r"(?P<message>.*)"
-)
-
-
-def compiler_error(lines: list[str], tree_root: Path) -> str | None:
-    """The first error a compiler said in a log's `lines`, as `file:line:
-    message` with the file from `tree_root` (a scratch tree's path is gone
-    once its review ends); None when no line says one."""
-    for line in lines:
-        found = COMPILER_ERROR.search(line)
-        if found is None:
-            continue
-        file = found["file"]
-        try:
-            file = Path(file).resolve().relative_to(Path(tree_root).resolve()).as_posix()
-        except ValueError:
-            pass
-        return f"{file}:{found['line'] or found['gline']}: {found['message'].strip()}"
-    return None
 
 
 def ptx_folder(
@@ -124,17 +99,15 @@ def ptx_folder(
     log = out.with_name(f"{out.name}.log")
     try:
         if spellings.ptx_units:
-
-            def said(lines: list[str]) -> str:
-                return compiler_error(lines, Path(tree_root)) or (lines or ["-"])[-1]
-
             index = compile_units(
                 spellings.ptx, spellings.ptx_units, Path(tree_root), out, root / UNITS,
-                values=values, env=env, timeout_s=target.timeout_s, said=said,
+                values=values, env=env, timeout_s=target.timeout_s,
             )  # fmt: skip
             (out / "index.json").write_text(json.dumps(index))
         else:
-            _run_ptx_command(spellings, tree_root, out, log, values, env, target.timeout_s)
+            words = [word.format(**values) for word in spellings.ptx]
+            run_ptx(words, log, Path(tree_root), env=env, timeout_s=target.timeout_s,
+                    wrote=[out / "index.json"])  # fmt: skip
     except PtxError:
         shutil.rmtree(out, ignore_errors=True)
         raise
@@ -143,29 +116,12 @@ def ptx_folder(
         for left in (log, *root.glob(f"{out.name}.*.log")):
             left.unlink(missing_ok=True)
         raise
-    log.unlink(missing_ok=True)
     try:
         out.rename(folder)
     except OSError:  # another check wrote the same PTX first
         shutil.rmtree(out, ignore_errors=True)
     _evict(root)
     return folder, False
-
-
-def _run_ptx_command(spellings, tree_root, out: Path, log: Path, values, env, timeout_s) -> None:
-    """The catalog's one `ptx` command, writing every variant and index.json into `out`."""
-    command = [word.format(**values) for word in spellings.ptx]
-    try:
-        outcome = run_logged(command, log, timeout_s=timeout_s, env=env, cwd=tree_root)
-    except OSError as error:
-        raise PtxError(f"the ptx command could not start {command[0]!r}: {error}") from None
-    if outcome.exit_code != 0 or not (out / "index.json").is_file():
-        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-        what = "timed out" if outcome.outer_timeout else f"exit {outcome.exit_code}"
-        if outcome.exit_code == 0:
-            what = "wrote no index.json"
-        said = compiler_error(lines, Path(tree_root)) or (lines or ["-"])[-1]
-        raise PtxError(f"the ptx command failed ({what}): {said} (log: {log})")
 
 
 def _clear_killed(root: Path, timeout_s: float) -> None:
@@ -180,7 +136,8 @@ def _clear_killed(root: Path, timeout_s: float) -> None:
 
 def _evict(root: Path) -> None:
     folders = sorted(
-        (p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != UNITS),
+        (p for p in root.iterdir()
+         if p.is_dir() and not p.name.startswith(".") and p.name != UNITS),  # fmt: skip
         key=lambda p: p.stat().st_mtime,
         reverse=True,
     )

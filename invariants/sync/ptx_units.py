@@ -13,15 +13,14 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from hostio import run_logged
-from invariants.sync.ptx_read import PtxError
+from hostio import write_bytes
+from invariants.sync.ptx_compile import run_ptx
 
-UNIT_ENTRIES = 16  # dependency sets kept per unit and command: the trees a review and a sweep compare
+UNIT_ENTRIES = 16  # dependency sets kept per unit and command: the trees a review compares
 TREE = "tree:"  # a dependency under the tree, by its path there: the same in every scratch tree
 
 
@@ -41,7 +40,8 @@ def dependencies(deps_file: Path, tree_root: Path) -> list[str]:
         for word in words.split():
             path = Path(word.replace("\0", " "))
             path = (root / path if not path.is_absolute() else path).resolve()
-            name = f"{TREE}{path.relative_to(root).as_posix()}" if path.is_relative_to(root) else str(path)
+            inside = path.is_relative_to(root)
+            name = f"{TREE}{path.relative_to(root).as_posix()}" if inside else str(path)
             if name not in named:
                 named.append(name)
     return named
@@ -74,16 +74,11 @@ def cached_unit(folder: Path, tree_root: Path) -> Path | None:
 
 def keep_unit(folder: Path, ptx: Path, deps: dict[str, str]) -> None:
     """The unit's PTX and its dependencies' digests into `folder`, each
-    whole (written under a temporary name and renamed), the oldest past
-    UNIT_ENTRIES evicted."""
-    folder.mkdir(parents=True, exist_ok=True)
+    whole (hostio.write_bytes), the PTX first, the oldest past UNIT_ENTRIES
+    evicted."""
     name = hashlib.sha256(json.dumps(deps, sort_keys=True).encode()).hexdigest()[:32]
-    for suffix, write in ((".ptx", lambda f: shutil.copyfile(ptx, f)),
-                          (".json", lambda f: Path(f).write_text(json.dumps(deps, sort_keys=True)))):  # fmt: skip
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}")
-        os.close(handle)
-        write(temporary)
-        os.replace(temporary, folder / f"{name}{suffix}")
+    write_bytes(folder / f"{name}.ptx", ptx.read_bytes())
+    write_bytes(folder / f"{name}.json", json.dumps(deps, sort_keys=True).encode())
     entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     for stale in entries[UNIT_ENTRIES:]:
         stale.with_suffix(".ptx").unlink(missing_ok=True)
@@ -100,12 +95,11 @@ def compile_units(
     values: dict[str, str],
     env: dict[str, str],
     timeout_s: float,
-    said,
 ) -> dict[str, str]:
     """Each unit's PTX into `out` (`<unit's stem>.ptx`), from the cache or
     compiled side by side; the index (PTX file -> unit) of those whose PTX
     holds a kernel (`.entry`: a unit that instantiates none has nothing to
-    check). `said(log lines)`: the compiler's error, for a unit that fails."""
+    check)."""
     stop = threading.Event()
 
     def one(unit: str) -> tuple[str, bool]:
@@ -119,15 +113,8 @@ def compile_units(
         deps_file, log = out / f"{stem}.d", out.with_name(f"{out.name}.{stem}.log")
         filled = {**values, "unit": unit, "ptx": str(ptx), "deps": str(deps_file)}
         words = [word.format(**filled) for word in command]
-        try:
-            outcome = run_logged(words, log, timeout_s=timeout_s, env=env, cwd=tree_root, stop=stop)
-        except OSError as error:
-            raise PtxError(f"the ptx command could not start {words[0]!r}: {error}") from None
-        if outcome.exit_code != 0 or not ptx.is_file() or not deps_file.is_file():
-            lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-            what = "timed out" if outcome.outer_timeout else f"exit {outcome.exit_code}"
-            raise PtxError(f"the ptx command failed on {unit} ({what}): {said(lines)} (log: {log})")
-        log.unlink(missing_ok=True)
+        run_ptx(words, log, tree_root, env=env, timeout_s=timeout_s, wrote=[ptx, deps_file],
+                what=f"the ptx command on {unit}", stop=stop)  # fmt: skip
         found = digests(dependencies(deps_file, tree_root), tree_root)
         deps_file.unlink()
         if found is not None:  # a file it read is gone already: nothing to key it by

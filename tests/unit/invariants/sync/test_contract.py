@@ -543,7 +543,7 @@ def test_sources_no_catalog_names_get_the_site_rules_only(tmp_path, capsys):
 def test_a_ptx_build_that_fails_is_said_by_the_compilers_first_error(tmp_path):
     """Not the log's last line (a kernel that compiled fine): the file from
     the tree's root, its line, the compiler's message (NVRTC's and gcc's forms)."""
-    from invariants.sync.ptx_check import compiler_error
+    from invariants.sync.ptx_compile import compiler_error
 
     log = [
         "ptx        0.00s   43167 B  ffn_stream_expand<kHidden=7168>",
@@ -563,12 +563,13 @@ def test_an_interrupted_ptx_compile_leaves_no_half_written_folder(tmp_path, monk
     from types import SimpleNamespace
 
     import invariants.sync.ptx_check as ptx_check
+    import invariants.sync.ptx_compile as ptx_compile
     from invariants.sync.spellings import ContractSpellings
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ptx_check, "run_logged", interrupted)
+    monkeypatch.setattr(ptx_compile, "run_logged", interrupted)
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "k.cu").write_text("__global__ void k() {}\n")
     target = SimpleNamespace(

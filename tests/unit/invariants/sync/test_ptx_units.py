@@ -112,6 +112,6 @@ def test_a_failing_unit_is_named_with_the_compilers_error_and_leaves_no_folder(t
     target, cache = unit_target(tmp_path), tmp_path / "cache"
     tree = a_tree(tmp_path / "tree")
     (tree / "two.cu").write_text("error\n")
-    with pytest.raises(PtxError, match=r"failed on two.cu \(exit 1\): two.cu:1: the unit says error"):
+    with pytest.raises(PtxError, match=r"on two.cu failed \(exit 1\): two.cu:1: the unit says error"):
         ptx_check.ptx_folder(tree, tree / "src", target, cache)
     assert [p.name for p in cache.iterdir() if not p.name.endswith(".log")] == ["units"]
